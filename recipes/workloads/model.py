@@ -1,0 +1,115 @@
+"""The workload model, ``.mlir`` file loading and seeded random inputs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from iree.compiler import ir
+from iree.compiler.dialects import func
+
+Reference = Callable[[Sequence[np.ndarray]], list[np.ndarray]]
+
+_NUMPY_DTYPES = {
+    "f32": np.float32,
+    "f16": np.float16,
+    "f64": np.float64,
+    "i8": np.int8,
+    "i16": np.int16,
+    "i32": np.int32,
+    "i64": np.int64,
+}
+
+
+class WorkloadError(ValueError):
+    """A workload cannot be built or loaded; the message says why and what to change."""
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A linalg-on-tensors module and its entry ``function``.
+
+    ``reference`` computes the expected outputs in numpy; when it is ``None`` (an MLIR
+    file), the untransformed module compiled by IREE's default pipeline is the reference.
+    """
+
+    name: str
+    mlir: str
+    function: str
+    reference: Reference | None = None
+
+
+def load_mlir_file(path: str | Path, function: str | None = None) -> Workload:
+    """Load a ``.mlir`` file; ``function`` defaults to its only public ``func.func``."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise WorkloadError(f"{path}: cannot read workload: {exc.strerror}") from exc
+    with ir.Context():
+        try:
+            module = ir.Module.parse(text)
+        except ir.MLIRError as exc:
+            raise WorkloadError(f"{path}: not valid MLIR: {exc}") from exc
+        names = [_func_name(op) for op in _public_functions(module)]
+    if function is None:
+        if len(names) != 1:
+            raise WorkloadError(
+                f"{path}: {len(names)} public functions ({', '.join(names) or 'none'}); "
+                "name the entry with workload.function"
+            )
+        function = names[0]
+    elif function not in names:
+        raise WorkloadError(f"{path}: no public function @{function} (found: {', '.join(names)})")
+    return Workload(path.stem, text, function)
+
+
+def _public_functions(module: ir.Module) -> list[func.FuncOp]:
+    found = []
+    for op in module.body.operations:
+        if op.operation.name == "func.func":
+            vis = op.operation.attributes["sym_visibility"] if "sym_visibility" in op.operation.attributes else None
+            if vis is None or ir.StringAttr(vis).value == "public":
+                found.append(op)
+    return found
+
+
+def _func_name(op: func.FuncOp) -> str:
+    return str(ir.StringAttr(op.operation.attributes["sym_name"]).value)
+
+
+def input_types(workload: Workload) -> list[tuple[tuple[int, ...], str]]:
+    """Shapes and element types (``f32``, ...) of the entry function's arguments."""
+    with ir.Context():
+        module = ir.Module.parse(workload.mlir)
+        entry = next(f for f in _public_functions(module) if _func_name(f) == workload.function)
+        ftype = ir.FunctionType(ir.TypeAttr(entry.operation.attributes["function_type"]).value)
+        result = []
+        for t in ftype.inputs:
+            if not isinstance(t, ir.RankedTensorType):
+                raise WorkloadError(
+                    f"{workload.name}: argument type {t} is not a ranked tensor; "
+                    "tdsched feeds static-shaped tensors"
+                )
+            tensor = t
+            if not tensor.has_static_shape:
+                raise WorkloadError(f"{workload.name}: argument {t} has dynamic dims")
+            result.append((tuple(tensor.shape), str(tensor.element_type)))
+        return result
+
+
+def random_inputs(workload: Workload, seed: int = 0) -> list[np.ndarray]:
+    """Seeded random inputs for the entry function (uniform in [-1, 1) for floats)."""
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for shape, elem in input_types(workload):
+        if elem not in _NUMPY_DTYPES:
+            raise WorkloadError(f"{workload.name}: unsupported element type {elem}")
+        dtype = _NUMPY_DTYPES[elem]
+        if np.issubdtype(dtype, np.floating):
+            arrays.append(rng.uniform(-1.0, 1.0, size=shape).astype(dtype))
+        else:
+            arrays.append(rng.integers(-8, 8, size=shape).astype(dtype))
+    return arrays

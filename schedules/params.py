@@ -1,0 +1,89 @@
+"""``${NAME}`` parameter substitution over a recipe.
+
+A string that is exactly ``${NAME}`` becomes the parameter's value (keeping its type, so
+tile sizes stay integers); ``${NAME}`` inside a longer string is interpolated as text.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from .errors import RecipeError, Where
+from .recipe import Recipe
+
+_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+ParamValue = int | float | str
+T = TypeVar("T")
+
+
+def parse_override(text: str) -> tuple[str, ParamValue]:
+    """Parse a ``NAME=VALUE`` command-line override (VALUE as int, float or string)."""
+    name, sep, raw = text.partition("=")
+    if not sep or not name.strip():
+        raise RecipeError(Where(field="--param"), f"expected NAME=VALUE, got {text!r}")
+    value: ParamValue
+    try:
+        value = int(raw)
+    except ValueError:
+        try:
+            value = float(raw)
+        except ValueError:
+            value = raw
+    return name.strip(), value
+
+
+def resolve(recipe: Recipe, overrides: Mapping[str, ParamValue] | None = None) -> Recipe:
+    """Return ``recipe`` with every ``${NAME}`` replaced by its value.
+
+    ``overrides`` replace defaults; naming a parameter the recipe does not declare is an
+    error (a typo would otherwise silently run the default schedule).
+    """
+    params = recipe.parameter_dict
+    for name, value in (overrides or {}).items():
+        if name not in params:
+            known = ", ".join(sorted(params)) or "none"
+            raise RecipeError(
+                Where(recipe.source, None, "parameters"),
+                f"unknown parameter {name!r} (this recipe declares: {known})",
+            )
+        params[name] = value
+    resolved = _substitute(recipe, params, Where(recipe.source))
+    return dataclasses.replace(resolved, parameters=tuple(params.items()))
+
+
+def _substitute(obj: T, params: Mapping[str, ParamValue], where: Where) -> T:
+    result: Any
+    if isinstance(obj, str):
+        result = _substitute_text(obj, params, where)
+    elif isinstance(obj, tuple):
+        result = tuple(_substitute(item, params, where) for item in obj)
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        here = getattr(obj, "where", where)
+        here = here if isinstance(here, Where) and (here.file or here.field) else where
+        changes = {
+            f.name: _substitute(getattr(obj, f.name), params, here)
+            for f in dataclasses.fields(obj)
+            if f.name not in ("where", "parameters", "source")
+        }
+        result = dataclasses.replace(obj, **changes)
+    else:
+        result = obj
+    return result  # type: ignore[no-any-return]
+
+
+def _substitute_text(text: str, params: Mapping[str, ParamValue], where: Where) -> ParamValue:
+    for name in _REF.findall(text):
+        if name not in params:
+            known = ", ".join(sorted(params)) or "none"
+            raise RecipeError(
+                where,
+                f"parameter ${{{name}}} is not declared; add it under 'parameters' "
+                f"(declared: {known})",
+            )
+    whole = _REF.fullmatch(text)
+    if whole:
+        return params[whole.group(1)]
+    return _REF.sub(lambda m: str(params[m.group(1)]), text)

@@ -1,0 +1,175 @@
+"""The recipe model shared by the YAML and Python front ends.
+
+A :class:`Recipe` names a workload, its targets, an optional *graph* schedule (applied to
+the whole module before IREE forms dispatches), *kernel* schedules (each matched to
+dispatches by its root op and turned into an IREE kernel strategy or lowering config),
+parameters and numeric tolerances. Schedules are lists of typed steps. Integer fields may
+hold a parameter reference ``"${NAME}"`` until :func:`tdsched.schedules.params.resolve`
+substitutes them; emission only accepts resolved recipes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .errors import Where
+
+IntOrParam = int | str
+"""An integer, or a ``"${NAME}"`` parameter reference awaiting substitution."""
+
+TARGETS: tuple[str, ...] = ("x86", "vulkan")
+ROOT = "root"
+"""Handle name of the op a kernel schedule matched (its dispatch root)."""
+
+
+@dataclass(frozen=True)
+class MatchSpec:
+    """Which ops a kernel schedule (or a ``match`` step) selects. See OpCriteria."""
+
+    op: str | None = None
+    kind: Literal["contraction", "convolution"] | None = None
+    shape: tuple[IntOrParam, ...] | None = None
+    dtype: str = "f32"
+    attributes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MatchStep:
+    """Bind ``name`` to the ops selected by ``spec`` inside the schedule's scope."""
+
+    spec: MatchSpec
+    name: str
+    where: Where = Where()
+
+
+@dataclass(frozen=True)
+class TileStep:
+    """Tile the op bound to ``target``; ``loops`` names the resulting loop handle.
+
+    ``loop="for"`` makes one ``scf.for`` per non-zero size (``interchange`` orders them);
+    ``loop="forall"`` makes one ``scf.forall`` mapped to ``mapping``.
+    """
+
+    sizes: tuple[IntOrParam, ...]
+    target: str = ROOT
+    loop: Literal["for", "forall"] = "for"
+    mapping: Literal["workgroup", "thread", "none"] = "none"
+    interchange: tuple[IntOrParam, ...] | None = None
+    loops: str | None = None
+    where: Where = Where()
+
+
+@dataclass(frozen=True)
+class FuseIntoStep:
+    """Fuse the op bound to ``producer`` into the loop bound to ``loop``."""
+
+    producer: str
+    loop: str
+    where: Where = Where()
+
+
+@dataclass(frozen=True)
+class GeneralizeStep:
+    """Rewrite the named linalg op bound to ``target`` as ``linalg.generic``."""
+
+    target: str = ROOT
+    where: Where = Where()
+
+
+@dataclass(frozen=True)
+class InterchangeStep:
+    """Permute the loops of the ``linalg.generic`` bound to ``target``."""
+
+    permutation: tuple[IntOrParam, ...]
+    target: str = ROOT
+    where: Where = Where()
+
+
+@dataclass(frozen=True)
+class VectorizeStep:
+    """Vectorize: the whole kernel (no target), or one op with explicit ``sizes``."""
+
+    target: str | None = None
+    sizes: tuple[IntOrParam, ...] | None = None
+    where: Where = Where()
+
+
+@dataclass(frozen=True)
+class CleanupStep:
+    """Canonicalize, CSE and hoist loop invariants over the schedule's scope."""
+
+    canonicalize: bool = True
+    cse: bool = True
+    licm: bool = True
+    where: Where = Where()
+
+
+Step = MatchStep | TileStep | FuseIntoStep | GeneralizeStep | InterchangeStep | VectorizeStep | CleanupStep
+
+
+@dataclass(frozen=True)
+class LoweringConfig:
+    """Config-only kernel schedule: IREE's own pipeline with our tile sizes.
+
+    ``tile_sizes`` maps a tiling level (``workgroup``, ``thread``/``vector``, ``reduction``)
+    to sizes, ``workgroup_size`` is the GPU workgroup (Vulkan), ``pipeline`` names IREE's
+    pipeline (defaults per target).
+    """
+
+    tile_sizes: tuple[tuple[str, tuple[IntOrParam, ...]], ...]
+    workgroup_size: tuple[IntOrParam, ...] | None = None
+    pipeline: str | None = None
+    where: Where = Where()
+
+
+@dataclass(frozen=True)
+class KernelSchedule:
+    """A schedule for the dispatches whose root op satisfies ``match``.
+
+    Exactly one of ``steps`` (a full transform-dialect strategy) and ``config`` is used.
+    """
+
+    name: str
+    match: MatchSpec
+    steps: tuple[Step, ...] = ()
+    config: LoweringConfig | None = None
+    where: Where = Where()
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """A generated workload (``generator`` + ``args``) or an MLIR file (``file``)."""
+
+    generator: str | None = None
+    args: tuple[tuple[str, IntOrParam | str], ...] = ()
+    file: str | None = None
+    function: str | None = None
+    where: Where = Where()
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Numeric tolerance: |got - want| <= atol + rtol * |want| elementwise."""
+
+    atol: float = 1e-4
+    rtol: float = 1e-4
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A complete schedule recipe (see the module docstring)."""
+
+    name: str
+    workload: WorkloadSpec
+    targets: tuple[str, ...] = ("x86",)
+    description: str = ""
+    parameters: tuple[tuple[str, int | float | str], ...] = ()
+    graph: tuple[Step, ...] = ()
+    kernels: tuple[KernelSchedule, ...] = ()
+    tolerance: Tolerance = field(default_factory=Tolerance)
+    source: str | None = None
+
+    @property
+    def parameter_dict(self) -> dict[str, int | float | str]:
+        return dict(self.parameters)

@@ -1,0 +1,396 @@
+"""YAML front end: a recipe file → :class:`~tdsched.schedules.recipe.Recipe`.
+
+The file is loaded with PyYAML's safe loader, keeping every node's line so each error
+names ``file:line: field`` and says what is allowed. The YAML is the same steps as the
+Python API, as data: ``- tile: {sizes: [64, 64, 0], loop: forall, mapping: workgroup}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from .errors import RecipeError, Where
+from .recipe import (
+    ROOT,
+    TARGETS,
+    CleanupStep,
+    FuseIntoStep,
+    GeneralizeStep,
+    IntOrParam,
+    InterchangeStep,
+    KernelSchedule,
+    LoweringConfig,
+    MatchSpec,
+    MatchStep,
+    Recipe,
+    Step,
+    TileStep,
+    Tolerance,
+    VectorizeStep,
+    WorkloadSpec,
+)
+
+T = TypeVar("T")
+_CONSTRUCTOR = yaml.constructor.SafeConstructor()
+
+
+class _Node:
+    """A YAML node with its location; accessors validate and raise RecipeError."""
+
+    def __init__(self, node: yaml.Node, where: Where) -> None:
+        self.node = node
+        self.where = where
+
+    def fail(self, message: str) -> RecipeError:
+        return RecipeError(self.where, message)
+
+    def mapping(self, allowed: dict[str, str], required: tuple[str, ...] = ()) -> dict[str, _Node]:
+        """The mapping's fields; unknown or missing keys are errors listing ``allowed``."""
+        if isinstance(self.node, yaml.ScalarNode) and self.node.tag.endswith(":null"):
+            items: list[tuple[yaml.Node, yaml.Node]] = []
+        elif isinstance(self.node, yaml.MappingNode):
+            items = self.node.value
+        else:
+            raise self.fail(f"expected a mapping with keys {_listing(allowed)}")
+        fields: dict[str, _Node] = {}
+        for key_node, value_node in items:
+            key = str(_CONSTRUCTOR.construct_object(key_node))
+            line = key_node.start_mark.line + 1
+            if key not in allowed:
+                raise RecipeError(
+                    self.where.child(key, line),
+                    f"unknown field {key!r}; allowed here: {_listing(allowed)}",
+                )
+            fields[key] = _Node(value_node, self.where.child(key, line))
+        for key in required:
+            if key not in fields:
+                raise self.fail(f"missing required field {key!r} ({allowed[key]})")
+        return fields
+
+    def sequence(self) -> list[_Node]:
+        if not isinstance(self.node, yaml.SequenceNode):
+            raise self.fail("expected a list")
+        return [
+            _Node(item, self.where.child(f"[{i}]", item.start_mark.line + 1))
+            for i, item in enumerate(self.node.value)
+        ]
+
+    def scalar(self) -> Any:
+        if not isinstance(self.node, yaml.ScalarNode):
+            raise self.fail("expected a single value, not a list or mapping")
+        return _CONSTRUCTOR.construct_object(self.node)
+
+    def text(self) -> str:
+        value = self.scalar()
+        if not isinstance(value, str) or not value:
+            raise self.fail(f"expected a non-empty string, got {value!r}")
+        return value
+
+    def choice(self, options: tuple[str, ...]) -> str:
+        value = self.scalar()
+        if value not in options:
+            raise self.fail(f"got {value!r}; allowed: {', '.join(options)}")
+        return str(value)
+
+    def int_or_param(self) -> IntOrParam:
+        value = self.scalar()
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise self.fail(f"expected an integer or a \"${{PARAM}}\" reference, got {value!r}")
+        if isinstance(value, str) and not value.startswith("${"):
+            raise self.fail(f"expected an integer or a \"${{PARAM}}\" reference, got {value!r}")
+        return value
+
+    def ints(self) -> tuple[IntOrParam, ...]:
+        return tuple(item.int_or_param() for item in self.sequence())
+
+    def number(self) -> float:
+        value = self.scalar()
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.fail(f"expected a number, got {value!r}")
+        return float(value)
+
+    def flag(self) -> bool:
+        value = self.scalar()
+        if not isinstance(value, bool):
+            raise self.fail(f"expected true or false, got {value!r}")
+        return value
+
+
+def _listing(allowed: dict[str, str]) -> str:
+    return ", ".join(f"{k} ({v})" for k, v in allowed.items())
+
+
+def _opt(fields: dict[str, _Node], key: str, read: Callable[[_Node], T], default: T) -> T:
+    return read(fields[key]) if key in fields else default
+
+
+def load_recipe(path: str | Path) -> Recipe:
+    """Load and validate a YAML recipe file."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise RecipeError(Where(str(path)), f"cannot read recipe: {exc.strerror}") from exc
+    return parse_recipe(text, str(path))
+
+
+def parse_recipe(text: str, filename: str) -> Recipe:
+    """Parse YAML recipe ``text``; errors cite ``filename``."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise RecipeError(Where(filename, line), f"not valid YAML: {problem}") from exc
+    if root is None:
+        raise RecipeError(Where(filename, 1), "the recipe file is empty")
+    top = _Node(root, Where(filename, root.start_mark.line + 1)).mapping(
+        {
+            "name": "recipe name",
+            "description": "free text",
+            "workload": "what to compute",
+            "targets": f"list of {', '.join(TARGETS)}",
+            "parameters": "NAME: default value",
+            "tolerance": "atol / rtol",
+            "graph": "whole-module schedule steps",
+            "kernels": "kernel schedules",
+        },
+        required=("name", "workload"),
+    )
+    base = Path(filename).parent
+    targets = tuple(t.choice(TARGETS) for t in top["targets"].sequence()) if "targets" in top else ("x86",)
+    if not targets:
+        raise top["targets"].fail(f"list at least one target ({', '.join(TARGETS)})")
+    return Recipe(
+        name=top["name"].text(),
+        description=_opt(top, "description", _Node.text, ""),
+        workload=_workload(top["workload"], base),
+        targets=targets,
+        parameters=_parameters(top["parameters"]) if "parameters" in top else (),
+        graph=tuple(_step(s) for s in top["graph"].sequence()) if "graph" in top else (),
+        kernels=tuple(_kernel(k) for k in top["kernels"].sequence()) if "kernels" in top else (),
+        tolerance=_tolerance(top["tolerance"]) if "tolerance" in top else Tolerance(),
+        source=filename,
+    )
+
+
+def _parameters(node: _Node) -> tuple[tuple[str, int | float | str], ...]:
+    if not isinstance(node.node, yaml.MappingNode):
+        raise node.fail("expected a mapping NAME: default value")
+    params = []
+    for key_node, value_node in node.node.value:
+        name = str(_CONSTRUCTOR.construct_object(key_node))
+        value = _Node(value_node, node.where.child(name, key_node.start_mark.line + 1)).scalar()
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise RecipeError(
+                node.where.child(name, key_node.start_mark.line + 1),
+                f"a parameter default must be a number or a string, got {value!r}",
+            )
+        params.append((name, value))
+    return tuple(params)
+
+
+def _tolerance(node: _Node) -> Tolerance:
+    f = node.mapping({"atol": "absolute tolerance", "rtol": "relative tolerance"})
+    default = Tolerance()
+    return Tolerance(
+        atol=_opt(f, "atol", _Node.number, default.atol), rtol=_opt(f, "rtol", _Node.number, default.rtol)
+    )
+
+
+def _workload(node: _Node, base: Path) -> WorkloadSpec:
+    f = node.mapping(
+        {
+            "generator": "matmul, matmul_bias_relu, conv2d_nhwc",
+            "args": "generator arguments",
+            "file": "linalg-on-tensors .mlir file, relative to the recipe",
+            "function": "entry function of the file",
+        }
+    )
+    if ("generator" in f) == ("file" in f):
+        raise node.fail("give exactly one of 'generator' (with 'args') or 'file'")
+    args: list[tuple[str, IntOrParam | str]] = []
+    if "args" in f:
+        for key, value in f["args"].mapping({k: "argument" for k in _arg_names(f["args"])}).items():
+            scalar = value.scalar()
+            if isinstance(scalar, bool) or not isinstance(scalar, int | str):
+                raise value.fail(f"expected an integer, a dtype or a \"${{PARAM}}\", got {scalar!r}")
+            args.append((key, scalar))
+    file = None
+    if "file" in f:
+        file = str((base / f["file"].text()).resolve()) if base else f["file"].text()
+    return WorkloadSpec(
+        generator=_opt(f, "generator", _Node.text, None),
+        args=tuple(args),
+        file=file,
+        function=_opt(f, "function", _Node.text, None),
+        where=node.where,
+    )
+
+
+def _arg_names(node: _Node) -> list[str]:
+    if not isinstance(node.node, yaml.MappingNode):
+        raise node.fail("expected a mapping of generator arguments")
+    return [str(_CONSTRUCTOR.construct_object(k)) for k, _ in node.node.value]
+
+
+_MATCH_FIELDS = {
+    "op": "operation name, e.g. linalg.matmul",
+    "kind": "contraction or convolution",
+    "shape": "static loop bounds, e.g. [M, N, K]",
+    "dtype": "element type, default f32",
+    "attributes": "attribute names the op carries",
+}
+
+
+def _match_spec(node: _Node, fields: dict[str, _Node]) -> MatchSpec:
+    kind = _opt(fields, "kind", lambda n: n.choice(("contraction", "convolution")), None)
+    if "op" not in fields and kind is None and "attributes" not in fields:
+        raise node.fail("give at least one of 'op', 'kind' or 'attributes' to select ops")
+    return MatchSpec(
+        op=_opt(fields, "op", _Node.text, None),
+        kind=kind,  # type: ignore[arg-type]
+        shape=_opt(fields, "shape", _Node.ints, None),
+        dtype=_opt(fields, "dtype", _Node.text, "f32"),
+        attributes=tuple(a.text() for a in fields["attributes"].sequence()) if "attributes" in fields else (),
+    )
+
+
+def _kernel(node: _Node) -> KernelSchedule:
+    f = node.mapping(
+        {
+            "name": "kernel schedule name",
+            "match": "which dispatch root ops it applies to",
+            "schedule": "transform-dialect strategy steps",
+            "config": "lowering config for IREE's own pipeline",
+        },
+        required=("name", "match"),
+    )
+    if ("schedule" in f) == ("config" in f):
+        raise node.fail("give exactly one of 'schedule' (a strategy) or 'config' (a lowering config)")
+    match_node = f["match"]
+    return KernelSchedule(
+        name=f["name"].text(),
+        match=_match_spec(match_node, match_node.mapping(_MATCH_FIELDS)),
+        steps=tuple(_step(s) for s in f["schedule"].sequence()) if "schedule" in f else (),
+        config=_config(f["config"]) if "config" in f else None,
+        where=node.where,
+    )
+
+
+def _config(node: _Node) -> LoweringConfig:
+    f = node.mapping(
+        {
+            "tile_sizes": "level: sizes, levels workgroup, thread, reduction",
+            "workgroup_size": "GPU workgroup size [x, y, z]",
+            "pipeline": "IREE codegen pipeline name",
+        },
+        required=("tile_sizes",),
+    )
+    levels = f["tile_sizes"].mapping(
+        {"workgroup": "sizes", "thread": "sizes", "reduction": "sizes", "vector": "sizes"},
+        required=("workgroup",),
+    )
+    return LoweringConfig(
+        tile_sizes=tuple((level, sizes.ints()) for level, sizes in levels.items()),
+        workgroup_size=_opt(f, "workgroup_size", _Node.ints, None),
+        pipeline=_opt(f, "pipeline", _Node.text, None),
+        where=node.where,
+    )
+
+
+def _step(node: _Node) -> Step:
+    if not isinstance(node.node, yaml.MappingNode) or len(node.node.value) != 1:
+        raise node.fail(f"a step is a mapping with one key, the primitive: {', '.join(_STEPS)}")
+    key_node, _ = node.node.value[0]
+    primitive = str(_CONSTRUCTOR.construct_object(key_node))
+    if primitive not in _STEPS:
+        raise RecipeError(
+            node.where.child(primitive, key_node.start_mark.line + 1),
+            f"unknown primitive {primitive!r}; available: {', '.join(_STEPS)}",
+        )
+    fields = node.mapping({primitive: "step arguments"})[primitive]
+    allowed, build = _STEPS[primitive]
+    return build(fields, fields.mapping(allowed))
+
+
+def _match_step(node: _Node, f: dict[str, _Node]) -> Step:
+    if "as" not in f:
+        raise node.fail("missing required field 'as' (the handle name to bind the matched ops to)")
+    spec = _match_spec(node, {k: v for k, v in f.items() if k != "as"})
+    return MatchStep(spec=spec, name=f["as"].text(), where=node.where)
+
+
+def _tile_step(node: _Node, f: dict[str, _Node]) -> Step:
+    if "sizes" not in f:
+        raise node.fail("missing required field 'sizes' (one tile size per loop, 0 = untiled)")
+    return TileStep(
+        sizes=f["sizes"].ints(),
+        target=_opt(f, "target", _Node.text, ROOT),
+        loop=_opt(f, "loop", lambda n: n.choice(("for", "forall")), "for"),  # type: ignore[arg-type]
+        mapping=_opt(f, "mapping", lambda n: n.choice(("workgroup", "thread", "none")), "none"),  # type: ignore[arg-type]
+        interchange=_opt(f, "interchange", _Node.ints, None),
+        loops=_opt(f, "loops", _Node.text, None),
+        where=node.where,
+    )
+
+
+def _fuse_step(node: _Node, f: dict[str, _Node]) -> Step:
+    for key in ("producer", "loop"):
+        if key not in f:
+            raise node.fail(f"missing required field {key!r}")
+    return FuseIntoStep(producer=f["producer"].text(), loop=f["loop"].text(), where=node.where)
+
+
+def _generalize_step(node: _Node, f: dict[str, _Node]) -> Step:
+    return GeneralizeStep(target=_opt(f, "target", _Node.text, ROOT), where=node.where)
+
+
+def _interchange_step(node: _Node, f: dict[str, _Node]) -> Step:
+    if "permutation" not in f:
+        raise node.fail("missing required field 'permutation' (the new loop order)")
+    return InterchangeStep(
+        permutation=f["permutation"].ints(), target=_opt(f, "target", _Node.text, ROOT), where=node.where
+    )
+
+
+def _vectorize_step(node: _Node, f: dict[str, _Node]) -> Step:
+    return VectorizeStep(
+        target=_opt(f, "target", _Node.text, None), sizes=_opt(f, "sizes", _Node.ints, None), where=node.where
+    )
+
+
+def _cleanup_step(node: _Node, f: dict[str, _Node]) -> Step:
+    return CleanupStep(
+        canonicalize=_opt(f, "canonicalize", _Node.flag, True),
+        cse=_opt(f, "cse", _Node.flag, True),
+        licm=_opt(f, "licm", _Node.flag, True),
+        where=node.where,
+    )
+
+
+_TARGET = {"target": "handle name, default root"}
+_STEPS: dict[str, tuple[dict[str, str], Callable[[_Node, dict[str, _Node]], Step]]] = {
+    "match": ({**_MATCH_FIELDS, "as": "handle name to bind"}, _match_step),
+    "tile": (
+        {
+            **_TARGET,
+            "sizes": "one tile size per loop, 0 = untiled",
+            "loop": "for or forall",
+            "mapping": "workgroup, thread or none (forall only)",
+            "interchange": "loop order (for only)",
+            "loops": "handle name for the loops",
+        },
+        _tile_step,
+    ),
+    "fuse_into": ({"producer": "handle of the op to fuse", "loop": "handle of the loop"}, _fuse_step),
+    "generalize": (_TARGET, _generalize_step),
+    "interchange": ({**_TARGET, "permutation": "new loop order"}, _interchange_step),
+    "vectorize": ({"target": "handle (default: the whole kernel)", "sizes": "vector sizes"}, _vectorize_step),
+    "cleanup": ({"canonicalize": "bool", "cse": "bool", "licm": "bool"}, _cleanup_step),
+}

@@ -1,0 +1,116 @@
+"""Running compiled modules with iree.runtime.
+
+One runtime device per driver and process: IREE reads the task-topology flags (thread
+count) when a device is created, so :func:`configure_threads` must come first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import iree.runtime as ireert
+import numpy as np
+
+_CONFIGS: dict[str, ireert.Config] = {}
+_THREADS: list[int] = []
+
+
+class RuntimeError_(RuntimeError):
+    """A module could not be loaded or run (no device, bad function, ...)."""
+
+
+def configure_threads(threads: int) -> None:
+    """Use ``threads`` worker threads for CPU (local-task) execution in this process."""
+    if _THREADS and _THREADS[0] != threads:
+        raise RuntimeError_(f"threads already set to {_THREADS[0]} in this process")
+    if threads < 1:
+        raise RuntimeError_(f"threads must be >= 1, got {threads}")
+    if not _THREADS:
+        ireert.flags.parse_flags(f"--task_topology_max_group_count={threads}")
+        _THREADS.append(threads)
+
+
+def _config(driver: str) -> ireert.Config:
+    if driver not in _CONFIGS:
+        try:
+            _CONFIGS[driver] = ireert.Config(driver)
+        except (ValueError, RuntimeError) as exc:
+            hint = (
+                " (on a machine without a GPU install Mesa's lavapipe: "
+                "apt-get install mesa-vulkan-drivers)"
+                if driver == "vulkan"
+                else ""
+            )
+            raise RuntimeError_(f"cannot create IREE runtime device '{driver}': {exc}{hint}") from exc
+    return _CONFIGS[driver]
+
+
+def driver_available(driver: str) -> bool:
+    """Whether a device for ``driver`` can be created here."""
+    try:
+        _config(driver)
+    except RuntimeError_:
+        return False
+    return True
+
+
+class LoadedModule:
+    """A compiled module loaded on a driver's device, ready to invoke ``function``."""
+
+    def __init__(self, vmfb: Path, driver: str, function: str) -> None:
+        config = _config(driver)
+        self._device = config.device
+        self._context = ireert.SystemContext(config=config)
+        vm_module = ireert.VmModule.copy_buffer(self._context.instance, vmfb.read_bytes())
+        self._context.add_vm_module(vm_module)
+        try:
+            self._function = self._context.modules[vm_module.name][function]
+        except KeyError as exc:
+            raise RuntimeError_(f"{vmfb}: no function @{function}") from exc
+
+    def invoke(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Run once on host arrays and return host arrays."""
+        result = self._function(*inputs)
+        results = result if isinstance(result, tuple | list) else [result]
+        return [_to_host(self._device, r) for r in results]
+
+    def runner(self, inputs: Sequence[np.ndarray]) -> Callable[[], None]:
+        """A callable that runs once on inputs already on the device and waits for it."""
+        device_inputs = [ireert.asdevicearray(self._device, x) for x in inputs]
+
+        def run() -> None:
+            result = self._function(*device_inputs)
+            results = result if isinstance(result, tuple | list) else [result]
+            for r in results:
+                _to_host(self._device, r)
+
+        return run
+
+
+def _to_host(device: ireert.HalDevice, array: ireert.DeviceArray) -> np.ndarray:
+    """Copy a device array to a new host array through a mapped staging buffer.
+
+    ``DeviceArray.to_host`` imports a numpy allocation as the copy target, which Vulkan
+    drivers (lavapipe among them) reject unless it is page-aligned; a staging buffer
+    allocated by the device works on every driver. Mappable arrays are read directly.
+    """
+    if array.is_host_accessible or array._is_mappable():
+        return np.array(array.to_host())
+    view = array._buffer_view
+    source = view.get_buffer()
+    staging = device.allocator.allocate_buffer(
+        memory_type=int(ireert.MemoryType.HOST_LOCAL | ireert.MemoryType.DEVICE_VISIBLE),
+        allowed_usage=int(ireert.BufferUsage.TRANSFER_TARGET | ireert.BufferUsage.MAPPING_SCOPED),
+        allocation_size=source.byte_length(),
+    )
+    semaphore = device.create_semaphore(0)
+    device.queue_copy(
+        source,
+        staging,
+        wait_semaphores=ireert.HalFence.create_at(semaphore, 0),
+        signal_semaphores=ireert.HalFence.create_at(semaphore, 1),
+    )
+    ireert.HalFence.create_at(semaphore, 1).wait()
+    mapped = staging.map()
+    return np.array(mapped.asarray(view.shape, array._get_raw_dtype()))

@@ -1,0 +1,43 @@
+"""What tdsched knows about each target: IREE backend, flags and runtime driver."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TARGET_NAMES: tuple[str, ...] = ("x86", "vulkan")
+
+
+@dataclass(frozen=True)
+class Target:
+    """A compilation target.
+
+    ``backend`` is IREE's HAL target backend, ``driver`` the runtime driver that runs its
+    modules, ``flags`` the target-specific iree-compile flags (used identically for the
+    scheduled build and IREE's default build, so the two are comparable).
+    """
+
+    name: str
+    backend: str
+    driver: str
+    flags: tuple[str, ...]
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.backend != "llvm-cpu"
+
+
+def make_target(name: str, *, cpu: str = "host", cpu_features: str | None = None) -> Target:
+    """The target called ``name``.
+
+    x86: ``cpu`` is an LLVM CPU name (``host`` = this machine), ``cpu_features`` an LLVM
+    feature string such as ``+avx512f``. vulkan: any Vulkan 1.3 device, including Mesa's
+    lavapipe on CPU-only machines.
+    """
+    if name == "x86":
+        flags = [f"--iree-llvmcpu-target-cpu={cpu}"]
+        if cpu_features:
+            flags.append(f"--iree-llvmcpu-target-cpu-features={cpu_features}")
+        return Target("x86", "llvm-cpu", "local-task", tuple(flags))
+    if name == "vulkan":
+        return Target("vulkan", "vulkan-spirv", "vulkan", ())
+    raise ValueError(f"unknown target {name!r}; available: {', '.join(TARGET_NAMES)}")

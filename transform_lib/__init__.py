@@ -1,0 +1,1 @@
+"""Primitives that emit transform-dialect IR with the MLIR Python bindings."""
