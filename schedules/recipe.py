@@ -128,12 +128,15 @@ class KernelSchedule:
     """A schedule for the dispatches whose root op satisfies ``match``.
 
     Exactly one of ``steps`` (a full transform-dialect strategy) and ``config`` is used.
+    ``workgroup_size`` ([x, y, z] threads) is required by Vulkan strategies, whose thread
+    foralls are mapped onto it.
     """
 
     name: str
     match: MatchSpec
     steps: tuple[Step, ...] = ()
     config: LoweringConfig | None = None
+    workgroup_size: tuple[IntOrParam, ...] | None = None
     where: Where = Where()
 
 

@@ -268,6 +268,7 @@ def _kernel(node: _Node) -> KernelSchedule:
             "match": "which dispatch root ops it applies to",
             "schedule": "transform-dialect strategy steps",
             "config": "lowering config for IREE's own pipeline",
+            "workgroup_size": "GPU threads [x, y, z] for a Vulkan strategy",
         },
         required=("name", "match"),
     )
@@ -279,6 +280,7 @@ def _kernel(node: _Node) -> KernelSchedule:
         match=_match_spec(match_node, match_node.mapping(_MATCH_FIELDS)),
         steps=tuple(_step(s) for s in f["schedule"].sequence()) if "schedule" in f else (),
         config=_config(f["config"]) if "config" in f else None,
+        workgroup_size=_opt(f, "workgroup_size", _Node.ints, None),
         where=node.where,
     )
 

@@ -52,8 +52,8 @@ def tile_using_for(
 def mapping_attribute(mapping: Mapping, rank: int) -> ir.ArrayAttr | None:
     """The forall mapping for ``rank`` tiled dims: outermost dim gets the highest id.
 
-    ``workgroup`` maps to ``#iree_codegen.workgroup_mapping`` (both backends),
-    ``thread`` to ``#gpu.thread`` (GPU backends), ``none`` leaves the forall unmapped.
+    ``workgroup`` maps to ``#gpu.block`` (IREE distributes it to workgroups on both
+    backends), ``thread`` to ``#gpu.thread`` (GPU backends), ``none`` leaves it unmapped.
     """
     if mapping == "none":
         return None
@@ -61,7 +61,7 @@ def mapping_attribute(mapping: Mapping, rank: int) -> ir.ArrayAttr | None:
         raise ScheduleError(f"tile: at most 3 dims can be mapped to {mapping}s, got {rank}")
     dims = list(reversed(_GPU_DIMS[:rank]))
     if mapping == "workgroup":
-        attrs = [f"#iree_codegen.workgroup_mapping<{d}>" for d in dims]
+        attrs = [f"#gpu.block<{d}>" for d in dims]
     else:
         attrs = [f"#gpu.thread<{d}>" for d in dims]
     return ir.ArrayAttr.get([ir.Attribute.parse(a) for a in attrs])

@@ -1,0 +1,284 @@
+"""Recipe → transform-dialect scripts.
+
+A resolved :class:`Recipe` (no ``${...}`` left) becomes at most two scripts:
+
+* the **graph script**, ``@__transform_main`` over the whole module, applied before IREE
+  forms dispatches (graph rewrites only: tiling there would leave host loops that IREE
+  cannot compile);
+* the **kernel library**, ``@__kernel_config`` plus one strategy or lowering config per
+  kernel schedule, passed to iree-compile for the chosen target.
+
+Every step failure becomes a :class:`RecipeError` naming the step's file, line and field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tdsched.transform_lib.cleanup import cleanup
+from tdsched.transform_lib.codegen_tail import cpu_tail, distribute_to_workgroups, gpu_tail
+from tdsched.transform_lib.errors import ScheduleError
+from tdsched.transform_lib.kernel_library import KernelLibrary
+from tdsched.transform_lib.lowering_config import compilation_info
+from tdsched.transform_lib.match import OpCriteria, match_ops
+from tdsched.transform_lib.remarks import emit_remark, kernel_applied, print_ir, step_matched
+from tdsched.transform_lib.rewrite import generalize, interchange
+from tdsched.transform_lib.script import LoopHandle, OpHandle, TransformScript
+from tdsched.transform_lib.tiling import fuse_into, tile_using_for, tile_using_forall
+from tdsched.transform_lib.vectorize import vectorize_all, vectorize_op
+
+from .errors import RecipeError, Where
+from .recipe import (
+    ROOT,
+    CleanupStep,
+    FuseIntoStep,
+    GeneralizeStep,
+    InterchangeStep,
+    KernelSchedule,
+    MatchSpec,
+    MatchStep,
+    Recipe,
+    Step,
+    TileStep,
+    VectorizeStep,
+)
+
+GRAPH_ENTRY = "__transform_main"
+
+
+@dataclass(frozen=True)
+class Scripts:
+    """The scripts for one recipe and target, and the remarks that prove they applied."""
+
+    graph: str | None
+    kernel_library: str | None
+    graph_remarks: tuple[tuple[str, Where], ...] = ()
+    kernel_remarks: tuple[tuple[str, Where], ...] = ()
+    """(remark text, where in the recipe the step that must emit it is)."""
+
+
+def emit(
+    recipe: Recipe, target: str, loop_counts: dict[str, set[int]], *, print_after_schedule: bool = False
+) -> Scripts:
+    """Emit the scripts of a resolved ``recipe`` for ``target`` (``x86`` or ``vulkan``).
+
+    ``loop_counts`` (from :func:`tdsched.transform_lib.payload.loop_counts`) lets steps
+    check tile-size ranks against the workload's ops. ``print_after_schedule`` makes each
+    strategy print its dispatch function after the user's steps (for ``tdsched apply``).
+    """
+    graph, graph_remarks = _emit_graph(recipe, loop_counts) if recipe.graph else (None, ())
+    library, kernel_remarks = (
+        _emit_kernels(recipe, target, loop_counts, print_after_schedule) if recipe.kernels else (None, ())
+    )
+    return Scripts(graph, library, tuple(graph_remarks), tuple(kernel_remarks))
+
+
+def criteria_of(spec: MatchSpec, where: Where) -> OpCriteria:
+    """The transform_lib criteria for a resolved match spec."""
+    shape = None
+    if spec.shape is not None:
+        shape = tuple(_int(v, where.child("shape")) for v in spec.shape)
+    return OpCriteria(spec.op, spec.kind, shape, spec.dtype, spec.attributes)
+
+
+def _int(value: object, where: Where) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RecipeError(where, f"expected an integer, got {value!r}")
+    return value
+
+
+def _ints(values: Sequence[object] | None, where: Where) -> list[int]:
+    return [_int(v, where) for v in values or ()]
+
+
+def _known_loops(counts: dict[str, set[int]], spec: MatchSpec) -> int | None:
+    if spec.shape is not None:
+        return len(spec.shape)
+    if spec.op is not None and len(counts.get(spec.op, set())) == 1:
+        return next(iter(counts[spec.op]))
+    if spec.kind == "contraction" and spec.op is None:
+        return None
+    return None
+
+
+class _Emitter:
+    """Walks steps, keeping the handle environment of one schedule."""
+
+    def __init__(self, scope: str, func: OpHandle, counts: dict[str, set[int]], kernel_level: bool) -> None:
+        self.scope = scope
+        self.func = func
+        self.counts = counts
+        self.kernel_level = kernel_level
+        self.handles: dict[str, OpHandle | LoopHandle] = {}
+        self.invalidated: dict[str, str] = {}
+        self.remarks: list[tuple[str, Where]] = []
+
+    def op(self, name: str, where: Where) -> OpHandle:
+        handle = self._get(name, where)
+        if not isinstance(handle, OpHandle):
+            raise RecipeError(where, f"handle {name!r} names loops, but an op is needed here")
+        return handle
+
+    def loop(self, name: str, where: Where) -> LoopHandle:
+        handle = self._get(name, where)
+        if not isinstance(handle, LoopHandle):
+            raise RecipeError(where, f"handle {name!r} names an op, but loops are needed here")
+        return handle
+
+    def _get(self, name: str, where: Where) -> OpHandle | LoopHandle:
+        if name in self.invalidated:
+            raise RecipeError(
+                where, f"handle {name!r} was invalidated by {self.invalidated[name]}; reorder the steps"
+            )
+        if name not in self.handles:
+            known = ", ".join(sorted(self.handles)) or "none"
+            hint = "" if self.kernel_level else " (graph schedules have no root: bind handles with 'match')"
+            raise RecipeError(where, f"unknown handle {name!r}; bound so far: {known}{hint}")
+        return self.handles[name]
+
+    def run(self, steps: Sequence[Step]) -> None:
+        for step in steps:
+            try:
+                self._step(step)
+            except ScheduleError as exc:
+                raise RecipeError(step.where, str(exc)) from exc
+
+    def _step(self, step: Step) -> None:
+        if isinstance(step, MatchStep):
+            criteria = criteria_of(step.spec, step.where)
+            handle = match_ops(self.func, criteria, _known_loops(self.counts, step.spec))
+            emit_remark(handle, step_matched(self.scope, step.name))
+            self.remarks.append((step_matched(self.scope, step.name), step.where))
+            self.handles[step.name] = handle
+            self.invalidated.pop(step.name, None)
+        elif isinstance(step, TileStep):
+            self._tile(step)
+        elif isinstance(step, FuseIntoStep):
+            fused, loop = fuse_into(self.op(step.producer, step.where), self.loop(step.loop, step.where))
+            self.handles[step.producer], self.handles[step.loop] = fused, loop
+        elif isinstance(step, GeneralizeStep):
+            self.handles[step.target] = generalize(self.op(step.target, step.where))
+        elif isinstance(step, InterchangeStep):
+            perm = _ints(step.permutation, step.where.child("permutation"))
+            self.handles[step.target] = interchange(self.op(step.target, step.where), perm)
+        elif isinstance(step, VectorizeStep):
+            self._vectorize(step)
+        elif isinstance(step, CleanupStep):
+            cleanup(self.func, canonicalize=step.canonicalize, cse=step.cse, licm=step.licm)
+
+    def _tile(self, step: TileStep) -> None:
+        if not self.kernel_level:
+            raise RecipeError(
+                step.where,
+                "tile in a graph schedule would leave host-level loops, which IREE cannot "
+                "compile; tile inside a kernel schedule",
+            )
+        target = self.op(step.target, step.where)
+        sizes = _ints(step.sizes, step.where.child("sizes"))
+        if step.loop == "forall":
+            if step.interchange is not None:
+                raise RecipeError(step.where, "interchange applies to loop: for only")
+            tiled, loop = tile_using_forall(target, sizes, step.mapping)
+            if step.mapping == "workgroup":
+                distribute_to_workgroups(loop.value)
+            loops = [loop]
+        else:
+            if step.mapping != "none":
+                raise RecipeError(step.where, "mapping applies to loop: forall only")
+            interchange_order = (
+                _ints(step.interchange, step.where.child("interchange")) if step.interchange else None
+            )
+            tiled, loops = tile_using_for(target, sizes, interchange_order)
+        self.handles[step.target] = tiled
+        if step.loops is not None:
+            self.handles[step.loops] = loops[0]
+
+    def _vectorize(self, step: VectorizeStep) -> None:
+        if step.target is None:
+            if step.sizes is not None:
+                raise RecipeError(step.where, "vector sizes need a 'target' op")
+            self.func = vectorize_all(self.func)
+            for name in self.handles:
+                self.invalidated[name] = f"the vectorize step at {step.where}"
+            self.handles.clear()
+        else:
+            sizes = _ints(step.sizes, step.where.child("sizes")) if step.sizes else None
+            if sizes is None:
+                raise RecipeError(step.where, "vectorizing one op needs its vector 'sizes'")
+            vectorize_op(self.op(step.target, step.where), sizes)
+
+
+def _emit_graph(recipe: Recipe, counts: dict[str, set[int]]) -> tuple[str, list[tuple[str, Where]]]:
+    script = TransformScript()
+    seq = script.named_sequence(GRAPH_ENTRY, arg_effect="consumed")
+    with seq.building():
+        emitter = _Emitter("graph", OpHandle(seq.argument, "module"), counts, kernel_level=False)
+        emitter.run(recipe.graph)
+    seq.finish()
+    return script.text(), emitter.remarks
+
+
+def _emit_kernels(
+    recipe: Recipe, target: str, counts: dict[str, set[int]], print_after: bool
+) -> tuple[str, list[tuple[str, Where]]]:
+    library = KernelLibrary()
+    remarks: list[tuple[str, Where]] = []
+    for kernel in recipe.kernels:
+        criteria = criteria_of(kernel.match, kernel.where.child("match"))
+        try:
+            if kernel.config is not None:
+                library.add_config(kernel.name, criteria, compilation_info(_config_args(kernel), target))
+            else:
+                remarks.extend(_add_strategy(library, kernel, criteria, target, counts, print_after))
+        except ScheduleError as exc:
+            raise RecipeError(kernel.where, str(exc)) from exc
+        remarks.append((kernel_applied(kernel.name), kernel.where))
+    return library.text(), remarks
+
+
+def _add_strategy(
+    library: KernelLibrary,
+    kernel: KernelSchedule,
+    criteria: OpCriteria,
+    target: str,
+    counts: dict[str, set[int]],
+    print_after: bool,
+) -> list[tuple[str, Where]]:
+    emitted: list[tuple[str, Where]] = []
+
+    def body(root: OpHandle, func: OpHandle) -> None:
+        emitter = _Emitter(f"kernel '{kernel.name}'", func, counts, kernel_level=True)
+        emitter.handles[ROOT] = root
+        emitter.run(kernel.steps)
+        if print_after:
+            print_ir(emitter.func, f"tdsched: kernel '{kernel.name}' after schedule")
+        for step in kernel.steps:
+            if isinstance(step, TileStep) and step.mapping == "thread" and target != "vulkan":
+                raise RecipeError(step.where, "mapping: thread needs a GPU target (vulkan)")
+        if target == "vulkan":
+            if kernel.workgroup_size is None:
+                raise RecipeError(
+                    kernel.where,
+                    "a Vulkan strategy needs 'workgroup_size' [x, y, z]: the threads its "
+                    "mapping: thread foralls run on",
+                )
+            gpu_tail(emitter.func, _ints(kernel.workgroup_size, kernel.where.child("workgroup_size")))
+        else:
+            cpu_tail(emitter.func)
+        emitted.extend(emitter.remarks)
+
+    library.add_strategy(kernel.name, criteria, _known_loops(counts, kernel.match), body)
+    return emitted
+
+
+def _config_args(kernel: KernelSchedule) -> dict[str, object]:
+    assert kernel.config is not None
+    where = kernel.config.where
+    return {
+        "tile_sizes": {lvl: _ints(s, where.child(f"tile_sizes.{lvl}")) for lvl, s in kernel.config.tile_sizes},
+        "workgroup_size": _ints(kernel.config.workgroup_size, where.child("workgroup_size"))
+        if kernel.config.workgroup_size
+        else None,
+        "pipeline": kernel.config.pipeline,
+    }

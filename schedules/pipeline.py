@@ -1,0 +1,237 @@
+"""The one-way flow: recipe → transform scripts → IREE compile → run + check → report.
+
+:func:`plan` resolves a recipe for one target and emits its scripts; :func:`build` writes
+the files iree-compile reads; :func:`compile_plan` compiles them and proves every schedule
+step applied; :func:`run` checks numerics against the reference and times the scheduled
+module against IREE's default build of the same workload, interleaved, in one process.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import iree.compiler.version
+import numpy as np
+
+from tdsched.recipes.workloads import Workload, generate, load_mlir_file, random_inputs
+from tdsched.targets import Target, make_target
+from tdsched.targets.compiler import CompileRequest, CompileResult, run_compile
+from tdsched.targets.runtime import LoadedModule, configure_threads
+from tdsched.targets.timing import time_interleaved
+from tdsched.transform_lib.errors import ScheduleError
+from tdsched.transform_lib.interpreter import apply_script
+from tdsched.transform_lib.payload import loop_counts
+from tdsched.transform_lib.remarks import found_remarks, kernel_applied
+
+from .emit import GRAPH_ENTRY, Scripts, emit
+from .errors import RecipeError, Where
+from .params import ParamValue, resolve
+from .recipe import Recipe
+
+_AFTER_SCHEDULE = re.compile(r"\[\[\[ IR printer: tdsched: kernel '([^']+)' after schedule \]\]\]\n")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A resolved recipe for one target, its workload and its scripts."""
+
+    recipe: Recipe
+    target: Target
+    workload: Workload
+    scripts: Scripts
+
+
+@dataclass(frozen=True)
+class BuildFiles:
+    """Files written for iree-compile: the input module and the kernel library."""
+
+    input_file: Path
+    graph_script: Path | None
+    kernel_library: Path | None
+
+
+def plan(
+    recipe: Recipe,
+    target: str | None = None,
+    overrides: Mapping[str, ParamValue] | None = None,
+    *,
+    cpu: str = "host",
+    cpu_features: str | None = None,
+    input_file: Path | None = None,
+    print_after_schedule: bool = False,
+) -> Plan:
+    """Resolve ``recipe`` for ``target`` (default: its first) and emit its scripts.
+
+    ``input_file`` replaces the recipe's workload with a ``.mlir`` module (the reference
+    is then IREE's default build of that module).
+    """
+    resolved = resolve(recipe, overrides)
+    chosen = target or resolved.targets[0]
+    if chosen not in resolved.targets:
+        raise RecipeError(
+            Where(resolved.source, None, "targets"),
+            f"this recipe is written for {', '.join(resolved.targets)}, not {chosen}; "
+            "its kernel schedules are target-specific",
+        )
+    workload = load_mlir_file(input_file) if input_file else build_workload(resolved)
+    scripts = emit(resolved, chosen, loop_counts(workload.mlir), print_after_schedule=print_after_schedule)
+    return Plan(resolved, make_target(chosen, cpu=cpu, cpu_features=cpu_features), workload, scripts)
+
+
+def build_workload(recipe: Recipe) -> Workload:
+    """The workload a resolved recipe names."""
+    spec = recipe.workload
+    try:
+        if spec.file is not None:
+            return load_mlir_file(spec.file, spec.function)
+        assert spec.generator is not None
+        return generate(spec.generator, dict(spec.args))
+    except ValueError as exc:
+        raise RecipeError(spec.where.child("workload") if not spec.where.field else spec.where, str(exc)) from exc
+
+
+def apply_graph(p: Plan) -> str:
+    """The workload after the graph schedule (the module iree-compile will receive)."""
+    if p.scripts.graph is None:
+        return p.workload.mlir
+    try:
+        module, printed = apply_script(p.workload.mlir, p.scripts.graph, GRAPH_ENTRY)
+    except ScheduleError as exc:
+        raise RecipeError(Where(p.recipe.source, None, "graph"), str(exc)) from exc
+    _require(p.scripts.graph_remarks, found_remarks(printed), "in the module")
+    return module
+
+
+def _require(expected: tuple[tuple[str, Where], ...], found: Mapping[str, int], scope: str) -> None:
+    for text, where in expected:
+        if text in found:
+            continue
+        if text.startswith(kernel_applied("")[:-2]):
+            raise RecipeError(
+                where,
+                "this kernel schedule matched no dispatch, so IREE would have compiled it with "
+                "its default pipeline. Check 'match' (op name, kind, shape, dtype) against the "
+                "dispatch root ops; on Vulkan, matmuls are linalg.generic by then: match "
+                "kind: contraction",
+            )
+        raise RecipeError(where, f"this match step matched no op {scope}; the schedule would not apply")
+
+
+def build(p: Plan, out_dir: Path) -> BuildFiles:
+    """Apply the graph schedule and write the input module and scripts under ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = f"{p.recipe.name}.{p.target.name}"
+    input_file = out_dir / f"{stem}.input.mlir"
+    input_file.write_text(apply_graph(p))
+    graph = library = None
+    if p.scripts.graph is not None:
+        graph = out_dir / f"{stem}.graph.mlir"
+        graph.write_text(p.scripts.graph)
+    if p.scripts.kernel_library is not None:
+        library = out_dir / f"{stem}.kernels.mlir"
+        library.write_text(p.scripts.kernel_library)
+    return BuildFiles(input_file, graph, library)
+
+
+def compile_plan(p: Plan, files: BuildFiles, output: Path) -> CompileResult:
+    """Compile the scheduled module and require every kernel schedule step to have applied."""
+    result = run_compile(CompileRequest(files.input_file, p.target, output, files.kernel_library))
+    _require(p.scripts.kernel_remarks, result.markers, "in the dispatch")
+    return result
+
+
+def compile_baseline(p: Plan, out_dir: Path) -> CompileResult:
+    """IREE's default build of the untransformed workload (same target flags)."""
+    source = out_dir / f"{p.workload.name}.baseline.mlir"
+    source.write_text(p.workload.mlir)
+    output = out_dir / f"{p.workload.name}.{p.target.name}.baseline.vmfb"
+    return run_compile(CompileRequest(source, p.target, output))
+
+
+def kernels_after_schedule(p: Plan, out_dir: Path) -> dict[str, str]:
+    """Each strategy kernel's dispatch IR right after the user's steps (before the tail).
+
+    ``p`` must have been planned with ``print_after_schedule=True``.
+    """
+    files = build(p, out_dir)
+    result = run_compile(
+        CompileRequest(files.input_file, p.target, out_dir / "apply.vmfb", files.kernel_library)
+    )
+    _require(p.scripts.kernel_remarks, result.markers, "in the dispatch")
+    chunks = _AFTER_SCHEDULE.split(result.stdout)
+    return {chunks[i]: chunks[i + 1].strip() for i in range(1, len(chunks) - 1, 2)}
+
+
+def run(
+    p: Plan,
+    *,
+    threads: int = 2,
+    repeats: int = 7,
+    seed: int = 0,
+    out_dir: Path | None = None,
+    time_it: bool = True,
+) -> dict[str, Any]:
+    """Compile, check against the reference and time vs IREE default. Returns the report.
+
+    Never raises for schedule/compile/runtime failures: they become ``status: error``.
+    """
+    report: dict[str, Any] = {
+        "recipe": p.recipe.name,
+        "target": p.target.name,
+        "workload": p.workload.name,
+        "parameters": dict(p.recipe.parameters),
+        "iree_version": iree.compiler.version.VERSION,
+        "threads": threads if not p.target.is_gpu else None,
+        "status": "error",
+        "max_abs_error": None,
+        "time_ms": None,
+        "baseline_ms": None,
+        "speedup": None,
+    }
+    with tempfile.TemporaryDirectory(prefix="tdsched-") as tmp:
+        work = out_dir or Path(tmp)
+        try:
+            configure_threads(threads)
+            files = build(p, work)
+            vmfb = work / f"{p.recipe.name}.{p.target.name}.vmfb"
+            report["compile_command"] = compile_plan(p, files, vmfb).command
+            baseline_vmfb = Path(compile_baseline(p, work).output)
+            scheduled = LoadedModule(vmfb, p.target.driver, p.workload.function)
+            baseline = LoadedModule(baseline_vmfb, p.target.driver, p.workload.function)
+            inputs = random_inputs(p.workload, seed)
+            got = scheduled.invoke(inputs)
+            want = p.workload.reference(inputs) if p.workload.reference else baseline.invoke(inputs)
+            report["reference"] = "numpy" if p.workload.reference else "iree-default"
+            report.update(_compare(got, want, p.recipe.tolerance.atol, p.recipe.tolerance.rtol))
+            if time_it:
+                times = time_interleaved(
+                    {"scheduled": scheduled.runner(inputs), "baseline": baseline.runner(inputs)},
+                    repeats=repeats,
+                )
+                report["time_ms"] = times["scheduled"].as_dict()
+                report["baseline_ms"] = times["baseline"].as_dict()
+                report["speedup"] = times["baseline"].median / times["scheduled"].median
+        except (RecipeError, ScheduleError, RuntimeError, ValueError) as exc:
+            report["status"] = "error"
+            report["error"] = str(exc)
+    return report
+
+
+def _compare(got: list[np.ndarray], want: list[np.ndarray], atol: float, rtol: float) -> dict[str, Any]:
+    if len(got) != len(want):
+        return {"status": "mismatch", "error": f"{len(got)} results, expected {len(want)}"}
+    worst = 0.0
+    ok = True
+    for g, w in zip(got, want, strict=True):
+        if g.shape != w.shape:
+            return {"status": "mismatch", "error": f"result shape {g.shape}, expected {w.shape}"}
+        diff = np.abs(g.astype(np.float64) - w.astype(np.float64))
+        worst = max(worst, float(diff.max(initial=0.0)))
+        ok = ok and bool(np.all(diff <= atol + rtol * np.abs(w.astype(np.float64))))
+    return {"status": "ok" if ok else "mismatch", "max_abs_error": worst}
+

@@ -1,0 +1,245 @@
+"""Python front end: build a :class:`Recipe` in the order the schedule applies.
+
+Reads like the schedule it builds, in the spirit of Halide schedules::
+
+    r = RecipeBuilder("matmul_x86", workload=generator("matmul", M=1024, N=1024, K=1024))
+    r.parameters(TM=64, TN=128)
+    k = r.kernel("matmul", match=Match(kind="contraction"))
+    fill = k.match(op="linalg.fill", name="fill")
+    wg = k.root.tile([P("TM"), P("TN"), 0], loop="forall", mapping="workgroup")
+    fill.fuse_into(wg)
+    k.root.tile([0, 0, P("TK")])
+    k.vectorize()
+    recipe = r.build()
+
+Each call records one step of the same model the YAML front end produces, with the
+calling file and line, so errors point at the Python line that made the step.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from .errors import Where
+from .recipe import (
+    ROOT,
+    CleanupStep,
+    FuseIntoStep,
+    GeneralizeStep,
+    IntOrParam,
+    InterchangeStep,
+    KernelSchedule,
+    LoweringConfig,
+    MatchSpec,
+    MatchStep,
+    Recipe,
+    Step,
+    TileStep,
+    Tolerance,
+    VectorizeStep,
+    WorkloadSpec,
+)
+
+Match = MatchSpec
+"""What a kernel schedule or ``match`` step selects: ``Match(op=..., kind=..., shape=...)``."""
+
+
+def P(name: str) -> str:  # noqa: N802 - reads like a symbol in schedules
+    """A reference to parameter ``name`` (substituted when the recipe is resolved)."""
+    return f"${{{name}}}"
+
+
+def generator(name: str, **args: IntOrParam | str) -> WorkloadSpec:
+    """A generated workload (``matmul``, ``matmul_bias_relu``, ``conv2d_nhwc``)."""
+    return WorkloadSpec(generator=name, args=tuple(args.items()), where=_caller())
+
+
+def mlir_file(path: str, function: str | None = None) -> WorkloadSpec:
+    """A linalg-on-tensors ``.mlir`` file workload."""
+    return WorkloadSpec(file=path, function=function, where=_caller())
+
+
+def _caller() -> Where:
+    """The first stack frame outside this module: where the user wrote the step."""
+    frame = sys._getframe(1)
+    while frame.f_globals.get("__name__") == __name__ and frame.f_back is not None:
+        frame = frame.f_back
+    return Where(frame.f_code.co_filename, frame.f_lineno)
+
+
+@dataclass
+class _Schedule:
+    steps: list[Step] = field(default_factory=list)
+    handles: int = 0
+
+    def fresh(self, prefix: str) -> str:
+        self.handles += 1
+        return f"{prefix}{self.handles}"
+
+
+@dataclass(frozen=True)
+class LoopRef:
+    """Typed handle to the loops a ``tile`` made (fuse producers into them)."""
+
+    schedule: _Schedule
+    name: str
+
+
+@dataclass(frozen=True)
+class OpRef:
+    """Typed handle to payload ops; each method appends a step and returns handles."""
+
+    schedule: _Schedule
+    name: str
+
+    def tile(
+        self,
+        sizes: Sequence[IntOrParam],
+        *,
+        loop: Literal["for", "forall"] = "for",
+        mapping: Literal["workgroup", "thread", "none"] = "none",
+        interchange: Sequence[IntOrParam] | None = None,
+        loops: str | None = None,
+    ) -> LoopRef:
+        """Tile this op (one size per loop, 0 = untiled); returns the outermost loop."""
+        loops = loops or self.schedule.fresh("loops")
+        self.schedule.steps.append(
+            TileStep(
+                sizes=tuple(sizes),
+                target=self.name,
+                loop=loop,
+                mapping=mapping,
+                interchange=tuple(interchange) if interchange is not None else None,
+                loops=loops,
+                where=_caller(),
+            )
+        )
+        return LoopRef(self.schedule, loops)
+
+    def fuse_into(self, loop: LoopRef) -> OpRef:
+        """Fuse this producer into ``loop``, computing only the slices the loop uses."""
+        self.schedule.steps.append(FuseIntoStep(producer=self.name, loop=loop.name, where=_caller()))
+        return self
+
+    def generalize(self) -> OpRef:
+        """Rewrite this named linalg op as ``linalg.generic``."""
+        self.schedule.steps.append(GeneralizeStep(target=self.name, where=_caller()))
+        return self
+
+    def interchange(self, permutation: Sequence[IntOrParam]) -> OpRef:
+        """Permute this generic's loops."""
+        self.schedule.steps.append(
+            InterchangeStep(permutation=tuple(permutation), target=self.name, where=_caller())
+        )
+        return self
+
+    def vectorize(self, sizes: Sequence[IntOrParam]) -> None:
+        """Vectorize this op with explicit vector sizes."""
+        self.schedule.steps.append(VectorizeStep(target=self.name, sizes=tuple(sizes), where=_caller()))
+
+
+class ScheduleBuilder:
+    """Steps over one scope: the whole module (graph) or one kernel."""
+
+    def __init__(self, schedule: _Schedule) -> None:
+        self._schedule = schedule
+
+    def match(self, op: str | None = None, *, attributes: Sequence[str] = (), name: str | None = None) -> OpRef:
+        """Bind a handle to the ops named ``op`` (and/or carrying ``attributes``)."""
+        name = name or self._schedule.fresh("ops")
+        spec = MatchSpec(op=op, attributes=tuple(attributes))
+        self._schedule.steps.append(MatchStep(spec=spec, name=name, where=_caller()))
+        return OpRef(self._schedule, name)
+
+    def vectorize(self) -> None:
+        """Vectorize every op in scope (invalidates op handles: do it after tiling)."""
+        self._schedule.steps.append(VectorizeStep(where=_caller()))
+
+    def cleanup(self, *, canonicalize: bool = True, cse: bool = True, licm: bool = True) -> None:
+        """Canonicalize, CSE and hoist loop invariants."""
+        self._schedule.steps.append(CleanupStep(canonicalize, cse, licm, where=_caller()))
+
+
+class KernelBuilder(ScheduleBuilder):
+    """A kernel schedule; :attr:`root` is the dispatch root op it matched."""
+
+    def __init__(self, schedule: _Schedule) -> None:
+        super().__init__(schedule)
+        self.root = OpRef(schedule, ROOT)
+
+
+class RecipeBuilder:
+    """Builds a :class:`Recipe`; see the module docstring for an example."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        workload: WorkloadSpec,
+        targets: Sequence[str] = ("x86",),
+        description: str = "",
+    ) -> None:
+        self._recipe = Recipe(
+            name=name, workload=workload, targets=tuple(targets), description=description,
+            source=_caller().file,
+        )
+        self._graph = _Schedule()
+        self._kernels: list[tuple[KernelSchedule, _Schedule | None]] = []
+
+    def parameters(self, **defaults: int | float | str) -> RecipeBuilder:
+        """Declare parameters and their defaults (referenced with ``P("NAME")``)."""
+        self._recipe = replace(self._recipe, parameters=(*self._recipe.parameters, *defaults.items()))
+        return self
+
+    def tolerance(self, *, atol: float, rtol: float) -> RecipeBuilder:
+        """Numeric tolerance for the reference check."""
+        self._recipe = replace(self._recipe, tolerance=Tolerance(atol, rtol))
+        return self
+
+    @property
+    def graph(self) -> ScheduleBuilder:
+        """The whole-module schedule, applied before IREE forms dispatches."""
+        return ScheduleBuilder(self._graph)
+
+    def kernel(
+        self, name: str, *, match: MatchSpec, workgroup_size: Sequence[IntOrParam] | None = None
+    ) -> KernelBuilder:
+        """Start a kernel schedule (a transform-dialect strategy) for matching dispatches."""
+        schedule = _Schedule()
+        kernel = KernelSchedule(
+            name=name,
+            match=match,
+            workgroup_size=tuple(workgroup_size) if workgroup_size is not None else None,
+            where=_caller(),
+        )
+        self._kernels.append((kernel, schedule))
+        return KernelBuilder(schedule)
+
+    def kernel_config(
+        self,
+        name: str,
+        *,
+        match: MatchSpec,
+        tile_sizes: dict[str, Sequence[IntOrParam]],
+        workgroup_size: Sequence[IntOrParam] | None = None,
+        pipeline: str | None = None,
+    ) -> None:
+        """A config-only kernel schedule: IREE's own pipeline with these tile sizes."""
+        where = _caller()
+        config = LoweringConfig(
+            tile_sizes=tuple((k, tuple(v)) for k, v in tile_sizes.items()),
+            workgroup_size=tuple(workgroup_size) if workgroup_size is not None else None,
+            pipeline=pipeline,
+            where=where,
+        )
+        self._kernels.append((KernelSchedule(name=name, match=match, config=config, where=where), None))
+
+    def build(self) -> Recipe:
+        """The recipe, as the YAML front end would produce it."""
+        kernels = tuple(
+            replace(k, steps=tuple(s.steps)) if s is not None else k for k, s in self._kernels
+        )
+        return replace(self._recipe, graph=tuple(self._graph.steps), kernels=kernels)

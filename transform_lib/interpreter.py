@@ -1,0 +1,68 @@
+"""Applying a whole-module transform script in-process (the graph-schedule route).
+
+tdsched applies graph schedules itself, before IREE sees the module, so ``tdsched apply``
+shows exactly the module that ``iree-compile`` later receives, and a step that matched
+nothing is reported before compiling. ``transform.print`` writes to the process's C-level
+stdout, so that file descriptor is captured while the interpreter runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+
+from iree.compiler import ir
+from iree.compiler.dialects.transform import interpreter
+
+from .errors import ScheduleError
+
+
+class _CapturedStdout:
+    """Redirect file descriptor 1 into a temporary file for the duration of a block."""
+
+    def __enter__(self) -> _CapturedStdout:
+        sys.stdout.flush()
+        self._file = tempfile.TemporaryFile(mode="w+b")
+        self._saved = os.dup(1)
+        os.dup2(self._file.fileno(), 1)
+        self.text = ""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.dup2(self._saved, 1)
+        os.close(self._saved)
+        self._file.seek(0)
+        self.text = self._file.read().decode(errors="replace")
+        self._file.close()
+
+
+def apply_script(payload: str, script: str, entry: str) -> tuple[str, str]:
+    """Apply ``@entry`` of ``script`` to the ``payload`` module.
+
+    Returns the transformed module text and what the script printed. A failing transform
+    raises :class:`ScheduleError` with MLIR's diagnostics.
+    """
+    with ir.Context(), ir.Location.unknown():
+        try:
+            module = ir.Module.parse(payload)
+            transforms = ir.Module.parse(script)
+        except ir.MLIRError as exc:
+            raise ScheduleError(f"cannot parse: {exc}") from exc
+        sequence = next(
+            op
+            for op in transforms.body.operations
+            if "sym_name" in op.attributes and ir.StringAttr(op.attributes["sym_name"]).value == entry
+        )
+        with _CapturedStdout() as out:
+            try:
+                interpreter.apply_named_sequence(module, sequence, transforms)
+            except ir.MLIRError as exc:
+                failure: ir.MLIRError | None = exc
+            else:
+                failure = None
+        if failure is not None:
+            raise ScheduleError(f"the graph schedule failed: {failure}")
+        if not module.operation.verify():
+            raise ScheduleError("the graph schedule produced an invalid module")
+        return str(module), out.text

@@ -1,0 +1,120 @@
+"""An IREE kernel transform library: ``@__kernel_config`` plus one strategy per kernel.
+
+Passed to iree-compile with ``--iree-codegen-transform-dialect-library``, the library's
+``@__kernel_config`` runs once per dispatch function; its ``transform.foreach_match``
+tries each kernel's matcher on the ops inside. The action of a match
+
+* tags the matched root op with ``tdsched.kernel = "<name>"`` so the strategy finds it,
+* attaches either a transform-dialect codegen strategy (``translation_info`` naming the
+  strategy sequence) or a ``compilation_info`` (IREE's own pipeline with our config),
+* emits the remark :func:`remarks.kernel_applied`, which tdsched requires after compiling.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from iree.compiler import ir
+from iree.compiler.dialects import transform
+from iree.compiler.dialects.transform import structured
+
+from .match import OpCriteria, build_kernel_matcher, enclosing_function
+from .remarks import emit_remark, kernel_applied
+from .script import NamedSequence, OpHandle, TransformScript, any_op
+
+KERNEL_ATTR = "tdsched.kernel"
+StrategyBody = Callable[[OpHandle, OpHandle], None]
+"""Builds a strategy body from (root op handle, dispatch function handle)."""
+
+
+@dataclass(frozen=True)
+class _Entry:
+    matcher: str
+    action: str
+
+
+class KernelLibrary:
+    """Builder for a kernel library module; call :meth:`text` once all kernels are added."""
+
+    def __init__(self) -> None:
+        self.script = TransformScript()
+        self._entries: list[_Entry] = []
+        self._names: set[str] = set()
+
+    def _symbol(self, kind: str, kernel: str) -> str:
+        return f"tdsched_{kind}_{''.join(c if c.isalnum() else '_' for c in kernel)}"
+
+    def add_strategy(
+        self, kernel: str, criteria: OpCriteria, num_loops: int | None, body: StrategyBody
+    ) -> None:
+        """Add a kernel whose dispatches are compiled by a transform-dialect strategy.
+
+        ``body`` receives the root op handle (tagged by the action) and the function
+        handle; it must emit the whole strategy, codegen tail included.
+        """
+        self._check_new(kernel)
+        strategy = self.script.named_sequence(self._symbol("strategy", kernel), arg_effect="consumed")
+        with strategy.building():
+            # IREE hands the strategy the dispatch function or its enclosing module
+            # depending on the backend; matching func.func (the walk includes the root)
+            # gives the function either way.
+            func_value = structured.MatchOp(any_op(), strategy.argument, ops=["func.func"]).result
+            func = OpHandle(func_value, "func.func")
+            tag = ir.DictAttr.get({KERNEL_ATTR: ir.StringAttr.get(kernel)})
+            root_value = structured.MatchOp(any_op(), func.value, op_attrs=tag).result
+            body(OpHandle(root_value, criteria.op or criteria.kind or "root", num_loops), func)
+        strategy.finish()
+        info = (
+            "#iree_codegen.translation_info<pipeline = #iree_codegen.transform_dialect_codegen "
+            f"codegen_spec = @{strategy.name}>"
+        )
+        self._add_entry(kernel, criteria, lambda root, func: self._annotate(func.value, "translation_info", info))
+
+    def add_config(self, kernel: str, criteria: OpCriteria, compilation_info: str) -> None:
+        """Add a kernel whose dispatches keep IREE's pipeline with ``compilation_info``."""
+        self._check_new(kernel)
+        self._add_entry(
+            kernel, criteria, lambda root, func: self._annotate(root.value, "compilation_info", compilation_info)
+        )
+
+    def text(self) -> str:
+        """The library as MLIR text, ending with ``@__kernel_config``."""
+        entry = self.script.named_sequence(
+            "__kernel_config", arg_effect="consumed", num_results=1, result_effect="consumed"
+        )
+        with entry.building():
+            matchers = ir.ArrayAttr.get([ir.FlatSymbolRefAttr.get(e.matcher) for e in self._entries])
+            actions = ir.ArrayAttr.get([ir.FlatSymbolRefAttr.get(e.action) for e in self._entries])
+            updated = transform.ForeachMatchOp(any_op(), [], entry.argument, [], matchers, actions).updated
+            entry.op.operation.attributes["iree_codegen.tuning_spec_entrypoint"] = ir.UnitAttr.get()
+        entry.finish([updated])
+        return self.script.text()
+
+    @property
+    def kernels(self) -> list[str]:
+        return sorted(self._names)
+
+    def _check_new(self, kernel: str) -> None:
+        if kernel in self._names:
+            raise ValueError(f"kernel schedule {kernel!r} is defined twice")
+        self._names.add(kernel)
+
+    def _add_entry(self, kernel: str, criteria: OpCriteria, attach: StrategyBody) -> None:
+        matcher = build_kernel_matcher(self.script, self._symbol("match", kernel), criteria)
+        action: NamedSequence = self.script.named_sequence(self._symbol("apply", kernel), arg_effect="readonly")
+        with action.building():
+            root = OpHandle(action.argument, "root")
+            func = enclosing_function(root)
+            tag = transform.ParamConstantOp(transform.AnyParamType.get(), ir.StringAttr.get(kernel)).param
+            transform.AnnotateOp(root.value, KERNEL_ATTR, param=tag)
+            attach(root, func)
+            emit_remark(root, kernel_applied(kernel))
+        action.finish()
+        self._entries.append(_Entry(matcher, action.name))
+
+    @staticmethod
+    def _annotate(target: ir.Value, name: str, attribute: str) -> None:
+        value = ir.Attribute.parse(attribute)
+        param = transform.ParamConstantOp(transform.AnyParamType.get(), value).param
+        transform.AnnotateOp(target, name, param=param)

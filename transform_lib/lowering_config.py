@@ -1,0 +1,57 @@
+"""``compilation_info`` attributes for config-only kernel schedules.
+
+A config keeps IREE's own codegen pipeline and only sets its tile sizes (and GPU
+workgroup size). Levels: ``workgroup`` (distribution to workgroups), ``vector`` or
+``thread`` (per-thread / vector tile), ``reduction`` (reduction-loop tile).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .errors import ScheduleError
+
+_CPU_LEVELS = {"workgroup": "distribution", "vector": "vector_common_parallel", "reduction": "vector_reduction"}
+_GPU_LEVELS = {"workgroup": "workgroup", "thread": "thread", "reduction": "reduction"}
+_DEFAULT_PIPELINE = {"x86": "#iree_cpu.pipeline<DoubleTilingExpert>", "vulkan": "SPIRVBaseVectorize"}
+
+
+def _list(sizes: Sequence[int]) -> str:
+    return "[" + ", ".join(str(s) for s in sizes) + "]"
+
+
+def compilation_info(args: dict[str, object], target: str) -> str:
+    """The ``#iree_codegen.compilation_info`` text for a config on ``target``.
+
+    ``args``: ``tile_sizes`` (level → sizes), ``workgroup_size`` (GPU), ``pipeline``.
+    """
+    tile_sizes = args["tile_sizes"]
+    assert isinstance(tile_sizes, dict)
+    workgroup_size = args.get("workgroup_size")
+    pipeline = args.get("pipeline") or _DEFAULT_PIPELINE[target]
+    levels = _CPU_LEVELS if target == "x86" else _GPU_LEVELS
+    unknown = sorted(set(tile_sizes) - set(levels))
+    if unknown:
+        raise ScheduleError(
+            f"config: tile level(s) {', '.join(unknown)} do not exist on {target}; use {', '.join(levels)}"
+        )
+    ranks = {len(s) for s in tile_sizes.values()}
+    if len(ranks) != 1:
+        raise ScheduleError("config: every tile level needs one size per loop (same length)")
+    if target == "x86":
+        if workgroup_size:
+            raise ScheduleError("config: workgroup_size applies to GPU targets (vulkan) only")
+        fields = ", ".join(f"{levels[k]} = {_list(v)}" for k, v in tile_sizes.items())
+        config = f"#iree_cpu.lowering_config<{fields}>"
+        info = f"#iree_codegen.translation_info<pipeline = {pipeline}>"
+    else:
+        if not isinstance(workgroup_size, list) or not workgroup_size:
+            raise ScheduleError("config: a Vulkan config needs workgroup_size [x, y, z]")
+        ordered = [tile_sizes.get(level) for level in ("workgroup", "thread", "reduction")]
+        present = [_list(s) for s in ordered if s is not None]
+        config = f"#iree_codegen.lowering_config<tile_sizes = [{', '.join(present)}]>"
+        info = (
+            f"#iree_codegen.translation_info<pipeline = {pipeline} "
+            f"workgroup_size = {_list(workgroup_size)}>"
+        )
+    return f"#iree_codegen.compilation_info<lowering_config = {config}, translation_info = {info}>"

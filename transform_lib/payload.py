@@ -1,0 +1,44 @@
+"""Facts about a payload module that schedules check preconditions against."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from iree.compiler import ir
+from iree.compiler.passmanager import PassManager
+
+_NOT_STRUCTURED = {"linalg.yield", "linalg.index"}
+
+
+def _linalg_ops(op: ir.Operation) -> Iterator[ir.Operation]:
+    for region in op.regions:
+        for block in region.blocks:
+            for child in block.operations:
+                name = child.operation.name
+                if name.startswith("linalg.") and name not in _NOT_STRUCTURED:
+                    yield child.operation
+                else:
+                    yield from _linalg_ops(child.operation)
+
+
+def loop_counts(module_text: str) -> dict[str, set[int]]:
+    """Map each linalg op name in the module to the loop counts its instances have.
+
+    Named ops are generalized on a copy to read their iterator types, so the answer is
+    exact for every structured op, including ones tdsched has never heard of.
+    """
+    with ir.Context():
+        original = ir.Module.parse(module_text)
+        generalized = ir.Module.parse(module_text)
+        PassManager.parse("builtin.module(func.func(linalg-generalize-named-ops))").run(
+            generalized.operation
+        )
+        counts: dict[str, set[int]] = {}
+        for named, generic in zip(
+            _linalg_ops(original.operation), _linalg_ops(generalized.operation), strict=True
+        ):
+            if "iterator_types" not in generic.attributes:
+                continue
+            n = len(ir.ArrayAttr(generic.attributes["iterator_types"]))
+            counts.setdefault(named.name, set()).add(n)
+        return counts
