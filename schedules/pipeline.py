@@ -122,10 +122,14 @@ def _require(expected: tuple[tuple[str, Where], ...], found: Mapping[str, int], 
         raise RecipeError(where, f"this match step matched no op {scope}; the schedule would not apply")
 
 
-def build(p: Plan, out_dir: Path) -> BuildFiles:
-    """Apply the graph schedule and write the input module and scripts under ``out_dir``."""
+def build(p: Plan, out_dir: Path, stem: str | None = None) -> BuildFiles:
+    """Apply the graph schedule and write the input module and scripts under ``out_dir``.
+
+    Files are ``STEM.input.mlir``, ``STEM.graph.mlir`` and ``STEM.kernels.mlir``; ``stem``
+    defaults to ``<recipe>.<target>``.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
-    stem = f"{p.recipe.name}.{p.target.name}"
+    stem = stem or f"{p.recipe.name}.{p.target.name}"
     input_file = out_dir / f"{stem}.input.mlir"
     input_file.write_text(apply_graph(p))
     graph = library = None

@@ -28,7 +28,6 @@ def cleanup(func: OpHandle, *, canonicalize: bool = True, cse: bool = True, licm
             func,
             "transform.apply_patterns.canonicalization",
             "transform.apply_patterns.linalg.tiling_canonicalization",
-            cse=cse,
         )
     if cse:
         transform.ApplyCommonSubexpressionEliminationOp(func.value)

@@ -54,7 +54,7 @@ class KernelLibrary:
         handle; it must emit the whole strategy, codegen tail included.
         """
         self._check_new(kernel)
-        strategy = self.script.named_sequence(self._symbol("strategy", kernel), arg_effect="consumed")
+        strategy = self.script.named_sequence(self._symbol("strategy", kernel), arg_effect="readonly")
         with strategy.building():
             # IREE hands the strategy the dispatch function or its enclosing module
             # depending on the backend; matching func.func (the walk includes the root)
