@@ -38,6 +38,17 @@ T = TypeVar("T")
 _CONSTRUCTOR = yaml.constructor.SafeConstructor()
 
 
+def _construct(node: yaml.Node, where: Where) -> Any:
+    """A scalar's Python value; tags outside YAML's safe schema are refused."""
+    try:
+        return _CONSTRUCTOR.construct_object(node)
+    except yaml.YAMLError as exc:
+        raise RecipeError(
+            Where(where.file, node.start_mark.line + 1, where.field),
+            f"unsupported YAML value ({getattr(exc, 'problem', exc)}); use plain scalars, lists and mappings",
+        ) from exc
+
+
 class _Node:
     """A YAML node with its location; accessors validate and raise RecipeError."""
 
@@ -58,7 +69,7 @@ class _Node:
             raise self.fail(f"expected a mapping with keys {_listing(allowed)}")
         fields: dict[str, _Node] = {}
         for key_node, value_node in items:
-            key = str(_CONSTRUCTOR.construct_object(key_node))
+            key = str(_construct(key_node, self.where))
             line = key_node.start_mark.line + 1
             if key not in allowed:
                 raise RecipeError(
@@ -82,7 +93,7 @@ class _Node:
     def scalar(self) -> Any:
         if not isinstance(self.node, yaml.ScalarNode):
             raise self.fail("expected a single value, not a list or mapping")
-        return _CONSTRUCTOR.construct_object(self.node)
+        return _construct(self.node, self.where)
 
     def text(self) -> str:
         value = self.scalar()
@@ -184,7 +195,7 @@ def _parameters(node: _Node) -> tuple[tuple[str, int | float | str], ...]:
         raise node.fail("expected a mapping NAME: default value")
     params = []
     for key_node, value_node in node.node.value:
-        name = str(_CONSTRUCTOR.construct_object(key_node))
+        name = str(_construct(key_node, node.where))
         value = _Node(value_node, node.where.child(name, key_node.start_mark.line + 1)).scalar()
         if isinstance(value, bool) or not isinstance(value, int | float | str):
             raise RecipeError(
@@ -236,7 +247,7 @@ def _workload(node: _Node, base: Path) -> WorkloadSpec:
 def _arg_names(node: _Node) -> list[str]:
     if not isinstance(node.node, yaml.MappingNode):
         raise node.fail("expected a mapping of generator arguments")
-    return [str(_CONSTRUCTOR.construct_object(k)) for k, _ in node.node.value]
+    return [str(_construct(k, node.where)) for k, _ in node.node.value]
 
 
 _MATCH_FIELDS = {
@@ -310,7 +321,7 @@ def _step(node: _Node) -> Step:
     if not isinstance(node.node, yaml.MappingNode) or len(node.node.value) != 1:
         raise node.fail(f"a step is a mapping with one key, the primitive: {', '.join(_STEPS)}")
     key_node, _ = node.node.value[0]
-    primitive = str(_CONSTRUCTOR.construct_object(key_node))
+    primitive = str(_construct(key_node, node.where))
     if primitive not in _STEPS:
         raise RecipeError(
             node.where.child(primitive, key_node.start_mark.line + 1),

@@ -84,12 +84,24 @@ def cpu_tail(func: OpHandle, *, contraction: str = "OuterProduct") -> None:
 def gpu_tail(func: OpHandle, workgroup_size: Sequence[int]) -> None:
     """Finish a vulkan-spirv strategy: bufferize for GPU, map foralls to workgroups/threads.
 
-    IREE's SPIR-V backend lowers the remaining vector ops itself after the strategy.
-    ``workgroup_size`` must match the thread forall (threads per dim, x first).
+    IREE's SPIR-V vector unrolling and accumulator hoisting must run on tensors, before
+    bufferization (afterwards the loop-carried 2-D vectors never get split), so its
+    passes run here through ``apply_registered_pass``; IREE lowers the remaining vector
+    ops itself after the strategy. ``workgroup_size`` must match the thread forall
+    (threads per dim, x first); lavapipe and most GPUs need ``subgroup_size = 0`` (any).
     """
     cleanup(func, licm=False)
+    for name in (
+        "iree-spirv-initial-vector-lowering",
+        "iree-codegen-optimize-tensor-insert-extract-slices",
+        "iree-codegen-canonicalize-scf-for",
+    ):
+        func = func.rebound(transform.ApplyRegisteredPassOp(any_op(), func.value, name).result)
+    cleanup(func, licm=False)
     bufferized = _bufferize(func, gpu=True)
-    apply_patterns(bufferized, "transform.apply_patterns.canonicalization", cse=True)
+    # Canonicalize twice: the first pass exposes the forall self-copies the second removes.
+    cleanup(bufferized, licm=False)
+    cleanup(bufferized, licm=False)
     create_op("transform.iree.forall_to_workgroup", [bufferized.value])
     dims = ir.DenseI64ArrayAttr.get(list(workgroup_size))
     create_op(

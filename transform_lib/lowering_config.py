@@ -13,7 +13,8 @@ from .errors import ScheduleError
 
 _CPU_LEVELS = {"workgroup": "distribution", "vector": "vector_common_parallel", "reduction": "vector_reduction"}
 _GPU_LEVELS = {"workgroup": "workgroup", "thread": "thread", "reduction": "reduction"}
-_DEFAULT_PIPELINE = {"x86": "#iree_cpu.pipeline<DoubleTilingExpert>", "vulkan": "SPIRVBaseVectorize"}
+_DEFAULT_PIPELINE = {"x86": "DoubleTilingExpert", "vulkan": "BaseVectorize"}
+_PIPELINE_ATTR = {"x86": "#iree_cpu.pipeline<{}>", "vulkan": "#iree_gpu.spirv_pipeline<{}>"}
 
 
 def _list(sizes: Sequence[int]) -> str:
@@ -23,22 +24,24 @@ def _list(sizes: Sequence[int]) -> str:
 def compilation_info(args: dict[str, object], target: str) -> str:
     """The ``#iree_codegen.compilation_info`` text for a config on ``target``.
 
-    ``args``: ``tile_sizes`` (level → sizes), ``workgroup_size`` (GPU), ``pipeline``.
+    ``args``: ``tile_sizes`` (level → sizes), ``workgroup_size`` (GPU), ``pipeline`` (a
+    pipeline name: x86 ``DoubleTilingExpert``...; vulkan ``BaseVectorize``,
+    ``MatmulPromoteVectorize``...). Vulkan levels may be shorter than the loop count
+    (trailing loops untiled), e.g. workgroup ``[64, 64]``, reduction ``[0, 0, 4]``.
     """
     tile_sizes = args["tile_sizes"]
     assert isinstance(tile_sizes, dict)
     workgroup_size = args.get("workgroup_size")
-    pipeline = args.get("pipeline") or _DEFAULT_PIPELINE[target]
+    pipeline = _PIPELINE_ATTR[target].format(args.get("pipeline") or _DEFAULT_PIPELINE[target])
     levels = _CPU_LEVELS if target == "x86" else _GPU_LEVELS
     unknown = sorted(set(tile_sizes) - set(levels))
     if unknown:
         raise ScheduleError(
             f"config: tile level(s) {', '.join(unknown)} do not exist on {target}; use {', '.join(levels)}"
         )
-    ranks = {len(s) for s in tile_sizes.values()}
-    if len(ranks) != 1:
-        raise ScheduleError("config: every tile level needs one size per loop (same length)")
     if target == "x86":
+        if len({len(s) for s in tile_sizes.values()}) != 1:
+            raise ScheduleError("config: every tile level needs one size per loop (same length)")
         if workgroup_size:
             raise ScheduleError("config: workgroup_size applies to GPU targets (vulkan) only")
         fields = ", ".join(f"{levels[k]} = {_list(v)}" for k, v in tile_sizes.items())

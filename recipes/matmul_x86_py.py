@@ -1,0 +1,32 @@
+"""matmul_x86 written with the Python API: the same recipe as matmul_x86.yaml.
+
+Run it like any recipe: ``tdsched run recipes/matmul_x86_py.py``. The schedule reads in
+the order it applies: workgroup tiling with the fill fused in, reduction tiling, register
+tiling, then vectorization.
+"""
+
+from tdsched.schedules.python_api import P, RecipeBuilder, generator
+from tdsched.schedules.python_api import Match
+
+r = RecipeBuilder(
+    "matmul_x86_py",
+    workload=generator("matmul", M=P("M"), N=P("N"), K=P("K"), dtype="f32"),
+    targets=["x86"],
+    description="f32 matmul, workgroup/reduction/register tiling + vectorization on x86",
+)
+r.parameters(M=1024, N=1024, K=1024, TM=64, TN=128, TK=256, RM=8, RN=32, RK=1)
+r.tolerance(atol=1e-3, rtol=1e-4)
+
+k = r.kernel("matmul", match=Match(kind="contraction"))
+fill = k.match("linalg.fill", name="fill")
+workgroups = k.root.tile([P("TM"), P("TN"), 0], loop="forall", mapping="workgroup")
+fill.fuse_into(workgroups)
+k.cleanup()
+k.root.tile([0, 0, P("TK")])  # reduction tile: the fill stays outside this loop
+k.root.tile([P("RM"), P("RN"), 0])  # register tile
+k.root.tile([0, 0, P("RK")])
+fill.tile([P("RM"), P("RN")])
+k.cleanup()
+k.vectorize()
+
+recipe = r.build()

@@ -1,0 +1,129 @@
+"""Script emission: front-end equivalence, parsing with iree-opt, precondition errors."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tdsched.schedules.errors import RecipeError
+from tdsched.schedules.loading import load
+from tdsched.schedules.pipeline import plan
+from tdsched.schedules.python_api import Match, P, RecipeBuilder, generator
+
+SHIPPED = ["matmul_x86", "matmul_bias_relu_x86", "matmul_vulkan", "matmul_x86_py"]
+
+
+def _parses(iree_opt: str, text: str, tmp_path: Path) -> None:
+    path = tmp_path / "script.mlir"
+    path.write_text(text)
+    proc = subprocess.run([iree_opt, str(path)], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "error" not in proc.stderr
+
+
+def test_python_and_yaml_recipes_emit_identical_scripts() -> None:
+    yaml_plan = plan(load("matmul_x86"))
+    py_plan = plan(load("matmul_x86_py"))
+    assert yaml_plan.scripts.kernel_library == py_plan.scripts.kernel_library
+    assert yaml_plan.scripts.kernel_library is not None
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_scripts_parse_with_iree_opt(name: str, iree_opt: str, tmp_path: Path) -> None:
+    p = plan(load(name))
+    for script in (p.scripts.graph, p.scripts.kernel_library):
+        if script is not None:
+            _parses(iree_opt, script, tmp_path)
+
+
+def test_kernel_library_structure() -> None:
+    library = plan(load("matmul_x86")).scripts.kernel_library
+    assert library is not None
+    assert "transform.named_sequence @__kernel_config" in library
+    assert "transform.foreach_match in" in library
+    assert "transform.iree.match.contraction" in library
+    assert "codegen_spec = @tdsched_strategy_matmul" in library
+    # the reduction is tiled with scf.for after the fill was fused over the workgroup forall
+    fuse = library.index("fuse_into_containing_op")
+    assert library.index("tile_sizes [0, 0, 256]") > fuse
+    assert "transform.iree.bufferize" in library and "#iree_codegen.no_pipeline" in library
+
+
+def test_tile_parameter_changes_the_script() -> None:
+    small = plan(load("matmul_x86"), overrides={"TM": 32}).scripts.kernel_library
+    large = plan(load("matmul_x86"), overrides={"TM": 128}).scripts.kernel_library
+    assert small is not None and large is not None
+    assert "tile_sizes [32, 128, 0]" in small and "tile_sizes [128, 128, 0]" in large
+
+
+def _builder() -> RecipeBuilder:
+    return RecipeBuilder("t", workload=generator("matmul", M=64, N=64, K=64))
+
+
+def test_tile_rank_mismatch_names_op_loops_and_line() -> None:
+    r = _builder()
+    k = r.kernel("mm", match=Match(op="linalg.matmul"))
+    k.root.tile([16, 16])  # the matmul has 3 loops
+    with pytest.raises(RecipeError) as info:
+        plan(r.build())
+    message = str(info.value)
+    assert "test_emission.py:" in message
+    assert "2 tile sizes given for linalg.matmul, which has 3 loops" in message
+
+
+def test_bad_interchange_is_rejected() -> None:
+    r = _builder()
+    r.kernel("mm", match=Match(op="linalg.matmul")).root.tile([8, 8, 8], interchange=[0, 0, 1])
+    with pytest.raises(RecipeError, match="not a permutation of the 3 loops"):
+        plan(r.build())
+
+
+def test_graph_level_tiling_is_refused() -> None:
+    r = _builder()
+    r.graph.match("linalg.matmul").tile([8, 8, 8])
+    with pytest.raises(RecipeError, match="host-level loops, which IREE cannot compile"):
+        plan(r.build())
+
+
+def test_handles_are_invalidated_by_whole_kernel_vectorize() -> None:
+    r = _builder()
+    k = r.kernel("mm", match=Match(op="linalg.matmul"))
+    k.vectorize()
+    k.root.tile([8, 8, 0])
+    with pytest.raises(RecipeError, match="handle 'root' was invalidated by the vectorize step"):
+        plan(r.build())
+
+
+def test_unknown_handle_lists_bound_ones() -> None:
+    r = _builder()
+    k = r.kernel("mm", match=Match(op="linalg.matmul"))
+    k.root.tile([8, 8, 0], loops="wg")
+    k.match("linalg.fill", name="fill")
+    from tdsched.schedules.python_api import LoopRef
+
+    k.root.fuse_into(LoopRef(k.root.schedule, "nope"))
+    with pytest.raises(RecipeError, match="unknown handle 'nope'; bound so far: fill, root, wg"):
+        plan(r.build())
+
+
+def test_vulkan_strategy_requires_workgroup_size() -> None:
+    r = RecipeBuilder("t", workload=generator("matmul", M=64, N=64, K=64), targets=["vulkan"])
+    r.kernel("mm", match=Match(kind="contraction")).root.tile([8, 8, 0], loop="forall", mapping="workgroup")
+    with pytest.raises(RecipeError, match="needs 'workgroup_size'"):
+        plan(r.build())
+
+
+def test_target_not_in_recipe_is_refused() -> None:
+    with pytest.raises(RecipeError, match="written for x86, not vulkan"):
+        plan(load("matmul_x86"), "vulkan")
+
+
+def test_parameters_reach_workload() -> None:
+    p = plan(load("matmul_x86"), overrides={"M": 128, "N": 64, "K": 32})
+    assert "tensor<128x32xf32>" in p.workload.mlir and p.workload.name == "matmul_128x64x32_f32"
+
+
+def test_python_api_parameter_helper() -> None:
+    assert P("TM") == "${TM}"
