@@ -5,8 +5,7 @@ the order it applies: workgroup tiling with the fill fused in, reduction tiling,
 tiling, then vectorization.
 """
 
-from tdsched.schedules.python_api import P, RecipeBuilder, generator
-from tdsched.schedules.python_api import Match
+from tdsched.schedules.python_api import Match, P, RecipeBuilder, generator
 
 r = RecipeBuilder(
     "matmul_x86_py",

@@ -41,10 +41,15 @@ examples:
 def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("recipe", help="recipe file (.yaml, .py) or shipped recipe name")
     parser.add_argument(
-        "--target", choices=("x86", "vulkan"), help="target to build for (default: the recipe's first)"
+        "--target",
+        choices=("x86", "vulkan"),
+        help="target to build for (default: the recipe's first)",
     )
     parser.add_argument(
-        "--param", action="append", default=[], metavar="NAME=VALUE",
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
         help="override a recipe parameter (repeatable)",
     )
     parser.add_argument("--cpu", default="host", help="x86: LLVM CPU name (default: host)")
@@ -54,30 +59,38 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
 def make_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for docs and tests)."""
     parser = argparse.ArgumentParser(
-        prog="tdsched", description=_DESCRIPTION, epilog=_EPILOG,
+        prog="tdsched",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     show = sub.add_parser(
-        "show", help="print the generated transform scripts",
+        "show",
+        help="print the generated transform scripts",
         description="Print the graph script (@__transform_main, applied to the whole module "
         "before dispatch formation) and the kernel library (@__kernel_config, passed to "
-        f"iree-compile), separated by '{SEPARATOR}' lines (iree-opt --split-input-file reads them).",
+        f"iree-compile), separated by '{SEPARATOR}' lines "
+        "(iree-opt --split-input-file reads them).",
     )
     _add_common(show)
 
     apply = sub.add_parser(
-        "apply", help="print the IR after the graph schedule and after each kernel schedule",
+        "apply",
+        help="print the IR after the graph schedule and after each kernel schedule",
         description="Print the module after the graph schedule (what iree-compile receives), "
         "then, for each strategy kernel schedule, its dispatch function right after the "
         "schedule's steps (before bufferization and lowering).",
     )
     _add_common(apply)
-    apply.add_argument("--input", type=Path, help="apply to this .mlir module instead of the recipe's workload")
+    apply.add_argument(
+        "--input", type=Path, help="apply to this .mlir module instead of the recipe's workload"
+    )
 
     comp = sub.add_parser(
-        "compile", help="compile with IREE and write the scripts beside the output",
+        "compile",
+        help="compile with IREE and write the scripts beside the output",
         description="Compile the recipe's workload with its schedules. The input module and "
         "scripts are written next to OUTPUT (OUTPUT minus .vmfb plus .input.mlir, "
         ".graph.mlir, .kernels.mlir) so the printed iree-compile command reproduces the build.",
@@ -87,7 +100,8 @@ def make_parser() -> argparse.ArgumentParser:
     comp.add_argument("--print-command", action="store_true", help="print the iree-compile command")
 
     runp = sub.add_parser(
-        "run", help="compile, check numerics vs the reference, time vs IREE default",
+        "run",
+        help="compile, check numerics vs the reference, time vs IREE default",
         description="Compile the scheduled workload and IREE's default build of the same "
         "workload, check the scheduled result against the reference (numpy for generated "
         "workloads, IREE default for .mlir files) on seeded random inputs, and time both, "
@@ -96,7 +110,9 @@ def make_parser() -> argparse.ArgumentParser:
     _add_common(runp)
     runp.add_argument("--json", action="store_true", help="print one JSON object")
     runp.add_argument("--threads", type=int, default=2, help="x86 worker threads (default 2)")
-    runp.add_argument("--repeats", type=int, default=7, help="timed samples per variant (default 7)")
+    runp.add_argument(
+        "--repeats", type=int, default=7, help="timed samples per variant (default 7)"
+    )
     runp.add_argument("--seed", type=int, default=0, help="random input seed (default 0)")
     runp.add_argument("--no-time", action="store_true", help="check numerics only")
     return parser
@@ -105,7 +121,11 @@ def make_parser() -> argparse.ArgumentParser:
 def _plan(args: argparse.Namespace, **extra: object) -> Plan:
     overrides = dict(parse_override(text) for text in args.param)
     return plan(
-        load(args.recipe), args.target, overrides, cpu=args.cpu, cpu_features=args.cpu_features,
+        load(args.recipe),
+        args.target,
+        overrides,
+        cpu=args.cpu,
+        cpu_features=args.cpu_features,
         **extra,  # type: ignore[arg-type]
     )
 
@@ -114,7 +134,9 @@ def _show(args: argparse.Namespace) -> int:
     p = _plan(args)
     parts = []
     if p.scripts.graph:
-        parts.append("// graph schedule: whole module, applied before dispatch formation\n" + p.scripts.graph)
+        parts.append(
+            "// graph schedule: whole module, applied before dispatch formation\n" + p.scripts.graph
+        )
     if p.scripts.kernel_library:
         parts.append(
             f"// kernel library for {p.target.name}: pass with "
@@ -136,7 +158,10 @@ def _apply(args: argparse.Namespace) -> int:
     for kernel in p.recipe.kernels:
         print(SEPARATOR)
         if kernel.config is not None:
-            print(f"// kernel '{kernel.name}': config only, IREE's pipeline runs with its lowering config")
+            print(
+                f"// kernel '{kernel.name}': config only, "
+                "IREE's pipeline runs with its lowering config"
+            )
             continue
         print(f"// kernel '{kernel.name}': dispatch function after its schedule steps")
         print(after.get(kernel.name, "// (no dispatch printed)"))
@@ -156,7 +181,9 @@ def _compile(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     p = _plan(args)
-    report = run(p, threads=args.threads, repeats=args.repeats, seed=args.seed, time_it=not args.no_time)
+    report = run(
+        p, threads=args.threads, repeats=args.repeats, seed=args.seed, time_it=not args.no_time
+    )
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -168,13 +195,18 @@ def _print_report(report: dict[str, object]) -> None:
     print(f"recipe   {report['recipe']} on {report['target']} ({report['workload']})")
     print(f"status   {report['status']}", end="")
     if report.get("max_abs_error") is not None:
-        print(f"  (max abs error {report['max_abs_error']:.3g} vs {report.get('reference')})", end="")
+        print(
+            f"  (max abs error {report['max_abs_error']:.3g} vs {report.get('reference')})", end=""
+        )
     print()
     if report.get("error"):
         print(f"error    {report['error']}")
     time_ms, base_ms = report.get("time_ms"), report.get("baseline_ms")
     if isinstance(time_ms, dict) and isinstance(base_ms, dict):
-        print(f"time     {time_ms['median']:.3f} ms median (min {time_ms['min']:.3f}, max {time_ms['max']:.3f})")
+        print(
+            f"time     {time_ms['median']:.3f} ms median "
+            f"(min {time_ms['min']:.3f}, max {time_ms['max']:.3f})"
+        )
         print(f"default  {base_ms['median']:.3f} ms median (IREE default, same run, interleaved)")
         print(f"speedup  {report['speedup']:.2f}x vs IREE default")
 

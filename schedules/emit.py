@@ -59,7 +59,11 @@ class Scripts:
 
 
 def emit(
-    recipe: Recipe, target: str, loop_counts: dict[str, set[int]], *, print_after_schedule: bool = False
+    recipe: Recipe,
+    target: str,
+    loop_counts: dict[str, set[int]],
+    *,
+    print_after_schedule: bool = False,
 ) -> Scripts:
     """Emit the scripts of a resolved ``recipe`` for ``target`` (``x86`` or ``vulkan``).
 
@@ -69,7 +73,9 @@ def emit(
     """
     graph, graph_remarks = _emit_graph(recipe, loop_counts) if recipe.graph else (None, ())
     library, kernel_remarks = (
-        _emit_kernels(recipe, target, loop_counts, print_after_schedule) if recipe.kernels else (None, ())
+        _emit_kernels(recipe, target, loop_counts, print_after_schedule)
+        if recipe.kernels
+        else (None, ())
     )
     return Scripts(graph, library, tuple(graph_remarks), tuple(kernel_remarks))
 
@@ -105,7 +111,9 @@ def _known_loops(counts: dict[str, set[int]], spec: MatchSpec) -> int | None:
 class _Emitter:
     """Walks steps, keeping the handle environment of one schedule."""
 
-    def __init__(self, scope: str, func: OpHandle, counts: dict[str, set[int]], kernel_level: bool) -> None:
+    def __init__(
+        self, scope: str, func: OpHandle, counts: dict[str, set[int]], kernel_level: bool
+    ) -> None:
         self.scope = scope
         self.func = func
         self.counts = counts
@@ -129,11 +137,16 @@ class _Emitter:
     def _get(self, name: str, where: Where) -> OpHandle | LoopHandle:
         if name in self.invalidated:
             raise RecipeError(
-                where, f"handle {name!r} was invalidated by {self.invalidated[name]}; reorder the steps"
+                where,
+                f"handle {name!r} was invalidated by {self.invalidated[name]}; reorder the steps",
             )
         if name not in self.handles:
             known = ", ".join(sorted(self.handles)) or "none"
-            hint = "" if self.kernel_level else " (graph schedules have no root: bind handles with 'match')"
+            hint = (
+                ""
+                if self.kernel_level
+                else " (graph schedules have no root: bind handles with 'match')"
+            )
             raise RecipeError(where, f"unknown handle {name!r}; bound so far: {known}{hint}")
         return self.handles[name]
 
@@ -155,7 +168,9 @@ class _Emitter:
         elif isinstance(step, TileStep):
             self._tile(step)
         elif isinstance(step, FuseIntoStep):
-            fused, loop = fuse_into(self.op(step.producer, step.where), self.loop(step.loop, step.where))
+            fused, loop = fuse_into(
+                self.op(step.producer, step.where), self.loop(step.loop, step.where)
+            )
             self.handles[step.producer], self.handles[step.loop] = fused, loop
         elif isinstance(step, GeneralizeStep):
             self.handles[step.target] = generalize(self.op(step.target, step.where))
@@ -187,7 +202,9 @@ class _Emitter:
             if step.mapping != "none":
                 raise RecipeError(step.where, "mapping applies to loop: forall only")
             interchange_order = (
-                _ints(step.interchange, step.where.child("interchange")) if step.interchange else None
+                _ints(step.interchange, step.where.child("interchange"))
+                if step.interchange
+                else None
             )
             tiled, loops = tile_using_for(target, sizes, interchange_order)
         self.handles[step.target] = tiled
@@ -228,9 +245,13 @@ def _emit_kernels(
         criteria = criteria_of(kernel.match, kernel.where.child("match"))
         try:
             if kernel.config is not None:
-                library.add_config(kernel.name, criteria, compilation_info(_config_args(kernel), target))
+                library.add_config(
+                    kernel.name, criteria, compilation_info(_config_args(kernel), target)
+                )
             else:
-                remarks.extend(_add_strategy(library, kernel, criteria, target, counts, print_after))
+                remarks.extend(
+                    _add_strategy(library, kernel, criteria, target, counts, print_after)
+                )
         except ScheduleError as exc:
             raise RecipeError(kernel.where, str(exc)) from exc
         remarks.append((kernel_applied(kernel.name), kernel.where))
@@ -263,7 +284,9 @@ def _add_strategy(
                     "a Vulkan strategy needs 'workgroup_size' [x, y, z]: the threads its "
                     "mapping: thread foralls run on",
                 )
-            gpu_tail(emitter.func, _ints(kernel.workgroup_size, kernel.where.child("workgroup_size")))
+            gpu_tail(
+                emitter.func, _ints(kernel.workgroup_size, kernel.where.child("workgroup_size"))
+            )
         else:
             cpu_tail(emitter.func)
         emitted.extend(emitter.remarks)
@@ -276,7 +299,9 @@ def _config_args(kernel: KernelSchedule) -> dict[str, object]:
     assert kernel.config is not None
     where = kernel.config.where
     return {
-        "tile_sizes": {lvl: _ints(s, where.child(f"tile_sizes.{lvl}")) for lvl, s in kernel.config.tile_sizes},
+        "tile_sizes": {
+            lvl: _ints(s, where.child(f"tile_sizes.{lvl}")) for lvl, s in kernel.config.tile_sizes
+        },
         "workgroup_size": _ints(kernel.config.workgroup_size, where.child("workgroup_size"))
         if kernel.config.workgroup_size
         else None,

@@ -17,7 +17,6 @@ from typing import Any
 
 import iree.compiler.version
 import numpy as np
-
 from tdsched.recipes.workloads import Workload, generate, load_mlir_file, random_inputs
 from tdsched.targets import Target, make_target
 from tdsched.targets.compiler import CompileRequest, CompileResult, run_compile
@@ -26,14 +25,14 @@ from tdsched.targets.timing import time_interleaved
 from tdsched.transform_lib.errors import ScheduleError
 from tdsched.transform_lib.interpreter import apply_script
 from tdsched.transform_lib.payload import loop_counts
-from tdsched.transform_lib.remarks import found_remarks, kernel_applied
+from tdsched.transform_lib.remarks import found_remarks, kernel_applied, printed_sections
 
 from .emit import GRAPH_ENTRY, Scripts, emit
 from .errors import RecipeError, Where
 from .params import ParamValue, resolve
 from .recipe import Recipe
 
-_AFTER_SCHEDULE = re.compile(r"\[\[\[ IR printer: tdsched: kernel '([^']+)' after schedule \]\]\]\n")
+_AFTER_SCHEDULE = re.compile(r"tdsched: kernel '([^']+)' after schedule")
 
 
 @dataclass(frozen=True)
@@ -79,8 +78,12 @@ def plan(
             "its kernel schedules are target-specific",
         )
     workload = load_mlir_file(input_file) if input_file else build_workload(resolved)
-    scripts = emit(resolved, chosen, loop_counts(workload.mlir), print_after_schedule=print_after_schedule)
-    return Plan(resolved, make_target(chosen, cpu=cpu, cpu_features=cpu_features), workload, scripts)
+    scripts = emit(
+        resolved, chosen, loop_counts(workload.mlir), print_after_schedule=print_after_schedule
+    )
+    return Plan(
+        resolved, make_target(chosen, cpu=cpu, cpu_features=cpu_features), workload, scripts
+    )
 
 
 def build_workload(recipe: Recipe) -> Workload:
@@ -92,7 +95,9 @@ def build_workload(recipe: Recipe) -> Workload:
         assert spec.generator is not None
         return generate(spec.generator, dict(spec.args))
     except ValueError as exc:
-        raise RecipeError(spec.where.child("workload") if not spec.where.field else spec.where, str(exc)) from exc
+        raise RecipeError(
+            spec.where.child("workload") if not spec.where.field else spec.where, str(exc)
+        ) from exc
 
 
 def apply_graph(p: Plan) -> str:
@@ -119,7 +124,9 @@ def _require(expected: tuple[tuple[str, Where], ...], found: Mapping[str, int], 
                 "dispatch root ops; on Vulkan, matmuls are linalg.generic by then: match "
                 "kind: contraction",
             )
-        raise RecipeError(where, f"this match step matched no op {scope}; the schedule would not apply")
+        raise RecipeError(
+            where, f"this match step matched no op {scope}; the schedule would not apply"
+        )
 
 
 def build(p: Plan, out_dir: Path, stem: str | None = None) -> BuildFiles:
@@ -167,8 +174,12 @@ def kernels_after_schedule(p: Plan, out_dir: Path) -> dict[str, str]:
         CompileRequest(files.input_file, p.target, out_dir / "apply.vmfb", files.kernel_library)
     )
     _require(p.scripts.kernel_remarks, result.markers, "in the dispatch")
-    chunks = _AFTER_SCHEDULE.split(result.stdout)
-    return {chunks[i]: chunks[i + 1].strip() for i in range(1, len(chunks) - 1, 2)}
+    after: dict[str, str] = {}
+    for title, body in printed_sections(result.stdout):
+        match = _AFTER_SCHEDULE.fullmatch(title)
+        if match:
+            after[match.group(1)] = body
+    return after
 
 
 def run(
@@ -226,7 +237,9 @@ def run(
     return report
 
 
-def _compare(got: list[np.ndarray], want: list[np.ndarray], atol: float, rtol: float) -> dict[str, Any]:
+def _compare(
+    got: list[np.ndarray], want: list[np.ndarray], atol: float, rtol: float
+) -> dict[str, Any]:
     if len(got) != len(want):
         return {"status": "mismatch", "error": f"{len(got)} results, expected {len(want)}"}
     worst = 0.0
@@ -238,4 +251,3 @@ def _compare(got: list[np.ndarray], want: list[np.ndarray], atol: float, rtol: f
         worst = max(worst, float(diff.max(initial=0.0)))
         ok = ok and bool(np.all(diff <= atol + rtol * np.abs(w.astype(np.float64))))
     return {"status": "ok" if ok else "mismatch", "max_abs_error": worst}
-

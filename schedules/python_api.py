@@ -29,8 +29,8 @@ from .recipe import (
     CleanupStep,
     FuseIntoStep,
     GeneralizeStep,
-    IntOrParam,
     InterchangeStep,
+    IntOrParam,
     KernelSchedule,
     LoweringConfig,
     MatchSpec,
@@ -47,7 +47,7 @@ Match = MatchSpec
 """What a kernel schedule or ``match`` step selects: ``Match(op=..., kind=..., shape=...)``."""
 
 
-def P(name: str) -> str:  # noqa: N802 - reads like a symbol in schedules
+def P(name: str) -> str:
     """A reference to parameter ``name`` (substituted when the recipe is resolved)."""
     return f"${{{name}}}"
 
@@ -121,7 +121,9 @@ class OpRef:
 
     def fuse_into(self, loop: LoopRef) -> OpRef:
         """Fuse this producer into ``loop``, computing only the slices the loop uses."""
-        self.schedule.steps.append(FuseIntoStep(producer=self.name, loop=loop.name, where=_caller()))
+        self.schedule.steps.append(
+            FuseIntoStep(producer=self.name, loop=loop.name, where=_caller())
+        )
         return self
 
     def generalize(self) -> OpRef:
@@ -138,7 +140,9 @@ class OpRef:
 
     def vectorize(self, sizes: Sequence[IntOrParam]) -> None:
         """Vectorize this op with explicit vector sizes."""
-        self.schedule.steps.append(VectorizeStep(target=self.name, sizes=tuple(sizes), where=_caller()))
+        self.schedule.steps.append(
+            VectorizeStep(target=self.name, sizes=tuple(sizes), where=_caller())
+        )
 
 
 class ScheduleBuilder:
@@ -147,7 +151,9 @@ class ScheduleBuilder:
     def __init__(self, schedule: _Schedule) -> None:
         self._schedule = schedule
 
-    def match(self, op: str | None = None, *, attributes: Sequence[str] = (), name: str | None = None) -> OpRef:
+    def match(
+        self, op: str | None = None, *, attributes: Sequence[str] = (), name: str | None = None
+    ) -> OpRef:
         """Bind a handle to the ops named ``op`` (and/or carrying ``attributes``)."""
         name = name or self._schedule.fresh("ops")
         spec = MatchSpec(op=op, attributes=tuple(attributes))
@@ -183,7 +189,10 @@ class RecipeBuilder:
         description: str = "",
     ) -> None:
         self._recipe = Recipe(
-            name=name, workload=workload, targets=tuple(targets), description=description,
+            name=name,
+            workload=workload,
+            targets=tuple(targets),
+            description=description,
             source=_caller().file,
         )
         self._graph = _Schedule()
@@ -191,7 +200,9 @@ class RecipeBuilder:
 
     def parameters(self, **defaults: int | float | str) -> RecipeBuilder:
         """Declare parameters and their defaults (referenced with ``P("NAME")``)."""
-        self._recipe = replace(self._recipe, parameters=(*self._recipe.parameters, *defaults.items()))
+        self._recipe = replace(
+            self._recipe, parameters=(*self._recipe.parameters, *defaults.items())
+        )
         return self
 
     def tolerance(self, *, atol: float, rtol: float) -> RecipeBuilder:
@@ -235,7 +246,9 @@ class RecipeBuilder:
             pipeline=pipeline,
             where=where,
         )
-        self._kernels.append((KernelSchedule(name=name, match=match, config=config, where=where), None))
+        self._kernels.append(
+            (KernelSchedule(name=name, match=match, config=config, where=where), None)
+        )
 
     def build(self) -> Recipe:
         """The recipe, as the YAML front end would produce it."""

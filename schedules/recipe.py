@@ -18,6 +18,8 @@ from .errors import Where
 IntOrParam = int | str
 """An integer, or a ``"${NAME}"`` parameter reference awaiting substitution."""
 
+LoopKind = Literal["for", "forall"]
+MappingKind = Literal["workgroup", "thread", "none"]
 TARGETS: tuple[str, ...] = ("x86", "vulkan")
 ROOT = "root"
 """Handle name of the op a kernel schedule matched (its dispatch root)."""
@@ -40,7 +42,7 @@ class MatchStep:
 
     spec: MatchSpec
     name: str
-    where: Where = Where()
+    where: Where = field(default_factory=Where)
 
 
 @dataclass(frozen=True)
@@ -53,11 +55,11 @@ class TileStep:
 
     sizes: tuple[IntOrParam, ...]
     target: str = ROOT
-    loop: Literal["for", "forall"] = "for"
-    mapping: Literal["workgroup", "thread", "none"] = "none"
+    loop: LoopKind = "for"
+    mapping: MappingKind = "none"
     interchange: tuple[IntOrParam, ...] | None = None
     loops: str | None = None
-    where: Where = Where()
+    where: Where = field(default_factory=Where)
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,7 @@ class FuseIntoStep:
 
     producer: str
     loop: str
-    where: Where = Where()
+    where: Where = field(default_factory=Where)
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,7 @@ class GeneralizeStep:
     """Rewrite the named linalg op bound to ``target`` as ``linalg.generic``."""
 
     target: str = ROOT
-    where: Where = Where()
+    where: Where = field(default_factory=Where)
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ class InterchangeStep:
 
     permutation: tuple[IntOrParam, ...]
     target: str = ROOT
-    where: Where = Where()
+    where: Where = field(default_factory=Where)
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,7 @@ class VectorizeStep:
 
     target: str | None = None
     sizes: tuple[IntOrParam, ...] | None = None
-    where: Where = Where()
+    where: Where = field(default_factory=Where)
 
 
 @dataclass(frozen=True)
@@ -102,10 +104,18 @@ class CleanupStep:
     canonicalize: bool = True
     cse: bool = True
     licm: bool = True
-    where: Where = Where()
+    where: Where = field(default_factory=Where)
 
 
-Step = MatchStep | TileStep | FuseIntoStep | GeneralizeStep | InterchangeStep | VectorizeStep | CleanupStep
+Step = (
+    MatchStep
+    | TileStep
+    | FuseIntoStep
+    | GeneralizeStep
+    | InterchangeStep
+    | VectorizeStep
+    | CleanupStep
+)
 
 
 @dataclass(frozen=True)
@@ -120,7 +130,7 @@ class LoweringConfig:
     tile_sizes: tuple[tuple[str, tuple[IntOrParam, ...]], ...]
     workgroup_size: tuple[IntOrParam, ...] | None = None
     pipeline: str | None = None
-    where: Where = Where()
+    where: Where = field(default_factory=Where)
 
 
 @dataclass(frozen=True)
@@ -137,7 +147,7 @@ class KernelSchedule:
     steps: tuple[Step, ...] = ()
     config: LoweringConfig | None = None
     workgroup_size: tuple[IntOrParam, ...] | None = None
-    where: Where = Where()
+    where: Where = field(default_factory=Where)
 
 
 @dataclass(frozen=True)
@@ -148,7 +158,7 @@ class WorkloadSpec:
     args: tuple[tuple[str, IntOrParam | str], ...] = ()
     file: str | None = None
     function: str | None = None
-    where: Where = Where()
+    where: Where = field(default_factory=Where)
 
 
 @dataclass(frozen=True)

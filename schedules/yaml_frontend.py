@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import yaml
 
@@ -20,10 +20,12 @@ from .recipe import (
     CleanupStep,
     FuseIntoStep,
     GeneralizeStep,
-    IntOrParam,
     InterchangeStep,
+    IntOrParam,
     KernelSchedule,
+    LoopKind,
     LoweringConfig,
+    MappingKind,
     MatchSpec,
     MatchStep,
     Recipe,
@@ -45,7 +47,8 @@ def _construct(node: yaml.Node, where: Where) -> Any:
     except yaml.YAMLError as exc:
         raise RecipeError(
             Where(where.file, node.start_mark.line + 1, where.field),
-            f"unsupported YAML value ({getattr(exc, 'problem', exc)}); use plain scalars, lists and mappings",
+            f"unsupported YAML value ({getattr(exc, 'problem', exc)}); "
+            "use plain scalars, lists and mappings",
         ) from exc
 
 
@@ -110,9 +113,9 @@ class _Node:
     def int_or_param(self) -> IntOrParam:
         value = self.scalar()
         if isinstance(value, bool) or not isinstance(value, int | str):
-            raise self.fail(f"expected an integer or a \"${{PARAM}}\" reference, got {value!r}")
+            raise self.fail(f'expected an integer or a "${{PARAM}}" reference, got {value!r}')
         if isinstance(value, str) and not value.startswith("${"):
-            raise self.fail(f"expected an integer or a \"${{PARAM}}\" reference, got {value!r}")
+            raise self.fail(f'expected an integer or a "${{PARAM}}" reference, got {value!r}')
         return value
 
     def ints(self) -> tuple[IntOrParam, ...]:
@@ -174,7 +177,11 @@ def parse_recipe(text: str, filename: str) -> Recipe:
         required=("name", "workload"),
     )
     base = Path(filename).parent
-    targets = tuple(t.choice(TARGETS) for t in top["targets"].sequence()) if "targets" in top else ("x86",)
+    targets = (
+        tuple(t.choice(TARGETS) for t in top["targets"].sequence())
+        if "targets" in top
+        else ("x86",)
+    )
     if not targets:
         raise top["targets"].fail(f"list at least one target ({', '.join(TARGETS)})")
     return Recipe(
@@ -210,7 +217,8 @@ def _tolerance(node: _Node) -> Tolerance:
     f = node.mapping({"atol": "absolute tolerance", "rtol": "relative tolerance"})
     default = Tolerance()
     return Tolerance(
-        atol=_opt(f, "atol", _Node.number, default.atol), rtol=_opt(f, "rtol", _Node.number, default.rtol)
+        atol=_opt(f, "atol", _Node.number, default.atol),
+        rtol=_opt(f, "rtol", _Node.number, default.rtol),
     )
 
 
@@ -230,7 +238,7 @@ def _workload(node: _Node, base: Path) -> WorkloadSpec:
         for key, value in f["args"].mapping({k: "argument" for k in _arg_names(f["args"])}).items():
             scalar = value.scalar()
             if isinstance(scalar, bool) or not isinstance(scalar, int | str):
-                raise value.fail(f"expected an integer, a dtype or a \"${{PARAM}}\", got {scalar!r}")
+                raise value.fail(f'expected an integer, a dtype or a "${{PARAM}}", got {scalar!r}')
             args.append((key, scalar))
     file = None
     if "file" in f:
@@ -268,7 +276,9 @@ def _match_spec(node: _Node, fields: dict[str, _Node]) -> MatchSpec:
         kind=kind,  # type: ignore[arg-type]
         shape=_opt(fields, "shape", _Node.ints, None),
         dtype=_opt(fields, "dtype", _Node.text, "f32"),
-        attributes=tuple(a.text() for a in fields["attributes"].sequence()) if "attributes" in fields else (),
+        attributes=tuple(a.text() for a in fields["attributes"].sequence())
+        if "attributes" in fields
+        else (),
     )
 
 
@@ -284,7 +294,9 @@ def _kernel(node: _Node) -> KernelSchedule:
         required=("name", "match"),
     )
     if ("schedule" in f) == ("config" in f):
-        raise node.fail("give exactly one of 'schedule' (a strategy) or 'config' (a lowering config)")
+        raise node.fail(
+            "give exactly one of 'schedule' (a strategy) or 'config' (a lowering config)"
+        )
     match_node = f["match"]
     return KernelSchedule(
         name=f["name"].text(),
@@ -345,8 +357,11 @@ def _tile_step(node: _Node, f: dict[str, _Node]) -> Step:
     return TileStep(
         sizes=f["sizes"].ints(),
         target=_opt(f, "target", _Node.text, ROOT),
-        loop=_opt(f, "loop", lambda n: n.choice(("for", "forall")), "for"),  # type: ignore[arg-type]
-        mapping=_opt(f, "mapping", lambda n: n.choice(("workgroup", "thread", "none")), "none"),  # type: ignore[arg-type]
+        loop=cast(LoopKind, _opt(f, "loop", lambda n: n.choice(("for", "forall")), "for")),
+        mapping=cast(
+            MappingKind,
+            _opt(f, "mapping", lambda n: n.choice(("workgroup", "thread", "none")), "none"),
+        ),
         interchange=_opt(f, "interchange", _Node.ints, None),
         loops=_opt(f, "loops", _Node.text, None),
         where=node.where,
@@ -368,13 +383,17 @@ def _interchange_step(node: _Node, f: dict[str, _Node]) -> Step:
     if "permutation" not in f:
         raise node.fail("missing required field 'permutation' (the new loop order)")
     return InterchangeStep(
-        permutation=f["permutation"].ints(), target=_opt(f, "target", _Node.text, ROOT), where=node.where
+        permutation=f["permutation"].ints(),
+        target=_opt(f, "target", _Node.text, ROOT),
+        where=node.where,
     )
 
 
 def _vectorize_step(node: _Node, f: dict[str, _Node]) -> Step:
     return VectorizeStep(
-        target=_opt(f, "target", _Node.text, None), sizes=_opt(f, "sizes", _Node.ints, None), where=node.where
+        target=_opt(f, "target", _Node.text, None),
+        sizes=_opt(f, "sizes", _Node.ints, None),
+        where=node.where,
     )
 
 
@@ -401,9 +420,15 @@ _STEPS: dict[str, tuple[dict[str, str], Callable[[_Node, dict[str, _Node]], Step
         },
         _tile_step,
     ),
-    "fuse_into": ({"producer": "handle of the op to fuse", "loop": "handle of the loop"}, _fuse_step),
+    "fuse_into": (
+        {"producer": "handle of the op to fuse", "loop": "handle of the loop"},
+        _fuse_step,
+    ),
     "generalize": (_TARGET, _generalize_step),
     "interchange": ({**_TARGET, "permutation": "new loop order"}, _interchange_step),
-    "vectorize": ({"target": "handle (default: the whole kernel)", "sizes": "vector sizes"}, _vectorize_step),
+    "vectorize": (
+        {"target": "handle (default: the whole kernel)", "sizes": "vector sizes"},
+        _vectorize_step,
+    ),
     "cleanup": ({"canonicalize": "bool", "cse": "bool", "licm": "bool"}, _cleanup_step),
 }

@@ -17,11 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from iree.compiler.tools import core
-
 from tdsched.transform_lib.remarks import found_remarks
 
 from .target import Target
-
 
 
 class CompileError(RuntimeError):
@@ -72,7 +70,8 @@ def compile_command(request: CompileRequest) -> list[str]:
         output_mlir_debuginfo=False,
     )
     with core.TempFileSaver() as tfs:
-        return core.build_compile_command_line(str(request.input_file), tfs, options)
+        command: list[str] = core.build_compile_command_line(str(request.input_file), tfs, options)
+    return command
 
 
 def format_command(command: Sequence[str]) -> str:
@@ -84,13 +83,17 @@ def run_compile(request: CompileRequest, timeout_s: float = 600.0) -> CompileRes
     """Compile, then check that no error was reported; collect the step markers."""
     command = compile_command(request)
     try:
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, check=False)
+        proc = subprocess.run(
+            command, capture_output=True, text=True, timeout=timeout_s, check=False
+        )
     except subprocess.TimeoutExpired as exc:
         raise CompileError(f"iree-compile ran longer than {timeout_s:.0f} s", command) from exc
     stderr = proc.stderr
     if proc.returncode != 0:
         raise CompileError(
-            f"iree-compile failed (exit {proc.returncode}):\n{_error_excerpt(stderr)}", command, stderr
+            f"iree-compile failed (exit {proc.returncode}):\n{_error_excerpt(stderr)}",
+            command,
+            stderr,
         )
     if "Failed to load transform library" in stderr:
         raise CompileError(
@@ -100,8 +103,12 @@ def run_compile(request: CompileRequest, timeout_s: float = 600.0) -> CompileRes
             stderr,
         )
     if re.search(r"(^|\s)error:", stderr):
-        raise CompileError(f"iree-compile reported errors:\n{_error_excerpt(stderr)}", command, stderr)
-    return CompileResult(command, request.output_file, proc.stdout, stderr, found_remarks(proc.stdout))
+        raise CompileError(
+            f"iree-compile reported errors:\n{_error_excerpt(stderr)}", command, stderr
+        )
+    return CompileResult(
+        command, request.output_file, proc.stdout, stderr, found_remarks(proc.stdout)
+    )
 
 
 def _error_excerpt(stderr: str, limit: int = 40) -> str:

@@ -42,7 +42,9 @@ def _config(driver: str) -> ireert.Config:
                 if driver == "vulkan"
                 else ""
             )
-            raise RuntimeError_(f"cannot create IREE runtime device '{driver}': {exc}{hint}") from exc
+            raise RuntimeError_(
+                f"cannot create IREE runtime device '{driver}': {exc}{hint}"
+            ) from exc
     return _CONFIGS[driver]
 
 

@@ -53,6 +53,4 @@ def time_interleaved(
             for _ in range(count):
                 run()
             samples[name].append((time.perf_counter() - start) / count * 1e3)
-    return {
-        n: Timing(statistics.median(s), min(s), max(s), len(s)) for n, s in samples.items()
-    }
+    return {n: Timing(statistics.median(s), min(s), max(s), len(s)) for n, s in samples.items()}

@@ -8,7 +8,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from tdsched.recipes import RECIPES_DIR
 from tdsched.targets.runtime import driver_available
 

@@ -6,7 +6,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from tdsched.schedules.errors import RecipeError
 from tdsched.schedules.loading import load
 from tdsched.schedules.pipeline import plan
@@ -110,7 +109,9 @@ def test_unknown_handle_lists_bound_ones() -> None:
 
 def test_vulkan_strategy_requires_workgroup_size() -> None:
     r = RecipeBuilder("t", workload=generator("matmul", M=64, N=64, K=64), targets=["vulkan"])
-    r.kernel("mm", match=Match(kind="contraction")).root.tile([8, 8, 0], loop="forall", mapping="workgroup")
+    r.kernel("mm", match=Match(kind="contraction")).root.tile(
+        [8, 8, 0], loop="forall", mapping="workgroup"
+    )
     with pytest.raises(RecipeError, match="needs 'workgroup_size'"):
         plan(r.build())
 

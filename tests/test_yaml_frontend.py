@@ -6,7 +6,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from tdsched.schedules.errors import RecipeError
 from tdsched.schedules.params import resolve
 from tdsched.schedules.recipe import FuseIntoStep, MatchStep, TileStep
@@ -53,13 +52,34 @@ def test_parameters_substitute_with_their_type() -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        (GOOD.replace("loop: forall", "loop: parallel"), "r.yaml:11: kernels[0].schedule[1].tile.loop: got 'parallel'; allowed: for, forall"),
-        (GOOD.replace("- vectorize: {}", "- vectorise: {}"), "r.yaml:13: kernels[0].schedule[3].vectorise: unknown primitive 'vectorise'"),
-        (GOOD.replace("sizes:", "size:"), "r.yaml:11: kernels[0].schedule[1].tile.size: unknown field 'size'"),
-        (GOOD.replace('"${TM}"', '"${TX}"'), "r.yaml:11: kernels[0].schedule[1].tile: parameter ${TX} is not declared"),
-        (GOOD.replace("match: {op: linalg.matmul}", "match: {}"), "r.yaml:8: kernels[0].match: give at least one of 'op', 'kind'"),
-        (GOOD.replace("targets", "x").replace("name: t\n", "name: t\ntargets: [gpu]\n"), "r.yaml:2: targets[0]: got 'gpu'; allowed: x86, vulkan"),
-        ("name: t\nworkload: {generator: matmul, args: {M: 1}}\nkernels: [{name: k}]\n", "r.yaml:3: kernels[0]: missing required field 'match'"),
+        (
+            GOOD.replace("loop: forall", "loop: parallel"),
+            "r.yaml:11: kernels[0].schedule[1].tile.loop: got 'parallel'; allowed: for, forall",
+        ),
+        (
+            GOOD.replace("- vectorize: {}", "- vectorise: {}"),
+            "r.yaml:13: kernels[0].schedule[3].vectorise: unknown primitive 'vectorise'",
+        ),
+        (
+            GOOD.replace("sizes:", "size:"),
+            "r.yaml:11: kernels[0].schedule[1].tile.size: unknown field 'size'",
+        ),
+        (
+            GOOD.replace('"${TM}"', '"${TX}"'),
+            "r.yaml:11: kernels[0].schedule[1].tile: parameter ${TX} is not declared",
+        ),
+        (
+            GOOD.replace("match: {op: linalg.matmul}", "match: {}"),
+            "r.yaml:8: kernels[0].match: give at least one of 'op', 'kind'",
+        ),
+        (
+            GOOD.replace("targets", "x").replace("name: t\n", "name: t\ntargets: [gpu]\n"),
+            "r.yaml:2: targets[0]: got 'gpu'; allowed: x86, vulkan",
+        ),
+        (
+            "name: t\nworkload: {generator: matmul, args: {M: 1}}\nkernels: [{name: k}]\n",
+            "r.yaml:3: kernels[0]: missing required field 'match'",
+        ),
         ("name: t\nworkload: [1\n", "r.yaml:3: not valid YAML"),
     ],
 )

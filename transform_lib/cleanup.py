@@ -21,7 +21,9 @@ def apply_patterns(target: OpHandle, *pattern_ops: str, cse: bool = False) -> No
             ir.Operation.create(name)
 
 
-def cleanup(func: OpHandle, *, canonicalize: bool = True, cse: bool = True, licm: bool = True) -> None:
+def cleanup(
+    func: OpHandle, *, canonicalize: bool = True, cse: bool = True, licm: bool = True
+) -> None:
     """Canonicalize (with tiling canonicalizations), CSE and hoist loop invariants in ``func``."""
     if canonicalize:
         apply_patterns(

@@ -20,9 +20,7 @@ from .script import OpHandle, any_op, create_op
 
 def distribute_to_workgroups(forall: ir.Value) -> None:
     """Make IREE's workgroup count follow the forall's trip counts."""
-    create_op(
-        "transform.iree.populate_workgroup_count_region_using_num_threads_slice", [forall]
-    )
+    create_op("transform.iree.populate_workgroup_count_region_using_num_threads_slice", [forall])
 
 
 def hoist_loop_invariant_subsets(func: OpHandle) -> None:
@@ -59,7 +57,9 @@ def _lower_vectors(func: OpHandle, *, contraction: str) -> None:
 
 
 def _mark_lowered(func: OpHandle) -> None:
-    info = ir.Attribute.parse("#iree_codegen.translation_info<pipeline = #iree_codegen.no_pipeline>")
+    info = ir.Attribute.parse(
+        "#iree_codegen.translation_info<pipeline = #iree_codegen.no_pipeline>"
+    )
     param = transform.ParamConstantOp(transform.AnyParamType.get(), info).param
     transform.AnnotateOp(func.value, "translation_info", param=param)
 
@@ -73,9 +73,16 @@ def cpu_tail(func: OpHandle, *, contraction: str = "OuterProduct") -> None:
     create_op("transform.iree.forall_to_workgroup", [bufferized.value])
     cleanup(bufferized, licm=False)
     hoisted = OpHandle(
-        structured.HoistRedundantVectorTransfersOp(any_op(), bufferized.value).transformed, "func.func"
+        structured.HoistRedundantVectorTransfersOp(any_op(), bufferized.value).transformed,
+        "func.func",
     )
     cleanup(hoisted, licm=False)
+    # Forward the hoisted accumulator through registers; removes the leftover stack tile.
+    hoisted = hoisted.rebound(
+        transform.ApplyRegisteredPassOp(
+            any_op(), hoisted.value, "iree-codegen-optimize-vector-transfer"
+        ).result
+    )
     _lower_vectors(hoisted, contraction=contraction)
     apply_patterns(hoisted, "transform.apply_patterns.canonicalization", cse=True)
     _mark_lowered(hoisted)
@@ -108,7 +115,10 @@ def gpu_tail(func: OpHandle, workgroup_size: Sequence[int]) -> None:
         "transform.iree.map_nested_forall_to_gpu_threads",
         [bufferized.value],
         0,
-        {"workgroup_dims": dims, "subgroup_size": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)},
+        {
+            "workgroup_dims": dims,
+            "subgroup_size": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0),
+        },
     )
     cleanup(bufferized, licm=False)
     create_op("transform.iree.apply_licm", [bufferized.value])

@@ -52,7 +52,8 @@ def apply_script(payload: str, script: str, entry: str) -> tuple[str, str]:
         sequence = next(
             op
             for op in transforms.body.operations
-            if "sym_name" in op.attributes and ir.StringAttr(op.attributes["sym_name"]).value == entry
+            if "sym_name" in op.attributes
+            and ir.StringAttr(op.attributes["sym_name"]).value == entry
         )
         with _CapturedStdout() as out:
             try:

@@ -54,7 +54,9 @@ class KernelLibrary:
         handle; it must emit the whole strategy, codegen tail included.
         """
         self._check_new(kernel)
-        strategy = self.script.named_sequence(self._symbol("strategy", kernel), arg_effect="readonly")
+        strategy = self.script.named_sequence(
+            self._symbol("strategy", kernel), arg_effect="readonly"
+        )
         with strategy.building():
             # IREE hands the strategy the dispatch function or its enclosing module
             # depending on the backend; matching func.func (the walk includes the root)
@@ -69,13 +71,19 @@ class KernelLibrary:
             "#iree_codegen.translation_info<pipeline = #iree_codegen.transform_dialect_codegen "
             f"codegen_spec = @{strategy.name}>"
         )
-        self._add_entry(kernel, criteria, lambda root, func: self._annotate(func.value, "translation_info", info))
+        self._add_entry(
+            kernel,
+            criteria,
+            lambda root, func: self._annotate(func.value, "translation_info", info),
+        )
 
     def add_config(self, kernel: str, criteria: OpCriteria, compilation_info: str) -> None:
         """Add a kernel whose dispatches keep IREE's pipeline with ``compilation_info``."""
         self._check_new(kernel)
         self._add_entry(
-            kernel, criteria, lambda root, func: self._annotate(root.value, "compilation_info", compilation_info)
+            kernel,
+            criteria,
+            lambda root, func: self._annotate(root.value, "compilation_info", compilation_info),
         )
 
     def text(self) -> str:
@@ -84,9 +92,13 @@ class KernelLibrary:
             "__kernel_config", arg_effect="consumed", num_results=1, result_effect="consumed"
         )
         with entry.building():
-            matchers = ir.ArrayAttr.get([ir.FlatSymbolRefAttr.get(e.matcher) for e in self._entries])
+            matchers = ir.ArrayAttr.get(
+                [ir.FlatSymbolRefAttr.get(e.matcher) for e in self._entries]
+            )
             actions = ir.ArrayAttr.get([ir.FlatSymbolRefAttr.get(e.action) for e in self._entries])
-            updated = transform.ForeachMatchOp(any_op(), [], entry.argument, [], matchers, actions).updated
+            updated = transform.ForeachMatchOp(
+                any_op(), [], entry.argument, [], matchers, actions
+            ).updated
             entry.op.operation.attributes["iree_codegen.tuning_spec_entrypoint"] = ir.UnitAttr.get()
         entry.finish([updated])
         return self.script.text()
@@ -102,11 +114,15 @@ class KernelLibrary:
 
     def _add_entry(self, kernel: str, criteria: OpCriteria, attach: StrategyBody) -> None:
         matcher = build_kernel_matcher(self.script, self._symbol("match", kernel), criteria)
-        action: NamedSequence = self.script.named_sequence(self._symbol("apply", kernel), arg_effect="readonly")
+        action: NamedSequence = self.script.named_sequence(
+            self._symbol("apply", kernel), arg_effect="readonly"
+        )
         with action.building():
             root = OpHandle(action.argument, "root")
             func = enclosing_function(root)
-            tag = transform.ParamConstantOp(transform.AnyParamType.get(), ir.StringAttr.get(kernel)).param
+            tag = transform.ParamConstantOp(
+                transform.AnyParamType.get(), ir.StringAttr.get(kernel)
+            ).param
             transform.AnnotateOp(root.value, KERNEL_ATTR, param=tag)
             attach(root, func)
             emit_remark(root, kernel_applied(kernel))

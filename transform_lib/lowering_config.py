@@ -11,7 +11,11 @@ from collections.abc import Sequence
 
 from .errors import ScheduleError
 
-_CPU_LEVELS = {"workgroup": "distribution", "vector": "vector_common_parallel", "reduction": "vector_reduction"}
+_CPU_LEVELS = {
+    "workgroup": "distribution",
+    "vector": "vector_common_parallel",
+    "reduction": "vector_reduction",
+}
 _GPU_LEVELS = {"workgroup": "workgroup", "thread": "thread", "reduction": "reduction"}
 _DEFAULT_PIPELINE = {"x86": "DoubleTilingExpert", "vulkan": "BaseVectorize"}
 _PIPELINE_ATTR = {"x86": "#iree_cpu.pipeline<{}>", "vulkan": "#iree_gpu.spirv_pipeline<{}>"}
@@ -37,7 +41,8 @@ def compilation_info(args: dict[str, object], target: str) -> str:
     unknown = sorted(set(tile_sizes) - set(levels))
     if unknown:
         raise ScheduleError(
-            f"config: tile level(s) {', '.join(unknown)} do not exist on {target}; use {', '.join(levels)}"
+            f"config: tile level(s) {', '.join(unknown)} do not exist on {target}; "
+            f"use {', '.join(levels)}"
         )
     if target == "x86":
         if len({len(s) for s in tile_sizes.values()}) != 1:

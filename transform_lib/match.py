@@ -18,7 +18,7 @@ from iree.compiler.dialects import transform
 from iree.compiler.dialects.transform import structured
 
 from .errors import ScheduleError
-from .script import NamedSequence, OpHandle, TransformScript, any_op, param_type
+from .script import OpHandle, TransformScript, any_op, param_type
 
 OpKind = Literal["contraction", "convolution"]
 OP_KINDS: tuple[str, ...] = ("contraction", "convolution")
@@ -103,7 +103,9 @@ def build_kernel_matcher(script: TransformScript, name: str, criteria: OpCriteri
             "match ops are allowed there); match kernels by 'op', 'kind' and 'shape'"
         )
     if criteria.op is None and criteria.kind is None:
-        raise ScheduleError("kernel match: give an 'op' name or a 'kind' (contraction, convolution)")
+        raise ScheduleError(
+            "kernel match: give an 'op' name or a 'kind' (contraction, convolution)"
+        )
     seq = script.named_sequence(name, arg_effect="readonly", num_results=1)
     with seq.building():
         op = seq.argument
@@ -127,8 +129,11 @@ def _match_kind(op: ir.Value, criteria: OpCriteria) -> None:
                 raise ScheduleError(
                     f"kernel match: a contraction shape is [M, N, K] or [B, M, N, K], got {dims}"
                 )
-            groups: Sequence[tuple[ir.Value, list[int]]] = [(m, [dims[-3]]), (n, [dims[-2]]),
-                                                            (k, [dims[-1]])]
+            groups: Sequence[tuple[ir.Value, list[int]]] = [
+                (m, [dims[-3]]),
+                (n, [dims[-2]]),
+                (k, [dims[-1]]),
+            ]
             if len(dims) == 4:
                 groups = [(batch, [dims[0]]), *groups]
             for param, expected in groups:

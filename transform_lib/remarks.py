@@ -28,11 +28,11 @@ def step_matched(scope: str, handle: str) -> str:
     return f"{PREFIX}{scope} matched '{handle}'"
 
 
-_PRINTED = re.compile(r"\[\[\[ IR printer: (" + re.escape(PREFIX) + r".*?) \]\]\]")
+_HEADER = re.compile(r"^\[\[\[ IR printer: (.*?) \]\]\]$", re.MULTILINE)
 
 
 def emit_remark(handle: OpHandle, text: str) -> None:
-    """Print the marker ``text`` once per payload op of ``handle`` (never if it is empty)."""
+    """Print the marker ``text`` followed by the payload ops of ``handle`` (one line each)."""
     transform.PrintOp(target=handle.value, name=text, skip_regions=True)
 
 
@@ -41,9 +41,19 @@ def print_ir(handle: OpHandle, title: str) -> None:
     transform.PrintOp(target=handle.value, name=title)
 
 
+def printed_sections(output: str) -> list[tuple[str, str]]:
+    """The ``(title, printed IR)`` pairs ``transform.print`` wrote into ``output``.
+
+    The title is printed even for an empty handle, so an empty IR part means no op.
+    """
+    parts = _HEADER.split(output)
+    return [(parts[i], parts[i + 1].strip("\n")) for i in range(1, len(parts) - 1, 2)]
+
+
 def found_remarks(output: str) -> dict[str, int]:
-    """Count the markers in ``output`` (what a transform run printed)."""
+    """Count, per tdsched marker in ``output``, the times it was printed with ops under it."""
     counts: dict[str, int] = {}
-    for text in _PRINTED.findall(output):
-        counts[text] = counts.get(text, 0) + 1
+    for title, body in printed_sections(output):
+        if title.startswith(PREFIX) and body.strip():
+            counts[title] = counts.get(title, 0) + 1
     return counts

@@ -114,9 +114,7 @@ class TransformScript:
         self.context = ir.Context()
         with self.context, ir.Location.unknown():
             self.module = ir.Module.create()
-            self.module.operation.attributes["transform.with_named_sequence"] = (
-                ir.UnitAttr.get()
-            )
+            self.module.operation.attributes["transform.with_named_sequence"] = ir.UnitAttr.get()
 
     def named_sequence(
         self,

@@ -24,7 +24,9 @@ _GPU_DIMS = ("x", "y", "z")
 def check_tile_sizes(target: OpHandle, sizes: Sequence[int], primitive: str) -> None:
     """Raise unless ``sizes`` fits the loops of ``target``'s payload op."""
     if any(s < 0 for s in sizes):
-        raise ScheduleError(f"{primitive}: tile sizes must be >= 0 (0 = do not tile), got {list(sizes)}")
+        raise ScheduleError(
+            f"{primitive}: tile sizes must be >= 0 (0 = do not tile), got {list(sizes)}"
+        )
     if target.num_loops is not None and len(sizes) != target.num_loops:
         raise ScheduleError(
             f"{primitive}: {len(sizes)} tile sizes given for {target.what}, which has "

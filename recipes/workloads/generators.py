@@ -75,7 +75,15 @@ func.func @matmul_bias_relu(%a: tensor<{M}x{K}x{t}>, %b: tensor<{K}x{N}x{t}>, %b
 
 
 def conv2d_nhwc(
-    N: int, H: int, W: int, C: int, F: int, KH: int = 3, KW: int = 3, pad: int = 1, dtype: str = "f32"
+    N: int,
+    H: int,
+    W: int,
+    C: int,
+    F: int,
+    KH: int = 3,
+    KW: int = 3,
+    pad: int = 1,
+    dtype: str = "f32",
 ) -> Workload:
     """Stride-1 2-D convolution, NHWC input, HWCF filter, zero padding ``pad`` on H and W."""
     _check("conv2d_nhwc", dtype, N=N, H=H, W=W, C=C, F=F, KH=KH, KW=KW)
@@ -86,7 +94,11 @@ def conv2d_nhwc(
         raise WorkloadError("conv2d_nhwc: the filter is larger than the padded input")
     PH, PW = H + 2 * pad, W + 2 * pad
     t = dtype
-    inp, flt, out = f"tensor<{N}x{H}x{W}x{C}x{t}>", f"tensor<{KH}x{KW}x{C}x{F}x{t}>", f"tensor<{N}x{OH}x{OW}x{F}x{t}>"
+    inp, flt, out = (
+        f"tensor<{N}x{H}x{W}x{C}x{t}>",
+        f"tensor<{KH}x{KW}x{C}x{F}x{t}>",
+        f"tensor<{N}x{OH}x{OW}x{F}x{t}>",
+    )
     mlir = f"""func.func @conv2d_nhwc(%x: {inp}, %w: {flt}) -> {out} {{
   %zero = arith.constant 0.0 : {t}
   %padded = tensor.pad %x low[0, {pad}, {pad}, 0] high[0, {pad}, {pad}, 0] {{
@@ -131,4 +143,6 @@ def generate(name: str, args: dict[str, int | str]) -> Workload:
         import inspect
 
         expected = ", ".join(inspect.signature(gen).parameters)
-        raise WorkloadError(f"generator {name}: bad arguments {sorted(args)}; expected {expected}") from exc
+        raise WorkloadError(
+            f"generator {name}: bad arguments {sorted(args)}; expected {expected}"
+        ) from exc

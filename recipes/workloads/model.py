@@ -70,8 +70,11 @@ def _public_functions(module: ir.Module) -> list[func.FuncOp]:
     found = []
     for op in module.body.operations:
         if op.operation.name == "func.func":
-            vis = op.operation.attributes["sym_visibility"] if "sym_visibility" in op.operation.attributes else None
-            if vis is None or ir.StringAttr(vis).value == "public":
+            attrs = op.operation.attributes
+            if (
+                "sym_visibility" not in attrs
+                or ir.StringAttr(attrs["sym_visibility"]).value == "public"
+            ):
                 found.append(op)
     return found
 

@@ -1,0 +1,127 @@
+"""The tdsched command line, run as a subprocess like a user would."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SMALL = ["--param", "M=256", "--param", "N=256", "--param", "K=256"]
+
+
+def tdsched(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "tdsched.schedules.cli", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if check:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def test_help_explains_commands() -> None:
+    out = tdsched("--help").stdout
+    for command in ("show", "apply", "compile", "run"):
+        assert command in out
+    assert "--param NAME=VALUE" in tdsched("run", "--help").stdout
+
+
+def test_show_output_parses_with_iree_opt(iree_opt: str, tmp_path: Path) -> None:
+    path = tmp_path / "show.mlir"
+    path.write_text(tdsched("show", "matmul_x86").stdout)
+    proc = subprocess.run(
+        [iree_opt, "--split-input-file", str(path)], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0 and "error" not in proc.stderr, proc.stderr
+
+
+def test_bad_recipe_gives_file_line_error_without_traceback(tmp_path: Path) -> None:
+    recipe = tmp_path / "bad.yaml"
+    recipe.write_text(
+        "name: bad\nworkload: {generator: matmul, args: {M: 8, N: 8, K: 8}}\nkernels:\n  - name: k\n    match: {op: linalg.matmul}\n    schedule:\n      - tile: {sizes: [8, 8], loop: forall}\n"
+    )
+    proc = tdsched("show", str(recipe), check=False)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert (
+        f"tdsched: error: {recipe}:7: kernels[0].schedule[0].tile: tile: 2 tile sizes given for linalg.matmul, which has 3 loops"
+        in proc.stderr
+    )
+
+
+def test_unknown_recipe_lists_shipped_ones() -> None:
+    proc = tdsched("show", "no_such_recipe", check=False)
+    assert (
+        proc.returncode == 2 and "shipped recipes:" in proc.stderr and "matmul_x86" in proc.stderr
+    )
+
+
+def test_compile_print_command_reproduces_the_build(tmp_path: Path) -> None:
+    out = tmp_path / "mm.vmfb"
+    proc = tdsched("compile", "matmul_x86", "-o", str(out), "--print-command", *SMALL)
+    command = shlex.split(proc.stdout.strip())
+    assert command[0].endswith("iree-compile") and out.exists()
+    assert f"--iree-codegen-transform-dialect-library={tmp_path / 'mm.kernels.mlir'}" in command
+    rebuilt = tmp_path / "again.vmfb"
+    command = [f"-o={rebuilt}" if c.startswith("-o=") else c for c in command]
+    subprocess.run(command, check=True, capture_output=True)
+    assert rebuilt.read_bytes() == out.read_bytes()
+
+
+def test_run_json_reports_status_error_and_speedup() -> None:
+    proc = tdsched("run", "matmul_x86", "--json", "--repeats", "2", *SMALL)
+    report = json.loads(proc.stdout)
+    assert (
+        report["status"] == "ok" and report["recipe"] == "matmul_x86" and report["target"] == "x86"
+    )
+    for key in ("max_abs_error", "time_ms", "baseline_ms", "speedup", "iree_version", "threads"):
+        assert report[key] is not None, key
+    assert report["speedup"] == pytest.approx(
+        report["baseline_ms"]["median"] / report["time_ms"]["median"]
+    )
+
+
+BROKEN = """\
+name: broken
+workload: {generator: matmul, args: {M: 64, N: 64, K: 64}}
+kernels:
+  - name: mm
+    match: {op: linalg.matmul}
+    schedule:
+      - match: {op: linalg.fill, as: fill}
+      - tile: {target: fill, sizes: [16, 16], loop: forall, mapping: workgroup, loops: wg}
+      - fuse_into: {producer: root, loop: wg}
+"""
+
+
+def test_run_reports_compile_failure_as_status_error(tmp_path: Path) -> None:
+    # The matmul does not feed the fill's loop: the strategy fails inside iree-compile.
+    recipe = tmp_path / "broken.yaml"
+    recipe.write_text(BROKEN)
+    proc = tdsched("run", str(recipe), "--json", "--no-time", check=False)
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 1 and report["status"] == "error"
+    assert "iree-compile failed" in report["error"]
+
+
+def test_invalid_parameter_value_is_a_clear_error() -> None:
+    proc = tdsched("run", "matmul_x86", "--param", "TK=-4", check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "matmul_x86.yaml:" in proc.stderr and "tile sizes must be >= 0" in proc.stderr
+
+
+def test_apply_shows_schedule_and_tile_parameter_changes_kernel() -> None:
+    small = tdsched("apply", "matmul_x86", *SMALL, "--param", "TM=32").stdout
+    large = tdsched("apply", "matmul_x86", *SMALL, "--param", "TM=128").stdout
+    assert "// module after the graph schedule" in small
+    assert "scf.forall (%arg0, %arg1) in (8, 2)" in small  # 256/32 x 256/128 workgroups
+    assert "scf.forall (%arg0, %arg1) in (2, 2)" in large
+    kernel = small.split("after its schedule steps")[1]
+    # reduction-aware: the zero init is written before the k loop, never inside it
+    assert kernel.index("vector.transfer_write %cst") < kernel.index("vector.contract")
