@@ -340,20 +340,16 @@ def _step(node: _Node) -> Step:
             f"unknown primitive {primitive!r}; available: {', '.join(_STEPS)}",
         )
     fields = node.mapping({primitive: "step arguments"})[primitive]
-    allowed, build = _STEPS[primitive]
-    return build(fields, fields.mapping(allowed))
+    allowed, required, build = _STEPS[primitive]
+    return build(fields, fields.mapping(allowed, required))
 
 
 def _match_step(node: _Node, f: dict[str, _Node]) -> Step:
-    if "as" not in f:
-        raise node.fail("missing required field 'as' (the handle name to bind the matched ops to)")
     spec = _match_spec(node, {k: v for k, v in f.items() if k != "as"})
     return MatchStep(spec=spec, name=f["as"].text(), where=node.where)
 
 
 def _tile_step(node: _Node, f: dict[str, _Node]) -> Step:
-    if "sizes" not in f:
-        raise node.fail("missing required field 'sizes' (one tile size per loop, 0 = untiled)")
     return TileStep(
         sizes=f["sizes"].ints(),
         target=_opt(f, "target", _Node.text, ROOT),
@@ -369,9 +365,6 @@ def _tile_step(node: _Node, f: dict[str, _Node]) -> Step:
 
 
 def _fuse_step(node: _Node, f: dict[str, _Node]) -> Step:
-    for key in ("producer", "loop"):
-        if key not in f:
-            raise node.fail(f"missing required field {key!r}")
     return FuseIntoStep(producer=f["producer"].text(), loop=f["loop"].text(), where=node.where)
 
 
@@ -380,8 +373,6 @@ def _generalize_step(node: _Node, f: dict[str, _Node]) -> Step:
 
 
 def _interchange_step(node: _Node, f: dict[str, _Node]) -> Step:
-    if "permutation" not in f:
-        raise node.fail("missing required field 'permutation' (the new loop order)")
     return InterchangeStep(
         permutation=f["permutation"].ints(),
         target=_opt(f, "target", _Node.text, ROOT),
@@ -407,8 +398,13 @@ def _cleanup_step(node: _Node, f: dict[str, _Node]) -> Step:
 
 
 _TARGET = {"target": "handle name, default root"}
-_STEPS: dict[str, tuple[dict[str, str], Callable[[_Node, dict[str, _Node]], Step]]] = {
-    "match": ({**_MATCH_FIELDS, "as": "handle name to bind"}, _match_step),
+_StepBuilder = Callable[[_Node, dict[str, _Node]], Step]
+_STEPS: dict[str, tuple[dict[str, str], tuple[str, ...], _StepBuilder]] = {
+    "match": (
+        {**_MATCH_FIELDS, "as": "handle name to bind the matched ops to"},
+        ("as",),
+        _match_step,
+    ),
     "tile": (
         {
             **_TARGET,
@@ -418,17 +414,24 @@ _STEPS: dict[str, tuple[dict[str, str], Callable[[_Node, dict[str, _Node]], Step
             "interchange": "loop order (for only)",
             "loops": "handle name for the loops",
         },
+        ("sizes",),
         _tile_step,
     ),
     "fuse_into": (
         {"producer": "handle of the op to fuse", "loop": "handle of the loop"},
+        ("producer", "loop"),
         _fuse_step,
     ),
-    "generalize": (_TARGET, _generalize_step),
-    "interchange": ({**_TARGET, "permutation": "new loop order"}, _interchange_step),
+    "generalize": (_TARGET, (), _generalize_step),
+    "interchange": (
+        {**_TARGET, "permutation": "the new loop order"},
+        ("permutation",),
+        _interchange_step,
+    ),
     "vectorize": (
         {"target": "handle (default: the whole kernel)", "sizes": "vector sizes"},
+        (),
         _vectorize_step,
     ),
-    "cleanup": ({"canonicalize": "bool", "cse": "bool", "licm": "bool"}, _cleanup_step),
+    "cleanup": ({"canonicalize": "bool", "cse": "bool", "licm": "bool"}, (), _cleanup_step),
 }
