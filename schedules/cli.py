@@ -10,10 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tdsched.targets.compiler import CompileError, format_command
-from tdsched.targets.runtime import RuntimeError_
-from tdsched.transform_lib.errors import ScheduleError
+from tdsched.targets.runtime import DeviceError
 
-from .errors import RecipeError
 from .loading import load
 from .params import parse_override
 from .pipeline import Plan, build, compile_plan, kernels_after_schedule, plan, run
@@ -219,10 +217,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     try:
         return _COMMANDS[args.command](args)
-    except (RecipeError, ScheduleError, CompileError, RuntimeError_) as exc:
-        print(f"tdsched: error: {exc}", file=sys.stderr)
-        return 2
-    except ValueError as exc:  # workload / runtime validation
+    # RecipeError, ScheduleError and workload errors are ValueErrors.
+    except (ValueError, CompileError, DeviceError) as exc:
         print(f"tdsched: error: {exc}", file=sys.stderr)
         return 2
 

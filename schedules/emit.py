@@ -99,13 +99,42 @@ def _ints(values: Sequence[object] | None, where: Where) -> list[int]:
 
 
 def _known_loops(counts: dict[str, set[int]], spec: MatchSpec) -> int | None:
+    """The loop count of the ops ``spec`` selects, when the payload makes it unique."""
     if spec.shape is not None:
         return len(spec.shape)
-    if spec.op is not None and len(counts.get(spec.op, set())) == 1:
-        return next(iter(counts[spec.op]))
-    if spec.kind == "contraction" and spec.op is None:
+    if spec.op is not None:
+        names = [spec.op]
+    elif spec.kind is not None:
+        names = [n for n in counts if _is_kind(n, spec.kind)]
+    else:
         return None
-    return None
+    found = set().union(*(counts.get(n, set()) for n in names))
+    return next(iter(found)) if len(found) == 1 else None
+
+
+def _is_kind(op_name: str, kind: str) -> bool:
+    """Whether a named linalg op is of ``kind`` (generics are decided by IREE's matcher)."""
+    short = op_name.removeprefix("linalg.")
+    if kind == "contraction":
+        return short in _CONTRACTIONS
+    return short.startswith(("conv_", "depthwise_conv_"))
+
+
+_CONTRACTIONS = frozenset(
+    {
+        "matmul",
+        "batch_matmul",
+        "matvec",
+        "vecmat",
+        "batch_matvec",
+        "batch_vecmat",
+        "dot",
+        "contract",
+        "batch_reduce_matmul",
+        "mmt4d",
+        "batch_mmt4d",
+    }
+)
 
 
 class _Emitter:

@@ -16,16 +16,16 @@ _CONFIGS: dict[str, ireert.Config] = {}
 _THREADS: list[int] = []
 
 
-class RuntimeError_(RuntimeError):
-    """A module could not be loaded or run (no device, bad function, ...)."""
+class DeviceError(RuntimeError):
+    """A runtime device or module could not be set up (no device, bad function, ...)."""
 
 
 def configure_threads(threads: int) -> None:
     """Use ``threads`` worker threads for CPU (local-task) execution in this process."""
     if _THREADS and _THREADS[0] != threads:
-        raise RuntimeError_(f"threads already set to {_THREADS[0]} in this process")
+        raise DeviceError(f"threads already set to {_THREADS[0]} in this process")
     if threads < 1:
-        raise RuntimeError_(f"threads must be >= 1, got {threads}")
+        raise DeviceError(f"threads must be >= 1, got {threads}")
     if not _THREADS:
         ireert.flags.parse_flags(f"--task_topology_max_group_count={threads}")
         _THREADS.append(threads)
@@ -42,9 +42,7 @@ def _config(driver: str) -> ireert.Config:
                 if driver == "vulkan"
                 else ""
             )
-            raise RuntimeError_(
-                f"cannot create IREE runtime device '{driver}': {exc}{hint}"
-            ) from exc
+            raise DeviceError(f"cannot create IREE runtime device '{driver}': {exc}{hint}") from exc
     return _CONFIGS[driver]
 
 
@@ -52,7 +50,7 @@ def driver_available(driver: str) -> bool:
     """Whether a device for ``driver`` can be created here."""
     try:
         _config(driver)
-    except RuntimeError_:
+    except DeviceError:
         return False
     return True
 
@@ -69,7 +67,7 @@ class LoadedModule:
         try:
             self._function = self._context.modules[vm_module.name][function]
         except KeyError as exc:
-            raise RuntimeError_(f"{vmfb}: no function @{function}") from exc
+            raise DeviceError(f"{vmfb}: no function @{function}") from exc
 
     def invoke(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Run once on host arrays and return host arrays."""

@@ -17,7 +17,6 @@ from .errors import ScheduleError
 from .script import LoopHandle, OpHandle, any_op
 
 Mapping = Literal["workgroup", "thread", "none"]
-MAPPINGS: tuple[str, ...] = ("workgroup", "thread", "none")
 _GPU_DIMS = ("x", "y", "z")
 
 

@@ -1,0 +1,64 @@
+"""Workload generators: their numpy references agree with IREE's default build."""
+
+from __future__ import annotations
+
+import pytest
+from tdsched.recipes.workloads import generate, random_inputs
+from tdsched.recipes.workloads.model import WorkloadError, input_types
+from tdsched.schedules.pipeline import plan, run
+from tdsched.schedules.python_api import RecipeBuilder, generator
+
+CASES = [
+    ("matmul", {"M": 33, "N": 17, "K": 65}),
+    ("matmul_bias_relu", {"M": 64, "N": 48, "K": 32}),
+    ("conv2d_nhwc", {"N": 1, "H": 12, "W": 10, "C": 8, "F": 4}),
+]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("name", "args"), CASES)
+@pytest.mark.parametrize("target", ["x86", "vulkan"])
+def test_reference_matches_iree_default(
+    name: str, args: dict[str, int], target: str, request: pytest.FixtureRequest
+) -> None:
+    if target == "vulkan":
+        request.getfixturevalue("vulkan")
+    recipe = RecipeBuilder(
+        f"{name}_default", workload=generator(name, **args), targets=[target]
+    ).build()
+    report = run(plan(recipe), time_it=False)  # no schedules: IREE's default vs numpy
+    assert report["status"] == "ok", report
+
+
+def test_conv_shapes_and_padding() -> None:
+    w = generate("conv2d_nhwc", {"N": 1, "H": 5, "W": 5, "C": 2, "F": 3, "pad": 1})
+    assert input_types(w) == [((1, 5, 5, 2), "f32"), ((3, 3, 2, 3), "f32")]
+    x, f = random_inputs(w)
+    (y,) = w.reference([x, f])
+    assert y.shape == (1, 5, 5, 3)
+    # the centre output sees the full 3x3 window ...
+    centre = sum(x[0, 1 + i, 1 + j] @ f[i, j] for i in range(3) for j in range(3))
+    assert y[0, 2, 2] == pytest.approx(centre, rel=1e-5)
+    # ... the corner only the 2x2 part inside the image (the rest is zero padding)
+    corner = sum(x[0, i - 1, j - 1] @ f[i, j] for i in (1, 2) for j in (1, 2))
+    assert y[0, 0, 0] == pytest.approx(corner, rel=1e-5)
+
+
+def test_inputs_are_seeded() -> None:
+    w = generate("matmul", {"M": 4, "N": 4, "K": 4})
+    assert (random_inputs(w, seed=3)[0] == random_inputs(w, seed=3)[0]).all()
+    assert not (random_inputs(w, seed=3)[0] == random_inputs(w, seed=4)[0]).all()
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "message"),
+    [
+        ("matmul", {"M": 0, "N": 4, "K": 4}, "M must be a positive integer"),
+        ("matmul", {"M": 4, "N": 4, "K": 4, "dtype": "i4"}, "dtype 'i4' is not supported"),
+        ("matmul", {"M": 4, "N": 4}, "bad arguments"),
+        ("gemm", {}, "unknown generator 'gemm'; available: matmul"),
+    ],
+)
+def test_generator_errors(name: str, args: dict[str, int], message: str) -> None:
+    with pytest.raises(WorkloadError, match=message):
+        generate(name, args)
