@@ -21,7 +21,7 @@ from tdsched.transform_lib.codegen_tail import cpu_tail, distribute_to_workgroup
 from tdsched.transform_lib.errors import ScheduleError
 from tdsched.transform_lib.kernel_library import KernelLibrary
 from tdsched.transform_lib.lowering_config import compilation_info
-from tdsched.transform_lib.match import OpCriteria, match_ops
+from tdsched.transform_lib.match import OpCriteria, match_ops, producer_of
 from tdsched.transform_lib.remarks import emit_remark, kernel_applied, print_ir, step_matched
 from tdsched.transform_lib.rewrite import generalize, interchange
 from tdsched.transform_lib.script import LoopHandle, OpHandle, TransformScript
@@ -38,6 +38,7 @@ from .recipe import (
     KernelSchedule,
     MatchSpec,
     MatchStep,
+    ProducerStep,
     Recipe,
     Step,
     TileStep,
@@ -189,11 +190,14 @@ class _Emitter:
     def _step(self, step: Step) -> None:
         if isinstance(step, MatchStep):
             criteria = criteria_of(step.spec, step.where)
-            handle = match_ops(self.func, criteria, _known_loops(self.counts, step.spec))
-            emit_remark(handle, step_matched(self.scope, step.name))
-            self.remarks.append((step_matched(self.scope, step.name), step.where))
-            self.handles[step.name] = handle
-            self.invalidated.pop(step.name, None)
+            self._bind(
+                step.name,
+                match_ops(self.func, criteria, _known_loops(self.counts, step.spec)),
+                step,
+            )
+        elif isinstance(step, ProducerStep):
+            operand = _int(step.operand, step.where.child("operand"))
+            self._bind(step.name, producer_of(self.op(step.of, step.where), operand), step)
         elif isinstance(step, TileStep):
             self._tile(step)
         elif isinstance(step, FuseIntoStep):
@@ -210,6 +214,13 @@ class _Emitter:
             self._vectorize(step)
         elif isinstance(step, CleanupStep):
             cleanup(self.func, canonicalize=step.canonicalize, cse=step.cse, licm=step.licm)
+
+    def _bind(self, name: str, handle: OpHandle, step: MatchStep | ProducerStep) -> None:
+        """Bind ``name`` and require, via a marker, that it holds at least one op."""
+        emit_remark(handle, step_matched(self.scope, name))
+        self.remarks.append((step_matched(self.scope, name), step.where))
+        self.handles[name] = handle
+        self.invalidated.pop(name, None)
 
     def _tile(self, step: TileStep) -> None:
         if not self.kernel_level:

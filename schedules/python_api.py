@@ -35,6 +35,7 @@ from .recipe import (
     LoweringConfig,
     MatchSpec,
     MatchStep,
+    ProducerStep,
     Recipe,
     Step,
     TileStep,
@@ -118,6 +119,14 @@ class OpRef:
             )
         )
         return LoopRef(self.schedule, loops)
+
+    def producer(self, operand: IntOrParam, *, name: str | None = None) -> OpRef:
+        """Bind the op producing operand ``operand`` of this op (inputs first, then inits)."""
+        name = name or self.schedule.fresh("producer")
+        self.schedule.steps.append(
+            ProducerStep(of=self.name, operand=operand, name=name, where=_caller())
+        )
+        return OpRef(self.schedule, name)
 
     def fuse_into(self, loop: LoopRef) -> OpRef:
         """Fuse this producer into ``loop``, computing only the slices the loop uses."""

@@ -46,6 +46,16 @@ class MatchStep:
 
 
 @dataclass(frozen=True)
+class ProducerStep:
+    """Bind ``name`` to the op producing operand ``operand`` (inputs first, then inits)."""
+
+    of: str
+    operand: IntOrParam
+    name: str
+    where: Where = field(default_factory=Where)
+
+
+@dataclass(frozen=True)
 class TileStep:
     """Tile the op bound to ``target``; ``loops`` names the resulting loop handle.
 
@@ -109,6 +119,7 @@ class CleanupStep:
 
 Step = (
     MatchStep
+    | ProducerStep
     | TileStep
     | FuseIntoStep
     | GeneralizeStep

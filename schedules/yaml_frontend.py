@@ -28,6 +28,7 @@ from .recipe import (
     MappingKind,
     MatchSpec,
     MatchStep,
+    ProducerStep,
     Recipe,
     Step,
     TileStep,
@@ -349,6 +350,15 @@ def _match_step(node: _Node, f: dict[str, _Node]) -> Step:
     return MatchStep(spec=spec, name=f["as"].text(), where=node.where)
 
 
+def _producer_step(node: _Node, f: dict[str, _Node]) -> Step:
+    return ProducerStep(
+        of=_opt(f, "of", _Node.text, ROOT),
+        operand=f["operand"].int_or_param(),
+        name=f["as"].text(),
+        where=node.where,
+    )
+
+
 def _tile_step(node: _Node, f: dict[str, _Node]) -> Step:
     return TileStep(
         sizes=f["sizes"].ints(),
@@ -404,6 +414,15 @@ _STEPS: dict[str, tuple[dict[str, str], tuple[str, ...], _StepBuilder]] = {
         {**_MATCH_FIELDS, "as": "handle name to bind the matched ops to"},
         ("as",),
         _match_step,
+    ),
+    "producer": (
+        {
+            "of": "handle of the consumer, default root",
+            "operand": "operand number (inputs first, then inits)",
+            "as": "handle name to bind the producer to",
+        },
+        ("operand", "as"),
+        _producer_step,
     ),
     "tile": (
         {

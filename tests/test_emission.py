@@ -11,7 +11,14 @@ from tdsched.schedules.loading import load
 from tdsched.schedules.pipeline import plan
 from tdsched.schedules.python_api import Match, P, RecipeBuilder, generator
 
-SHIPPED = ["matmul_x86", "matmul_bias_relu_x86", "matmul_vulkan", "matmul_x86_py"]
+SHIPPED = [
+    "matmul_x86",
+    "matmul_bias_relu_x86",
+    "matmul_vulkan",
+    "matmul_vulkan_config",
+    "matmul_bias_relu_vulkan",
+    "matmul_x86_py",
+]
 
 
 def _parses(iree_opt: str, text: str, tmp_path: Path) -> None:

@@ -32,7 +32,9 @@ def test_x86_recipes_match_numpy(name: str) -> None:
     _run_ok(name)
 
 
-@pytest.mark.parametrize("name", ["matmul_vulkan", "matmul_vulkan_config"])
+@pytest.mark.parametrize(
+    "name", ["matmul_vulkan", "matmul_vulkan_config", "matmul_bias_relu_vulkan"]
+)
 def test_vulkan_recipes_match_numpy(name: str, vulkan: None) -> None:
     _run_ok(name, "vulkan")
 

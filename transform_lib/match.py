@@ -78,6 +78,17 @@ def match_ops(scope: OpHandle, criteria: OpCriteria, num_loops: int | None = Non
     return OpHandle(handle, criteria.op or criteria.describe(), num_loops)
 
 
+def producer_of(consumer: OpHandle, operand: int, num_loops: int | None = None) -> OpHandle:
+    """The op producing operand ``operand`` of ``consumer``.
+
+    IREE fails the strategy if that operand is a block argument (it has no producer).
+    """
+    if operand < 0:
+        raise ScheduleError(f"producer: operand must be >= 0, got {operand}")
+    value = transform.GetProducerOfOperand(any_op(), consumer.value, operand).producer
+    return OpHandle(value, f"producer of operand {operand} of {consumer.what}", num_loops)
+
+
 def enclosing_function(handle: OpHandle) -> OpHandle:
     """The ``func.func`` that contains the payload op of ``handle``."""
     value = transform.GetParentOp(any_op(), handle.value, op_name="func.func").result
