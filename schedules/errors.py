@@ -15,11 +15,10 @@ class Where:
 
     def child(self, field: str, line: int | None = None) -> Where:
         """The location of a sub-field (``field`` appended to this path)."""
-        path = (
-            f"{self.field}.{field}"
-            if self.field and not field.startswith("[")
-            else (f"{self.field}{field}")
-        )
+        if not self.field or field.startswith("["):
+            path = f"{self.field}{field}"
+        else:
+            path = f"{self.field}.{field}"
         return Where(self.file, line if line is not None else self.line, path)
 
     def __str__(self) -> str:

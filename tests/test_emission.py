@@ -135,3 +135,15 @@ def test_parameters_reach_workload() -> None:
 
 def test_python_api_parameter_helper() -> None:
     assert P("TM") == "${TM}"
+
+
+def test_kernel_names_must_be_unique_identifiers() -> None:
+    for names, message in (
+        (["a-b"], "kernel name 'a-b' is not allowed"),
+        (["k", "k"], "defined twice"),
+    ):
+        r = _builder()
+        for name in names:
+            r.kernel(name, match=Match(op="linalg.matmul")).root.tile([8, 8, 0])
+        with pytest.raises(RecipeError, match=message):
+            plan(r.build())

@@ -12,6 +12,7 @@ tries each kernel's matcher on the ops inside. The action of a match
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -19,11 +20,13 @@ from iree.compiler import ir
 from iree.compiler.dialects import transform
 from iree.compiler.dialects.transform import structured
 
+from .errors import ScheduleError
 from .match import OpCriteria, build_kernel_matcher, enclosing_function
 from .remarks import emit_remark, kernel_applied
 from .script import NamedSequence, OpHandle, TransformScript, any_op
 
 KERNEL_ATTR = "tdsched.kernel"
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 StrategyBody = Callable[[OpHandle, OpHandle], None]
 """Builds a strategy body from (root op handle, dispatch function handle)."""
 
@@ -43,7 +46,7 @@ class KernelLibrary:
         self._names: set[str] = set()
 
     def _symbol(self, kind: str, kernel: str) -> str:
-        return f"tdsched_{kind}_{''.join(c if c.isalnum() else '_' for c in kernel)}"
+        return f"tdsched_{kind}_{kernel}"
 
     def add_strategy(
         self, kernel: str, criteria: OpCriteria, num_loops: int | None, body: StrategyBody
@@ -103,13 +106,16 @@ class KernelLibrary:
         entry.finish([updated])
         return self.script.text()
 
-    @property
-    def kernels(self) -> list[str]:
-        return sorted(self._names)
-
     def _check_new(self, kernel: str) -> None:
+        if not _NAME.fullmatch(kernel):
+            raise ScheduleError(
+                f"kernel name {kernel!r} is not allowed: use letters, digits and _ "
+                "(it names symbols in the kernel library)"
+            )
         if kernel in self._names:
-            raise ValueError(f"kernel schedule {kernel!r} is defined twice")
+            raise ScheduleError(
+                f"kernel schedule {kernel!r} is defined twice; names must be unique"
+            )
         self._names.add(kernel)
 
     def _add_entry(self, kernel: str, criteria: OpCriteria, attach: StrategyBody) -> None:
