@@ -152,7 +152,7 @@ def _apply(args: argparse.Namespace) -> int:
         files = build(p, Path(tmp))
         print(f"// module after the graph schedule ({p.recipe.name}, {p.target.name})")
         print(files.input_file.read_text(), end="")
-        after = kernels_after_schedule(p, Path(tmp)) if p.scripts.kernel_library else {}
+        after = kernels_after_schedule(p, files) if p.scripts.kernel_library else {}
     for kernel in p.recipe.kernels:
         print(SEPARATOR)
         if kernel.config is not None:

@@ -164,15 +164,13 @@ def compile_baseline(p: Plan, out_dir: Path) -> CompileResult:
     return run_compile(CompileRequest(source, p.target, output))
 
 
-def kernels_after_schedule(p: Plan, out_dir: Path) -> dict[str, str]:
+def kernels_after_schedule(p: Plan, files: BuildFiles) -> dict[str, str]:
     """Each strategy kernel's dispatch IR right after the user's steps (before the tail).
 
-    ``p`` must have been planned with ``print_after_schedule=True``.
+    ``p`` must have been planned with ``print_after_schedule=True`` and built to ``files``.
     """
-    files = build(p, out_dir)
-    result = run_compile(
-        CompileRequest(files.input_file, p.target, out_dir / "apply.vmfb", files.kernel_library)
-    )
+    output = files.input_file.with_suffix(".apply.vmfb")
+    result = run_compile(CompileRequest(files.input_file, p.target, output, files.kernel_library))
     _require(p.scripts.kernel_remarks, result.markers, "in the dispatch")
     after: dict[str, str] = {}
     for title, body in printed_sections(result.stdout):

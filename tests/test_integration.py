@@ -55,13 +55,20 @@ def test_x86_config_only_kernel() -> None:
     assert report["status"] == "ok", report
 
 
-def test_graph_schedule_generalizes_before_dispatch_formation(tmp_path: Path) -> None:
-    r = RecipeBuilder("g", workload=generator("matmul_bias_relu", M=64, N=64, K=64))
-    r.graph.match("linalg.matmul", name="mm").generalize()
+@pytest.mark.parametrize("target", ["x86", "vulkan"])
+def test_graph_schedule_generalizes_before_dispatch_formation(
+    target: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    if target == "vulkan":
+        request.getfixturevalue("vulkan")
+    workload = generator("matmul_bias_relu", M=64, N=64, K=64)
+    r = RecipeBuilder("g", workload=workload, targets=[target])
+    r.graph.match("linalg.matmul", name="mm").generalize().interchange([1, 0, 2])
     p = plan(r.build())
     files = build(p, tmp_path)
     text = files.input_file.read_text()
     assert "linalg.matmul" not in text and text.count("linalg.generic") == 2
+    assert "affine_map<(d0, d1, d2) -> (d1, d2)>" in text  # loops interchanged
     assert run(p, time_it=False)["status"] == "ok"
 
 
