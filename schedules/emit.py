@@ -22,7 +22,13 @@ from tdsched.transform_lib.errors import ScheduleError
 from tdsched.transform_lib.kernel_library import KernelLibrary
 from tdsched.transform_lib.lowering_config import compilation_info
 from tdsched.transform_lib.match import OpCriteria, match_ops, producer_of
-from tdsched.transform_lib.remarks import emit_remark, kernel_applied, print_ir, step_matched
+from tdsched.transform_lib.remarks import (
+    emit_remark,
+    kernel_after_schedule,
+    kernel_applied,
+    print_ir,
+    step_matched,
+)
 from tdsched.transform_lib.rewrite import generalize, interchange
 from tdsched.transform_lib.script import LoopHandle, OpHandle, TransformScript
 from tdsched.transform_lib.tiling import fuse_into, tile_using_for, tile_using_forall
@@ -36,6 +42,7 @@ from .recipe import (
     GeneralizeStep,
     InterchangeStep,
     KernelSchedule,
+    LoweringConfig,
     MatchSpec,
     MatchStep,
     ProducerStep,
@@ -49,14 +56,25 @@ GRAPH_ENTRY = "__transform_main"
 
 
 @dataclass(frozen=True)
+class Marker:
+    """A marker a script must print for its step to count as applied.
+
+    ``where`` is the recipe step that prints it; ``missing`` what went wrong if it is absent.
+    """
+
+    text: str
+    where: Where
+    missing: str
+
+
+@dataclass(frozen=True)
 class Scripts:
-    """The scripts for one recipe and target, and the remarks that prove they applied."""
+    """The scripts for one recipe and target, and the markers that prove they applied."""
 
     graph: str | None
     kernel_library: str | None
-    graph_remarks: tuple[tuple[str, Where], ...] = ()
-    kernel_remarks: tuple[tuple[str, Where], ...] = ()
-    """(remark text, where in the recipe the step that must emit it is)."""
+    graph_markers: tuple[Marker, ...] = ()
+    kernel_markers: tuple[Marker, ...] = ()
 
 
 def emit(
@@ -72,13 +90,13 @@ def emit(
     check tile-size ranks against the workload's ops. ``print_after_schedule`` makes each
     strategy print its dispatch function after the user's steps (for ``tdsched apply``).
     """
-    graph, graph_remarks = _emit_graph(recipe, loop_counts) if recipe.graph else (None, ())
-    library, kernel_remarks = (
+    graph, graph_markers = _emit_graph(recipe, loop_counts) if recipe.graph else (None, [])
+    library, kernel_markers = (
         _emit_kernels(recipe, target, loop_counts, print_after_schedule)
         if recipe.kernels
-        else (None, ())
+        else (None, [])
     )
-    return Scripts(graph, library, tuple(graph_remarks), tuple(kernel_remarks))
+    return Scripts(graph, library, tuple(graph_markers), tuple(kernel_markers))
 
 
 def criteria_of(spec: MatchSpec, where: Where) -> OpCriteria:
@@ -150,7 +168,7 @@ class _Emitter:
         self.kernel_level = kernel_level
         self.handles: dict[str, OpHandle | LoopHandle] = {}
         self.invalidated: dict[str, str] = {}
-        self.remarks: list[tuple[str, Where]] = []
+        self.markers: list[Marker] = []
 
     def op(self, name: str, where: Where) -> OpHandle:
         handle = self._get(name, where)
@@ -217,8 +235,12 @@ class _Emitter:
 
     def _bind(self, name: str, handle: OpHandle, step: MatchStep | ProducerStep) -> None:
         """Bind ``name`` and require, via a marker, that it holds at least one op."""
-        emit_remark(handle, step_matched(self.scope, name))
-        self.remarks.append((step_matched(self.scope, name), step.where))
+        text = step_matched(self.scope, name)
+        emit_remark(handle, text)
+        place = "in the dispatch" if self.kernel_level else "in the module"
+        primitive = "match" if isinstance(step, MatchStep) else "producer"
+        missing = f"this {primitive} step matched no op {place}; the schedule would not apply"
+        self.markers.append(Marker(text, step.where, missing))
         self.handles[name] = handle
         self.invalidated.pop(name, None)
 
@@ -266,36 +288,41 @@ class _Emitter:
             vectorize_op(self.op(step.target, step.where), sizes)
 
 
-def _emit_graph(recipe: Recipe, counts: dict[str, set[int]]) -> tuple[str, list[tuple[str, Where]]]:
+def _emit_graph(recipe: Recipe, counts: dict[str, set[int]]) -> tuple[str, list[Marker]]:
     script = TransformScript()
     seq = script.named_sequence(GRAPH_ENTRY, arg_effect="consumed")
     with seq.building():
         emitter = _Emitter("graph", OpHandle(seq.argument, "module"), counts, kernel_level=False)
         emitter.run(recipe.graph)
     seq.finish()
-    return script.text(), emitter.remarks
+    return script.text(), emitter.markers
+
+
+_UNMATCHED_KERNEL = (
+    "this kernel schedule matched no dispatch, so IREE would have compiled it with its "
+    "default pipeline. Check 'match' (op name, kind, shape, dtype) against the dispatch root "
+    "ops; on Vulkan, matmuls are linalg.generic by then: match kind: contraction"
+)
 
 
 def _emit_kernels(
     recipe: Recipe, target: str, counts: dict[str, set[int]], print_after: bool
-) -> tuple[str, list[tuple[str, Where]]]:
+) -> tuple[str, list[Marker]]:
     library = KernelLibrary()
-    remarks: list[tuple[str, Where]] = []
+    markers: list[Marker] = []
     for kernel in recipe.kernels:
         criteria = criteria_of(kernel.match, kernel.where.child("match"))
         try:
             if kernel.config is not None:
-                library.add_config(
-                    kernel.name, criteria, compilation_info(_config_args(kernel), target)
-                )
+                library.add_config(kernel.name, criteria, _compilation_info(kernel.config, target))
             else:
-                remarks.extend(
+                markers.extend(
                     _add_strategy(library, kernel, criteria, target, counts, print_after)
                 )
         except ScheduleError as exc:
             raise RecipeError(kernel.where, str(exc)) from exc
-        remarks.append((kernel_applied(kernel.name), kernel.where))
-    return library.text(), remarks
+        markers.append(Marker(kernel_applied(kernel.name), kernel.where, _UNMATCHED_KERNEL))
+    return library.text(), markers
 
 
 def _add_strategy(
@@ -305,15 +332,15 @@ def _add_strategy(
     target: str,
     counts: dict[str, set[int]],
     print_after: bool,
-) -> list[tuple[str, Where]]:
-    emitted: list[tuple[str, Where]] = []
+) -> list[Marker]:
+    emitted: list[Marker] = []
 
     def body(root: OpHandle, func: OpHandle) -> None:
         emitter = _Emitter(f"kernel '{kernel.name}'", func, counts, kernel_level=True)
         emitter.handles[ROOT] = root
         emitter.run(kernel.steps)
         if print_after:
-            print_ir(emitter.func, f"tdsched: kernel '{kernel.name}' after schedule")
+            print_ir(emitter.func, kernel_after_schedule(kernel.name))
         for step in kernel.steps:
             if isinstance(step, TileStep) and step.mapping == "thread" and target != "vulkan":
                 raise RecipeError(step.where, "mapping: thread needs a GPU target (vulkan)")
@@ -329,21 +356,17 @@ def _add_strategy(
             )
         else:
             cpu_tail(emitter.func)
-        emitted.extend(emitter.remarks)
+        emitted.extend(emitter.markers)
 
     library.add_strategy(kernel.name, criteria, _known_loops(counts, kernel.match), body)
     return emitted
 
 
-def _config_args(kernel: KernelSchedule) -> dict[str, object]:
-    assert kernel.config is not None
-    where = kernel.config.where
-    return {
-        "tile_sizes": {
-            lvl: _ints(s, where.child(f"tile_sizes.{lvl}")) for lvl, s in kernel.config.tile_sizes
-        },
-        "workgroup_size": _ints(kernel.config.workgroup_size, where.child("workgroup_size"))
-        if kernel.config.workgroup_size
-        else None,
-        "pipeline": kernel.config.pipeline,
-    }
+def _compilation_info(config: LoweringConfig, target: str) -> str:
+    where = config.where
+    return compilation_info(
+        target,
+        {lvl: _ints(s, where.child(f"tile_sizes.{lvl}")) for lvl, s in config.tile_sizes},
+        _ints(config.workgroup_size, where.child("workgroup_size")) or None,
+        config.pipeline,
+    )

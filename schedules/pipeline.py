@@ -8,7 +8,6 @@ module against IREE's default build of the same workload, interleaved, in one pr
 
 from __future__ import annotations
 
-import re
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,14 +24,12 @@ from tdsched.targets.timing import time_interleaved
 from tdsched.transform_lib.errors import ScheduleError
 from tdsched.transform_lib.interpreter import apply_script
 from tdsched.transform_lib.payload import loop_counts
-from tdsched.transform_lib.remarks import found_remarks, kernel_applied, printed_sections
+from tdsched.transform_lib.remarks import found_remarks, kernel_after_schedule, printed_sections
 
-from .emit import GRAPH_ENTRY, Scripts, emit
+from .emit import GRAPH_ENTRY, Marker, Scripts, emit
 from .errors import RecipeError, Where
 from .params import ParamValue, resolve
 from .recipe import Recipe
-
-_AFTER_SCHEDULE = re.compile(r"tdsched: kernel '([^']+)' after schedule")
 
 
 @dataclass(frozen=True)
@@ -108,25 +105,15 @@ def apply_graph(p: Plan) -> str:
         module, printed = apply_script(p.workload.mlir, p.scripts.graph, GRAPH_ENTRY)
     except ScheduleError as exc:
         raise RecipeError(Where(p.recipe.source, None, "graph"), str(exc)) from exc
-    _require(p.scripts.graph_remarks, found_remarks(printed), "in the module")
+    _require(p.scripts.graph_markers, found_remarks(printed))
     return module
 
 
-def _require(expected: tuple[tuple[str, Where], ...], found: Mapping[str, int], scope: str) -> None:
-    for text, where in expected:
-        if text in found:
-            continue
-        if text.startswith(kernel_applied("")[:-2]):
-            raise RecipeError(
-                where,
-                "this kernel schedule matched no dispatch, so IREE would have compiled it with "
-                "its default pipeline. Check 'match' (op name, kind, shape, dtype) against the "
-                "dispatch root ops; on Vulkan, matmuls are linalg.generic by then: match "
-                "kind: contraction",
-            )
-        raise RecipeError(
-            where, f"this match step matched no op {scope}; the schedule would not apply"
-        )
+def _require(expected: tuple[Marker, ...], found: Mapping[str, int]) -> None:
+    """Raise at the first step whose marker was not printed for at least one op."""
+    for marker in expected:
+        if marker.text not in found:
+            raise RecipeError(marker.where, marker.missing)
 
 
 def build(p: Plan, out_dir: Path, stem: str | None = None) -> BuildFiles:
@@ -152,7 +139,7 @@ def build(p: Plan, out_dir: Path, stem: str | None = None) -> BuildFiles:
 def compile_plan(p: Plan, files: BuildFiles, output: Path) -> CompileResult:
     """Compile the scheduled module and require every kernel schedule step to have applied."""
     result = run_compile(CompileRequest(files.input_file, p.target, output, files.kernel_library))
-    _require(p.scripts.kernel_remarks, result.markers, "in the dispatch")
+    _require(p.scripts.kernel_markers, result.markers)
     return result
 
 
@@ -171,13 +158,10 @@ def kernels_after_schedule(p: Plan, files: BuildFiles) -> dict[str, str]:
     """
     output = files.input_file.with_suffix(".apply.vmfb")
     result = run_compile(CompileRequest(files.input_file, p.target, output, files.kernel_library))
-    _require(p.scripts.kernel_remarks, result.markers, "in the dispatch")
-    after: dict[str, str] = {}
-    for title, body in printed_sections(result.stdout):
-        match = _AFTER_SCHEDULE.fullmatch(title)
-        if match:
-            after[match.group(1)] = body
-    return after
+    _require(p.scripts.kernel_markers, result.markers)
+    sections = dict(printed_sections(result.stdout))
+    titles = {k.name: kernel_after_schedule(k.name) for k in p.recipe.kernels}
+    return {name: sections[title] for name, title in titles.items() if title in sections}
 
 
 def run(

@@ -7,7 +7,7 @@ workgroup size). Levels: ``workgroup`` (distribution to workgroups), ``vector`` 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from .errors import ScheduleError
 
@@ -25,18 +25,20 @@ def _list(sizes: Sequence[int]) -> str:
     return "[" + ", ".join(str(s) for s in sizes) + "]"
 
 
-def compilation_info(args: dict[str, object], target: str) -> str:
+def compilation_info(
+    target: str,
+    tile_sizes: Mapping[str, Sequence[int]],
+    workgroup_size: Sequence[int] | None = None,
+    pipeline_name: str | None = None,
+) -> str:
     """The ``#iree_codegen.compilation_info`` text for a config on ``target``.
 
-    ``args``: ``tile_sizes`` (level → sizes), ``workgroup_size`` (GPU), ``pipeline`` (a
-    pipeline name: x86 ``DoubleTilingExpert``...; vulkan ``BaseVectorize``,
+    ``tile_sizes`` maps a level to sizes, ``workgroup_size`` is for GPUs, ``pipeline_name``
+    names IREE's pipeline (x86 ``DoubleTilingExpert``...; vulkan ``BaseVectorize``,
     ``MatmulPromoteVectorize``...). Vulkan levels may be shorter than the loop count
     (trailing loops untiled), e.g. workgroup ``[64, 64]``, reduction ``[0, 0, 4]``.
     """
-    tile_sizes = args["tile_sizes"]
-    assert isinstance(tile_sizes, dict)
-    workgroup_size = args.get("workgroup_size")
-    pipeline = _PIPELINE_ATTR[target].format(args.get("pipeline") or _DEFAULT_PIPELINE[target])
+    pipeline = _PIPELINE_ATTR[target].format(pipeline_name or _DEFAULT_PIPELINE[target])
     levels = _CPU_LEVELS if target == "x86" else _GPU_LEVELS
     unknown = sorted(set(tile_sizes) - set(levels))
     if unknown:
@@ -53,7 +55,7 @@ def compilation_info(args: dict[str, object], target: str) -> str:
         config = f"#iree_cpu.lowering_config<{fields}>"
         info = f"#iree_codegen.translation_info<pipeline = {pipeline}>"
     else:
-        if not isinstance(workgroup_size, list) or not workgroup_size:
+        if not workgroup_size:
             raise ScheduleError("config: a Vulkan config needs workgroup_size [x, y, z]")
         ordered = [tile_sizes.get(level) for level in ("workgroup", "thread", "reduction")]
         present = [_list(s) for s in ordered if s is not None]

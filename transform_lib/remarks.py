@@ -23,6 +23,11 @@ def kernel_applied(kernel: str) -> str:
     return f"{PREFIX}applied kernel schedule '{kernel}'"
 
 
+def kernel_after_schedule(kernel: str) -> str:
+    """Title of the dispatch IR a strategy prints after the user's steps (``tdsched apply``)."""
+    return f"{PREFIX}kernel '{kernel}' after schedule"
+
+
 def step_matched(scope: str, handle: str) -> str:
     """Remark text emitted when a ``match`` step in ``scope`` bound ``handle`` to ops."""
     return f"{PREFIX}{scope} matched '{handle}'"
