@@ -1,0 +1,288 @@
+"""fuse_ext on a whole payload module: plan, then transform steps and rewrites in turn.
+
+Order of work, each step checked before the next:
+
+1. tag the ``root`` and ``stop`` matches (transform script), number the function's ops
+   and make the :class:`~.plan.FusionPlan`;
+2. generalize named intermediates that must be yielded (the loop nest yields a
+   ``linalg.generic`` producer's tile through a new ``shared_outs`` result);
+3. tile the roots' *parallel* dims into one ``scf.forall`` (several roots: one forall
+   each, merged);
+4. fuse producers one at a time in reverse program order, with CSE after each (linear in
+   the number of ops, where upstream ``transform.structured.fuse`` clones shared
+   producers once per path); slices of a shared producer are first unioned, a fused
+   ``tensor.pad``'s zero-slice guard is inlined, reshapes are passed by bubbling the
+   slice above them;
+5. tile the roots' *reduction* dims with ``scf.for`` inside the nest: only the root is
+   in that loop, so an accumulator initializer (``linalg.fill``) is never re-run per
+   reduction step;
+6. ``loop: for`` turns the forall into an ``scf.for`` nest in ``interchange`` order;
+   canonicalize + CSE drop the untiled originals.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+from iree.compiler import ir
+from iree.compiler.dialects.transform import interpreter
+
+from ..match import OpCriteria
+from . import rewrites, scripts
+from .plan import (
+    FID,
+    ROOT_TAG,
+    STOP_TAG,
+    FuseExtError,
+    FusionPlan,
+    Intermediates,
+    Outside,
+    PayloadOp,
+    assign_fids,
+    fid_of,
+    make_plan,
+)
+
+LoopKind = Literal["for", "forall"]
+_TAGS = (FID, ROOT_TAG, STOP_TAG, scripts.LOOP_TAG)
+
+
+@dataclass(frozen=True)
+class FuseExtOptions:
+    """What to tile and fuse: see ``docs/primitives/fuse_ext.md``."""
+
+    root: OpCriteria
+    tile_sizes: tuple[int, ...]
+    interchange: tuple[int, ...] | None = None
+    stop: OpCriteria | None = None
+    intermediates: Intermediates = "yield"
+    loop: LoopKind = "forall"
+
+
+@dataclass
+class FuseExtReport:
+    """What fuse_ext did, for ``tdsched apply`` and tests."""
+
+    plan: FusionPlan | None = None
+    fused: list[PayloadOp] = field(default_factory=list)
+    outside: list[Outside] = field(default_factory=list)
+    scripts: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def lines(self) -> list[str]:
+        if self.plan is None:
+            return ["fuse_ext: nothing planned"]
+        p = self.plan
+        roots = ", ".join(r.describe() for r in p.roots)
+        out = [f"fuse_ext: tiled {len(p.roots)} root(s): {roots}"]
+        yielded = {op.fid for op in p.yielded}
+        for op in self.fused:
+            note = " (yielded by the loop nest)" if op.fid in yielded else ""
+            out.append(f"  fused {op.describe()}{note}")
+        for o in self.outside:
+            out.append(f"  kept outside: {o.op.describe()}: {o.reason}")
+        out.append(f"  ({len(self.scripts)} transform steps, {self.seconds:.3f} s)")
+        return out
+
+
+class _Payload:
+    """The payload module and the interpreter that runs fuse_ext's scripts on it."""
+
+    def __init__(self, module: ir.Module, report: FuseExtReport) -> None:
+        self.module = module
+        self.report = report
+
+    def run(self, script: str, what: str) -> None:
+        self.report.scripts.append(script)
+        transforms = ir.Module.parse(script)
+        entry = next(
+            op
+            for op in transforms.body.operations
+            if "sym_name" in op.attributes
+            and ir.StringAttr(op.attributes["sym_name"]).value == scripts.ENTRY
+        )
+        try:
+            interpreter.apply_named_sequence(self.module, entry, transforms)
+        except ir.MLIRError as exc:
+            raise FuseExtError(f"fuse_ext: {what} failed: {exc}") from exc
+
+
+def fuse_ext(module_text: str, options: FuseExtOptions) -> tuple[str, FuseExtReport]:
+    """Apply fuse_ext to ``module_text``; returns the new module text and a report.
+
+    Precondition: the roots live in the top-level block of one function with static
+    shapes. Raises :class:`FuseExtError` naming the op and the reason otherwise.
+    """
+    start = time.perf_counter()
+    report = FuseExtReport()
+    with ir.Context(), ir.Location.unknown():
+        try:
+            module = ir.Module.parse(module_text)
+        except ir.MLIRError as exc:
+            raise FuseExtError(f"fuse_ext: the payload does not parse: {exc}") from exc
+        payload = _Payload(module, report)
+        payload.run(scripts.tag(options.root, options.stop), "matching root and stop")
+        block = _root_block(module)
+        block_ops = assign_fids(block)
+        plan = make_plan(block_ops, options.intermediates)
+        report.plan = plan
+        report.outside.extend(plan.outside)
+        parallel, reduction, order = _split_sizes(plan, options)
+        if plan.generalized:
+            payload.run(scripts.generalize([op.fid for op in plan.generalized]), "generalize")
+        root_fids = [r.fid for r in plan.roots]
+        payload.run(scripts.tile_roots(root_fids, parallel), "tiling the roots")
+        for producer in reversed(plan.producers):
+            _fuse_one(payload, block, producer, plan, report)
+        if any(reduction):
+            _tag_loop(block, root_fids)
+            payload.run(scripts.tile_reductions(root_fids, reduction, order), "reduction tiling")
+        if options.loop == "for":
+            loop = _tag_loop(block, root_fids)
+            tiled = [d for d, s in enumerate(parallel) if s]
+            rewrites.forall_to_for(loop, [tiled.index(d) for d in order if d in tiled])
+        payload.run(scripts.cleanup(), "cleanup")
+        _strip_tags(module)
+        if not module.operation.verify():
+            raise FuseExtError("fuse_ext: produced an invalid module (please report)")
+        report.seconds = time.perf_counter() - start
+        return str(module), report
+
+
+def _split_sizes(
+    plan: FusionPlan, options: FuseExtOptions
+) -> tuple[list[int], list[int], list[int]]:
+    """Parallel sizes (forall), reduction sizes (scf.for) and the loop order to use."""
+    iters = plan.iterators
+    sizes = list(options.tile_sizes)
+    what = plan.roots[0].describe()
+    if len(sizes) != len(iters):
+        raise FuseExtError(
+            f"fuse_ext: {len(sizes)} tile sizes for root {what}, which has {len(iters)} loops "
+            f"({', '.join(iters)}); give one size per loop (0 = not tiled)"
+        )
+    if any(s < 0 for s in sizes):
+        raise FuseExtError(f"fuse_ext: tile sizes must be >= 0, got {sizes}")
+    parallel = [s if it == "parallel" else 0 for s, it in zip(sizes, iters, strict=True)]
+    reduction = [s if it == "reduction" else 0 for s, it in zip(sizes, iters, strict=True)]
+    if not any(parallel):
+        raise FuseExtError(
+            f"fuse_ext: no parallel loop of root {what} is tiled (sizes {sizes}, loops "
+            f"{list(iters)}); producers are fused into the parallel loops"
+        )
+    order = list(options.interchange) if options.interchange else list(range(len(sizes)))
+    if sorted(order) != list(range(len(sizes))):
+        raise FuseExtError(
+            f"fuse_ext: interchange {order} is not a permutation of 0..{len(sizes) - 1}"
+        )
+    tiled = [d for d in order if sizes[d]]
+    first_reduction = next((i for i, d in enumerate(tiled) if reduction[d]), len(tiled))
+    late_parallel = [d for d in tiled[first_reduction:] if parallel[d]]
+    if late_parallel:
+        raise FuseExtError(
+            f"fuse_ext: interchange {order} puts a reduction loop outside parallel loop(s) "
+            f"{late_parallel}; reduction loops are innermost so that the accumulator's "
+            "initializer stays outside them"
+        )
+    return parallel, reduction, order
+
+
+def _root_block(module: ir.Module) -> ir.Block:
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if ROOT_TAG in op.attributes:
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    if not found:
+        raise FuseExtError("fuse_ext: the root match selected no op in the module")
+    parent = found[0].parent
+    if parent is None or parent.name != "func.func" or any(op.parent != parent for op in found):
+        raise FuseExtError(
+            "fuse_ext: the roots must sit directly in one function's body, found "
+            + ", ".join(f"{op.name} at {op.location}" for op in found)
+        )
+    return parent.regions[0].blocks[0]
+
+
+def _tag_loop(block: ir.Block, root_fids: list[int]) -> ir.Operation:
+    """Find the loop nest holding the roots and put the loop tag on it (only on it)."""
+    loop = None
+    for op in block.operations:
+        op = op.operation
+        if scripts.LOOP_TAG in op.attributes:
+            del op.attributes[scripts.LOOP_TAG]
+        if op.name == "scf.forall" and _contains(op, set(root_fids)):
+            loop = op
+    if loop is None:
+        raise FuseExtError("fuse_ext: lost track of the loop nest (please report)")
+    loop.attributes[scripts.LOOP_TAG] = ir.UnitAttr.get()
+    return loop
+
+
+def _contains(op: ir.Operation, fids: set[int]) -> bool:
+    hits: list[int] = []
+
+    def visit(inner: ir.Operation) -> ir.WalkResult:
+        fid = fid_of(inner)
+        if fid in fids and inner != op:
+            hits.append(fid)
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)
+    return bool(hits)
+
+
+def _uses_inside(op: ir.Operation, loop: ir.Operation) -> bool:
+    """Whether ``loop`` reads ``op``: in its body, or as the init of a ``shared_outs``."""
+    for result in op.results:
+        for use in result.uses:
+            parent: ir.Operation | None = use.owner.operation
+            while parent is not None:
+                if parent == loop:
+                    return True
+                parent = parent.parent
+    return False
+
+
+def _fuse_one(
+    payload: _Payload, block: ir.Block, producer: PayloadOp, plan: FusionPlan, report: FuseExtReport
+) -> None:
+    root_fids = [r.fid for r in plan.roots]
+    loop = _tag_loop(block, root_fids)
+    original = next((op.operation for op in block.operations if fid_of(op.operation) == producer.fid), None)
+    if original is None or not _uses_inside(original, loop):
+        report.outside.append(
+            Outside(producer, "no slice of it is read inside the loop nest (an op between it "
+                    "and the roots was kept outside)")
+        )
+        return
+    rewrites.union_slices(loop, original)
+    reshape = plan.is_reshape(producer)
+    payload.run(scripts.fuse_producer(producer.fid, reshape), f"fusing {producer.describe()}")
+    loop = _tag_loop(block, root_fids)
+    if producer.name == "tensor.pad":
+        rewrites.drop_pad_guards(loop)
+    if reshape and _uses_inside(original, loop):
+        report.outside.append(
+            Outside(producer, "the loop's slice of it is not contiguous in its source")
+        )
+        return
+    if not reshape and not _contains(loop, {producer.fid}):
+        report.outside.append(Outside(producer, "fusion left it outside the loop nest"))
+        return
+    report.fused.append(producer)
+
+
+def _strip_tags(module: ir.Module) -> None:
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        for name in _TAGS:
+            if name in op.attributes:
+                del op.attributes[name]
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)

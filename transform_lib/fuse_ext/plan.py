@@ -1,0 +1,253 @@
+"""Payload analysis for fuse_ext: which ops are tiled, fused, yielded or kept outside.
+
+The plan is made on the untransformed function, before any transform runs, from the
+use-def graph of its top-level block (linalg on tensors is a DAG there):
+
+* **roots** are the ops the ``root`` match tagged; a root that feeds another root is
+  demoted to an intermediate (it is fused and yielded instead of tiled twice);
+* **producers** are the ops reached backwards from the roots through operands (inputs
+  *and* inits) that can be tiled to a slice: structured linalg ops, ``tensor.pad`` and
+  reshapes. The walk stops at block arguments, at ops in the ``stop`` set and at ops that
+  cannot be tiled; those stay outside at full size;
+* an intermediate whose result is used outside the fused region is **yielded** by the
+  loop nest (``intermediates: yield``) or recomputed inside (``intermediates:
+  recompute``); the report says which, and why when yielding is impossible.
+
+Ops are identified by a ``tdsched.fid`` attribute (their index in the block), because
+``ir.Operation`` hashes by content and transform scripts re-find ops by attribute.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from iree.compiler import ir
+from iree.compiler.passmanager import PassManager
+
+from ..errors import ScheduleError
+
+FID = "tdsched.fid"
+ROOT_TAG = "tdsched.fuse_root"
+STOP_TAG = "tdsched.fuse_stop"
+
+Intermediates = Literal["yield", "recompute"]
+
+RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
+TILEABLE_TENSOR_OPS = ("tensor.pad", *RESHAPES)
+# Ops that only provide storage or constants: never worth reporting as "kept outside".
+_PLUMBING = ("tensor.empty", "arith.constant")
+
+
+class FuseExtError(ScheduleError):
+    """A fuse_ext precondition does not hold; the message names the op and the reason."""
+
+
+@dataclass(frozen=True)
+class PayloadOp:
+    """One top-level op of the payload function, as the plan refers to it."""
+
+    fid: int
+    name: str
+    location: str
+
+    def describe(self) -> str:
+        return f"{self.name} at {self.location}"
+
+
+@dataclass(frozen=True)
+class Outside:
+    """An op that stays outside the loop nest, and why."""
+
+    op: PayloadOp
+    reason: str
+
+
+@dataclass(frozen=True)
+class FusionPlan:
+    """What fuse_ext will do to one function; ``producers`` are in program order."""
+
+    roots: tuple[PayloadOp, ...]
+    iterators: tuple[str, ...]
+    producers: tuple[PayloadOp, ...]
+    yielded: tuple[PayloadOp, ...]
+    generalized: tuple[PayloadOp, ...]
+    outside: tuple[Outside, ...]
+
+    def is_reshape(self, op: PayloadOp) -> bool:
+        return op.name in RESHAPES
+
+
+def is_structured(name: str) -> bool:
+    """Whether ``name`` is a structured linalg op (tileable through TilingInterface)."""
+    return name.startswith("linalg.") and name not in ("linalg.yield", "linalg.index")
+
+
+def fid_of(op: ir.Operation) -> int | None:
+    """The ``tdsched.fid`` of ``op``, or ``None`` when it has none."""
+    if FID not in op.attributes:
+        return None
+    return int(ir.IntegerAttr(op.attributes[FID]).value)
+
+
+def assign_fids(block: ir.Block) -> list[ir.Operation]:
+    """Number the top-level ops of ``block`` in program order; returns them by fid."""
+    ops = [op.operation for op in block.operations]
+    i64 = ir.IntegerType.get_signless(64)
+    for index, op in enumerate(ops):
+        op.attributes[FID] = ir.IntegerAttr.get(i64, index)
+    return ops
+
+
+def _payload(op: ir.Operation) -> PayloadOp:
+    fid = fid_of(op)
+    assert fid is not None, "assign_fids must run before planning"
+    return PayloadOp(fid, op.name, str(op.location))
+
+
+def _defining_op(value: ir.Value) -> ir.Operation | None:
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return None
+    return owner.operation if isinstance(owner, ir.OpView) else owner
+
+
+def _top_level_user(user: ir.Operation, block_ops: Sequence[ir.Operation]) -> int | None:
+    """The fid of the top-level op that contains ``user`` (``None`` outside the block)."""
+    op: ir.Operation | None = user
+    while op is not None:
+        fid = fid_of(op)
+        if fid is not None and fid < len(block_ops) and block_ops[fid] == op:
+            return fid
+        parent = op.parent
+        op = parent.operation if parent is not None else None
+    return None
+
+
+def iterator_types(block_ops: Sequence[ir.Operation]) -> dict[int, tuple[str, ...]]:
+    """Iterator types (``parallel``/``reduction``) of every structured op, by fid.
+
+    Named ops carry no iterator list, so they are read from a generalized copy of the
+    enclosing module (generalization keeps the ``tdsched.fid`` attributes).
+    """
+    module = block_ops[0]
+    while module.parent is not None:
+        module = module.parent.operation
+    copy = ir.Module.parse(str(module))
+    PassManager.parse("builtin.module(func.func(linalg-generalize-named-ops))").run(
+        copy.operation
+    )
+    found: dict[int, tuple[str, ...]] = {}
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        fid = fid_of(op)
+        if fid is not None and "iterator_types" in op.attributes:
+            types = ir.ArrayAttr(op.attributes["iterator_types"])
+            found[fid] = tuple(str(t).split("<")[-1].rstrip(">") for t in types)
+        return ir.WalkResult.ADVANCE
+
+    copy.operation.walk(visit)
+    return found
+
+
+def make_plan(
+    block_ops: Sequence[ir.Operation], intermediates: Intermediates = "yield"
+) -> FusionPlan:
+    """Plan fuse_ext over a block numbered by :func:`assign_fids`, roots/stops tagged."""
+    roots = [op for op in block_ops if ROOT_TAG in op.attributes]
+    if not roots:
+        raise FuseExtError("fuse_ext: the root match selected no op in the function")
+    iterators = iterator_types(block_ops)
+    for root in roots:
+        if _payload(root).fid not in iterators:
+            raise FuseExtError(
+                f"fuse_ext: root {_payload(root).describe()} is not a structured linalg op "
+                "with loops; only such ops can be tiled as a root"
+            )
+    producers, outside = _backward_slice(block_ops, roots)
+    # A root that feeds another root is an intermediate of the fused region.
+    roots = [r for r in roots if (fid_of(r) or 0) not in producers]
+    root_iters = {iterators[fid_of(r) or 0] for r in roots}
+    if len(root_iters) != 1:
+        raise FuseExtError(
+            "fuse_ext: the roots do not share one iteration space: "
+            + "; ".join(f"{_payload(r).describe()}: {list(iterators[_payload(r).fid])}" for r in roots)
+            + ". Tile roots with different loops in separate fuse_ext steps"
+        )
+    fused = set(producers) | {_payload(r).fid for r in roots}
+    last_root = max(_payload(r).fid for r in roots)
+    yielded: list[PayloadOp] = []
+    generalized: list[PayloadOp] = []
+    for fid in sorted(producers):
+        op = block_ops[fid]
+        users = sorted(_outside_users(op, block_ops, fused))
+        if not users:
+            continue
+        described = ", ".join(_payload(block_ops[u]).describe() for u in users[:3])
+        reason = _recompute_reason(op, users, last_root, intermediates)
+        if reason is None:
+            yielded.append(_payload(op))
+            if op.name != "linalg.generic":
+                generalized.append(_payload(op))
+        else:
+            outside.append(Outside(_payload(op), f"{reason}; used by {described}"))
+    return FusionPlan(
+        roots=tuple(_payload(r) for r in roots),
+        iterators=next(iter(root_iters)),
+        producers=tuple(_payload(block_ops[f]) for f in sorted(producers)),
+        yielded=tuple(yielded),
+        generalized=tuple(generalized),
+        outside=tuple(outside),
+    )
+
+
+def _recompute_reason(
+    op: ir.Operation, users: Iterable[int], last_root: int, intermediates: Intermediates
+) -> str | None:
+    """Why a producer used outside the region is recomputed rather than yielded."""
+    if intermediates == "recompute":
+        return "recomputed inside the loop and kept outside (intermediates: recompute)"
+    if not is_structured(op.name):
+        return f"also kept outside: a {op.name} result is not yielded by the loop nest"
+    if any(u < last_root for u in users):
+        return "also kept outside: a use before the loop nest cannot read a loop result"
+    return None
+
+
+def _outside_users(
+    op: ir.Operation, block_ops: Sequence[ir.Operation], fused: set[int]
+) -> set[int]:
+    users: set[int] = set()
+    for result in op.results:
+        for use in result.uses:
+            fid = _top_level_user(use.owner.operation, block_ops)
+            if fid is not None and fid not in fused:
+                users.add(fid)
+    return users
+
+
+def _backward_slice(
+    block_ops: Sequence[ir.Operation], roots: Sequence[ir.Operation]
+) -> tuple[set[int], list[Outside]]:
+    """Fids of the tileable ops reached from ``roots`` and the ops where the walk stopped."""
+    producers: set[int] = set()
+    outside: dict[int, Outside] = {}
+    work = list(roots)
+    while work:
+        op = work.pop()
+        for operand in op.operands:
+            producer = _defining_op(operand)
+            fid = None if producer is None else fid_of(producer)
+            if producer is None or fid is None or fid in producers or fid in outside:
+                continue
+            if block_ops[fid] != producer:
+                continue
+            if STOP_TAG in producer.attributes:
+                outside[fid] = Outside(_payload(producer), "in the stop set")
+            elif is_structured(producer.name) or producer.name in TILEABLE_TENSOR_OPS:
+                producers.add(fid)
+                work.append(producer)
+            elif producer.name not in _PLUMBING:
+                outside[fid] = Outside(_payload(producer), "cannot be tiled to a slice")
+    return producers, list(outside.values())

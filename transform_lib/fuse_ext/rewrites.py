@@ -1,0 +1,239 @@
+"""IR rewrites fuse_ext needs between transform steps, which no transform op offers.
+
+Each works on the payload in place (MLIR Python bindings) and keeps tensor semantics:
+
+* :func:`union_slices`: when a shared producer is read through several different slices
+  inside the loop body (e.g. a 3x3 conv's halo and an elementwise op's exact tile), they
+  become sub-slices of one slice covering their union, so the producer is tiled once;
+* :func:`drop_pad_guards`: fusing a ``tensor.pad`` guards the tile with an ``scf.if``
+  for tiles that lie wholly in the padding; the guarded branch is correct for every tile
+  (the source slice is clamped to a possibly empty, in-bounds range), so the branch is
+  inlined, which lets the pad's producer be fused;
+* :func:`forall_to_for`: an ``scf.forall`` becomes an ``scf.for`` nest in a chosen order;
+  each ``parallel_insert_slice`` becomes an ``insert_slice`` into the loop-carried
+  tensor it names (paired by destination, never by position).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import reduce
+
+from iree.compiler import ir
+from iree.compiler.dialects import arith, scf, tensor
+
+from .plan import FuseExtError
+
+_DYNAMIC = ir.ShapedType.get_dynamic_size()
+
+
+def _index_constant(value: int) -> ir.Value:
+    return arith.ConstantOp(ir.IndexType.get(), value).result
+
+
+def _mixed(static: ir.Attribute, dynamic: Sequence[ir.Value]) -> list[int | ir.Value]:
+    """Static entries as ints and dynamic ones as their SSA values, in dim order."""
+    values = iter(dynamic)
+    return [next(values) if v == _DYNAMIC else v for v in ir.DenseI64ArrayAttr(static)]
+
+
+def _as_value(entry: int | ir.Value) -> ir.Value:
+    return _index_constant(entry) if isinstance(entry, int) else entry
+
+
+def _slice_parts(op: ir.Operation) -> tuple[list[int | ir.Value], list[int | ir.Value]]:
+    view = op.opview
+    offsets = _mixed(op.attributes["static_offsets"], list(view.offsets))
+    sizes = _mixed(op.attributes["static_sizes"], list(view.sizes))
+    return offsets, sizes
+
+
+def _same_slice(a: ir.Operation, b: ir.Operation) -> bool:
+    return all(
+        str(a.attributes[k]) == str(b.attributes[k])
+        for k in ("static_offsets", "static_sizes", "static_strides")
+    ) and list(a.operands)[1:] == list(b.operands)[1:]
+
+
+def _unit_strides(op: ir.Operation) -> bool:
+    return all(s == 1 for s in ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
+
+
+def _defined_before(value: ir.Value, anchor: ir.Operation) -> bool:
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return True
+    op = owner.operation
+    if op.parent != anchor.parent:
+        return True
+    return op == anchor or op.is_before_in_block(anchor)
+
+
+def union_slices(loop: ir.Operation, producer: ir.Operation) -> bool:
+    """Make every slice of ``producer`` read in ``loop``'s body a sub-slice of their union.
+
+    Applies per result when it is read through two or more different full-rank, unit-stride
+    ``tensor.extract_slice`` ops in the body; returns whether anything changed.
+    """
+    body = loop.regions[0].blocks[0]
+    changed = False
+    for result in producer.results:
+        slices: list[ir.Operation] = []
+        for use in result.uses:
+            user = use.owner.operation
+            if user.name == "tensor.extract_slice" and user.parent == loop:
+                if not any(_same_slice(user, s) for s in slices):
+                    slices.append(user)
+        if len(slices) < 2 or not all(_unit_strides(s) for s in slices):
+            continue
+        if any(
+            ir.RankedTensorType(s.result.type).rank != ir.RankedTensorType(result.type).rank
+            for s in slices
+        ):
+            continue
+        anchor = _first_use(body, slices)
+        operands = [v for s in slices for v in list(s.operands)[1:]]
+        if anchor is None or not all(_defined_before(v, anchor) for v in operands):
+            continue
+        with ir.InsertionPoint(anchor):
+            _rewrite_as_union(result, slices)
+        changed = True
+    return changed
+
+
+def _first_use(body: ir.Block, slices: Sequence[ir.Operation]) -> ir.Operation | None:
+    """The first op in ``body`` that reads one of ``slices`` (where the union must exist)."""
+    users = {id(s): s for s in slices}
+    for op in body.operations:
+        if any(_owner_is(v, users.values()) for v in op.operation.operands):
+            return op.operation
+    return None
+
+
+def _owner_is(value: ir.Value, ops: Sequence[ir.Operation] | object) -> bool:
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return False
+    return any(owner.operation == op for op in ops)  # type: ignore[attr-defined]
+
+
+def _rewrite_as_union(result: ir.Value, slices: Sequence[ir.Operation]) -> None:
+    parts = [_slice_parts(s) for s in slices]
+    rank = len(parts[0][0])
+    offsets = [[_as_value(p[0][d]) for p in parts] for d in range(rank)]
+    ends = [[arith.AddIOp(_as_value(p[0][d]), _as_value(p[1][d])).result for p in parts] for d in range(rank)]
+    low = [reduce(lambda a, b: arith.MinSIOp(a, b).result, offs) for offs in offsets]
+    high = [reduce(lambda a, b: arith.MaxSIOp(a, b).result, e) for e in ends]
+    size = [arith.SubIOp(h, lo).result for h, lo in zip(high, low, strict=True)]
+    element = ir.RankedTensorType(result.type).element_type
+    union_type = ir.RankedTensorType.get([_DYNAMIC] * rank, element)
+    union = tensor.ExtractSliceOp(
+        union_type, result, low, size, [], [_DYNAMIC] * rank, [_DYNAMIC] * rank, [1] * rank
+    ).result
+    for s, (offs, _) in zip(slices, parts, strict=True):
+        relative = [arith.SubIOp(_as_value(o), lo).result for o, lo in zip(offs, low, strict=True)]
+        view = s.opview
+        sub = tensor.ExtractSliceOp(
+            s.result.type,
+            union,
+            relative,
+            list(view.sizes),
+            [],
+            [_DYNAMIC] * rank,
+            s.attributes["static_sizes"],
+            [1] * rank,
+        )
+        s.result.replace_all_uses_with(sub.result)
+        s.erase()
+
+
+def drop_pad_guards(loop: ir.Operation) -> int:
+    """Inline the else branch of the zero-slice guards a fused ``tensor.pad`` left.
+
+    A guard is an ``scf.if`` directly in the body whose then branch only yields a
+    ``tensor.generate``. Returns the number of guards removed.
+    """
+    removed = 0
+    for op in list(loop.regions[0].blocks[0].operations):
+        op = op.operation
+        if op.name != "scf.if" or len(op.regions[1].blocks) == 0:
+            continue
+        then_ops = [o.operation.name for o in op.regions[0].blocks[0].operations]
+        if then_ops != ["tensor.generate", "scf.yield"]:
+            continue
+        else_ops = [o.operation for o in op.regions[1].blocks[0].operations]
+        for inner in else_ops[:-1]:
+            inner.move_before(op)
+        for res, value in zip(op.results, else_ops[-1].operands, strict=True):
+            res.replace_all_uses_with(value)
+        op.erase()
+        removed += 1
+    return removed
+
+
+def forall_to_for(forall: ir.Operation, order: Sequence[int]) -> ir.Operation:
+    """Rewrite a static ``scf.forall`` as an ``scf.for`` nest, outermost dim ``order[0]``.
+
+    Returns the outermost ``scf.for``. Requires static bounds (fuse_ext payloads have
+    static shapes); raises :class:`FuseExtError` otherwise.
+    """
+    view = forall.opview
+    bounds = [
+        list(ir.DenseI64ArrayAttr(forall.attributes[k]))
+        for k in ("staticLowerBound", "staticUpperBound", "staticStep")
+    ]
+    if any(v == _DYNAMIC for b in bounds for v in b):
+        raise FuseExtError("fuse_ext: loop: for needs static tile counts (static shapes)")
+    rank = len(bounds[0])
+    body = forall.regions[0].blocks[0]
+    outputs = list(view.outputs)
+    with ir.InsertionPoint(forall):
+        loops: list[scf.ForOp] = []
+        carried = outputs
+        ivs: dict[int, ir.Value] = {}
+        for dim in order:
+            lb, ub, step = (_index_constant(b[dim]) for b in bounds)
+            loop = scf.ForOp(lb, ub, step, carried, ip=ir.InsertionPoint(loops[-1].body) if loops else None)
+            loops.append(loop)
+            ivs[dim] = loop.induction_variable
+            carried = list(loop.inner_iter_args)
+    inner = loops[-1].body
+    with ir.InsertionPoint(inner):
+        placeholder = scf.YieldOp(carried)
+    for dim in range(rank):
+        body.arguments[dim].replace_all_uses_with(ivs[dim])
+    for k, value in enumerate(carried):
+        body.arguments[rank + k].replace_all_uses_with(value)
+    terminator = None
+    for op in list(body.operations):
+        op = op.operation
+        if op.name == "scf.forall.in_parallel":
+            terminator = op
+        else:
+            op.move_before(placeholder.operation)
+    assert terminator is not None
+    current = list(carried)
+    with ir.InsertionPoint(placeholder.operation):
+        for insert in terminator.regions[0].blocks[0].operations:
+            insert = insert.operation
+            iview = insert.opview
+            k = next(i for i, v in enumerate(carried) if v == iview.dest)
+            current[k] = tensor.InsertSliceOp(
+                iview.source,
+                current[k],
+                list(iview.offsets),
+                list(iview.sizes),
+                list(iview.strides),
+                insert.attributes["static_offsets"],
+                insert.attributes["static_sizes"],
+                insert.attributes["static_strides"],
+            ).result
+        scf.YieldOp(current)
+    placeholder.operation.erase()
+    for outer, nested in zip(loops, loops[1:]):
+        with ir.InsertionPoint(outer.body):
+            scf.YieldOp(list(nested.results))
+    for old, new in zip(forall.results, loops[0].results, strict=True):
+        old.replace_all_uses_with(new)
+    forall.erase()
+    return loops[0].operation
