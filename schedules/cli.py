@@ -12,9 +12,10 @@ from pathlib import Path
 from tdsched.targets.compiler import CompileError, format_command
 from tdsched.targets.runtime import DeviceError
 
+from .emit import ScriptStage
 from .loading import load
 from .params import parse_override
-from .pipeline import Plan, build, compile_plan, kernels_after_schedule, plan, run
+from .pipeline import Plan, apply_graph, build, compile_plan, kernels_after_schedule, plan, run
 
 SEPARATOR = "// -----"
 
@@ -131,10 +132,17 @@ def _plan(args: argparse.Namespace, **extra: object) -> Plan:
 def _show(args: argparse.Namespace) -> int:
     p = _plan(args)
     parts = []
-    if p.scripts.graph:
-        parts.append(
-            "// graph schedule: whole module, applied before dispatch formation\n" + p.scripts.graph
-        )
+    if p.scripts.has_host_loops:
+        # fuse_ext plans its transform steps on the payload: run the graph to know them.
+        for script in apply_graph(p).scripts:
+            parts.append("// graph schedule step (whole module)\n" + script)
+    else:
+        for stage in p.scripts.graph:
+            assert isinstance(stage, ScriptStage)
+            parts.append(
+                "// graph schedule: whole module, applied before dispatch formation\n"
+                + stage.script
+            )
     if p.scripts.kernel_library:
         parts.append(
             f"// kernel library for {p.target.name}: pass with "
@@ -150,6 +158,8 @@ def _apply(args: argparse.Namespace) -> int:
     p = _plan(args, input_file=args.input, print_after_schedule=True)
     with tempfile.TemporaryDirectory(prefix="tdsched-apply-") as tmp:
         files = build(p, Path(tmp))
+        for report in files.reports:
+            print("\n".join(f"// {line}" for line in report.splitlines()))
         print(f"// module after the graph schedule ({p.recipe.name}, {p.target.name})")
         print(files.input_file.read_text(), end="")
         after = kernels_after_schedule(p, files) if p.scripts.kernel_library else {}

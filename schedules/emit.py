@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from tdsched.transform_lib.cleanup import cleanup
 from tdsched.transform_lib.codegen_tail import cpu_tail, distribute_to_workgroups, gpu_tail
 from tdsched.transform_lib.errors import ScheduleError
+from tdsched.transform_lib.fuse_ext import FuseExtOptions
 from tdsched.transform_lib.kernel_library import KernelLibrary
 from tdsched.transform_lib.lowering_config import compilation_info
 from tdsched.transform_lib.match import OpCriteria, match_ops, producer_of
@@ -38,6 +39,7 @@ from .errors import RecipeError, Where
 from .recipe import (
     ROOT,
     CleanupStep,
+    FuseExtStep,
     FuseIntoStep,
     GeneralizeStep,
     InterchangeStep,
@@ -68,13 +70,40 @@ class Marker:
 
 
 @dataclass(frozen=True)
-class Scripts:
-    """The scripts for one recipe and target, and the markers that prove they applied."""
+class ScriptStage:
+    """A graph-schedule stage run as one transform script, and its markers."""
 
-    graph: str | None
+    script: str
+    markers: tuple[Marker, ...]
+
+
+@dataclass(frozen=True)
+class FuseExtStage:
+    """A graph-schedule fuse_ext step: planned on the payload, run by its own driver."""
+
+    options: FuseExtOptions
+    where: Where
+
+
+GraphStage = ScriptStage | FuseExtStage
+
+
+@dataclass(frozen=True)
+class Scripts:
+    """The scripts for one recipe and target, and the markers that prove they applied.
+
+    ``graph`` holds the graph schedule's stages in order: consecutive transform steps form
+    one :class:`ScriptStage`; each ``fuse_ext`` step is a :class:`FuseExtStage`.
+    """
+
+    graph: tuple[GraphStage, ...]
     kernel_library: str | None
-    graph_markers: tuple[Marker, ...] = ()
     kernel_markers: tuple[Marker, ...] = ()
+
+    @property
+    def has_host_loops(self) -> FuseExtStage | None:
+        """The first graph stage that leaves host-level loops (IREE cannot compile them)."""
+        return next((s for s in self.graph if isinstance(s, FuseExtStage)), None)
 
 
 def emit(
@@ -90,13 +119,13 @@ def emit(
     check tile-size ranks against the workload's ops. ``print_after_schedule`` makes each
     strategy print its dispatch function after the user's steps (for ``tdsched apply``).
     """
-    graph, graph_markers = _emit_graph(recipe, loop_counts) if recipe.graph else (None, [])
+    graph = _emit_graph(recipe, loop_counts)
     library, kernel_markers = (
         _emit_kernels(recipe, target, loop_counts, print_after_schedule)
         if recipe.kernels
         else (None, [])
     )
-    return Scripts(graph, library, tuple(graph_markers), tuple(kernel_markers))
+    return Scripts(graph, library, tuple(kernel_markers))
 
 
 def criteria_of(spec: MatchSpec, where: Where) -> OpCriteria:
@@ -232,6 +261,12 @@ class _Emitter:
             self._vectorize(step)
         elif isinstance(step, CleanupStep):
             cleanup(self.func, canonicalize=step.canonicalize, cse=step.cse, licm=step.licm)
+        elif isinstance(step, FuseExtStep):
+            raise RecipeError(
+                step.where,
+                "fuse_ext runs in graph schedules (whole payload module); inside a kernel "
+                "schedule, tile the root and fuse_into its producers",
+            )
 
     def _bind(self, name: str, handle: OpHandle, step: MatchStep | ProducerStep) -> None:
         """Bind ``name`` and require, via a marker, that it holds at least one op."""
@@ -288,14 +323,50 @@ class _Emitter:
             vectorize_op(self.op(step.target, step.where), sizes)
 
 
-def _emit_graph(recipe: Recipe, counts: dict[str, set[int]]) -> tuple[str, list[Marker]]:
+def _emit_graph(recipe: Recipe, counts: dict[str, set[int]]) -> tuple[GraphStage, ...]:
+    stages: list[GraphStage] = []
+    pending: list[Step] = []
+    for step in (*recipe.graph, None):
+        if not isinstance(step, FuseExtStep) and step is not None:
+            pending.append(step)
+            continue
+        if pending:
+            stages.append(_script_stage(pending, counts))
+            pending = []
+        if step is not None:
+            stages.append(FuseExtStage(fuse_ext_options(step), step.where))
+    return tuple(stages)
+
+
+def _script_stage(steps: Sequence[Step], counts: dict[str, set[int]]) -> ScriptStage:
     script = TransformScript()
     seq = script.named_sequence(GRAPH_ENTRY, arg_effect="consumed")
     with seq.building():
         emitter = _Emitter("graph", OpHandle(seq.argument, "module"), counts, kernel_level=False)
-        emitter.run(recipe.graph)
+        emitter.run(steps)
     seq.finish()
-    return script.text(), emitter.markers
+    return ScriptStage(script.text(), tuple(emitter.markers))
+
+
+def fuse_ext_options(step: FuseExtStep) -> FuseExtOptions:
+    """The driver options of a resolved fuse_ext step (matches by op name/attributes)."""
+    for field_name, spec in (("root", step.root), ("stop", step.stop)):
+        if spec is not None and (spec.kind is not None or spec.shape is not None):
+            raise RecipeError(
+                step.where.child(field_name),
+                "fuse_ext matches ops by 'op' name and 'attributes' ('kind' and 'shape' "
+                "select kernels)",
+            )
+    return FuseExtOptions(
+        root=criteria_of(step.root, step.where.child("root")),
+        tile_sizes=tuple(_ints(step.tile_sizes, step.where.child("tile_sizes"))),
+        interchange=tuple(_ints(step.interchange, step.where.child("interchange")))
+        if step.interchange is not None
+        else None,
+        stop=criteria_of(step.stop, step.where.child("stop")) if step.stop else None,
+        intermediates=step.intermediates,
+        loop=step.loop,
+    )
 
 
 _UNMATCHED_KERNEL = (

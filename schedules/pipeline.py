@@ -22,11 +22,12 @@ from tdsched.targets.compiler import CompileRequest, CompileResult, run_compile
 from tdsched.targets.runtime import LoadedModule, configure_threads
 from tdsched.targets.timing import time_interleaved
 from tdsched.transform_lib.errors import ScheduleError
+from tdsched.transform_lib.fuse_ext import fuse_ext
 from tdsched.transform_lib.interpreter import apply_script
 from tdsched.transform_lib.payload import loop_counts
 from tdsched.transform_lib.remarks import found_remarks, kernel_after_schedule, printed_sections
 
-from .emit import GRAPH_ENTRY, Marker, Scripts, emit
+from .emit import GRAPH_ENTRY, FuseExtStage, Marker, Scripts, ScriptStage, emit
 from .errors import RecipeError, Where
 from .params import ParamValue, resolve
 from .recipe import Recipe
@@ -49,6 +50,7 @@ class BuildFiles:
     input_file: Path
     graph_script: Path | None
     kernel_library: Path | None
+    reports: tuple[str, ...] = ()
 
 
 def plan(
@@ -97,16 +99,47 @@ def build_workload(recipe: Recipe) -> Workload:
         ) from exc
 
 
-def apply_graph(p: Plan) -> str:
-    """The workload after the graph schedule (the module iree-compile will receive)."""
-    if p.scripts.graph is None:
-        return p.workload.mlir
-    try:
-        module, printed = apply_script(p.workload.mlir, p.scripts.graph, GRAPH_ENTRY)
-    except ScheduleError as exc:
-        raise RecipeError(Where(p.recipe.source, None, "graph"), str(exc)) from exc
-    _require(p.scripts.graph_markers, found_remarks(printed))
-    return module
+@dataclass(frozen=True)
+class GraphResult:
+    """The module after the graph schedule, what each fuse_ext step reported, and every
+    transform script that ran (fuse_ext's are planned on the payload, so known only now)."""
+
+    module: str
+    reports: tuple[str, ...]
+    scripts: tuple[str, ...]
+
+
+def apply_graph(p: Plan) -> GraphResult:
+    """Run the graph schedule's stages in order on the workload."""
+    module = p.workload.mlir
+    reports: list[str] = []
+    scripts: list[str] = []
+    for stage in p.scripts.graph:
+        try:
+            if isinstance(stage, ScriptStage):
+                module, printed = apply_script(module, stage.script, GRAPH_ENTRY)
+                _require(stage.markers, found_remarks(printed))
+                scripts.append(stage.script)
+            else:
+                module, report = fuse_ext(module, stage.options)
+                reports.append("\n".join(report.lines()))
+                scripts.extend(report.scripts)
+        except ScheduleError as exc:
+            where = stage.where if isinstance(stage, FuseExtStage) else None
+            raise RecipeError(where or Where(p.recipe.source, None, "graph"), str(exc)) from exc
+    return GraphResult(module, tuple(reports), tuple(scripts))
+
+
+def refuse_host_loops(p: Plan) -> None:
+    """Raise when the graph schedule leaves host-level loops, which IREE cannot compile."""
+    stage = p.scripts.has_host_loops
+    if stage is not None:
+        raise RecipeError(
+            stage.where,
+            "fuse_ext in a graph schedule leaves host-level loops, which IREE cannot "
+            "compile; inspect it with 'tdsched apply' and check its numerics with "
+            "'tdsched run' (numpy evaluation), or schedule the kernel instead",
+        )
 
 
 def _require(expected: tuple[Marker, ...], found: Mapping[str, int]) -> None:
@@ -125,19 +158,21 @@ def build(p: Plan, out_dir: Path, stem: str | None = None) -> BuildFiles:
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = stem or f"{p.recipe.name}.{p.target.name}"
     input_file = out_dir / f"{stem}.input.mlir"
-    input_file.write_text(apply_graph(p))
+    graph_result = apply_graph(p)
+    input_file.write_text(graph_result.module)
     graph = library = None
-    if p.scripts.graph is not None:
+    if graph_result.scripts:
         graph = out_dir / f"{stem}.graph.mlir"
-        graph.write_text(p.scripts.graph)
+        graph.write_text("\n// -----\n".join(graph_result.scripts))
     if p.scripts.kernel_library is not None:
         library = out_dir / f"{stem}.kernels.mlir"
         library.write_text(p.scripts.kernel_library)
-    return BuildFiles(input_file, graph, library)
+    return BuildFiles(input_file, graph, library, graph_result.reports)
 
 
 def compile_plan(p: Plan, files: BuildFiles, output: Path) -> CompileResult:
     """Compile the scheduled module and require every kernel schedule step to have applied."""
+    refuse_host_loops(p)
     result = run_compile(CompileRequest(files.input_file, p.target, output, files.kernel_library))
     _require(p.scripts.kernel_markers, result.markers)
     return result
@@ -156,6 +191,7 @@ def kernels_after_schedule(p: Plan, files: BuildFiles) -> dict[str, str]:
 
     ``p`` must have been planned with ``print_after_schedule=True`` and built to ``files``.
     """
+    refuse_host_loops(p)
     output = files.input_file.with_suffix(".apply.vmfb")
     result = run_compile(CompileRequest(files.input_file, p.target, output, files.kernel_library))
     _require(p.scripts.kernel_markers, result.markers)

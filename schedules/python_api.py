@@ -27,11 +27,14 @@ from .errors import Where
 from .recipe import (
     ROOT,
     CleanupStep,
+    FuseExtStep,
     FuseIntoStep,
     GeneralizeStep,
     InterchangeStep,
+    Intermediates,
     IntOrParam,
     KernelSchedule,
+    LoopKind,
     LoweringConfig,
     MatchSpec,
     MatchStep,
@@ -168,6 +171,29 @@ class ScheduleBuilder:
         spec = MatchSpec(op=op, attributes=tuple(attributes))
         self._schedule.steps.append(MatchStep(spec=spec, name=name, where=_caller()))
         return OpRef(self._schedule, name)
+
+    def fuse_ext(
+        self,
+        root: MatchSpec,
+        tile_sizes: Sequence[IntOrParam],
+        *,
+        interchange: Sequence[IntOrParam] | None = None,
+        stop: MatchSpec | None = None,
+        intermediates: Intermediates = "yield",
+        loop: LoopKind = "forall",
+    ) -> None:
+        """Tile ``root`` and fuse its producer DAG into the loop nest (see fuse_ext docs)."""
+        self._schedule.steps.append(
+            FuseExtStep(
+                root=root,
+                tile_sizes=tuple(tile_sizes),
+                interchange=tuple(interchange) if interchange is not None else None,
+                stop=stop,
+                intermediates=intermediates,
+                loop=loop,
+                where=_caller(),
+            )
+        )
 
     def vectorize(self) -> None:
         """Vectorize every op in scope (invalidates op handles: do it after tiling)."""

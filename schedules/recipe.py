@@ -20,6 +20,7 @@ IntOrParam = int | str
 
 LoopKind = Literal["for", "forall"]
 MappingKind = Literal["workgroup", "thread", "none"]
+Intermediates = Literal["yield", "recompute"]
 TARGETS: tuple[str, ...] = ("x86", "vulkan")
 ROOT = "root"
 """Handle name of the op a kernel schedule matched (its dispatch root)."""
@@ -117,8 +118,30 @@ class CleanupStep:
     where: Where = field(default_factory=Where)
 
 
+@dataclass(frozen=True)
+class FuseExtStep:
+    """Tile ``root``'s loops and fuse its producer DAG into the loop nest (ByteIR semantics).
+
+    ``tile_sizes`` has one entry per loop of the root (0 = untiled); parallel dims become
+    the fused loop nest, reduction dims an ``scf.for`` around the root alone, so an
+    accumulator initializer is never re-run per reduction step. ``stop`` ops stay outside
+    at full size; ``intermediates: yield`` returns intermediates used outside the region
+    from the loop nest instead of computing them twice. A root matching several ops tiles
+    them together in one nest.
+    """
+
+    root: MatchSpec
+    tile_sizes: tuple[IntOrParam, ...]
+    interchange: tuple[IntOrParam, ...] | None = None
+    stop: MatchSpec | None = None
+    intermediates: Intermediates = "yield"
+    loop: LoopKind = "forall"
+    where: Where = field(default_factory=Where)
+
+
 Step = (
     MatchStep
+    | FuseExtStep
     | ProducerStep
     | TileStep
     | FuseIntoStep

@@ -18,9 +18,11 @@ from .recipe import (
     ROOT,
     TARGETS,
     CleanupStep,
+    FuseExtStep,
     FuseIntoStep,
     GeneralizeStep,
     InterchangeStep,
+    Intermediates,
     IntOrParam,
     KernelSchedule,
     LoopKind,
@@ -374,6 +376,22 @@ def _tile_step(node: _Node, f: dict[str, _Node]) -> Step:
     )
 
 
+def _fuse_ext_step(node: _Node, f: dict[str, _Node]) -> Step:
+    root, stop = f["root"], f.get("stop")
+    return FuseExtStep(
+        root=_match_spec(root, root.mapping(_MATCH_FIELDS)),
+        tile_sizes=f["tile_sizes"].ints(),
+        interchange=_opt(f, "interchange", _Node.ints, None),
+        stop=_match_spec(stop, stop.mapping(_MATCH_FIELDS)) if stop is not None else None,
+        intermediates=cast(
+            Intermediates,
+            _opt(f, "intermediates", lambda n: n.choice(("yield", "recompute")), "yield"),
+        ),
+        loop=cast(LoopKind, _opt(f, "loop", lambda n: n.choice(("for", "forall")), "forall")),
+        where=node.where,
+    )
+
+
 def _fuse_step(node: _Node, f: dict[str, _Node]) -> Step:
     return FuseIntoStep(producer=f["producer"].text(), loop=f["loop"].text(), where=node.where)
 
@@ -440,6 +458,18 @@ _STEPS: dict[str, tuple[dict[str, str], tuple[str, ...], _StepBuilder]] = {
         {"producer": "handle of the op to fuse", "loop": "handle of the loop"},
         ("producer", "loop"),
         _fuse_step,
+    ),
+    "fuse_ext": (
+        {
+            "root": "match of the op(s) to tile: op, attributes",
+            "tile_sizes": "one size per loop of the root, 0 = untiled",
+            "interchange": "loop order (reduction loops stay innermost)",
+            "stop": "match of ops fusion stops at (kept outside at full size)",
+            "intermediates": "yield (default) or recompute",
+            "loop": "forall (default) or for",
+        },
+        ("root", "tile_sizes"),
+        _fuse_ext_step,
     ),
     "generalize": (_TARGET, (), _generalize_step),
     "interchange": (

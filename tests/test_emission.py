@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from tdsched.schedules.emit import ScriptStage
 from tdsched.schedules.errors import RecipeError
 from tdsched.schedules.loading import load
 from tdsched.schedules.pipeline import plan
@@ -39,7 +40,8 @@ def test_python_and_yaml_recipes_emit_identical_scripts() -> None:
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_scripts_parse_with_iree_opt(name: str, iree_opt: str, tmp_path: Path) -> None:
     p = plan(load(name))
-    for script in (p.scripts.graph, p.scripts.kernel_library):
+    scripts = [s.script for s in p.scripts.graph if isinstance(s, ScriptStage)]
+    for script in (*scripts, p.scripts.kernel_library):
         if script is not None:
             _parses(iree_opt, script, tmp_path)
 

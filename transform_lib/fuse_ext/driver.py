@@ -254,11 +254,16 @@ def _fuse_one(
 ) -> None:
     root_fids = [r.fid for r in plan.roots]
     loop = _tag_loop(block, root_fids)
-    original = next((op.operation for op in block.operations if fid_of(op.operation) == producer.fid), None)
+    original = next(
+        (op.operation for op in block.operations if fid_of(op.operation) == producer.fid), None
+    )
     if original is None or not _uses_inside(original, loop):
         report.outside.append(
-            Outside(producer, "no slice of it is read inside the loop nest (an op between it "
-                    "and the roots was kept outside)")
+            Outside(
+                producer,
+                "no slice of it is read inside the loop nest (an op between it "
+                "and the roots was kept outside)",
+            )
         )
         return
     rewrites.union_slices(loop, original)

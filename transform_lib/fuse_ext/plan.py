@@ -135,9 +135,7 @@ def iterator_types(block_ops: Sequence[ir.Operation]) -> dict[int, tuple[str, ..
     while module.parent is not None:
         module = module.parent.operation
     copy = ir.Module.parse(str(module))
-    PassManager.parse("builtin.module(func.func(linalg-generalize-named-ops))").run(
-        copy.operation
-    )
+    PassManager.parse("builtin.module(func.func(linalg-generalize-named-ops))").run(copy.operation)
     found: dict[int, tuple[str, ...]] = {}
 
     def visit(op: ir.Operation) -> ir.WalkResult:
@@ -172,7 +170,9 @@ def make_plan(
     if len(root_iters) != 1:
         raise FuseExtError(
             "fuse_ext: the roots do not share one iteration space: "
-            + "; ".join(f"{_payload(r).describe()}: {list(iterators[_payload(r).fid])}" for r in roots)
+            + "; ".join(
+                f"{_payload(r).describe()}: {list(iterators[_payload(r).fid])}" for r in roots
+            )
             + ". Tile roots with different loops in separate fuse_ext steps"
         )
     fused = set(producers) | {_payload(r).fid for r in roots}

@@ -16,6 +16,7 @@ Each works on the payload in place (MLIR Python bindings) and keeps tensor seman
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from functools import reduce
 
@@ -49,10 +50,13 @@ def _slice_parts(op: ir.Operation) -> tuple[list[int | ir.Value], list[int | ir.
 
 
 def _same_slice(a: ir.Operation, b: ir.Operation) -> bool:
-    return all(
-        str(a.attributes[k]) == str(b.attributes[k])
-        for k in ("static_offsets", "static_sizes", "static_strides")
-    ) and list(a.operands)[1:] == list(b.operands)[1:]
+    return (
+        all(
+            str(a.attributes[k]) == str(b.attributes[k])
+            for k in ("static_offsets", "static_sizes", "static_strides")
+        )
+        and list(a.operands)[1:] == list(b.operands)[1:]
+    )
 
 
 def _unit_strides(op: ir.Operation) -> bool:
@@ -81,9 +85,12 @@ def union_slices(loop: ir.Operation, producer: ir.Operation) -> bool:
         slices: list[ir.Operation] = []
         for use in result.uses:
             user = use.owner.operation
-            if user.name == "tensor.extract_slice" and user.parent == loop:
-                if not any(_same_slice(user, s) for s in slices):
-                    slices.append(user)
+            if (
+                user.name == "tensor.extract_slice"
+                and user.parent == loop
+                and not any(_same_slice(user, s) for s in slices)
+            ):
+                slices.append(user)
         if len(slices) < 2 or not all(_unit_strides(s) for s in slices):
             continue
         if any(
@@ -121,7 +128,10 @@ def _rewrite_as_union(result: ir.Value, slices: Sequence[ir.Operation]) -> None:
     parts = [_slice_parts(s) for s in slices]
     rank = len(parts[0][0])
     offsets = [[_as_value(p[0][d]) for p in parts] for d in range(rank)]
-    ends = [[arith.AddIOp(_as_value(p[0][d]), _as_value(p[1][d])).result for p in parts] for d in range(rank)]
+    ends = [
+        [arith.AddIOp(_as_value(p[0][d]), _as_value(p[1][d])).result for p in parts]
+        for d in range(rank)
+    ]
     low = [reduce(lambda a, b: arith.MinSIOp(a, b).result, offs) for offs in offsets]
     high = [reduce(lambda a, b: arith.MaxSIOp(a, b).result, e) for e in ends]
     size = [arith.SubIOp(h, lo).result for h, lo in zip(high, low, strict=True)]
@@ -193,7 +203,9 @@ def forall_to_for(forall: ir.Operation, order: Sequence[int]) -> ir.Operation:
         ivs: dict[int, ir.Value] = {}
         for dim in order:
             lb, ub, step = (_index_constant(b[dim]) for b in bounds)
-            loop = scf.ForOp(lb, ub, step, carried, ip=ir.InsertionPoint(loops[-1].body) if loops else None)
+            loop = scf.ForOp(
+                lb, ub, step, carried, ip=ir.InsertionPoint(loops[-1].body) if loops else None
+            )
             loops.append(loop)
             ivs[dim] = loop.induction_variable
             carried = list(loop.inner_iter_args)
@@ -230,7 +242,7 @@ def forall_to_for(forall: ir.Operation, order: Sequence[int]) -> ir.Operation:
             ).result
         scf.YieldOp(current)
     placeholder.operation.erase()
-    for outer, nested in zip(loops, loops[1:]):
+    for outer, nested in itertools.pairwise(loops):
         with ir.InsertionPoint(outer.body):
             scf.YieldOp(list(nested.results))
     for old, new in zip(forall.results, loops[0].results, strict=True):
