@@ -43,6 +43,7 @@ from .plan import (
     assign_fids,
     fid_of,
     make_plan,
+    split_tile_sizes,
 )
 
 LoopKind = Literal["for", "forall"]
@@ -123,70 +124,33 @@ def fuse_ext(module_text: str, options: FuseExtOptions) -> tuple[str, FuseExtRep
         except ir.MLIRError as exc:
             raise FuseExtError(f"fuse_ext: the payload does not parse: {exc}") from exc
         payload = _Payload(module, report)
-        payload.run(scripts.tag(options.root, options.stop), "matching root and stop")
+        payload.run(scripts.tag_script(options.root, options.stop), "matching root and stop")
         block = _root_block(module)
         block_ops = assign_fids(block)
         plan = make_plan(block_ops, options.intermediates)
         report.plan = plan
         report.outside.extend(plan.outside)
-        parallel, reduction, order = _split_sizes(plan, options)
+        parallel, reduction, order = split_tile_sizes(plan, options.tile_sizes, options.interchange)
         if plan.generalized:
-            payload.run(scripts.generalize([op.fid for op in plan.generalized]), "generalize")
+            payload.run(scripts.generalize_script(plan.generalized), "generalize")
         root_fids = [r.fid for r in plan.roots]
-        payload.run(scripts.tile_roots(root_fids, parallel), "tiling the roots")
+        payload.run(scripts.tile_roots_script(plan.roots, parallel), "tiling the roots")
         for producer in reversed(plan.producers):
             _fuse_one(payload, block, producer, plan, report)
         if any(reduction):
-            _tag_loop(block, root_fids)
-            payload.run(scripts.tile_reductions(root_fids, reduction, order), "reduction tiling")
+            payload.run(
+                scripts.tile_reductions_script(plan.roots, reduction, order), "reduction tiling"
+            )
         if options.loop == "for":
             loop = _tag_loop(block, root_fids)
             tiled = [d for d, s in enumerate(parallel) if s]
             rewrites.forall_to_for(loop, [tiled.index(d) for d in order if d in tiled])
-        payload.run(scripts.cleanup(), "cleanup")
+        payload.run(scripts.cleanup_script(), "cleanup")
         _strip_tags(module)
         if not module.operation.verify():
             raise FuseExtError("fuse_ext: produced an invalid module (please report)")
         report.seconds = time.perf_counter() - start
         return str(module), report
-
-
-def _split_sizes(
-    plan: FusionPlan, options: FuseExtOptions
-) -> tuple[list[int], list[int], list[int]]:
-    """Parallel sizes (forall), reduction sizes (scf.for) and the loop order to use."""
-    iters = plan.iterators
-    sizes = list(options.tile_sizes)
-    what = plan.roots[0].describe()
-    if len(sizes) != len(iters):
-        raise FuseExtError(
-            f"fuse_ext: {len(sizes)} tile sizes for root {what}, which has {len(iters)} loops "
-            f"({', '.join(iters)}); give one size per loop (0 = not tiled)"
-        )
-    if any(s < 0 for s in sizes):
-        raise FuseExtError(f"fuse_ext: tile sizes must be >= 0, got {sizes}")
-    parallel = [s if it == "parallel" else 0 for s, it in zip(sizes, iters, strict=True)]
-    reduction = [s if it == "reduction" else 0 for s, it in zip(sizes, iters, strict=True)]
-    if not any(parallel):
-        raise FuseExtError(
-            f"fuse_ext: no parallel loop of root {what} is tiled (sizes {sizes}, loops "
-            f"{list(iters)}); producers are fused into the parallel loops"
-        )
-    order = list(options.interchange) if options.interchange else list(range(len(sizes)))
-    if sorted(order) != list(range(len(sizes))):
-        raise FuseExtError(
-            f"fuse_ext: interchange {order} is not a permutation of 0..{len(sizes) - 1}"
-        )
-    tiled = [d for d in order if sizes[d]]
-    first_reduction = next((i for i, d in enumerate(tiled) if reduction[d]), len(tiled))
-    late_parallel = [d for d in tiled[first_reduction:] if parallel[d]]
-    if late_parallel:
-        raise FuseExtError(
-            f"fuse_ext: interchange {order} puts a reduction loop outside parallel loop(s) "
-            f"{late_parallel}; reduction loops are innermost so that the accumulator's "
-            "initializer stays outside them"
-        )
-    return parallel, reduction, order
 
 
 def _root_block(module: ir.Module) -> ir.Block:
@@ -268,10 +232,8 @@ def _fuse_one(
         return
     rewrites.union_slices(loop, original)
     reshape = plan.is_reshape(producer)
-    payload.run(scripts.fuse_producer(producer.fid, reshape), f"fusing {producer.describe()}")
+    payload.run(scripts.fuse_producer_script(producer, plan), f"fusing {producer.describe()}")
     loop = _tag_loop(block, root_fids)
-    if producer.name == "tensor.pad":
-        rewrites.drop_pad_guards(loop)
     if reshape and _uses_inside(original, loop):
         report.outside.append(
             Outside(producer, "the loop's slice of it is not contiguous in its source")

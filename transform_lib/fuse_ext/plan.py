@@ -251,3 +251,45 @@ def _backward_slice(
             elif producer.name not in _PLUMBING:
                 outside[fid] = Outside(_payload(producer), "cannot be tiled to a slice")
     return producers, list(outside.values())
+
+
+def split_tile_sizes(
+    plan: FusionPlan, tile_sizes: Sequence[int], interchange: Sequence[int] | None
+) -> tuple[list[int], list[int], list[int]]:
+    """Parallel sizes (the forall), reduction sizes (scf.for) and the loop order to use.
+
+    Raises :class:`FuseExtError` when the sizes do not fit the roots' loops, no parallel
+    loop is tiled, or ``interchange`` would put a reduction loop outside a parallel one.
+    """
+    iters = plan.iterators
+    sizes = list(tile_sizes)
+    what = plan.roots[0].describe()
+    if len(sizes) != len(iters):
+        raise FuseExtError(
+            f"fuse_ext: {len(sizes)} tile sizes for root {what}, which has {len(iters)} loops "
+            f"({', '.join(iters)}); give one size per loop (0 = not tiled)"
+        )
+    if any(s < 0 for s in sizes):
+        raise FuseExtError(f"fuse_ext: tile sizes must be >= 0, got {sizes}")
+    parallel = [s if it == "parallel" else 0 for s, it in zip(sizes, iters, strict=True)]
+    reduction = [s if it == "reduction" else 0 for s, it in zip(sizes, iters, strict=True)]
+    if not any(parallel):
+        raise FuseExtError(
+            f"fuse_ext: no parallel loop of root {what} is tiled (sizes {sizes}, loops "
+            f"{list(iters)}); producers are fused into the parallel loops"
+        )
+    order = list(interchange) if interchange else list(range(len(sizes)))
+    if sorted(order) != list(range(len(sizes))):
+        raise FuseExtError(
+            f"fuse_ext: interchange {order} is not a permutation of 0..{len(sizes) - 1}"
+        )
+    tiled = [d for d in order if sizes[d]]
+    first_reduction = next((i for i, d in enumerate(tiled) if reduction[d]), len(tiled))
+    late_parallel = [d for d in tiled[first_reduction:] if parallel[d]]
+    if late_parallel:
+        raise FuseExtError(
+            f"fuse_ext: interchange {order} puts a reduction loop outside parallel loop(s) "
+            f"{late_parallel}; reduction loops are innermost so that the accumulator's "
+            "initializer stays outside them"
+        )
+    return parallel, reduction, order

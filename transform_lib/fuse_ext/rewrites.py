@@ -5,10 +5,6 @@ Each works on the payload in place (MLIR Python bindings) and keeps tensor seman
 * :func:`union_slices`: when a shared producer is read through several different slices
   inside the loop body (e.g. a 3x3 conv's halo and an elementwise op's exact tile), they
   become sub-slices of one slice covering their union, so the producer is tiled once;
-* :func:`drop_pad_guards`: fusing a ``tensor.pad`` guards the tile with an ``scf.if``
-  for tiles that lie wholly in the padding; the guarded branch is correct for every tile
-  (the source slice is clamped to a possibly empty, in-bounds range), so the branch is
-  inlined, which lets the pad's producer be fused;
 * :func:`forall_to_for`: an ``scf.forall`` becomes an ``scf.for`` nest in a chosen order;
   each ``parallel_insert_slice`` becomes an ``insert_slice`` into the loop-carried
   tensor it names (paired by destination, never by position).
@@ -155,30 +151,6 @@ def _rewrite_as_union(result: ir.Value, slices: Sequence[ir.Operation]) -> None:
         )
         s.result.replace_all_uses_with(sub.result)
         s.erase()
-
-
-def drop_pad_guards(loop: ir.Operation) -> int:
-    """Inline the else branch of the zero-slice guards a fused ``tensor.pad`` left.
-
-    A guard is an ``scf.if`` directly in the body whose then branch only yields a
-    ``tensor.generate``. Returns the number of guards removed.
-    """
-    removed = 0
-    for op in list(loop.regions[0].blocks[0].operations):
-        op = op.operation
-        if op.name != "scf.if" or len(op.regions[1].blocks) == 0:
-            continue
-        then_ops = [o.operation.name for o in op.regions[0].blocks[0].operations]
-        if then_ops != ["tensor.generate", "scf.yield"]:
-            continue
-        else_ops = [o.operation for o in op.regions[1].blocks[0].operations]
-        for inner in else_ops[:-1]:
-            inner.move_before(op)
-        for res, value in zip(op.results, else_ops[-1].operands, strict=True):
-            res.replace_all_uses_with(value)
-        op.erase()
-        removed += 1
-    return removed
 
 
 def forall_to_for(forall: ir.Operation, order: Sequence[int]) -> ir.Operation:

@@ -1,8 +1,13 @@
-"""The transform scripts fuse_ext runs between its payload analyses.
+"""The transform ops fuse_ext emits, shared by both levels.
 
-Each script is one small ``transform.named_sequence`` built with the bindings; ops are
-selected by the ``tdsched.fid`` attribute the plan assigned, and the loop nest by the
-``tdsched.fuse_loop`` attribute the driver puts on it before each step.
+Builders insert ops at the current insertion point, selecting payload ops by the
+``tdsched.fid`` attribute the plan assigned:
+
+* on a payload module (:mod:`.driver`), each step is its own small script so the driver
+  can analyse and rewrite the payload between steps; the loop nest is re-found through
+  the ``tdsched.fuse_loop`` attribute the driver puts on it before each step;
+* inside an IREE kernel strategy (:mod:`.strategy`), the same builders run back to back
+  in one sequence, threading the loop handle.
 """
 
 from __future__ import annotations
@@ -17,115 +22,148 @@ from iree.compiler.dialects.transform import structured
 from ..cleanup import apply_patterns
 from ..match import OpCriteria, match_ops
 from ..script import OpHandle, TransformScript, any_op
-from .plan import FID, ROOT_TAG, STOP_TAG
+from ..tiling import mapping_attribute
+from .plan import FID, ROOT_TAG, STOP_TAG, FusionPlan, PayloadOp
 
 ENTRY = "__fuse_ext"
 LOOP_TAG = "tdsched.fuse_loop"
 
 
-def _script(body: Callable[[OpHandle], None]) -> str:
+# --- builders (insert at the current insertion point) ---------------------------------
+
+
+def select(scope: ir.Value, fid: int) -> ir.Value:
+    """The ops under ``scope`` carrying ``tdsched.fid = fid``."""
+    value = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), fid)
+    attrs = ir.DictAttr.get({FID: value})
+    return structured.MatchOp(any_op(), scope, op_attrs=attrs).result
+
+
+def functions(scope: ir.Value) -> ir.Value:
+    return structured.MatchOp(any_op(), scope, ops=["func.func"]).result
+
+
+def generalize_ops(scope: ir.Value, ops: Sequence[PayloadOp]) -> None:
+    """Generalize named intermediates (the loop nest yields only generic producers)."""
+    for op in ops:
+        structured.GeneralizeOp(select(scope, op.fid))
+
+
+def tile_roots(
+    scope: ir.Value, roots: Sequence[PayloadOp], sizes: Sequence[int], *, workgroups: bool
+) -> ir.Value:
+    """Tile each root's parallel dims into an ``scf.forall``; merge them into one nest."""
+    mapping = mapping_attribute("workgroup", sum(1 for s in sizes if s)) if workgroups else None
+    loops = [
+        structured.TileUsingForallOp(
+            any_op(), any_op(), select(scope, r.fid), tile_sizes=list(sizes), mapping=mapping
+        ).forall_op
+        for r in roots
+    ]
+    merged = loops[0]
+    for other in loops[1:]:
+        merged = loop_ext.LoopFuseSiblingOp(any_op(), other, merged).fused_loop
+    return merged
+
+
+def fuse_producer(scope: ir.Value, loop: ir.Value, op: PayloadOp, plan: FusionPlan) -> ir.Value:
+    """Fuse one producer into ``loop`` and CSE; returns the (new) loop handle.
+
+    A reshape is passed by bubbling the loop's slices above it; a fused ``tensor.pad``'s
+    zero-slice guard (``scf.if``) is replaced by its else branch, which is correct for
+    every tile and exposes the pad's source slice to the next fusion.
+    """
+    if plan.is_reshape(op):
+        apply_patterns(
+            OpHandle(loop, "loop"), "transform.apply_patterns.tensor.bubble_up_extract_slice"
+        )
+    else:
+        fused = structured.FuseIntoContainingOp(select(scope, op.fid), loop)
+        loop = fused.new_containing_op
+        if op.name == "tensor.pad":
+            guard = transform.GetParentOp(
+                any_op(), fused.fused_op, op_name="scf.if", allow_empty_results=True
+            ).parent
+            loop_ext.TakeAssumedBranchOp(guard, take_else_branch=True)
+    transform.ApplyCommonSubexpressionEliminationOp(functions(scope))
+    return loop
+
+
+def tile_reductions(
+    scope: ir.Value, roots: Sequence[PayloadOp], sizes: Sequence[int], order: Sequence[int]
+) -> list[ir.Value]:
+    """Tile the roots' reduction dims with ``scf.for`` (only the root is in those loops)."""
+    n_loops = sum(1 for s in sizes if s)
+    return [
+        structured.TileUsingForOp(
+            [any_op()] * n_loops, select(scope, r.fid), sizes=list(sizes), interchange=list(order)
+        ).tiled_linalg_op
+        for r in roots
+    ]
+
+
+# --- whole scripts for the payload-level driver ---------------------------------------
+
+
+def _script(body: Callable[[ir.Value], None]) -> str:
     script = TransformScript()
     seq = script.named_sequence(ENTRY, arg_effect="consumed")
     with seq.building():
-        body(OpHandle(seq.argument, "module"))
+        body(seq.argument)
     seq.finish()
     return script.text()
 
 
-def _by_attribute(scope: OpHandle, name: str, value: ir.Attribute, what: str) -> OpHandle:
-    handle = structured.MatchOp(
-        any_op(), scope.value, op_attrs=ir.DictAttr.get({name: value})
-    ).result
-    return OpHandle(handle, what)
+def _tagged_loop(scope: ir.Value) -> ir.Value:
+    attrs = ir.DictAttr.get({LOOP_TAG: ir.UnitAttr.get()})
+    return structured.MatchOp(any_op(), scope, op_attrs=attrs).result
 
 
-def _op(scope: OpHandle, fid: int) -> OpHandle:
-    value = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), fid)
-    return _by_attribute(scope, FID, value, f"op #{fid}")
+def tag_script(root: OpCriteria | None, stop: OpCriteria | None) -> str:
+    """Annotate the ops ``root`` (and ``stop``) match, for the planner."""
 
-
-def _loop(scope: OpHandle) -> OpHandle:
-    return _by_attribute(scope, LOOP_TAG, ir.UnitAttr.get(), "fused loop nest")
-
-
-def _funcs(scope: OpHandle) -> OpHandle:
-    return OpHandle(structured.MatchOp(any_op(), scope.value, ops=["func.func"]).result, "func")
-
-
-def tag(root: OpCriteria, stop: OpCriteria | None) -> str:
-    """Annotate the ops ``root`` matches (and ``stop`` matches) for the planner."""
-
-    def body(module: OpHandle) -> None:
-        transform.AnnotateOp(match_ops(module, root).value, ROOT_TAG)
+    def body(scope: ir.Value) -> None:
+        module = OpHandle(scope, "module")
+        if root is not None:
+            transform.AnnotateOp(match_ops(module, root).value, ROOT_TAG)
         if stop is not None:
             transform.AnnotateOp(match_ops(module, stop).value, STOP_TAG)
 
     return _script(body)
 
 
-def generalize(fids: Sequence[int]) -> str:
-    """Generalize the named ops ``fids`` (so the loop nest can yield their results)."""
-
-    def body(module: OpHandle) -> None:
-        for fid in fids:
-            structured.GeneralizeOp(_op(module, fid).value)
-
-    return _script(body)
+def generalize_script(ops: Sequence[PayloadOp]) -> str:
+    return _script(lambda scope: generalize_ops(scope, ops))
 
 
-def tile_roots(fids: Sequence[int], sizes: Sequence[int]) -> str:
-    """Tile each root into an ``scf.forall`` and merge the loops into one nest."""
-
-    def body(module: OpHandle) -> None:
-        loops = []
-        for fid in fids:
-            op = structured.TileUsingForallOp(
-                any_op(), any_op(), _op(module, fid).value, tile_sizes=list(sizes)
-            )
-            loops.append(op.forall_op)
-        merged = loops[0]
-        for other in loops[1:]:
-            merged = loop_ext.LoopFuseSiblingOp(any_op(), other, merged).fused_loop
-        transform.AnnotateOp(merged, LOOP_TAG)
+def tile_roots_script(roots: Sequence[PayloadOp], sizes: Sequence[int]) -> str:
+    def body(scope: ir.Value) -> None:
+        transform.AnnotateOp(tile_roots(scope, roots, sizes, workgroups=False), LOOP_TAG)
 
     return _script(body)
 
 
-def fuse_producer(fid: int, reshape: bool) -> str:
-    """Fuse producer ``fid`` into the loop nest (a reshape: bubble slices above it)."""
-
-    def body(module: OpHandle) -> None:
-        loop = _loop(module)
-        if reshape:
-            apply_patterns(loop, "transform.apply_patterns.tensor.bubble_up_extract_slice")
-        else:
-            structured.FuseIntoContainingOp(_op(module, fid).value, loop.value)
-        transform.ApplyCommonSubexpressionEliminationOp(_funcs(module).value)
+def fuse_producer_script(op: PayloadOp, plan: FusionPlan) -> str:
+    def body(scope: ir.Value) -> None:
+        fuse_producer(scope, _tagged_loop(scope), op, plan)
 
     return _script(body)
 
 
-def tile_reductions(fids: Sequence[int], sizes: Sequence[int], order: Sequence[int]) -> str:
-    """Tile the reduction dims of the (already fused) roots with ``scf.for`` loops."""
-    n_loops = sum(1 for s in sizes if s)
-
-    def body(module: OpHandle) -> None:
-        for fid in fids:
-            structured.TileUsingForOp(
-                [any_op()] * n_loops,
-                _op(_loop(module), fid).value,
-                sizes=list(sizes),
-                interchange=list(order),
-            )
+def tile_reductions_script(
+    roots: Sequence[PayloadOp], sizes: Sequence[int], order: Sequence[int]
+) -> str:
+    def body(scope: ir.Value) -> None:
+        tile_reductions(scope, roots, sizes, order)
 
     return _script(body)
 
 
-def cleanup() -> str:
+def cleanup_script() -> str:
     """Canonicalize and CSE every function (drops the now-dead untiled originals)."""
 
-    def body(module: OpHandle) -> None:
-        funcs = _funcs(module)
+    def body(scope: ir.Value) -> None:
+        funcs = OpHandle(functions(scope), "func")
         apply_patterns(
             funcs,
             "transform.apply_patterns.canonicalization",
