@@ -13,13 +13,16 @@ Every step failure becomes a :class:`RecipeError` naming the step's file, line a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from tdsched.transform_lib.cleanup import cleanup
 from tdsched.transform_lib.codegen_tail import cpu_tail, distribute_to_workgroups, gpu_tail
 from tdsched.transform_lib.errors import ScheduleError
 from tdsched.transform_lib.fuse_ext import FuseExtOptions
+from tdsched.transform_lib.fuse_ext.dispatch import KernelFusionRequest
+from tdsched.transform_lib.fuse_ext.plan import FusionPlan
+from tdsched.transform_lib.fuse_ext.scripts import fuse_in_strategy
 from tdsched.transform_lib.kernel_library import KernelLibrary
 from tdsched.transform_lib.lowering_config import compilation_info
 from tdsched.transform_lib.match import OpCriteria, match_ops, producer_of
@@ -99,6 +102,9 @@ class Scripts:
     graph: tuple[GraphStage, ...]
     kernel_library: str | None
     kernel_markers: tuple[Marker, ...] = ()
+    kernel_fusions: tuple[KernelFusionRequest, ...] = ()
+    """Kernel-level fuse_ext steps: the library is final only once they are planned on the
+    dispatch sources (see :func:`tdsched.transform_lib.fuse_ext.dispatch.plan_dispatches`)."""
 
     @property
     def has_host_loops(self) -> FuseExtStage | None:
@@ -112,20 +118,33 @@ def emit(
     loop_counts: dict[str, set[int]],
     *,
     print_after_schedule: bool = False,
+    fusion_plans: Mapping[str, FusionPlan] | None = None,
 ) -> Scripts:
     """Emit the scripts of a resolved ``recipe`` for ``target`` (``x86`` or ``vulkan``).
 
     ``loop_counts`` (from :func:`tdsched.transform_lib.payload.loop_counts`) lets steps
     check tile-size ranks against the workload's ops. ``print_after_schedule`` makes each
     strategy print its dispatch function after the user's steps (for ``tdsched apply``).
+    ``fusion_plans`` (kernel name → plan) completes kernel-level fuse_ext steps; without
+    it they emit nothing and are listed in :attr:`Scripts.kernel_fusions`, and the library
+    serves only to match dispatches.
     """
     graph = _emit_graph(recipe, loop_counts)
+    fusion = _Fusion(fusion_plans)
     library, kernel_markers = (
-        _emit_kernels(recipe, target, loop_counts, print_after_schedule)
+        _emit_kernels(recipe, target, loop_counts, print_after_schedule, fusion)
         if recipe.kernels
         else (None, [])
     )
-    return Scripts(graph, library, tuple(kernel_markers))
+    return Scripts(graph, library, tuple(kernel_markers), tuple(fusion.requests))
+
+
+@dataclass
+class _Fusion:
+    """Kernel-level fuse_ext: the plans made on the dispatch sources, or the requests."""
+
+    plans: Mapping[str, FusionPlan] | None
+    requests: list[KernelFusionRequest] = field(default_factory=list)
 
 
 def criteria_of(spec: MatchSpec, where: Where) -> OpCriteria:
@@ -198,6 +217,8 @@ class _Emitter:
         self.handles: dict[str, OpHandle | LoopHandle] = {}
         self.invalidated: dict[str, str] = {}
         self.markers: list[Marker] = []
+        self.kernel = ""
+        self.fusion = _Fusion(None)
 
     def op(self, name: str, where: Where) -> OpHandle:
         handle = self._get(name, where)
@@ -262,11 +283,7 @@ class _Emitter:
         elif isinstance(step, CleanupStep):
             cleanup(self.func, canonicalize=step.canonicalize, cse=step.cse, licm=step.licm)
         elif isinstance(step, FuseExtStep):
-            raise RecipeError(
-                step.where,
-                "fuse_ext runs in graph schedules (whole payload module); inside a kernel "
-                "schedule, tile the root and fuse_into its producers",
-            )
+            self._fuse_ext(step)
 
     def _bind(self, name: str, handle: OpHandle, step: MatchStep | ProducerStep) -> None:
         """Bind ``name`` and require, via a marker, that it holds at least one op."""
@@ -308,6 +325,30 @@ class _Emitter:
         if step.loops is not None:
             self.handles[step.loops] = loops[0]
 
+    def _fuse_ext(self, step: FuseExtStep) -> None:
+        """Kernel-level fuse_ext: workgroup forall, producers fused, reductions tiled."""
+        if step.loop != "forall":
+            raise RecipeError(
+                step.where.child("loop"),
+                "inside a kernel schedule fuse_ext distributes the root's parallel loops to "
+                "workgroups, so loop must be forall (tile further with 'tile' steps)",
+            )
+        request = KernelFusionRequest(
+            self.kernel,
+            _criteria(step.root, step.where.child("root")),
+            _criteria(step.stop, step.where.child("stop")),
+            step.intermediates,
+        )
+        self.fusion.requests.append(request)
+        plan = self.fusion.plans.get(self.kernel) if self.fusion.plans is not None else None
+        if plan is None:
+            return  # matching phase, or a kernel that matches no dispatch
+        sizes = _ints(step.tile_sizes, step.where.child("tile_sizes"))
+        order = _ints(step.interchange, step.where.child("interchange")) or None
+        roots = fuse_in_strategy(self.func.value, plan, sizes, order)
+        what = ", ".join(r.name for r in plan.roots)
+        self.handles[ROOT] = OpHandle(roots, f"{what} (tiled by fuse_ext)", len(plan.iterators))
+
     def _vectorize(self, step: VectorizeStep) -> None:
         if step.target is None:
             if step.sizes is not None:
@@ -348,22 +389,35 @@ def _script_stage(steps: Sequence[Step], counts: dict[str, set[int]]) -> ScriptS
     return ScriptStage(script.text(), tuple(emitter.markers))
 
 
+def _criteria(spec: MatchSpec | None, where: Where) -> OpCriteria | None:
+    """Criteria of a fuse_ext root/stop match (by op name and attributes only)."""
+    if spec is None:
+        return None
+    if spec.kind is not None or spec.shape is not None:
+        raise RecipeError(
+            where,
+            "fuse_ext matches ops by 'op' name and 'attributes' ('kind' and 'shape' select "
+            "kernels)",
+        )
+    return criteria_of(spec, where)
+
+
 def fuse_ext_options(step: FuseExtStep) -> FuseExtOptions:
-    """The driver options of a resolved fuse_ext step (matches by op name/attributes)."""
-    for field_name, spec in (("root", step.root), ("stop", step.stop)):
-        if spec is not None and (spec.kind is not None or spec.shape is not None):
-            raise RecipeError(
-                step.where.child(field_name),
-                "fuse_ext matches ops by 'op' name and 'attributes' ('kind' and 'shape' "
-                "select kernels)",
-            )
+    """The payload driver's options for a resolved graph-level fuse_ext step."""
+    root = _criteria(step.root, step.where.child("root"))
+    if root is None:
+        raise RecipeError(
+            step.where,
+            "fuse_ext in a graph schedule needs 'root' (a match of the op(s) to tile); "
+            "only kernel schedules default to the dispatch root",
+        )
     return FuseExtOptions(
-        root=criteria_of(step.root, step.where.child("root")),
+        root=root,
         tile_sizes=tuple(_ints(step.tile_sizes, step.where.child("tile_sizes"))),
         interchange=tuple(_ints(step.interchange, step.where.child("interchange")))
         if step.interchange is not None
         else None,
-        stop=criteria_of(step.stop, step.where.child("stop")) if step.stop else None,
+        stop=_criteria(step.stop, step.where.child("stop")),
         intermediates=step.intermediates,
         loop=step.loop,
     )
@@ -377,7 +431,7 @@ _UNMATCHED_KERNEL = (
 
 
 def _emit_kernels(
-    recipe: Recipe, target: str, counts: dict[str, set[int]], print_after: bool
+    recipe: Recipe, target: str, counts: dict[str, set[int]], print_after: bool, fusion: _Fusion
 ) -> tuple[str, list[Marker]]:
     library = KernelLibrary()
     markers: list[Marker] = []
@@ -388,7 +442,7 @@ def _emit_kernels(
                 library.add_config(kernel.name, criteria, _compilation_info(kernel.config, target))
             else:
                 markers.extend(
-                    _add_strategy(library, kernel, criteria, target, counts, print_after)
+                    _add_strategy(library, kernel, criteria, target, counts, print_after, fusion)
                 )
         except ScheduleError as exc:
             raise RecipeError(kernel.where, str(exc)) from exc
@@ -403,11 +457,13 @@ def _add_strategy(
     target: str,
     counts: dict[str, set[int]],
     print_after: bool,
+    fusion: _Fusion,
 ) -> list[Marker]:
     emitted: list[Marker] = []
 
     def body(root: OpHandle, func: OpHandle) -> None:
         emitter = _Emitter(f"kernel '{kernel.name}'", func, counts, kernel_level=True)
+        emitter.kernel, emitter.fusion = kernel.name, fusion
         emitter.handles[ROOT] = root
         emitter.run(kernel.steps)
         if print_after:

@@ -174,7 +174,7 @@ class ScheduleBuilder:
 
     def fuse_ext(
         self,
-        root: MatchSpec,
+        root: MatchSpec | None,
         tile_sizes: Sequence[IntOrParam],
         *,
         interchange: Sequence[IntOrParam] | None = None,
@@ -182,7 +182,11 @@ class ScheduleBuilder:
         intermediates: Intermediates = "yield",
         loop: LoopKind = "forall",
     ) -> None:
-        """Tile ``root`` and fuse its producer DAG into the loop nest (see fuse_ext docs)."""
+        """Tile ``root`` and fuse its producer DAG into the loop nest (see fuse_ext docs).
+
+        In a kernel schedule, ``root=None`` means the dispatch root; afterwards
+        ``kernel.root`` refers to the tiled root(s).
+        """
         self._schedule.steps.append(
             FuseExtStep(
                 root=root,

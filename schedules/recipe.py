@@ -127,10 +127,11 @@ class FuseExtStep:
     accumulator initializer is never re-run per reduction step. ``stop`` ops stay outside
     at full size; ``intermediates: yield`` returns intermediates used outside the region
     from the loop nest instead of computing them twice. A root matching several ops tiles
-    them together in one nest.
+    them together in one nest. In a kernel schedule ``root`` defaults to the dispatch
+    root and the parallel loops are distributed to workgroups.
     """
 
-    root: MatchSpec
+    root: MatchSpec | None
     tile_sizes: tuple[IntOrParam, ...]
     interchange: tuple[IntOrParam, ...] | None = None
     stop: MatchSpec | None = None

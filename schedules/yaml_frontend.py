@@ -377,9 +377,9 @@ def _tile_step(node: _Node, f: dict[str, _Node]) -> Step:
 
 
 def _fuse_ext_step(node: _Node, f: dict[str, _Node]) -> Step:
-    root, stop = f["root"], f.get("stop")
+    root, stop = f.get("root"), f.get("stop")
     return FuseExtStep(
-        root=_match_spec(root, root.mapping(_MATCH_FIELDS)),
+        root=_match_spec(root, root.mapping(_MATCH_FIELDS)) if root is not None else None,
         tile_sizes=f["tile_sizes"].ints(),
         interchange=_opt(f, "interchange", _Node.ints, None),
         stop=_match_spec(stop, stop.mapping(_MATCH_FIELDS)) if stop is not None else None,
@@ -461,14 +461,14 @@ _STEPS: dict[str, tuple[dict[str, str], tuple[str, ...], _StepBuilder]] = {
     ),
     "fuse_ext": (
         {
-            "root": "match of the op(s) to tile: op, attributes",
+            "root": "match of the op(s) to tile (kernel schedules: default the dispatch root)",
             "tile_sizes": "one size per loop of the root, 0 = untiled",
             "interchange": "loop order (reduction loops stay innermost)",
             "stop": "match of ops fusion stops at (kept outside at full size)",
             "intermediates": "yield (default) or recompute",
             "loop": "forall (default) or for",
         },
-        ("root", "tile_sizes"),
+        ("tile_sizes",),
         _fuse_ext_step,
     ),
     "generalize": (_TARGET, (), _generalize_step),

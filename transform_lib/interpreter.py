@@ -18,10 +18,10 @@ from iree.compiler.dialects.transform import interpreter
 from .errors import ScheduleError
 
 
-class _CapturedStdout:
+class CapturedStdout:
     """Redirect file descriptor 1 into a temporary file for the duration of a block."""
 
-    def __enter__(self) -> _CapturedStdout:
+    def __enter__(self) -> CapturedStdout:
         sys.stdout.flush()
         self._file = tempfile.TemporaryFile(mode="w+b")
         self._saved = os.dup(1)
@@ -37,6 +37,30 @@ class _CapturedStdout:
         self._file.close()
 
 
+def apply_in_place(payload: ir.Operation | ir.Module, script: str, entry: str) -> str:
+    """Apply ``@entry`` of ``script`` to ``payload`` in the current context, in place.
+
+    Returns what the script printed; a failing transform raises ``ir.MLIRError`` with
+    MLIR's diagnostics (callers say which step failed).
+    """
+    transforms = ir.Module.parse(script)
+    sequence = next(
+        op
+        for op in transforms.body.operations
+        if "sym_name" in op.attributes and ir.StringAttr(op.attributes["sym_name"]).value == entry
+    )
+    with CapturedStdout() as out:
+        try:
+            interpreter.apply_named_sequence(payload, sequence, transforms)
+        except ir.MLIRError as exc:
+            failure: ir.MLIRError | None = exc
+        else:
+            failure = None
+    if failure is not None:
+        raise failure
+    return out.text
+
+
 def apply_script(payload: str, script: str, entry: str) -> tuple[str, str]:
     """Apply ``@entry`` of ``script`` to the ``payload`` module.
 
@@ -46,24 +70,12 @@ def apply_script(payload: str, script: str, entry: str) -> tuple[str, str]:
     with ir.Context(), ir.Location.unknown():
         try:
             module = ir.Module.parse(payload)
-            transforms = ir.Module.parse(script)
         except ir.MLIRError as exc:
             raise ScheduleError(f"cannot parse: {exc}") from exc
-        sequence = next(
-            op
-            for op in transforms.body.operations
-            if "sym_name" in op.attributes
-            and ir.StringAttr(op.attributes["sym_name"]).value == entry
-        )
-        with _CapturedStdout() as out:
-            try:
-                interpreter.apply_named_sequence(module, sequence, transforms)
-            except ir.MLIRError as exc:
-                failure: ir.MLIRError | None = exc
-            else:
-                failure = None
-        if failure is not None:
-            raise ScheduleError(f"the graph schedule failed: {failure}")
+        try:
+            printed = apply_in_place(module, script, entry)
+        except ir.MLIRError as exc:
+            raise ScheduleError(f"the graph schedule failed: {exc}") from exc
         if not module.operation.verify():
             raise ScheduleError("the graph schedule produced an invalid module")
-        return str(module), out.text
+        return str(module), printed

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from iree.compiler import ir
-from iree.compiler.dialects.transform import interpreter
 
+from ..interpreter import apply_in_place
 from ..match import OpCriteria
 from . import rewrites, scripts
 from .plan import (
@@ -97,15 +97,8 @@ class _Payload:
 
     def run(self, script: str, what: str) -> None:
         self.report.scripts.append(script)
-        transforms = ir.Module.parse(script)
-        entry = next(
-            op
-            for op in transforms.body.operations
-            if "sym_name" in op.attributes
-            and ir.StringAttr(op.attributes["sym_name"]).value == scripts.ENTRY
-        )
         try:
-            interpreter.apply_named_sequence(self.module, entry, transforms)
+            apply_in_place(self.module, script, scripts.ENTRY)
         except ir.MLIRError as exc:
             raise FuseExtError(f"fuse_ext: {what} failed: {exc}") from exc
 

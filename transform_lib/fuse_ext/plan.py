@@ -129,12 +129,11 @@ def iterator_types(block_ops: Sequence[ir.Operation]) -> dict[int, tuple[str, ..
     """Iterator types (``parallel``/``reduction``) of every structured op, by fid.
 
     Named ops carry no iterator list, so they are read from a generalized copy of the
-    enclosing module (generalization keeps the ``tdsched.fid`` attributes).
+    enclosing function (generalization keeps the ``tdsched.fid`` attributes).
     """
-    module = block_ops[0]
-    while module.parent is not None:
-        module = module.parent.operation
-    copy = ir.Module.parse(str(module))
+    func = block_ops[0].parent
+    assert func is not None
+    copy = ir.Module.parse(str(func))
     PassManager.parse("builtin.module(func.func(linalg-generalize-named-ops))").run(copy.operation)
     found: dict[int, tuple[str, ...]] = {}
 

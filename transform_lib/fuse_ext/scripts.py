@@ -20,10 +20,11 @@ from iree.compiler.dialects.transform import loop as loop_ext
 from iree.compiler.dialects.transform import structured
 
 from ..cleanup import apply_patterns
+from ..codegen_tail import distribute_to_workgroups
 from ..match import OpCriteria, match_ops
 from ..script import OpHandle, TransformScript, any_op
 from ..tiling import mapping_attribute
-from .plan import FID, ROOT_TAG, STOP_TAG, FusionPlan, PayloadOp
+from .plan import FID, ROOT_TAG, STOP_TAG, FusionPlan, PayloadOp, split_tile_sizes
 
 ENTRY = "__fuse_ext"
 LOOP_TAG = "tdsched.fuse_loop"
@@ -100,6 +101,31 @@ def tile_reductions(
         ).tiled_linalg_op
         for r in roots
     ]
+
+
+def fuse_in_strategy(
+    func: ir.Value,
+    plan: FusionPlan,
+    tile_sizes: Sequence[int],
+    interchange: Sequence[int] | None,
+) -> ir.Value:
+    """The whole fuse_ext inside a kernel strategy; returns a handle to the tiled roots.
+
+    The roots' parallel dims become the workgroup ``scf.forall`` (IREE's workgroup count
+    follows it), producers are fused one by one in reverse program order, and reduction
+    dims are tiled last, around the roots alone.
+    """
+    parallel, reduction, order = split_tile_sizes(plan, tile_sizes, interchange)
+    generalize_ops(func, plan.generalized)
+    loop = tile_roots(func, plan.roots, parallel, workgroups=True)
+    for op in reversed(plan.producers):
+        loop = fuse_producer(func, loop, op, plan)
+    distribute_to_workgroups(loop)
+    if any(reduction):
+        roots = tile_reductions(func, plan.roots, reduction, order)
+    else:
+        roots = [select(func, r.fid) for r in plan.roots]
+    return roots[0] if len(roots) == 1 else transform.MergeHandlesOp(roots).result
 
 
 # --- whole scripts for the payload-level driver ---------------------------------------
