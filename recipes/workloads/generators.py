@@ -125,10 +125,117 @@ def conv2d_nhwc(
     return Workload(f"conv2d_nhwc_{N}x{H}x{W}x{C}_{F}_{t}", mlir, "conv2d_nhwc", reference)
 
 
+def _conv(name: str, operands: str, out: str, t: str) -> list[str]:
+    """fill + stride-1 ``linalg.conv_2d_nhwc_hwcf`` defining ``%name``."""
+    return [
+        f"%{name}_init = linalg.fill ins(%zero : {t}) outs(%e_{name} : {out}) -> {out}",
+        f"%{name} = linalg.conv_2d_nhwc_hwcf {{dilations = dense<1> : tensor<2xi64>, "
+        f"strides = dense<1> : tensor<2xi64>}} ins({operands}) "
+        f"outs(%{name}_init : {out}) -> {out}",
+    ]
+
+
+def _elementwise(name: str, ins: Sequence[tuple[str, str, str]], body: str, out: str) -> str:
+    """A 4-D elementwise generic defining ``%name``; ``ins`` are (value, map, type) and
+    ``body`` names its block arguments ``%a0``, ``%a1``, ... (element type from ``out``)."""
+    t = out.rsplit("x", 1)[1].rstrip(">")
+    maps = ", ".join([m for _, m, _ in ins] + ["#nhwc"])
+    args = ", ".join(f"%a{i}: {t}" for i in range(len(ins)))
+    lines = "\n    ".join(body.format(t=t).split(";"))
+    return (
+        f"%{name} = linalg.generic {{indexing_maps = [{maps}], iterator_types = "
+        '["parallel", "parallel", "parallel", "parallel"]} '
+        f"ins({', '.join(v for v, _, _ in ins)} : {', '.join(ty for _, _, ty in ins)}) "
+        f"outs(%e_{name} : {out}) {{\n  ^bb0({args}, %o: {t}):\n    {lines}\n  }} -> {out}"
+    )
+
+
+_ADD = "%s = arith.addf %a0, %a1 : {t};linalg.yield %s : {t}"
+_ADD_RELU = (
+    "%s = arith.addf %a0, %a1 : {t};%r = arith.maximumf %s, %zero : {t};linalg.yield %r : {t}"
+)
+_RELU = "%r = arith.maximumf %a0, %zero : {t};linalg.yield %r : {t}"
+
+
+def resnet_block(
+    N: int = 1, H: int = 56, W: int = 56, C: int = 256, M: int = 64, dtype: str = "f32"
+) -> Workload:
+    """A ResNet bottleneck block, NHWC, as a frontend lowers it to linalg on tensors.
+
+    1x1 conv C→M + bias + relu, zero pad 1, 3x3 conv M→M + bias + relu, 1x1 conv M→C,
+    bias, residual add with the input, relu (one generic each). Filters are HWCF.
+    """
+    _check("resnet_block", dtype, N=N, H=H, W=W, C=C, M=M)
+    t = dtype
+    x_t = f"tensor<{N}x{H}x{W}x{C}x{t}>"
+    mid_t = f"tensor<{N}x{H}x{W}x{M}x{t}>"
+    pad_t = f"tensor<{N}x{H + 2}x{W + 2}x{M}x{t}>"
+    w1_t, w2_t, w3_t = (
+        f"tensor<1x1x{C}x{M}x{t}>",
+        f"tensor<3x3x{M}x{M}x{t}>",
+        f"tensor<1x1x{M}x{C}x{t}>",
+    )
+    bm_t, bc_t = f"tensor<{M}x{t}>", f"tensor<{C}x{t}>"
+    empties = {
+        "c1": mid_t,
+        "r1": mid_t,
+        "c2": mid_t,
+        "r2": mid_t,
+        "c3": x_t,
+        "biased": x_t,
+        "sum": x_t,
+        "out": x_t,
+    }
+    body = [f"%zero = arith.constant 0.0 : {t}"]
+    body += [f"%e_{n} = tensor.empty() : {ty}" for n, ty in empties.items()]
+    body += _conv("c1", f"%x, %w1 : {x_t}, {w1_t}", mid_t, t)
+    body.append(
+        _elementwise("r1", [("%c1", "#nhwc", mid_t), ("%b1", "#chan", bm_t)], _ADD_RELU, mid_t)
+    )
+    body.append(
+        f"%p = tensor.pad %r1 low[0, 1, 1, 0] high[0, 1, 1, 0] {{\n  ^bb0(%i0: index, "
+        f"%i1: index, %i2: index, %i3: index):\n    tensor.yield %zero : {t}\n  }} : "
+        f"{mid_t} to {pad_t}"
+    )
+    body += _conv("c2", f"%p, %w2 : {pad_t}, {w2_t}", mid_t, t)
+    body.append(
+        _elementwise("r2", [("%c2", "#nhwc", mid_t), ("%b2", "#chan", bm_t)], _ADD_RELU, mid_t)
+    )
+    body += _conv("c3", f"%r2, %w3 : {mid_t}, {w3_t}", x_t, t)
+    body.append(_elementwise("biased", [("%c3", "#nhwc", x_t), ("%b3", "#chan", bc_t)], _ADD, x_t))
+    body.append(_elementwise("sum", [("%biased", "#nhwc", x_t), ("%x", "#nhwc", x_t)], _ADD, x_t))
+    body.append(_elementwise("out", [("%sum", "#nhwc", x_t)], _RELU, x_t))
+    body.append(f"return %out : {x_t}")
+    args = (
+        f"%x: {x_t}, %w1: {w1_t}, %b1: {bm_t}, %w2: {w2_t}, %b2: {bm_t}, %w3: {w3_t}, %b3: {bc_t}"
+    )
+    mlir = (
+        "#nhwc = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>\n"
+        "#chan = affine_map<(d0, d1, d2, d3) -> (d3)>\n"
+        f"func.func @resnet_block({args}) -> {x_t} {{\n  " + "\n  ".join(body) + "\n}\n"
+    )
+
+    def reference(a: Sequence[np.ndarray]) -> list[np.ndarray]:
+        x, w1, b1, w2, b2, w3, b3 = (v.astype(np.float64) for v in a)
+        r1 = np.maximum(np.einsum("nhwc,cm->nhwm", x, w1[0, 0]) + b1, 0)
+        rp = np.pad(r1, ((0, 0), (1, 1), (1, 1), (0, 0)))
+        c2 = sum(
+            np.einsum("nhwc,cm->nhwm", rp[:, kh : kh + H, kw : kw + W, :], w2[kh, kw])
+            for kh in range(3)
+            for kw in range(3)
+        )
+        r2 = np.maximum(c2 + b2, 0)
+        out = np.maximum(np.einsum("nhwm,mc->nhwc", r2, w3[0, 0]) + b3 + x, 0)
+        return [out.astype(a[0].dtype)]
+
+    return Workload(f"resnet_block_{N}x{H}x{W}x{C}_{M}_{t}", mlir, "resnet_block", reference)
+
+
 GENERATORS: dict[str, Callable[..., Workload]] = {
     "matmul": matmul,
     "matmul_bias_relu": matmul_bias_relu,
     "conv2d_nhwc": conv2d_nhwc,
+    "resnet_block": resnet_block,
 }
 
 
