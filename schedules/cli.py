@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tdsched.targets.compiler import CompileError, format_command
+from tdsched.targets.ir_eval import DEFAULT_ATOL, DEFAULT_RTOL, check_files
 from tdsched.targets.runtime import DeviceError
 
 from .emit import ScriptStage
@@ -34,6 +35,7 @@ examples:
   tdsched compile matmul_x86 -o mm.vmfb --print-command
   tdsched run matmul_x86 --json                check vs numpy and time vs IREE default
   tdsched run matmul_vulkan --target vulkan --param TM=32
+  tdsched check before.mlir after.mlir         same results in numpy? (payload schedules)
 """
 
 
@@ -114,6 +116,34 @@ def make_parser() -> argparse.ArgumentParser:
     )
     runp.add_argument("--seed", type=int, default=0, help="random input seed (default 0)")
     runp.add_argument("--no-time", action="store_true", help="check numerics only")
+
+    check = sub.add_parser(
+        "check",
+        help="check that two .mlir modules compute the same results (numpy evaluation)",
+        description="Evaluate the entry function of BEFORE and AFTER (tensor-level linalg, "
+        "tensor, scf, arith, math and affine ops, including host-level scf.for/scf.forall "
+        "loops that IREE cannot compile) in numpy, in float64, on the same seeded random "
+        "inputs, and compare each result. Exit status: 0 equivalent, 1 mismatch, 2 error.",
+    )
+    check.add_argument("before", type=Path, metavar="BEFORE", help="the reference module")
+    check.add_argument("after", type=Path, metavar="AFTER", help="the transformed module")
+    check.add_argument(
+        "--function", help="public entry function (default: BEFORE's only public one)"
+    )
+    check.add_argument("--seed", type=int, default=0, help="random input seed (default 0)")
+    check.add_argument(
+        "--rtol",
+        type=float,
+        default=DEFAULT_RTOL,
+        help=f"tolerance relative to max|BEFORE result| (default {DEFAULT_RTOL:g})",
+    )
+    check.add_argument(
+        "--atol",
+        type=float,
+        default=DEFAULT_ATOL,
+        help=f"absolute tolerance (default {DEFAULT_ATOL:g})",
+    )
+    check.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
 
 
@@ -143,10 +173,17 @@ def _show(args: argparse.Namespace) -> int:
                 "// graph schedule: whole module, applied before dispatch formation\n"
                 + stage.script
             )
-    if p.scripts.kernel_library:
+    library = p.scripts.kernel_library
+    if p.scripts.kernel_fusions:
+        # Kernel-level fuse_ext is planned on the dispatch sources: build them first.
+        with tempfile.TemporaryDirectory(prefix="tdsched-show-") as tmp:
+            files = build(p, Path(tmp))
+            assert files.kernel_library is not None
+            library = files.kernel_library.read_text()
+    if library:
         parts.append(
             f"// kernel library for {p.target.name}: pass with "
-            "--iree-codegen-transform-dialect-library\n" + p.scripts.kernel_library
+            "--iree-codegen-transform-dialect-library\n" + library
         )
     if not parts:
         print(f"// recipe {p.recipe.name} has no schedules")
@@ -219,7 +256,15 @@ def _print_report(report: dict[str, object]) -> None:
         print(f"speedup  {report['speedup']:.2f}x vs IREE default")
 
 
-_COMMANDS = {"show": _show, "apply": _apply, "compile": _compile, "run": _run}
+def _check(args: argparse.Namespace) -> int:
+    report = check_files(
+        args.before, args.after, args.function, seed=args.seed, rtol=args.rtol, atol=args.atol
+    )
+    print(json.dumps(report.to_json(), indent=2) if args.json else report.format_table())
+    return 0 if report.equivalent else 1
+
+
+_COMMANDS = {"show": _show, "apply": _apply, "compile": _compile, "run": _run, "check": _check}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

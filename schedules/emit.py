@@ -20,8 +20,7 @@ from tdsched.transform_lib.cleanup import cleanup
 from tdsched.transform_lib.codegen_tail import cpu_tail, distribute_to_workgroups, gpu_tail
 from tdsched.transform_lib.errors import ScheduleError
 from tdsched.transform_lib.fuse_ext import FuseExtOptions
-from tdsched.transform_lib.fuse_ext.dispatch import KernelFusionRequest
-from tdsched.transform_lib.fuse_ext.plan import FusionPlan
+from tdsched.transform_lib.fuse_ext.probe import KernelFusionRequest, KernelPlan, probe_title
 from tdsched.transform_lib.fuse_ext.scripts import fuse_in_strategy
 from tdsched.transform_lib.kernel_library import KernelLibrary
 from tdsched.transform_lib.lowering_config import compilation_info
@@ -103,8 +102,10 @@ class Scripts:
     kernel_library: str | None
     kernel_markers: tuple[Marker, ...] = ()
     kernel_fusions: tuple[KernelFusionRequest, ...] = ()
-    """Kernel-level fuse_ext steps: the library is final only once they are planned on the
-    dispatch sources (see :func:`tdsched.transform_lib.fuse_ext.dispatch.plan_dispatches`)."""
+    """Kernel-level fuse_ext steps. While they are listed, :attr:`kernel_library` is the
+    *probe* library (it prints each such dispatch at its fuse_ext step and stops there);
+    the final library is emitted with the plans made on what it printed
+    (:func:`tdsched.transform_lib.fuse_ext.probe.plan_kernels`)."""
 
     @property
     def has_host_loops(self) -> FuseExtStage | None:
@@ -118,7 +119,7 @@ def emit(
     loop_counts: dict[str, set[int]],
     *,
     print_after_schedule: bool = False,
-    fusion_plans: Mapping[str, FusionPlan] | None = None,
+    fusion_plans: Mapping[str, KernelPlan] | None = None,
 ) -> Scripts:
     """Emit the scripts of a resolved ``recipe`` for ``target`` (``x86`` or ``vulkan``).
 
@@ -126,8 +127,7 @@ def emit(
     check tile-size ranks against the workload's ops. ``print_after_schedule`` makes each
     strategy print its dispatch function after the user's steps (for ``tdsched apply``).
     ``fusion_plans`` (kernel name → plan) completes kernel-level fuse_ext steps; without
-    it they emit nothing and are listed in :attr:`Scripts.kernel_fusions`, and the library
-    serves only to match dispatches.
+    it they are listed in :attr:`Scripts.kernel_fusions` and the library is a probe.
     """
     graph = _emit_graph(recipe, loop_counts)
     fusion = _Fusion(fusion_plans)
@@ -139,11 +139,15 @@ def emit(
     return Scripts(graph, library, tuple(kernel_markers), tuple(fusion.requests))
 
 
+class _ProbeDone(Exception):
+    """A probe strategy printed its dispatch at the fuse_ext step; emit nothing more."""
+
+
 @dataclass
 class _Fusion:
     """Kernel-level fuse_ext: the plans made on the dispatch sources, or the requests."""
 
-    plans: Mapping[str, FusionPlan] | None
+    plans: Mapping[str, KernelPlan] | None
     requests: list[KernelFusionRequest] = field(default_factory=list)
 
 
@@ -333,6 +337,8 @@ class _Emitter:
                 "inside a kernel schedule fuse_ext distributes the root's parallel loops to "
                 "workgroups, so loop must be forall (tile further with 'tile' steps)",
             )
+        if any(r.kernel == self.kernel for r in self.fusion.requests):
+            raise RecipeError(step.where, "a kernel schedule takes one fuse_ext step")
         request = KernelFusionRequest(
             self.kernel,
             _criteria(step.root, step.where.child("root")),
@@ -342,12 +348,17 @@ class _Emitter:
         self.fusion.requests.append(request)
         plan = self.fusion.plans.get(self.kernel) if self.fusion.plans is not None else None
         if plan is None:
-            return  # matching phase, or a kernel that matches no dispatch
+            # Probe (or a kernel that matched no dispatch): show the dispatch as the
+            # strategy sees it here, and stop: the rest needs the plan.
+            print_ir(self.func, probe_title(self.kernel))
+            raise _ProbeDone
         sizes = _ints(step.tile_sizes, step.where.child("tile_sizes"))
         order = _ints(step.interchange, step.where.child("interchange")) or None
-        roots = fuse_in_strategy(self.func.value, plan, sizes, order)
-        what = ", ".join(r.name for r in plan.roots)
-        self.handles[ROOT] = OpHandle(roots, f"{what} (tiled by fuse_ext)", len(plan.iterators))
+        handles = plan.handles(self.func.value)
+        roots = fuse_in_strategy(self.func.value, plan.plan, handles, sizes, order)
+        what = ", ".join(r.name for r in plan.plan.roots)
+        loops = len(plan.plan.iterators)
+        self.handles[ROOT] = OpHandle(roots, f"{what} (tiled by fuse_ext)", loops)
 
     def _vectorize(self, step: VectorizeStep) -> None:
         if step.target is None:
@@ -465,7 +476,11 @@ def _add_strategy(
         emitter = _Emitter(f"kernel '{kernel.name}'", func, counts, kernel_level=True)
         emitter.kernel, emitter.fusion = kernel.name, fusion
         emitter.handles[ROOT] = root
-        emitter.run(kernel.steps)
+        try:
+            emitter.run(kernel.steps)
+        except _ProbeDone:
+            emitted.extend(emitter.markers)
+            return
         if print_after:
             print_ir(emitter.func, kernel_after_schedule(kernel.name))
         for step in kernel.steps:

@@ -18,12 +18,12 @@ import iree.compiler.version
 import numpy as np
 from tdsched.recipes.workloads import Workload, generate, load_mlir_file, random_inputs
 from tdsched.targets import Target, make_target
-from tdsched.targets.compiler import CompileRequest, CompileResult, run_compile
+from tdsched.targets.compiler import CompileRequest, CompileResult, probe_compile, run_compile
 from tdsched.targets.runtime import LoadedModule, configure_threads
 from tdsched.targets.timing import time_interleaved
 from tdsched.transform_lib.errors import ScheduleError
 from tdsched.transform_lib.fuse_ext import FuseExtReport, fuse_ext
-from tdsched.transform_lib.fuse_ext.dispatch import plan_dispatches
+from tdsched.transform_lib.fuse_ext.probe import plan_kernels
 from tdsched.transform_lib.interpreter import apply_script
 from tdsched.transform_lib.payload import loop_counts
 from tdsched.transform_lib.remarks import found_remarks, kernel_after_schedule, printed_sections
@@ -47,29 +47,14 @@ class Plan:
 
 @dataclass(frozen=True)
 class BuildFiles:
-    """Files written for iree-compile: the input module and the kernel library.
-
-    ``sources`` is set when kernel-level fuse_ext steps were planned on the dispatch
-    sources: iree-compile then continues from those (tagged) sources.
-    """
+    """Files written for iree-compile: the input module and the kernel library."""
 
     input_file: Path
     graph_script: Path | None
     kernel_library: Path | None
+    kernel_markers: tuple[Marker, ...] = ()
+    """What the kernel library's steps must print (see :func:`compile_plan`)."""
     reports: tuple[str, ...] = ()
-    sources: Path | None = None
-
-    def compile_request(self, target: Target, output: Path) -> CompileRequest:
-        """The iree-compile invocation that builds these files into ``output``."""
-        if self.sources is None:
-            return CompileRequest(self.input_file, target, output, self.kernel_library)
-        return CompileRequest(
-            self.sources,
-            target,
-            output,
-            self.kernel_library,
-            extra_flags=("--compile-from=executable-sources",),
-        )
 
 
 def plan(
@@ -188,57 +173,56 @@ def build(p: Plan, out_dir: Path, stem: str | None = None) -> BuildFiles:
         graph = out_dir / f"{stem}.graph.mlir"
         graph.write_text("\n// -----\n".join(graph_result.scripts))
     reports = list(graph_result.reports)
-    sources = None
-    kernel_library = p.scripts.kernel_library
-    if p.scripts.kernel_fusions:
-        sources = out_dir / f"{stem}.sources.mlir"
-        kernel_library = _plan_kernel_fusions(p, input_file, sources, reports)
-    if kernel_library is not None:
+    scripts = p.scripts
+    if scripts.kernel_fusions:
+        scripts = _plan_kernel_fusions(p, input_file, out_dir, reports)
+    if scripts.kernel_library is not None:
         library = out_dir / f"{stem}.kernels.mlir"
-        library.write_text(kernel_library)
-    return BuildFiles(input_file, graph, library, tuple(reports), sources)
+        library.write_text(scripts.kernel_library)
+    return BuildFiles(input_file, graph, library, scripts.kernel_markers, tuple(reports))
 
 
-def _plan_kernel_fusions(p: Plan, input_file: Path, sources: Path, reports: list[str]) -> str:
-    """Plan kernel-level fuse_ext on the dispatch sources; write them tagged to ``sources``.
+def _plan_kernel_fusions(p: Plan, input_file: Path, out_dir: Path, reports: list[str]) -> Scripts:
+    """Plan kernel-level fuse_ext on the dispatches as their strategies see them.
 
-    Returns the final kernel library (the strategies with the planned fusions).
+    Compiles once with the probe library (its output is only read for the printed
+    dispatches; the probe itself cannot finish), plans, and returns the final scripts.
     """
     refuse_host_loops(p)
     assert p.scripts.kernel_library is not None
-    run_compile(
-        CompileRequest(
-            input_file, p.target, sources, extra_flags=("--compile-to=executable-sources",)
-        )
+    probe_library = out_dir / "probe.kernels.mlir"
+    probe_library.write_text(p.scripts.kernel_library)
+    request = CompileRequest(
+        input_file,
+        p.target,
+        out_dir / "probe.vmfb",
+        probe_library,
     )
+    printed = probe_compile(request)
     try:
-        tagged, plans = plan_dispatches(
-            sources.read_text(), p.scripts.kernel_library, p.scripts.kernel_fusions
-        )
+        plans = plan_kernels(printed, p.scripts.kernel_fusions)
     except ScheduleError as exc:
         kernel = p.scripts.kernel_fusions[0].kernel
         where = next(k.where for k in p.recipe.kernels if k.name == kernel)
         raise RecipeError(where, str(exc)) from exc
-    sources.write_text(tagged)
-    for name, fusion in plans.items():
+    for name, kernel_plan in plans.items():
+        fusion = kernel_plan.plan
         lines = FuseExtReport(plan=fusion, fused=list(fusion.producers)).lines()[:-1]
         reports.append(f"kernel '{name}': " + "\n".join(lines))
-    final = emit(
+    return emit(
         p.recipe,
         p.target.name,
         loop_counts(p.workload.mlir),
         print_after_schedule=p.print_after_schedule,
         fusion_plans=plans,
     )
-    assert final.kernel_library is not None
-    return final.kernel_library
 
 
 def compile_plan(p: Plan, files: BuildFiles, output: Path) -> CompileResult:
     """Compile the scheduled module and require every kernel schedule step to have applied."""
     refuse_host_loops(p)
-    result = run_compile(files.compile_request(p.target, output))
-    _require(p.scripts.kernel_markers, result.markers)
+    result = run_compile(CompileRequest(files.input_file, p.target, output, files.kernel_library))
+    _require(files.kernel_markers, result.markers)
     return result
 
 
@@ -257,8 +241,8 @@ def kernels_after_schedule(p: Plan, files: BuildFiles) -> dict[str, str]:
     """
     refuse_host_loops(p)
     output = files.input_file.with_suffix(".apply.vmfb")
-    result = run_compile(files.compile_request(p.target, output))
-    _require(p.scripts.kernel_markers, result.markers)
+    result = run_compile(CompileRequest(files.input_file, p.target, output, files.kernel_library))
+    _require(files.kernel_markers, result.markers)
     sections = dict(printed_sections(result.stdout))
     titles = {k.name: kernel_after_schedule(k.name) for k in p.recipe.kernels}
     return {name: sections[title] for name, title in titles.items() if title in sections}

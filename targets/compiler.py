@@ -62,6 +62,9 @@ def compile_command(request: CompileRequest) -> list[str]:
     flags = list(request.target.flags)
     if request.kernel_library is not None:
         flags.append(f"--iree-codegen-transform-dialect-library={request.kernel_library}")
+        # Schedule steps prove they applied by printing markers; dispatches compiled on
+        # parallel threads interleave those prints, so compile them one at a time.
+        flags.append("--mlir-disable-threading")
     flags.extend(request.extra_flags)
     options = core.CompilerOptions(
         output_file=str(request.output_file),
@@ -109,6 +112,22 @@ def run_compile(request: CompileRequest, timeout_s: float = 600.0) -> CompileRes
     return CompileResult(
         command, request.output_file, proc.stdout, stderr, found_remarks(proc.stdout)
     )
+
+
+def probe_compile(request: CompileRequest, timeout_s: float = 600.0) -> str:
+    """Run a compile only for what its schedule prints; return stdout, even on failure.
+
+    Used to see dispatches as kernel strategies see them: the probe's strategies stop
+    early, so iree-compile is expected to fail after printing.
+    """
+    command = compile_command(request)
+    try:
+        proc = subprocess.run(
+            command, capture_output=True, text=True, timeout=timeout_s, check=False
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise CompileError(f"iree-compile ran longer than {timeout_s:.0f} s", command) from exc
+    return proc.stdout
 
 
 def _error_excerpt(stderr: str, limit: int = 40) -> str:

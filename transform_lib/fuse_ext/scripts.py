@@ -44,42 +44,52 @@ def functions(scope: ir.Value) -> ir.Value:
     return structured.MatchOp(any_op(), scope, ops=["func.func"]).result
 
 
-def generalize_ops(scope: ir.Value, ops: Sequence[PayloadOp]) -> None:
+Handles = Callable[[PayloadOp], ir.Value]
+"""How a builder gets the handle of a planned op: by fid on a payload, by navigation
+from the dispatch root inside a kernel strategy."""
+
+
+def generalize_ops(handles: Handles, ops: Sequence[PayloadOp]) -> dict[int, ir.Value]:
     """Generalize named intermediates (the loop nest yields only generic producers)."""
-    for op in ops:
-        structured.GeneralizeOp(select(scope, op.fid))
+    return {op.fid: structured.GeneralizeOp(handles(op)).transformed for op in ops}
 
 
 def tile_roots(
-    scope: ir.Value, roots: Sequence[PayloadOp], sizes: Sequence[int], *, workgroups: bool
-) -> ir.Value:
-    """Tile each root's parallel dims into an ``scf.forall``; merge them into one nest."""
+    handles: Handles, roots: Sequence[PayloadOp], sizes: Sequence[int], *, workgroups: bool
+) -> tuple[ir.Value, list[ir.Value]]:
+    """Tile each root's parallel dims into an ``scf.forall``; merge them into one nest.
+
+    Returns the loop nest and the tiled roots.
+    """
     mapping = mapping_attribute("workgroup", sum(1 for s in sizes if s)) if workgroups else None
-    loops = [
+    tiled = [
         structured.TileUsingForallOp(
-            any_op(), any_op(), select(scope, r.fid), tile_sizes=list(sizes), mapping=mapping
-        ).forall_op
+            any_op(), any_op(), handles(r), tile_sizes=list(sizes), mapping=mapping
+        )
         for r in roots
     ]
-    merged = loops[0]
-    for other in loops[1:]:
-        merged = loop_ext.LoopFuseSiblingOp(any_op(), other, merged).fused_loop
-    return merged
+    merged = tiled[0].forall_op
+    for other in tiled[1:]:
+        merged = loop_ext.LoopFuseSiblingOp(any_op(), other.forall_op, merged).fused_loop
+    return merged, [t.tiled_op for t in tiled]
 
 
-def fuse_producer(scope: ir.Value, loop: ir.Value, op: PayloadOp, plan: FusionPlan) -> ir.Value:
-    """Fuse one producer into ``loop`` and CSE; returns the (new) loop handle.
+def fuse_producer(
+    scope: ir.Value, loop: ir.Value, producer: ir.Value, op: PayloadOp, plan: FusionPlan
+) -> ir.Value:
+    """Fuse ``producer`` (planned as ``op``) into ``loop``, CSE ``scope``'s functions.
 
-    A reshape is passed by bubbling the loop's slices above it; a fused ``tensor.pad``'s
-    zero-slice guard (``scf.if``) is replaced by its else branch, which is correct for
-    every tile and exposes the pad's source slice to the next fusion.
+    Returns the (new) loop handle. A reshape is passed by bubbling the loop's slices above
+    it; a fused ``tensor.pad``'s zero-slice guard (``scf.if``) is replaced by its else
+    branch, which is correct for every tile and exposes the pad's source slice to the
+    next fusion.
     """
     if plan.is_reshape(op):
         apply_patterns(
             OpHandle(loop, "loop"), "transform.apply_patterns.tensor.bubble_up_extract_slice"
         )
     else:
-        fused = structured.FuseIntoContainingOp(select(scope, op.fid), loop)
+        fused = structured.FuseIntoContainingOp(producer, loop)
         loop = fused.new_containing_op
         if op.name == "tensor.pad":
             guard = transform.GetParentOp(
@@ -91,40 +101,40 @@ def fuse_producer(scope: ir.Value, loop: ir.Value, op: PayloadOp, plan: FusionPl
 
 
 def tile_reductions(
-    scope: ir.Value, roots: Sequence[PayloadOp], sizes: Sequence[int], order: Sequence[int]
+    roots: Sequence[ir.Value], sizes: Sequence[int], order: Sequence[int]
 ) -> list[ir.Value]:
     """Tile the roots' reduction dims with ``scf.for`` (only the root is in those loops)."""
     n_loops = sum(1 for s in sizes if s)
     return [
         structured.TileUsingForOp(
-            [any_op()] * n_loops, select(scope, r.fid), sizes=list(sizes), interchange=list(order)
+            [any_op()] * n_loops, root, sizes=list(sizes), interchange=list(order)
         ).tiled_linalg_op
-        for r in roots
+        for root in roots
     ]
 
 
 def fuse_in_strategy(
     func: ir.Value,
     plan: FusionPlan,
+    handles: dict[int, ir.Value],
     tile_sizes: Sequence[int],
     interchange: Sequence[int] | None,
 ) -> ir.Value:
     """The whole fuse_ext inside a kernel strategy; returns a handle to the tiled roots.
 
-    The roots' parallel dims become the workgroup ``scf.forall`` (IREE's workgroup count
-    follows it), producers are fused one by one in reverse program order, and reduction
-    dims are tiled last, around the roots alone.
+    ``handles`` maps each planned op's fid to a handle (see :mod:`.probe`). The roots'
+    parallel dims become the workgroup ``scf.forall`` (IREE's workgroup count follows it),
+    producers are fused one by one in reverse program order, and reduction dims are tiled
+    last, around the roots alone.
     """
     parallel, reduction, order = split_tile_sizes(plan, tile_sizes, interchange)
-    generalize_ops(func, plan.generalized)
-    loop = tile_roots(func, plan.roots, parallel, workgroups=True)
+    handles.update(generalize_ops(lambda op: handles[op.fid], plan.generalized))
+    loop, roots = tile_roots(lambda op: handles[op.fid], plan.roots, parallel, workgroups=True)
     for op in reversed(plan.producers):
-        loop = fuse_producer(func, loop, op, plan)
+        loop = fuse_producer(func, loop, handles[op.fid], op, plan)
     distribute_to_workgroups(loop)
     if any(reduction):
-        roots = tile_reductions(func, plan.roots, reduction, order)
-    else:
-        roots = [select(func, r.fid) for r in plan.roots]
+        roots = tile_reductions(roots, reduction, order)
     return roots[0] if len(roots) == 1 else transform.MergeHandlesOp(roots).result
 
 
@@ -158,20 +168,28 @@ def tag_script(root: OpCriteria | None, stop: OpCriteria | None) -> str:
     return _script(body)
 
 
+def _by_fid(scope: ir.Value) -> Handles:
+    return lambda op: select(scope, op.fid)
+
+
 def generalize_script(ops: Sequence[PayloadOp]) -> str:
-    return _script(lambda scope: generalize_ops(scope, ops))
+    def body(scope: ir.Value) -> None:
+        generalize_ops(_by_fid(scope), ops)
+
+    return _script(body)
 
 
 def tile_roots_script(roots: Sequence[PayloadOp], sizes: Sequence[int]) -> str:
     def body(scope: ir.Value) -> None:
-        transform.AnnotateOp(tile_roots(scope, roots, sizes, workgroups=False), LOOP_TAG)
+        loop, _ = tile_roots(_by_fid(scope), roots, sizes, workgroups=False)
+        transform.AnnotateOp(loop, LOOP_TAG)
 
     return _script(body)
 
 
 def fuse_producer_script(op: PayloadOp, plan: FusionPlan) -> str:
     def body(scope: ir.Value) -> None:
-        fuse_producer(scope, _tagged_loop(scope), op, plan)
+        fuse_producer(scope, _tagged_loop(scope), select(scope, op.fid), op, plan)
 
     return _script(body)
 
@@ -180,7 +198,7 @@ def tile_reductions_script(
     roots: Sequence[PayloadOp], sizes: Sequence[int], order: Sequence[int]
 ) -> str:
     def body(scope: ir.Value) -> None:
-        tile_reductions(scope, roots, sizes, order)
+        tile_reductions([select(scope, r.fid) for r in roots], sizes, order)
 
     return _script(body)
 
