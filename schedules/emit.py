@@ -285,7 +285,13 @@ class _Emitter:
         elif isinstance(step, VectorizeStep):
             self._vectorize(step)
         elif isinstance(step, CleanupStep):
-            cleanup(self.func, canonicalize=step.canonicalize, cse=step.cse, licm=step.licm)
+            cleanup(
+                self.func,
+                canonicalize=step.canonicalize,
+                cse=step.cse,
+                licm=step.licm,
+                unit_dims=step.unit_dims,
+            )
         elif isinstance(step, FuseExtStep):
             self._fuse_ext(step)
 

@@ -203,9 +203,18 @@ class ScheduleBuilder:
         """Vectorize every op in scope (invalidates op handles: do it after tiling)."""
         self._schedule.steps.append(VectorizeStep(where=_caller()))
 
-    def cleanup(self, *, canonicalize: bool = True, cse: bool = True, licm: bool = True) -> None:
-        """Canonicalize, CSE and hoist loop invariants."""
-        self._schedule.steps.append(CleanupStep(canonicalize, cse, licm, where=_caller()))
+    def cleanup(
+        self,
+        *,
+        canonicalize: bool = True,
+        cse: bool = True,
+        licm: bool = True,
+        unit_dims: bool = False,
+    ) -> None:
+        """Canonicalize, CSE and hoist loop invariants (``unit_dims``: fold unit loops)."""
+        self._schedule.steps.append(
+            CleanupStep(canonicalize, cse, licm, unit_dims, where=_caller())
+        )
 
 
 class KernelBuilder(ScheduleBuilder):

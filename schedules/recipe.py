@@ -110,11 +110,16 @@ class VectorizeStep:
 
 @dataclass(frozen=True)
 class CleanupStep:
-    """Canonicalize, CSE and hoist loop invariants over the schedule's scope."""
+    """Canonicalize, CSE and hoist loop invariants over the schedule's scope.
+
+    ``unit_dims`` also folds unit-extent loops of linalg ops away (after tiling a conv's
+    filter window to 1x1, its ``h + kh`` accesses become plain dims it can vectorize).
+    """
 
     canonicalize: bool = True
     cse: bool = True
     licm: bool = True
+    unit_dims: bool = False
     where: Where = field(default_factory=Where)
 
 

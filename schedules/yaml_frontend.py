@@ -421,6 +421,7 @@ def _cleanup_step(node: _Node, f: dict[str, _Node]) -> Step:
         canonicalize=_opt(f, "canonicalize", _Node.flag, True),
         cse=_opt(f, "cse", _Node.flag, True),
         licm=_opt(f, "licm", _Node.flag, True),
+        unit_dims=_opt(f, "unit_dims", _Node.flag, False),
         where=node.where,
     )
 
@@ -482,5 +483,14 @@ _STEPS: dict[str, tuple[dict[str, str], tuple[str, ...], _StepBuilder]] = {
         (),
         _vectorize_step,
     ),
-    "cleanup": ({"canonicalize": "bool", "cse": "bool", "licm": "bool"}, (), _cleanup_step),
+    "cleanup": (
+        {
+            "canonicalize": "bool",
+            "cse": "bool",
+            "licm": "bool",
+            "unit_dims": "bool, fold unit-extent loops (default false)",
+        },
+        (),
+        _cleanup_step,
+    ),
 }

@@ -22,9 +22,19 @@ def apply_patterns(target: OpHandle, *pattern_ops: str, cse: bool = False) -> No
 
 
 def cleanup(
-    func: OpHandle, *, canonicalize: bool = True, cse: bool = True, licm: bool = True
+    func: OpHandle,
+    *,
+    canonicalize: bool = True,
+    cse: bool = True,
+    licm: bool = True,
+    unit_dims: bool = False,
 ) -> None:
-    """Canonicalize (with tiling canonicalizations), CSE and hoist loop invariants in ``func``."""
+    """Canonicalize (with tiling canonicalizations), CSE and hoist loop invariants in ``func``.
+
+    ``unit_dims`` first folds unit-extent loops of linalg ops (into rank-reducing slices).
+    """
+    if unit_dims:
+        apply_patterns(func, "transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices")
     if canonicalize:
         apply_patterns(
             func,
