@@ -110,8 +110,10 @@ class NamedSequence:
 class TransformScript:
     """A module of transform named sequences, printable as MLIR text."""
 
-    def __init__(self) -> None:
-        self.context = ir.Context()
+    def __init__(self, context: ir.Context | None = None) -> None:
+        """A new script in its own context, or in ``context`` (cheaper when many small
+        scripts are built next to the payload they apply to)."""
+        self.context = context or ir.Context()
         with self.context, ir.Location.unknown():
             self.module = ir.Module.create()
             self.module.operation.attributes["transform.with_named_sequence"] = ir.UnitAttr.get()

@@ -167,7 +167,18 @@ def _root_block(module: ir.Module) -> ir.Block:
 
 
 def _tag_loop(block: ir.Block, root_fids: list[int]) -> ir.Operation:
-    """Find the loop nest holding the roots and put the loop tag on it (only on it)."""
+    """Find the loop nest holding the roots and put the loop tag on it (only on it).
+
+    Transforms that replace the loop keep its attributes, so a tagged top-level forall is
+    the loop; walking loops for the roots is the fallback.
+    """
+    tagged = [
+        op.operation
+        for op in block.operations
+        if op.operation.name == "scf.forall" and scripts.LOOP_TAG in op.operation.attributes
+    ]
+    if len(tagged) == 1:
+        return tagged[0]
     loop = None
     for op in block.operations:
         op = op.operation
@@ -194,6 +205,11 @@ def _contains(op: ir.Operation, fids: set[int]) -> bool:
     return bool(hits)
 
 
+def _top_level(block: ir.Block, fid: int) -> ir.Operation | None:
+    """The top-level op of ``block`` numbered ``fid``, if it still exists."""
+    return next((op.operation for op in block.operations if fid_of(op.operation) == fid), None)
+
+
 def _uses_inside(op: ir.Operation, loop: ir.Operation) -> bool:
     """Whether ``loop`` reads ``op``: in its body, or as the init of a ``shared_outs``."""
     for result in op.results:
@@ -211,9 +227,7 @@ def _fuse_one(
 ) -> None:
     root_fids = [r.fid for r in plan.roots]
     loop = _tag_loop(block, root_fids)
-    original = next(
-        (op.operation for op in block.operations if fid_of(op.operation) == producer.fid), None
-    )
+    original = _top_level(block, producer.fid)
     if original is None or not _uses_inside(original, loop):
         report.outside.append(
             Outside(
@@ -223,16 +237,20 @@ def _fuse_one(
             )
         )
         return
-    rewrites.union_slices(loop, original)
-    reshape = plan.is_reshape(producer)
-    payload.run(scripts.fuse_producer_script(producer, plan), f"fusing {producer.describe()}")
-    loop = _tag_loop(block, root_fids)
-    if reshape and _uses_inside(original, loop):
-        report.outside.append(
-            Outside(producer, "the loop's slice of it is not contiguous in its source")
-        )
+    if plan.is_reshape(producer):
+        if not rewrites.bubble_slices_through_reshape(loop, original):
+            report.outside.append(
+                Outside(producer, "the loop's slice of it is not contiguous in its source")
+            )
+            return
+        report.fused.append(producer)
         return
-    if not reshape and not _contains(loop, {producer.fid}):
+    rewrites.union_slices(loop, original)
+    payload.run(scripts.fuse_producer_script(producer), f"fusing {producer.describe()}")
+    loop = _tag_loop(block, root_fids)
+    # The step may have erased the original (CSE): look it up again, never reuse it.
+    original = _top_level(block, producer.fid)
+    if original is not None and _uses_inside(original, loop):
         report.outside.append(Outside(producer, "fusion left it outside the loop nest"))
         return
     report.fused.append(producer)

@@ -149,9 +149,16 @@ def iterator_types(block_ops: Sequence[ir.Operation]) -> dict[int, tuple[str, ..
 
 
 def make_plan(
-    block_ops: Sequence[ir.Operation], intermediates: Intermediates = "yield"
+    block_ops: Sequence[ir.Operation],
+    intermediates: Intermediates = "yield",
+    *,
+    reshapes: bool = True,
 ) -> FusionPlan:
-    """Plan fuse_ext over a block numbered by :func:`assign_fids`, roots/stops tagged."""
+    """Plan fuse_ext over a block numbered by :func:`assign_fids`, roots/stops tagged.
+
+    ``reshapes``: whether fusion may pass reshapes (a payload-level rewrite; inside IREE
+    kernels they stay outside).
+    """
     roots = [op for op in block_ops if ROOT_TAG in op.attributes]
     if not roots:
         raise FuseExtError("fuse_ext: the root match selected no op in the function")
@@ -162,7 +169,7 @@ def make_plan(
                 f"fuse_ext: root {_payload(root).describe()} is not a structured linalg op "
                 "with loops; only such ops can be tiled as a root"
             )
-    producers, outside = _backward_slice(block_ops, roots)
+    producers, outside = _backward_slice(block_ops, roots, reshapes)
     # A root that feeds another root is an intermediate of the fused region.
     roots = [r for r in roots if (fid_of(r) or 0) not in producers]
     root_iters = {iterators[fid_of(r) or 0] for r in roots}
@@ -227,7 +234,7 @@ def _outside_users(
 
 
 def _backward_slice(
-    block_ops: Sequence[ir.Operation], roots: Sequence[ir.Operation]
+    block_ops: Sequence[ir.Operation], roots: Sequence[ir.Operation], reshapes: bool
 ) -> tuple[set[int], list[Outside]]:
     """Fids of the tileable ops reached from ``roots`` and the ops where the walk stopped."""
     producers: set[int] = set()
@@ -244,6 +251,8 @@ def _backward_slice(
                 continue
             if STOP_TAG in producer.attributes:
                 outside[fid] = Outside(_payload(producer), "in the stop set")
+            elif producer.name in RESHAPES and not reshapes:
+                outside[fid] = Outside(_payload(producer), "reshapes are not fused in kernels")
             elif is_structured(producer.name) or producer.name in TILEABLE_TENSOR_OPS:
                 producers.add(fid)
                 work.append(producer)

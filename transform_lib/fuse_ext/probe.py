@@ -136,7 +136,7 @@ def _plan_printed(function_text: str, request: KernelFusionRequest) -> KernelPla
         if request.root is not None or request.stop is not None:
             apply_in_place(module, scripts.tag_script(request.root, request.stop), scripts.ENTRY)
         block_ops = assign_fids(block)
-        plan = make_plan(block_ops, request.intermediates)
+        plan = make_plan(block_ops, request.intermediates, reshapes=False)
         return KernelPlan(plan, _picks(block_ops, plan))
 
 

@@ -5,6 +5,9 @@ Each works on the payload in place (MLIR Python bindings) and keeps tensor seman
 * :func:`union_slices`: when a shared producer is read through several different slices
   inside the loop body (e.g. a 3x3 conv's halo and an elementwise op's exact tile), they
   become sub-slices of one slice covering their union, so the producer is tiled once;
+* :func:`bubble_slices_through_reshape`: a slice the loop body takes of an
+  ``expand_shape``/``collapse_shape`` result becomes the reshape of a slice of its source,
+  when the slice is contiguous in the source; the reshape's producer can then be fused;
 * :func:`forall_to_for`: an ``scf.forall`` becomes an ``scf.for`` nest in a chosen order;
   each ``parallel_insert_slice`` becomes an ``insert_slice`` into the loop-carried
   tensor it names (paired by destination, never by position).
@@ -28,10 +31,18 @@ def _index_constant(value: int) -> ir.Value:
     return arith.ConstantOp(ir.IndexType.get(), value).result
 
 
+def _constant(value: ir.Value) -> int | ir.Value:
+    """``value`` as an int when it is an ``arith.constant`` (tiling leaves many), else itself."""
+    owner = value.owner
+    if not isinstance(owner, ir.Block) and owner.operation.name == "arith.constant":
+        return int(ir.IntegerAttr(owner.operation.attributes["value"]).value)
+    return value
+
+
 def _mixed(static: ir.Attribute, dynamic: Sequence[ir.Value]) -> list[int | ir.Value]:
-    """Static entries as ints and dynamic ones as their SSA values, in dim order."""
+    """Static entries (and constant dynamic ones) as ints, others as SSA values."""
     values = iter(dynamic)
-    return [next(values) if v == _DYNAMIC else v for v in ir.DenseI64ArrayAttr(static)]
+    return [_constant(next(values)) if v == _DYNAMIC else v for v in ir.DenseI64ArrayAttr(static)]
 
 
 def _as_value(entry: int | ir.Value) -> ir.Value:
@@ -66,7 +77,7 @@ def _defined_before(value: ir.Value, anchor: ir.Operation) -> bool:
     op = owner.operation
     if op.parent != anchor.parent:
         return True
-    return op == anchor or op.is_before_in_block(anchor)
+    return bool(op == anchor or op.is_before_in_block(anchor))
 
 
 def union_slices(loop: ir.Operation, producer: ir.Operation) -> bool:
@@ -106,18 +117,17 @@ def union_slices(loop: ir.Operation, producer: ir.Operation) -> bool:
 
 def _first_use(body: ir.Block, slices: Sequence[ir.Operation]) -> ir.Operation | None:
     """The first op in ``body`` that reads one of ``slices`` (where the union must exist)."""
-    users = {id(s): s for s in slices}
     for op in body.operations:
-        if any(_owner_is(v, users.values()) for v in op.operation.operands):
+        if any(_owner_is(v, slices) for v in op.operation.operands):
             return op.operation
     return None
 
 
-def _owner_is(value: ir.Value, ops: Sequence[ir.Operation] | object) -> bool:
+def _owner_is(value: ir.Value, ops: Sequence[ir.Operation]) -> bool:
     owner = value.owner
     if isinstance(owner, ir.Block):
         return False
-    return any(owner.operation == op for op in ops)  # type: ignore[attr-defined]
+    return any(owner.operation == op for op in ops)
 
 
 def _rewrite_as_union(result: ir.Value, slices: Sequence[ir.Operation]) -> None:
@@ -151,6 +161,130 @@ def _rewrite_as_union(result: ir.Value, slices: Sequence[ir.Operation]) -> None:
         )
         s.result.replace_all_uses_with(sub.result)
         s.erase()
+
+
+def _reassociation(op: ir.Operation) -> list[list[int]]:
+    return [
+        [int(ir.IntegerAttr(d).value) for d in ir.ArrayAttr(g)]
+        for g in ir.ArrayAttr(op.attributes["reassociation"])
+    ]
+
+
+def _multiple_of(entry: int | ir.Value, factor: int) -> bool:
+    """Whether a slice offset is provably a multiple of ``factor``."""
+    if factor == 1:
+        return True
+    if isinstance(entry, int):
+        return entry % factor == 0
+    owner = entry.owner
+    if isinstance(owner, ir.Block) or owner.operation.name != "affine.apply":
+        return False
+    expr = ir.AffineMapAttr(owner.operation.attributes["map"]).value.results[0]
+    if not ir.AffineMulExpr.isinstance(expr):
+        return False
+    rhs = ir.AffineMulExpr(expr).rhs
+    return ir.AffineConstantExpr.isinstance(rhs) and (
+        ir.AffineConstantExpr(rhs).value % factor == 0
+    )
+
+
+def _scaled(entry: int | ir.Value, factor: int) -> int | ir.Value:
+    if isinstance(entry, int):
+        return entry * factor
+    if factor == 1:
+        return entry
+    return arith.MulIOp(entry, _index_constant(factor)).result
+
+
+def _source_slice(
+    reshape: ir.Operation, offsets: list[int | ir.Value], sizes: list[int | ir.Value]
+) -> tuple[list[int | ir.Value], list[int]] | None:
+    """The source slice equal to a slice of ``reshape``'s result, if it is contiguous.
+
+    Sizes must be static. Each reassociation group may be cut only along its outermost
+    dim; the inner dims of the group are taken whole.
+    """
+    groups = _reassociation(reshape)
+    expand = reshape.name == "tensor.expand_shape"
+    big = ir.RankedTensorType((reshape.result if expand else reshape.operands[0]).type).shape
+    src_offsets: list[int | ir.Value] = []
+    src_sizes: list[int] = []
+    if any(not isinstance(z, int) for z in sizes):
+        return None
+    for g, group in enumerate(groups):
+        inner = 1
+        for d in group[1:]:
+            inner *= big[d]
+        if expand:
+            # result dims `group` come from source dim g: take inner dims whole (a slice as
+            # large as its dim starts at 0)
+            if any(sizes[d] != big[d] for d in group[1:]):
+                return None
+            src_offsets.append(_scaled(offsets[group[0]], inner))
+            src_sizes.append(int(sizes[group[0]]) * inner)
+        else:
+            # result dim g is source dims `group` collapsed: cut only the outermost
+            off, size = offsets[g], int(sizes[g])
+            if size % inner or not _multiple_of(off, inner):
+                return None
+            for d in group:
+                if d == group[0]:
+                    src_offsets.append(_divided(off, inner))
+                    src_sizes.append(size // inner)
+                else:
+                    src_offsets.append(0)
+                    src_sizes.append(big[d])
+    return src_offsets, src_sizes
+
+
+def _divided(entry: int | ir.Value, factor: int) -> int | ir.Value:
+    if isinstance(entry, int):
+        return entry // factor
+    if factor == 1:
+        return entry
+    return arith.DivUIOp(entry, _index_constant(factor)).result
+
+
+def bubble_slices_through_reshape(loop: ir.Operation, reshape: ir.Operation) -> bool:
+    """Rewrite the loop body's slices of ``reshape`` as reshapes of source slices.
+
+    Returns whether every such slice was rewritten (the reshape is then not read in the
+    loop, and its producer can be fused).
+    """
+    users = [u.owner.operation for u in reshape.result.uses]
+    slices = [u for u in users if u.name == "tensor.extract_slice" and u.parent == loop]
+    expand = reshape.name == "tensor.expand_shape"
+    for s in slices:
+        if not _unit_strides(s):
+            return False
+        offsets, sizes = _slice_parts(s)
+        with ir.InsertionPoint(s):
+            found = _source_slice(reshape, offsets, sizes)
+            if found is None:
+                return False
+            src_offsets, src_sizes = found
+            source = reshape.operands[0]
+            element = ir.RankedTensorType(source.type).element_type
+            sliced = tensor.ExtractSliceOp(
+                ir.RankedTensorType.get(src_sizes, element),
+                source,
+                [v for v in src_offsets if not isinstance(v, int)],
+                [],
+                [],
+                [v if isinstance(v, int) else _DYNAMIC for v in src_offsets],
+                src_sizes,
+                [1] * len(src_sizes),
+            ).result
+            reassociation = reshape.attributes["reassociation"]
+            if expand:
+                new = tensor.ExpandShapeOp(
+                    s.result.type, sliced, reassociation, [], [int(z) for z in sizes]
+                ).result
+            else:
+                new = tensor.CollapseShapeOp(s.result.type, sliced, reassociation).result
+        s.result.replace_all_uses_with(new)
+        s.erase()
+    return True
 
 
 def forall_to_for(forall: ir.Operation, order: Sequence[int]) -> ir.Operation:

@@ -74,28 +74,20 @@ def tile_roots(
     return merged, [t.tiled_op for t in tiled]
 
 
-def fuse_producer(
-    scope: ir.Value, loop: ir.Value, producer: ir.Value, op: PayloadOp, plan: FusionPlan
-) -> ir.Value:
+def fuse_producer(scope: ir.Value, loop: ir.Value, producer: ir.Value, op: PayloadOp) -> ir.Value:
     """Fuse ``producer`` (planned as ``op``) into ``loop``, CSE ``scope``'s functions.
 
-    Returns the (new) loop handle. A reshape is passed by bubbling the loop's slices above
-    it; a fused ``tensor.pad``'s zero-slice guard (``scf.if``) is replaced by its else
-    branch, which is correct for every tile and exposes the pad's source slice to the
-    next fusion.
+    Returns the (new) loop handle. A fused ``tensor.pad``'s zero-slice guard (``scf.if``)
+    is replaced by its else branch, which is correct for every tile and exposes the pad's
+    source slice to the next fusion.
     """
-    if plan.is_reshape(op):
-        apply_patterns(
-            OpHandle(loop, "loop"), "transform.apply_patterns.tensor.bubble_up_extract_slice"
-        )
-    else:
-        fused = structured.FuseIntoContainingOp(producer, loop)
-        loop = fused.new_containing_op
-        if op.name == "tensor.pad":
-            guard = transform.GetParentOp(
-                any_op(), fused.fused_op, op_name="scf.if", allow_empty_results=True
-            ).parent
-            loop_ext.TakeAssumedBranchOp(guard, take_else_branch=True)
+    fused = structured.FuseIntoContainingOp(producer, loop)
+    loop = fused.new_containing_op
+    if op.name == "tensor.pad":
+        guard = transform.GetParentOp(
+            any_op(), fused.fused_op, op_name="scf.if", allow_empty_results=True
+        ).parent
+        loop_ext.TakeAssumedBranchOp(guard, take_else_branch=True)
     transform.ApplyCommonSubexpressionEliminationOp(functions(scope))
     return loop
 
@@ -131,7 +123,7 @@ def fuse_in_strategy(
     handles.update(generalize_ops(lambda op: handles[op.fid], plan.generalized))
     loop, roots = tile_roots(lambda op: handles[op.fid], plan.roots, parallel, workgroups=True)
     for op in reversed(plan.producers):
-        loop = fuse_producer(func, loop, handles[op.fid], op, plan)
+        loop = fuse_producer(func, loop, handles[op.fid], op)
     distribute_to_workgroups(loop)
     if any(reduction):
         roots = tile_reductions(roots, reduction, order)
@@ -142,7 +134,8 @@ def fuse_in_strategy(
 
 
 def _script(body: Callable[[ir.Value], None]) -> str:
-    script = TransformScript()
+    """One ``@__fuse_ext`` sequence; built in the caller's active MLIR context if any."""
+    script = TransformScript(ir.Context.current)
     seq = script.named_sequence(ENTRY, arg_effect="consumed")
     with seq.building():
         body(seq.argument)
@@ -179,17 +172,24 @@ def generalize_script(ops: Sequence[PayloadOp]) -> str:
     return _script(body)
 
 
+def _canonicalize(loop: ir.Value) -> None:
+    """Fold the loop body's index arithmetic, so the driver's rewrites see constants."""
+    apply_patterns(OpHandle(loop, "loop"), "transform.apply_patterns.canonicalization")
+
+
 def tile_roots_script(roots: Sequence[PayloadOp], sizes: Sequence[int]) -> str:
     def body(scope: ir.Value) -> None:
         loop, _ = tile_roots(_by_fid(scope), roots, sizes, workgroups=False)
         transform.AnnotateOp(loop, LOOP_TAG)
+        _canonicalize(loop)
 
     return _script(body)
 
 
-def fuse_producer_script(op: PayloadOp, plan: FusionPlan) -> str:
+def fuse_producer_script(op: PayloadOp) -> str:
     def body(scope: ir.Value) -> None:
-        fuse_producer(scope, _tagged_loop(scope), select(scope, op.fid), op, plan)
+        loop = fuse_producer(scope, _tagged_loop(scope), select(scope, op.fid), op)
+        _canonicalize(loop)
 
     return _script(body)
 
