@@ -246,6 +246,8 @@ def _print_report(report: dict[str, object]) -> None:
     print()
     if report.get("error"):
         print(f"error    {report['error']}")
+    if report.get("evaluated_by"):
+        print(f"checked  by the {report['evaluated_by']}")
     time_ms, base_ms = report.get("time_ms"), report.get("baseline_ms")
     if isinstance(time_ms, dict) and isinstance(base_ms, dict):
         print(

@@ -183,8 +183,8 @@ def _multiple_of(entry: int | ir.Value, factor: int) -> bool:
     if not ir.AffineMulExpr.isinstance(expr):
         return False
     rhs = ir.AffineMulExpr(expr).rhs
-    return ir.AffineConstantExpr.isinstance(rhs) and (
-        ir.AffineConstantExpr(rhs).value % factor == 0
+    return bool(
+        ir.AffineConstantExpr.isinstance(rhs) and ir.AffineConstantExpr(rhs).value % factor == 0
     )
 
 
