@@ -1,0 +1,223 @@
+"""fuse_ext on payload modules: each semantic is checked on the IR structure *and* on
+numerics (numpy IR evaluator, transformed vs untransformed module, random inputs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from iree.compiler import ir
+from tdsched.targets.ir_eval import check_equivalent
+from tdsched.transform_lib.fuse_ext import FuseExtError, FuseExtOptions, fuse_ext
+from tdsched.transform_lib.interpreter import apply_script
+from tdsched.transform_lib.match import OpCriteria
+
+PAYLOADS = Path(__file__).parent / "payloads"
+TEST_ROOT = OpCriteria(attributes=("tdsched.test_root",))
+
+
+def _payload(name: str) -> str:
+    return (PAYLOADS / name).read_text()
+
+
+def _run(name: str, **options: object) -> tuple[str, str, list[str]]:
+    before = _payload(name)
+    after, report = fuse_ext(before, FuseExtOptions(**options))  # type: ignore[arg-type]
+    assert check_equivalent(before, after).equivalent, report.lines()
+    return before, after, report.lines()
+
+
+def _ops(module_text: str) -> list[tuple[str, list[str], ir.Operation]]:
+    """(op name, enclosing op names innermost first) for every op in the module."""
+    found: list[tuple[str, list[str], ir.Operation]] = []
+    context = ir.Context()
+    module = ir.Module.parse(module_text, context)
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        parents = []
+        parent = op.parent
+        while parent is not None:
+            parents.append(parent.name)
+            parent = parent.parent
+        found.append((op.name, parents, op))
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    _ops.keep = (context, module)  # type: ignore[attr-defined]
+    return found
+
+
+def _contractions(module_text: str) -> list[list[str]]:
+    """Enclosing ops of every op with a reduction loop (matmuls, convs)."""
+    return [
+        parents
+        for name, parents, op in _ops(module_text)
+        if name in ("linalg.matmul", "linalg.conv_2d_nhwc_hwcf")
+        or (name == "linalg.generic" and "reduction" in str(op.attributes["iterator_types"]))
+    ]
+
+
+def test_reduction_tiling_keeps_the_initializer_outside_the_reduction_loop() -> None:
+    _, after, _ = _run(
+        "matmul_bias_relu_both.mlir", root=OpCriteria(op="linalg.matmul"), tile_sizes=(8, 8, 4)
+    )
+    fills = [parents for name, parents, _ in _ops(after) if name == "linalg.fill"]
+    assert fills == [["scf.forall", "func.func", "builtin.module"]]
+    (matmul,) = _contractions(after)
+    assert matmul[:2] == ["scf.for", "scf.forall"]
+
+
+def test_upstream_fuse_puts_the_fill_in_the_reduction_loop_and_the_checker_sees_it() -> None:
+    """The miscompile fuse_ext exists to avoid (llvm-project issue 58398)."""
+    before = _payload("matmul_bias_relu_both.mlir")
+    script = """module attributes {transform.with_named_sequence} {
+      transform.named_sequence @main(%m: !transform.any_op {transform.consumed}) {
+        %mm = transform.structured.match ops{["linalg.matmul"]} in %m
+          : (!transform.any_op) -> !transform.any_op
+        %t, %l:3 = transform.structured.fuse %mm tile_sizes [8, 8, 4]
+          : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op,
+             !transform.any_op)
+        transform.yield
+      }
+    }"""
+    after, _ = apply_script(before, script, "main")
+    assert not check_equivalent(before, after).equivalent
+
+
+def test_intermediate_used_outside_is_yielded_not_recomputed() -> None:
+    _, after, lines = _run(
+        "matmul_bias_relu_both.mlir", root=OpCriteria(op="linalg.generic"), tile_sizes=(8, 8)
+    )
+    assert _contractions(after) == [["scf.forall", "func.func", "builtin.module"]]
+    forall = next(op for name, _, op in _ops(after) if name == "scf.forall")
+    assert len(forall.results) == 2
+    assert any("yielded by the loop nest" in line for line in lines)
+
+
+def test_recompute_policy_keeps_the_full_size_producer_too() -> None:
+    _, after, lines = _run(
+        "matmul_bias_relu_both.mlir",
+        root=OpCriteria(op="linalg.generic"),
+        tile_sizes=(8, 8),
+        intermediates="recompute",
+    )
+    assert sorted(p[0] for p in _contractions(after)) == ["func.func", "scf.forall"]
+    assert any("intermediates: recompute" in line for line in lines)
+
+
+def test_shared_producer_is_computed_once_on_the_union_of_its_slices() -> None:
+    """relu(x) feeds the padded 3x3 conv (halo slice) and the residual add (tile slice)."""
+    _, after, lines = _run("conv_pad_residual.mlir", root=TEST_ROOT, tile_sizes=(1, 4, 4, 8))
+    relus = [
+        parents
+        for name, parents, op in _ops(after)
+        if name == "linalg.generic" and "arith.maximumf" in str(op)
+    ]
+    assert relus == [["scf.forall", "func.func", "builtin.module"]]
+    names = [name for name, _, _ in _ops(after)]
+    assert "scf.if" not in names and "tensor.generate" not in names
+    assert sum("fused" in line for line in lines) == 4  # conv, fill, pad, relu
+
+
+def test_stop_set_ops_stay_outside_at_full_size() -> None:
+    _, after, lines = _run(
+        "matmul_bias_relu_both.mlir",
+        root=OpCriteria(op="linalg.generic"),
+        tile_sizes=(8, 8),
+        stop=OpCriteria(op="linalg.matmul"),
+    )
+    assert _contractions(after) == [["func.func", "builtin.module"]]
+    assert any("in the stop set" in line for line in lines)
+
+
+def test_fusion_through_expand_shape_and_multi_result_producer() -> None:
+    _, after, _ = _run("reshape_multi_result.mlir", root=TEST_ROOT, tile_sizes=(4, 2, 8))
+    ops = _ops(after)
+    reshapes = [parents[0] for name, parents, _ in ops if name == "tensor.expand_shape"]
+    assert reshapes == ["scf.forall", "scf.forall"]
+    multi = [
+        parents for name, parents, op in ops if name == "linalg.generic" and len(op.results) == 2
+    ]
+    assert multi == [["scf.forall", "func.func", "builtin.module"]]
+
+
+def test_several_roots_share_one_loop_nest_and_the_shared_producer() -> None:
+    _, after, _ = _run("diamond_two_roots.mlir", root=TEST_ROOT, tile_sizes=(8, 16))
+    ops = _ops(after)
+    assert [name for name, _, _ in ops].count("scf.forall") == 1
+    exps = [parents for name, parents, op in ops if name == "linalg.generic" and "exp" in str(op)]
+    assert exps == [["scf.forall", "func.func", "builtin.module"]]
+
+
+def test_loop_for_gives_an_scf_for_nest_in_interchange_order() -> None:
+    _, after, _ = _run(
+        "matmul_bias_relu_both.mlir",
+        root=OpCriteria(op="linalg.generic"),
+        tile_sizes=(8, 8),
+        interchange=(1, 0),
+        loop="for",
+    )
+    names = [name for name, _, _ in _ops(after)]
+    assert "scf.forall" not in names and names.count("scf.for") == 2
+    (matmul,) = _contractions(after)
+    assert matmul[:2] == ["scf.for", "scf.for"]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"root": OpCriteria(op="linalg.matmul"), "tile_sizes": (8, 8)},
+            "2 tile sizes for root linalg.matmul",
+        ),
+        (
+            {"root": OpCriteria(op="linalg.conv_2d_nhwc_hwcf"), "tile_sizes": (8,)},
+            "the root match selected no op",
+        ),
+        (
+            {"root": OpCriteria(op="linalg.matmul"), "tile_sizes": (0, 0, 4)},
+            "no parallel loop of root linalg.matmul",
+        ),
+        (
+            {
+                "root": OpCriteria(op="linalg.matmul"),
+                "tile_sizes": (8, 8, 4),
+                "interchange": (2, 0, 1),
+            },
+            "puts a reduction loop outside parallel loop",
+        ),
+    ],
+)
+def test_precondition_errors_name_the_op_and_the_reason(
+    options: dict[str, object], message: str
+) -> None:
+    with pytest.raises(FuseExtError, match=message):
+        fuse_ext(_payload("matmul_bias_relu_both.mlir"), FuseExtOptions(**options))  # type: ignore[arg-type]
+
+
+_TWO_SPACES = """
+func.func @f(%x: tensor<8x8xf32>, %y: tensor<8xf32>) -> (tensor<8x8xf32>, tensor<8xf32>) {
+  %e2 = tensor.empty() : tensor<8x8xf32>
+  %e1 = tensor.empty() : tensor<8xf32>
+  %a = linalg.generic {tdsched.test_root, indexing_maps = [affine_map<(i, j) -> (i, j)>,
+      affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<8x8xf32>) outs(%e2 : tensor<8x8xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %n = arith.negf %v : f32
+    linalg.yield %n : f32
+  } -> tensor<8x8xf32>
+  %b = linalg.generic {tdsched.test_root, indexing_maps = [affine_map<(i) -> (i)>,
+      affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%y : tensor<8xf32>) outs(%e1 : tensor<8xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %n = arith.negf %v : f32
+    linalg.yield %n : f32
+  } -> tensor<8xf32>
+  return %a, %b : tensor<8x8xf32>, tensor<8xf32>
+}
+"""
+
+
+def test_roots_with_different_loops_are_refused() -> None:
+    with pytest.raises(FuseExtError, match="do not share one iteration space"):
+        fuse_ext(_TWO_SPACES, FuseExtOptions(root=TEST_ROOT, tile_sizes=(4, 4)))
