@@ -162,17 +162,17 @@ def _plan(args: argparse.Namespace, **extra: object) -> Plan:
 def _show(args: argparse.Namespace) -> int:
     p = _plan(args)
     parts = []
-    if p.scripts.has_host_loops:
-        # fuse_ext plans its transform steps on the payload: run the graph to know them.
-        for script in apply_graph(p).scripts:
-            parts.append("// graph schedule step (whole module)\n" + script)
-    else:
+    if all(isinstance(stage, ScriptStage) for stage in p.scripts.graph):
         for stage in p.scripts.graph:
             assert isinstance(stage, ScriptStage)
             parts.append(
                 "// graph schedule: whole module, applied before dispatch formation\n"
                 + stage.script
             )
+    else:
+        # fuse_ext plans its transform steps on the payload: run the graph to know them.
+        for script in apply_graph(p).scripts:
+            parts.append("// graph schedule step (whole module)\n" + script)
     library = p.scripts.kernel_library
     if p.scripts.kernel_fusions:
         # Kernel-level fuse_ext is planned on the dispatch sources: build them first.

@@ -41,6 +41,7 @@ from .errors import RecipeError, Where
 from .recipe import (
     ROOT,
     CleanupStep,
+    DispatchRegionStep,
     FuseExtStep,
     FuseIntoStep,
     GeneralizeStep,
@@ -87,7 +88,16 @@ class FuseExtStage:
     where: Where
 
 
-GraphStage = ScriptStage | FuseExtStage
+@dataclass(frozen=True)
+class DispatchRegionStage:
+    """A graph-schedule dispatch_region step (a rewrite run by tdsched, not a script)."""
+
+    root: OpCriteria
+    stop: OpCriteria | None
+    where: Where
+
+
+GraphStage = ScriptStage | FuseExtStage | DispatchRegionStage
 
 
 @dataclass(frozen=True)
@@ -294,6 +304,10 @@ class _Emitter:
             )
         elif isinstance(step, FuseExtStep):
             self._fuse_ext(step)
+        elif isinstance(step, DispatchRegionStep):
+            raise RecipeError(
+                step.where, "dispatch_region groups ops before dispatches form: a graph step"
+            )
 
     def _bind(self, name: str, handle: OpHandle, step: MatchStep | ProducerStep) -> None:
         """Bind ``name`` and require, via a marker, that it holds at least one op."""
@@ -385,14 +399,19 @@ def _emit_graph(recipe: Recipe, counts: dict[str, set[int]]) -> tuple[GraphStage
     stages: list[GraphStage] = []
     pending: list[Step] = []
     for step in (*recipe.graph, None):
-        if not isinstance(step, FuseExtStep) and step is not None:
+        if not isinstance(step, FuseExtStep | DispatchRegionStep) and step is not None:
             pending.append(step)
             continue
         if pending:
             stages.append(_script_stage(pending, counts))
             pending = []
-        if step is not None:
+        if isinstance(step, FuseExtStep):
             stages.append(FuseExtStage(fuse_ext_options(step), step.where))
+        elif isinstance(step, DispatchRegionStep):
+            root = _criteria(step.root, step.where.child("root"))
+            assert root is not None
+            stop = _criteria(step.stop, step.where.child("stop"))
+            stages.append(DispatchRegionStage(root, stop, step.where))
     return tuple(stages)
 
 

@@ -22,6 +22,7 @@ from tdsched.targets.compiler import CompileRequest, CompileResult, probe_compil
 from tdsched.targets.ir_eval import evaluate
 from tdsched.targets.runtime import LoadedModule, configure_threads
 from tdsched.targets.timing import time_interleaved
+from tdsched.transform_lib.dispatch_region import form_dispatch_region
 from tdsched.transform_lib.errors import ScheduleError
 from tdsched.transform_lib.fuse_ext import FuseExtReport, fuse_ext
 from tdsched.transform_lib.fuse_ext.probe import plan_kernels
@@ -29,7 +30,7 @@ from tdsched.transform_lib.interpreter import apply_script
 from tdsched.transform_lib.payload import loop_counts
 from tdsched.transform_lib.remarks import found_remarks, kernel_after_schedule, printed_sections
 
-from .emit import GRAPH_ENTRY, FuseExtStage, Marker, Scripts, ScriptStage, emit
+from .emit import GRAPH_ENTRY, DispatchRegionStage, Marker, Scripts, ScriptStage, emit
 from .errors import RecipeError, Where
 from .params import ParamValue, resolve
 from .recipe import Recipe
@@ -129,12 +130,15 @@ def apply_graph(p: Plan) -> GraphResult:
                 module, printed = apply_script(module, stage.script, GRAPH_ENTRY)
                 _require(stage.markers, found_remarks(printed))
                 scripts.append(stage.script)
+            elif isinstance(stage, DispatchRegionStage):
+                module, region = form_dispatch_region(module, stage.root, stage.stop)
+                reports.append("\n".join(region.lines()))
             else:
                 module, report = fuse_ext(module, stage.options)
                 reports.append("\n".join(report.lines()))
                 scripts.extend(report.scripts)
         except ScheduleError as exc:
-            where = stage.where if isinstance(stage, FuseExtStage) else None
+            where = stage.where if not isinstance(stage, ScriptStage) else None
             raise RecipeError(where or Where(p.recipe.source, None, "graph"), str(exc)) from exc
     return GraphResult(module, tuple(reports), tuple(scripts))
 

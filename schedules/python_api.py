@@ -27,6 +27,7 @@ from .errors import Where
 from .recipe import (
     ROOT,
     CleanupStep,
+    DispatchRegionStep,
     FuseExtStep,
     FuseIntoStep,
     GeneralizeStep,
@@ -198,6 +199,10 @@ class ScheduleBuilder:
                 where=_caller(),
             )
         )
+
+    def dispatch_region(self, root: MatchSpec, *, stop: MatchSpec | None = None) -> None:
+        """Group ``root`` and the ops it depends on into one dispatch (graph schedules)."""
+        self._schedule.steps.append(DispatchRegionStep(root=root, stop=stop, where=_caller()))
 
     def vectorize(self) -> None:
         """Vectorize every op in scope (invalidates op handles: do it after tiling)."""

@@ -145,8 +145,22 @@ class FuseExtStep:
     where: Where = field(default_factory=Where)
 
 
+@dataclass(frozen=True)
+class DispatchRegionStep:
+    """Group ``root`` and the ops it depends on (up to ``stop``) into one IREE dispatch.
+
+    A graph step: IREE then compiles the whole group as one kernel, which a kernel
+    schedule (typically fuse_ext on the last op) must compile.
+    """
+
+    root: MatchSpec
+    stop: MatchSpec | None = None
+    where: Where = field(default_factory=Where)
+
+
 Step = (
     MatchStep
+    | DispatchRegionStep
     | FuseExtStep
     | ProducerStep
     | TileStep

@@ -18,6 +18,7 @@ from .recipe import (
     ROOT,
     TARGETS,
     CleanupStep,
+    DispatchRegionStep,
     FuseExtStep,
     FuseIntoStep,
     GeneralizeStep,
@@ -392,6 +393,15 @@ def _fuse_ext_step(node: _Node, f: dict[str, _Node]) -> Step:
     )
 
 
+def _dispatch_region_step(node: _Node, f: dict[str, _Node]) -> Step:
+    root, stop = f["root"], f.get("stop")
+    return DispatchRegionStep(
+        root=_match_spec(root, root.mapping(_MATCH_FIELDS)),
+        stop=_match_spec(stop, stop.mapping(_MATCH_FIELDS)) if stop is not None else None,
+        where=node.where,
+    )
+
+
 def _fuse_step(node: _Node, f: dict[str, _Node]) -> Step:
     return FuseIntoStep(producer=f["producer"].text(), loop=f["loop"].text(), where=node.where)
 
@@ -471,6 +481,14 @@ _STEPS: dict[str, tuple[dict[str, str], tuple[str, ...], _StepBuilder]] = {
         },
         ("tile_sizes",),
         _fuse_ext_step,
+    ),
+    "dispatch_region": (
+        {
+            "root": "match of the last op(s) of the group",
+            "stop": "match of ops the group stops at (they stay outside)",
+        },
+        ("root",),
+        _dispatch_region_step,
     ),
     "generalize": (_TARGET, (), _generalize_step),
     "interchange": (

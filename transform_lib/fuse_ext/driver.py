@@ -43,6 +43,7 @@ from .plan import (
     assign_fids,
     fid_of,
     make_plan,
+    root_block,
     split_tile_sizes,
 )
 
@@ -118,7 +119,7 @@ def fuse_ext(module_text: str, options: FuseExtOptions) -> tuple[str, FuseExtRep
             raise FuseExtError(f"fuse_ext: the payload does not parse: {exc}") from exc
         payload = _Payload(module, report)
         payload.run(scripts.tag_script(options.root, options.stop), "matching root and stop")
-        block = _root_block(module)
+        block = root_block(module)
         block_ops = assign_fids(block)
         plan = make_plan(block_ops, options.intermediates)
         report.plan = plan
@@ -144,26 +145,6 @@ def fuse_ext(module_text: str, options: FuseExtOptions) -> tuple[str, FuseExtRep
             raise FuseExtError("fuse_ext: produced an invalid module (please report)")
         report.seconds = time.perf_counter() - start
         return str(module), report
-
-
-def _root_block(module: ir.Module) -> ir.Block:
-    found: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if ROOT_TAG in op.attributes:
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    if not found:
-        raise FuseExtError("fuse_ext: the root match selected no op in the module")
-    parent = found[0].parent
-    if parent is None or parent.name != "func.func" or any(op.parent != parent for op in found):
-        raise FuseExtError(
-            "fuse_ext: the roots must sit directly in one function's body, found "
-            + ", ".join(f"{op.name} at {op.location}" for op in found)
-        )
-    return parent.regions[0].blocks[0]
 
 
 def _tag_loop(block: ir.Block, root_fids: list[int]) -> ir.Operation:

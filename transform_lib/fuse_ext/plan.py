@@ -148,6 +148,31 @@ def iterator_types(block_ops: Sequence[ir.Operation]) -> dict[int, tuple[str, ..
     return found
 
 
+def root_block(module: ir.Module, primitive: str = "fuse_ext") -> ir.Block:
+    """The function body holding the ops tagged as roots (all in one block).
+
+    Raises :class:`FuseExtError` when no op is tagged or the roots are not directly in
+    one function's body.
+    """
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if ROOT_TAG in op.attributes:
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    if not found:
+        raise FuseExtError(f"{primitive}: the root match selected no op in the module")
+    parent = found[0].parent
+    if parent is None or parent.name != "func.func" or any(op.parent != parent for op in found):
+        raise FuseExtError(
+            f"{primitive}: the roots must sit directly in one function's body, found "
+            + ", ".join(f"{op.name} at {op.location}" for op in found)
+        )
+    return parent.regions[0].blocks[0]
+
+
 def make_plan(
     block_ops: Sequence[ir.Operation],
     intermediates: Intermediates = "yield",
@@ -169,7 +194,7 @@ def make_plan(
                 f"fuse_ext: root {_payload(root).describe()} is not a structured linalg op "
                 "with loops; only such ops can be tiled as a root"
             )
-    producers, outside = _backward_slice(block_ops, roots, reshapes)
+    producers, outside = producer_dag(block_ops, roots, reshapes)
     # A root that feeds another root is an intermediate of the fused region.
     roots = [r for r in roots if (fid_of(r) or 0) not in producers]
     root_iters = {iterators[fid_of(r) or 0] for r in roots}
@@ -233,10 +258,11 @@ def _outside_users(
     return users
 
 
-def _backward_slice(
-    block_ops: Sequence[ir.Operation], roots: Sequence[ir.Operation], reshapes: bool
+def producer_dag(
+    block_ops: Sequence[ir.Operation], roots: Sequence[ir.Operation], reshapes: bool = True
 ) -> tuple[set[int], list[Outside]]:
-    """Fids of the tileable ops reached from ``roots`` and the ops where the walk stopped."""
+    """Fids of the tileable ops reached backwards from ``roots`` (through inputs and
+    inits, stopping at ``stop``-tagged and untileable ops), and where the walk stopped."""
     producers: set[int] = set()
     outside: dict[int, Outside] = {}
     work = list(roots)

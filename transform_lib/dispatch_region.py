@@ -1,0 +1,138 @@
+"""Graph rewrite: group a producer DAG into one ``flow.dispatch.region`` (cross-layer).
+
+IREE honours a ``flow.dispatch.region`` that is already in its input: every op inside
+ends up in one executable. Grouping, say, a whole ResNet bottleneck lets one kernel
+strategy tile the last op and fuse every layer into that loop nest (fuse_ext), as
+ByteIR does. IREE's own CPU codegen cannot compile such a dispatch ("large vector
+sizes"), so a region needs a kernel schedule. There is no transform op for this in
+IREE 3.13, so the region is built with the MLIR Python bindings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from iree.compiler import ir
+
+from .fuse_ext import scripts
+from .fuse_ext.plan import (
+    FID,
+    ROOT_TAG,
+    STOP_TAG,
+    FuseExtError,
+    assign_fids,
+    producer_dag,
+    root_block,
+)
+from .interpreter import apply_in_place
+from .match import OpCriteria
+
+
+@dataclass(frozen=True)
+class RegionReport:
+    """What was grouped: op descriptions in program order and the region's results."""
+
+    ops: tuple[str, ...]
+    results: int
+
+    def lines(self) -> list[str]:
+        head = f"dispatch_region: grouped {len(self.ops)} ops into one dispatch region"
+        return [f"{head} ({self.results} result(s))", *(f"  {op}" for op in self.ops)]
+
+
+def form_dispatch_region(
+    module_text: str, root: OpCriteria, stop: OpCriteria | None = None
+) -> tuple[str, RegionReport]:
+    """Wrap ``root`` and the tileable ops it depends on (up to ``stop``) in a region.
+
+    Results of grouped ops that are used outside (the root's, and e.g. a returned
+    intermediate) become the region's results. Raises :class:`FuseExtError` (a
+    ``ScheduleError``) when the ops cannot be grouped, saying which op prevents it.
+    """
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(module_text)
+        apply_in_place(module, scripts.tag_script(root, stop), scripts.ENTRY)
+        block = root_block(module, "dispatch_region")
+        block_ops = assign_fids(block)
+        roots = [op for op in block_ops if ROOT_TAG in op.attributes]
+        producers, _ = producer_dag(block_ops, roots)
+        members = sorted(producers | {block_ops.index(r) for r in roots})
+        escaping = _escaping_results(block_ops, set(members))
+        _build_region(block_ops, members, escaping)
+        report = RegionReport(
+            tuple(f"{block_ops[m].name} at {block_ops[m].location}" for m in members),
+            len(escaping),
+        )
+        _strip(module)
+        if not module.operation.verify():
+            raise FuseExtError("dispatch_region: produced an invalid module (please report)")
+        return str(module), report
+
+
+def _escaping_results(
+    block_ops: list[ir.Operation], members: set[int]
+) -> list[tuple[ir.Value, list[ir.OpOperand]]]:
+    """Member results used outside the group, with those uses; they must follow it."""
+    last = max(members)
+    escaping = []
+    for m in sorted(members):
+        for result in block_ops[m].results:
+            outside = []
+            for use in result.uses:
+                user = use.owner.operation
+                index = next(i for i, op in enumerate(block_ops) if _encloses(op, user))
+                if index in members:
+                    continue
+                if index < last:
+                    raise FuseExtError(
+                        f"dispatch_region: {block_ops[index].name} at "
+                        f"{block_ops[index].location} uses {block_ops[m].name} but comes "
+                        "before the end of the group; add it to 'stop' or group less"
+                    )
+                outside.append(use)
+            if outside:
+                escaping.append((result, outside))
+    return escaping
+
+
+def _encloses(op: ir.Operation, inner: ir.Operation) -> bool:
+    current: ir.Operation | None = inner
+    while current is not None:
+        if current == op:
+            return True
+        current = current.parent
+    return False
+
+
+def _build_region(
+    block_ops: list[ir.Operation],
+    members: list[int],
+    escaping: list[tuple[ir.Value, list[ir.OpOperand]]],
+) -> None:
+    after_last = block_ops[max(members) + 1]
+    segments = ir.DenseI32ArrayAttr.get([0, 0])
+    region = ir.Operation.create(
+        "flow.dispatch.region",
+        results=[value.type for value, _ in escaping],
+        attributes={"operandSegmentSizes": segments},
+        regions=2,
+        ip=ir.InsertionPoint(after_last),
+    )
+    body = region.regions[0].blocks.append()
+    with ir.InsertionPoint(body):
+        terminator = ir.Operation.create("flow.return", operands=[value for value, _ in escaping])
+    for m in members:
+        block_ops[m].move_before(terminator)
+    for (_, uses), result in zip(escaping, region.results, strict=True):
+        for use in uses:
+            use.owner.operation.operands[use.operand_number] = result
+
+
+def _strip(module: ir.Module) -> None:
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        for name in (ROOT_TAG, STOP_TAG, FID):
+            if name in op.attributes:
+                del op.attributes[name]
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
