@@ -20,7 +20,7 @@ from tdsched.transform_lib.cleanup import cleanup
 from tdsched.transform_lib.codegen_tail import cpu_tail, distribute_to_workgroups, gpu_tail
 from tdsched.transform_lib.errors import ScheduleError
 from tdsched.transform_lib.fuse_ext import FuseExtOptions
-from tdsched.transform_lib.fuse_ext.probe import KernelFusionRequest, KernelPlan, probe_title
+from tdsched.transform_lib.fuse_ext.probe import KernelFusionRequest, KernelPlan, emit_probe
 from tdsched.transform_lib.fuse_ext.scripts import fuse_in_strategy
 from tdsched.transform_lib.kernel_library import KernelLibrary
 from tdsched.transform_lib.lowering_config import compilation_info
@@ -370,7 +370,7 @@ class _Emitter:
         if plan is None:
             # Probe (or a kernel that matched no dispatch): show the dispatch as the
             # strategy sees it here, and stop: the rest needs the plan.
-            print_ir(self.func, probe_title(self.kernel))
+            emit_probe(self.func.value, self.kernel)
             raise _ProbeDone
         sizes = _ints(step.tile_sizes, step.where.child("tile_sizes"))
         order = _ints(step.interchange, step.where.child("interchange")) or None

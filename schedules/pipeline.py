@@ -25,7 +25,7 @@ from tdsched.targets.timing import time_interleaved
 from tdsched.transform_lib.dispatch_region import form_dispatch_region
 from tdsched.transform_lib.errors import ScheduleError
 from tdsched.transform_lib.fuse_ext import FuseExtReport, fuse_ext
-from tdsched.transform_lib.fuse_ext.probe import plan_kernels
+from tdsched.transform_lib.fuse_ext.probe import KernelPlan, plan_kernels
 from tdsched.transform_lib.interpreter import apply_script
 from tdsched.transform_lib.payload import loop_counts
 from tdsched.transform_lib.remarks import found_remarks, kernel_after_schedule, printed_sections
@@ -190,37 +190,51 @@ def build(p: Plan, out_dir: Path, stem: str | None = None) -> BuildFiles:
 def _plan_kernel_fusions(p: Plan, input_file: Path, out_dir: Path, reports: list[str]) -> Scripts:
     """Plan kernel-level fuse_ext on the dispatches as their strategies see them.
 
-    Compiles once with the probe library (its output is only read for the printed
-    dispatches; the probe itself cannot finish), plans, and returns the final scripts.
+    A probe strategy prints its dispatch and then stops iree-compile (left unscheduled,
+    some dispatches take IREE minutes to reject), so each compile reveals one kernel:
+    probe, plan it, emit it for real, and probe again until no kernel is left to plan
+    (a kernel that matched no dispatch never prints; the final compile reports it).
     """
     refuse_host_loops(p)
-    assert p.scripts.kernel_library is not None
-    probe_library = out_dir / "probe.kernels.mlir"
-    probe_library.write_text(p.scripts.kernel_library)
-    request = CompileRequest(
-        input_file,
-        p.target,
-        out_dir / "probe.vmfb",
-        probe_library,
-    )
-    printed = probe_compile(request)
-    try:
-        plans = plan_kernels(printed, p.scripts.kernel_fusions)
-    except ScheduleError as exc:
-        kernel = p.scripts.kernel_fusions[0].kernel
-        where = next(k.where for k in p.recipe.kernels if k.name == kernel)
-        raise RecipeError(where, str(exc)) from exc
-    for name, kernel_plan in plans.items():
-        fusion = kernel_plan.plan
-        lines = FuseExtReport(plan=fusion, fused=list(fusion.producers)).lines()[:-1]
-        reports.append(f"kernel '{name}': " + "\n".join(lines))
-    return emit(
-        p.recipe,
-        p.target.name,
-        loop_counts(p.workload.mlir),
-        print_after_schedule=p.print_after_schedule,
-        fusion_plans=plans,
-    )
+    plans: dict[str, KernelPlan] = {}
+    scripts = p.scripts
+    counts = loop_counts(p.workload.mlir)
+    for attempt in range(len(p.scripts.kernel_fusions)):
+        pending = [r for r in p.scripts.kernel_fusions if r.kernel not in plans]
+        assert scripts.kernel_library is not None
+        library = out_dir / f"probe{attempt}.kernels.mlir"
+        library.write_text(scripts.kernel_library)
+        request = CompileRequest(input_file, p.target, out_dir / "probe.vmfb", library)
+        try:
+            found = plan_kernels(probe_compile(request), pending)
+        except ScheduleError as exc:
+            kernel = pending[0].kernel
+            where = next(k.where for k in p.recipe.kernels if k.name == kernel)
+            raise RecipeError(where, str(exc)) from exc
+        if not found:
+            break
+        plans.update(found)
+        for name, kernel_plan in found.items():
+            fusion = kernel_plan.plan
+            lines = FuseExtReport(plan=fusion, fused=list(fusion.producers)).lines()[:-1]
+            reports.append(f"kernel '{name}': " + "\n".join(lines))
+        scripts = emit(
+            p.recipe,
+            p.target.name,
+            counts,
+            print_after_schedule=p.print_after_schedule,
+            fusion_plans=plans,
+        )
+    for request in p.scripts.kernel_fusions:
+        if request.kernel not in plans:
+            where = next(k.where for k in p.recipe.kernels if k.name == request.kernel)
+            raise RecipeError(
+                where,
+                "this kernel schedule matched no dispatch, so its fuse_ext step could not be "
+                "planned. Check 'match' (op name, kind, shape, dtype) against the dispatch "
+                "root ops ('tdsched apply' on a recipe without it shows the dispatches)",
+            )
+    return scripts
 
 
 def compile_plan(p: Plan, files: BuildFiles, output: Path) -> CompileResult:

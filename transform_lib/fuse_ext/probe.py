@@ -46,6 +46,13 @@ def probe_title(kernel: str) -> str:
     return f"{_PROBE}'{kernel}'"
 
 
+def emit_probe(func: ir.Value, kernel: str) -> None:
+    """Print the dispatch function, then fail on purpose so iree-compile stops here
+    (left unscheduled, some dispatches take IREE minutes to reject)."""
+    transform.PrintOp(target=func, name=probe_title(kernel))
+    transform.GetParentOp(any_op(), func, op_name="tdsched.probe_stops_here")
+
+
 @dataclass(frozen=True)
 class KernelFusionRequest:
     """A kernel schedule's fuse_ext step, as far as planning needs it.
