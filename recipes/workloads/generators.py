@@ -125,6 +125,30 @@ def conv2d_nhwc(
     return Workload(f"conv2d_nhwc_{N}x{H}x{W}x{C}_{F}_{t}", mlir, "conv2d_nhwc", reference)
 
 
+def matmul_chain(M: int, N: int, K: int, P: int, dtype: str = "f32") -> Workload:
+    """(A @ B) @ C with A: MxK, B: KxN, C: NxP: two chained matmuls (two layers)."""
+    _check("matmul_chain", dtype, M=M, N=N, K=K, P=P)
+    t = dtype
+    ab, out = f"tensor<{M}x{N}x{t}>", f"tensor<{M}x{P}x{t}>"
+    mlir = f"""func.func @matmul_chain(%a: tensor<{M}x{K}x{t}>, %b: tensor<{K}x{N}x{t}>, %c: tensor<{N}x{P}x{t}>) -> {out} {{
+  %zero = arith.constant 0.0 : {t}
+  %e1 = tensor.empty() : {ab}
+  %i1 = linalg.fill ins(%zero : {t}) outs(%e1 : {ab}) -> {ab}
+  %ab = linalg.matmul ins(%a, %b : tensor<{M}x{K}x{t}>, tensor<{K}x{N}x{t}>) outs(%i1 : {ab}) -> {ab}
+  %e2 = tensor.empty() : {out}
+  %i2 = linalg.fill ins(%zero : {t}) outs(%e2 : {out}) -> {out}
+  %abc = linalg.matmul ins(%ab, %c : {ab}, tensor<{N}x{P}x{t}>) outs(%i2 : {out}) -> {out}
+  return %abc : {out}
+}}
+"""
+
+    def reference(args: Sequence[np.ndarray]) -> list[np.ndarray]:
+        a, b, c = (x.astype(np.float64) for x in args)
+        return [(a @ b @ c).astype(args[0].dtype)]
+
+    return Workload(f"matmul_chain_{M}x{N}x{K}x{P}_{t}", mlir, "matmul_chain", reference)
+
+
 def _conv(name: str, operands: str, out: str, t: str) -> list[str]:
     """fill + stride-1 ``linalg.conv_2d_nhwc_hwcf`` defining ``%name``."""
     return [
@@ -234,6 +258,7 @@ def resnet_block(
 GENERATORS: dict[str, Callable[..., Workload]] = {
     "matmul": matmul,
     "matmul_bias_relu": matmul_bias_relu,
+    "matmul_chain": matmul_chain,
     "conv2d_nhwc": conv2d_nhwc,
     "resnet_block": resnet_block,
 }
