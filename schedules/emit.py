@@ -357,8 +357,6 @@ class _Emitter:
                 "inside a kernel schedule fuse_ext distributes the root's parallel loops to "
                 "workgroups, so loop must be forall (tile further with 'tile' steps)",
             )
-        if any(r.kernel == self.kernel for r in self.fusion.requests):
-            raise RecipeError(step.where, "a kernel schedule takes one fuse_ext step")
         request = KernelFusionRequest(
             self.kernel,
             _criteria(step.root, step.where.child("root")),
@@ -496,6 +494,10 @@ def _add_strategy(
     fusion: _Fusion,
 ) -> list[Marker]:
     emitted: list[Marker] = []
+
+    fuse_steps = [s for s in kernel.steps if isinstance(s, FuseExtStep)]
+    if len(fuse_steps) > 1:
+        raise RecipeError(fuse_steps[1].where, "a kernel schedule takes one fuse_ext step")
 
     def body(root: OpHandle, func: OpHandle) -> None:
         emitter = _Emitter(f"kernel '{kernel.name}'", func, counts, kernel_level=True)

@@ -1,0 +1,145 @@
+"""fuse_ext in recipes: graph level (numpy IR evaluation), kernel level on x86 and Vulkan
+(real IREE, real runtime, checked against numpy), cross-layer dispatch regions, and the
+errors recipe authors see."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tdsched.schedules.cli import main
+from tdsched.schedules.errors import RecipeError
+from tdsched.schedules.loading import load
+from tdsched.schedules.pipeline import build, plan, run
+from tdsched.schedules.python_api import Match, RecipeBuilder, generator
+
+MBR_SMALL = {"M": 256, "N": 256, "K": 256}
+
+
+def _ok(report: dict[str, object]) -> None:
+    assert report["status"] == "ok", report
+    assert isinstance(report["max_abs_error"], float) and report["max_abs_error"] < 1e-3
+
+
+def _graph_recipe(tmp_path: Path, step: str) -> Path:
+    path = tmp_path / "graph_fuse.yaml"
+    path.write_text(
+        "name: graph_fuse\n"
+        "workload: {generator: matmul_bias_relu, args: {M: 32, N: 48, K: 24}}\n"
+        "targets: [x86]\n"
+        f"graph:\n  - {step}\n"
+    )
+    return path
+
+
+def test_graph_level_fuse_ext_is_checked_by_the_numpy_evaluator(tmp_path: Path) -> None:
+    step = "fuse_ext: {root: {op: linalg.generic}, tile_sizes: [8, 16], loop: for}"
+    report = run(plan(load(str(_graph_recipe(tmp_path, step)))), time_it=False)
+    _ok(report)
+    assert "numpy IR evaluator" in str(report["evaluated_by"])
+    assert report["time_ms"] is None
+
+
+def test_apply_prints_what_graph_level_fuse_ext_fused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    step = "fuse_ext: {root: {op: linalg.generic}, tile_sizes: [8, 16]}"
+    assert main(["apply", str(_graph_recipe(tmp_path, step))]) == 0
+    out = capsys.readouterr().out
+    assert "// fuse_ext: tiled 1 root(s): linalg.generic" in out
+    assert "//   fused linalg.matmul" in out and "//   fused linalg.fill" in out
+    assert "scf.forall" in out
+
+
+def test_graph_level_fuse_ext_refuses_to_compile(tmp_path: Path) -> None:
+    step = "fuse_ext: {root: {op: linalg.generic}, tile_sizes: [8, 16]}"
+    p = plan(load(str(_graph_recipe(tmp_path, step))))
+    from tdsched.schedules.pipeline import compile_plan
+
+    files = build(p, tmp_path / "out")
+    with pytest.raises(RecipeError, match="host-level loops, which IREE cannot compile"):
+        compile_plan(p, files, tmp_path / "x.vmfb")
+
+
+def test_kernel_fuse_ext_x86_matches_numpy() -> None:
+    _ok(run(plan(load("matmul_bias_relu_fuse_ext_x86"), None, MBR_SMALL), time_it=False))
+
+
+def test_kernel_fuse_ext_vulkan_matches_numpy(vulkan: None) -> None:
+    _ok(run(plan(load("matmul_bias_relu_fuse_ext_vulkan"), None, MBR_SMALL), time_it=False))
+
+
+def test_kernel_fuse_ext_strategy_fuses_by_position_not_attribute(tmp_path: Path) -> None:
+    """The final strategy picks ops by name and position, read from the probe."""
+    files = build(plan(load("matmul_bias_relu_fuse_ext_x86"), None, MBR_SMALL), tmp_path)
+    assert files.kernel_library is not None
+    library = files.kernel_library.read_text()
+    assert "transform.split_handle" in library
+    assert library.count("transform.structured.fuse_into_containing_op") == 2
+    assert "populate_workgroup_count_region_using_num_threads_slice" in library
+    assert any("fused linalg.matmul" in r for r in files.reports)
+
+
+@pytest.mark.parametrize("target", ["x86", "vulkan"])
+def test_resnet_block_recipes_match_numpy(target: str, request: pytest.FixtureRequest) -> None:
+    if target == "vulkan":
+        request.getfixturevalue("vulkan")
+    _ok(run(plan(load(f"resnet_block_{target}")), time_it=False))
+
+
+def test_cross_layer_region_compiles_one_dispatch(tmp_path: Path) -> None:
+    p = plan(load("matmul_chain_cross_layer_x86"), None, {"M": 64, "N": 96, "K": 32, "P": 128})
+    files = build(p, tmp_path)
+    module = files.input_file.read_text()
+    assert module.count("flow.dispatch.region") == 1
+    assert any("grouped 4 ops into one dispatch region" in r for r in files.reports)
+    _ok(run(p, time_it=False))
+
+
+def test_per_layer_chain_matches_numpy() -> None:
+    p = plan(load("matmul_chain_x86"), None, {"M": 64, "N": 64, "K": 64, "P": 64})
+    _ok(run(p, time_it=False))
+
+
+def _kernel(**fuse: object) -> RecipeBuilder:
+    r = RecipeBuilder("k", workload=generator("matmul", M=64, N=64, K=64))
+    k = r.kernel("mm", match=Match(kind="contraction"))
+    k.fuse_ext(None, [16, 16, 0], **fuse)  # type: ignore[arg-type]
+    k.vectorize()
+    return r
+
+
+def test_kernel_fuse_ext_needs_forall() -> None:
+    with pytest.raises(RecipeError, match="loop must be forall"):
+        plan(_kernel(loop="for").build())
+
+
+def test_one_fuse_ext_per_kernel() -> None:
+    r = RecipeBuilder("k", workload=generator("matmul", M=64, N=64, K=64))
+    k = r.kernel("mm", match=Match(kind="contraction"))
+    k.fuse_ext(None, [16, 16, 0])
+    k.fuse_ext(None, [8, 8, 0])
+    with pytest.raises(RecipeError, match="takes one fuse_ext step"):
+        plan(r.build())
+
+
+def test_graph_fuse_ext_needs_a_root(tmp_path: Path) -> None:
+    path = _graph_recipe(tmp_path, "fuse_ext: {tile_sizes: [8, 16]}")
+    with pytest.raises(
+        RecipeError, match=r"graph_fuse.yaml:5: graph\[0\]\.fuse_ext: .*needs 'root'"
+    ):
+        plan(load(str(path)))
+
+
+def test_fuse_ext_yaml_field_errors_name_the_line(tmp_path: Path) -> None:
+    path = _graph_recipe(
+        tmp_path, "fuse_ext: {root: {op: linalg.generic}, tile_sizes: [8, 16], loop: while}"
+    )
+    with pytest.raises(RecipeError, match=r"graph_fuse.yaml:5: .*loop.*'while'"):
+        load(str(path))
+
+
+def test_fuse_ext_tile_size_mismatch_is_reported_at_the_step(tmp_path: Path) -> None:
+    path = _graph_recipe(tmp_path, "fuse_ext: {root: {op: linalg.generic}, tile_sizes: [8]}")
+    with pytest.raises(RecipeError, match=r"graph_fuse.yaml:5: .*1 tile sizes for root"):
+        build(plan(load(str(path))), tmp_path / "out")
