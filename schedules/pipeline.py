@@ -225,9 +225,9 @@ def _plan_kernel_fusions(p: Plan, input_file: Path, out_dir: Path, reports: list
             print_after_schedule=p.print_after_schedule,
             fusion_plans=plans,
         )
-    for request in p.scripts.kernel_fusions:
-        if request.kernel not in plans:
-            where = next(k.where for k in p.recipe.kernels if k.name == request.kernel)
+    for fusion_request in p.scripts.kernel_fusions:
+        if fusion_request.kernel not in plans:
+            where = next(k.where for k in p.recipe.kernels if k.name == fusion_request.kernel)
             raise RecipeError(
                 where,
                 "this kernel schedule matched no dispatch, so its fuse_ext step could not be "
