@@ -82,15 +82,19 @@ def format_command(command: Sequence[str]) -> str:
     return shlex.join(command)
 
 
-def run_compile(request: CompileRequest, timeout_s: float = 600.0) -> CompileResult:
-    """Compile, then check that no error was reported; collect the step markers."""
-    command = compile_command(request)
+def _invoke(command: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
     try:
-        proc = subprocess.run(
+        return subprocess.run(
             command, capture_output=True, text=True, timeout=timeout_s, check=False
         )
     except subprocess.TimeoutExpired as exc:
         raise CompileError(f"iree-compile ran longer than {timeout_s:.0f} s", command) from exc
+
+
+def run_compile(request: CompileRequest, timeout_s: float = 600.0) -> CompileResult:
+    """Compile, then check that no error was reported; collect the step markers."""
+    command = compile_command(request)
+    proc = _invoke(command, timeout_s)
     stderr = proc.stderr
     if proc.returncode != 0:
         raise CompileError(
@@ -120,14 +124,7 @@ def probe_compile(request: CompileRequest, timeout_s: float = 600.0) -> str:
     Used to see dispatches as kernel strategies see them: the probe's strategies stop
     early, so iree-compile is expected to fail after printing.
     """
-    command = compile_command(request)
-    try:
-        proc = subprocess.run(
-            command, capture_output=True, text=True, timeout=timeout_s, check=False
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise CompileError(f"iree-compile ran longer than {timeout_s:.0f} s", command) from exc
-    return proc.stdout
+    return _invoke(compile_command(request), timeout_s).stdout
 
 
 def _error_excerpt(stderr: str, limit: int = 40) -> str:

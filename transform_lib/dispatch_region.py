@@ -21,8 +21,10 @@ from .fuse_ext.plan import (
     STOP_TAG,
     FuseExtError,
     assign_fids,
+    encloses,
     producer_dag,
     root_block,
+    strip_attributes,
 )
 from .interpreter import apply_in_place
 from .match import OpCriteria
@@ -63,7 +65,7 @@ def form_dispatch_region(
             tuple(f"{block_ops[m].name} at {block_ops[m].location}" for m in members),
             len(escaping),
         )
-        _strip(module)
+        strip_attributes(module.operation, (ROOT_TAG, STOP_TAG, FID))
         if not module.operation.verify():
             raise FuseExtError("dispatch_region: produced an invalid module (please report)")
         return str(module), report
@@ -80,7 +82,7 @@ def _escaping_results(
             outside = []
             for use in result.uses:
                 user = use.owner.operation
-                index = next(i for i, op in enumerate(block_ops) if _encloses(op, user))
+                index = next(i for i, op in enumerate(block_ops) if encloses(op, user))
                 if index in members:
                     continue
                 if index < last:
@@ -93,15 +95,6 @@ def _escaping_results(
             if outside:
                 escaping.append((result, outside))
     return escaping
-
-
-def _encloses(op: ir.Operation, inner: ir.Operation) -> bool:
-    current: ir.Operation | None = inner
-    while current is not None:
-        if current == op:
-            return True
-        current = current.parent
-    return False
 
 
 def _build_region(
@@ -126,13 +119,3 @@ def _build_region(
     for (_, uses), result in zip(escaping, region.results, strict=True):
         for use in uses:
             use.owner.operation.operands[use.operand_number] = result
-
-
-def _strip(module: ir.Module) -> None:
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        for name in (ROOT_TAG, STOP_TAG, FID):
-            if name in op.attributes:
-                del op.attributes[name]
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)

@@ -41,10 +41,12 @@ from .plan import (
     Outside,
     PayloadOp,
     assign_fids,
+    encloses,
     fid_of,
     make_plan,
     root_block,
     split_tile_sizes,
+    strip_attributes,
 )
 
 LoopKind = Literal["for", "forall"]
@@ -140,7 +142,7 @@ def fuse_ext(module_text: str, options: FuseExtOptions) -> tuple[str, FuseExtRep
             tiled = [d for d, s in enumerate(parallel) if s]
             rewrites.forall_to_for(loop, [tiled.index(d) for d in order if d in tiled])
         payload.run(scripts.cleanup_script(), "cleanup")
-        _strip_tags(module)
+        strip_attributes(module.operation, _TAGS)
         if not module.operation.verify():
             raise FuseExtError("fuse_ext: produced an invalid module (please report)")
         report.seconds = time.perf_counter() - start
@@ -193,14 +195,7 @@ def _top_level(block: ir.Block, fid: int) -> ir.Operation | None:
 
 def _uses_inside(op: ir.Operation, loop: ir.Operation) -> bool:
     """Whether ``loop`` reads ``op``: in its body, or as the init of a ``shared_outs``."""
-    for result in op.results:
-        for use in result.uses:
-            parent: ir.Operation | None = use.owner.operation
-            while parent is not None:
-                if parent == loop:
-                    return True
-                parent = parent.parent
-    return False
+    return any(encloses(loop, use.owner.operation) for r in op.results for use in r.uses)
 
 
 def _fuse_one(
@@ -235,13 +230,3 @@ def _fuse_one(
         report.outside.append(Outside(producer, "fusion left it outside the loop nest"))
         return
     report.fused.append(producer)
-
-
-def _strip_tags(module: ir.Module) -> None:
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        for name in _TAGS:
-            if name in op.attributes:
-                del op.attributes[name]
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)

@@ -113,6 +113,28 @@ def _defining_op(value: ir.Value) -> ir.Operation | None:
     return owner.operation if isinstance(owner, ir.OpView) else owner
 
 
+def strip_attributes(op: ir.Operation, names: Sequence[str]) -> None:
+    """Remove the attributes ``names`` from ``op`` and every op nested in it."""
+
+    def visit(inner: ir.Operation) -> ir.WalkResult:
+        for name in names:
+            if name in inner.attributes:
+                del inner.attributes[name]
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)
+
+
+def encloses(op: ir.Operation, inner: ir.Operation) -> bool:
+    """Whether ``inner`` is ``op`` or nested in it."""
+    current: ir.Operation | None = inner
+    while current is not None:
+        if current == op:
+            return True
+        current = current.parent
+    return False
+
+
 def _top_level_user(user: ir.Operation, block_ops: Sequence[ir.Operation]) -> int | None:
     """The fid of the top-level op that contains ``user`` (``None`` outside the block)."""
     op: ir.Operation | None = user
