@@ -143,3 +143,68 @@ def test_fuse_ext_tile_size_mismatch_is_reported_at_the_step(tmp_path: Path) -> 
     path = _graph_recipe(tmp_path, "fuse_ext: {root: {op: linalg.generic}, tile_sizes: [8]}")
     with pytest.raises(RecipeError, match=r"graph_fuse.yaml:5: .*1 tile sizes for root"):
         build(plan(load(str(path))), tmp_path / "out")
+
+
+def test_yaml_and_python_fuse_ext_steps_emit_the_same_graph(tmp_path: Path) -> None:
+    path = _graph_recipe(
+        tmp_path,
+        "fuse_ext: {root: {op: linalg.generic}, tile_sizes: [8, 16], stop: {op: linalg.fill}}",
+    )
+    r = RecipeBuilder("graph_fuse", workload=generator("matmul_bias_relu", M=32, N=48, K=24))
+    r.graph.fuse_ext(Match(op="linalg.generic"), [8, 16], stop=Match(op="linalg.fill"))
+    from_yaml = build(plan(load(str(path))), tmp_path / "yaml")
+    from_python = build(plan(r.build()), tmp_path / "py")
+    assert from_yaml.input_file.read_text() == from_python.input_file.read_text()
+    assert "linalg.fill" in from_yaml.input_file.read_text().split("scf.forall")[0]
+
+
+def test_dispatch_region_keeps_stopped_ops_outside(tmp_path: Path) -> None:
+    path = tmp_path / "chain.yaml"
+    path.write_text(
+        "name: chain\n"
+        "workload: {generator: matmul_chain, args: {M: 16, N: 16, K: 16, P: 16}}\n"
+        "targets: [x86]\n"
+        "graph:\n"
+        "  - dispatch_region: {root: {op: linalg.matmul}, stop: {op: linalg.fill}}\n"
+    )
+    p = plan(load(str(path)))
+    files = build(p, tmp_path / "out")
+    text = files.input_file.read_text()
+    # Both fills stay outside (stop), both matmuls are grouped into one region.
+    assert text.count("flow.dispatch.region") == 1
+    region = text.split("flow.dispatch.region")[1]
+    assert (
+        region.count("linalg.matmul") == 2 and "linalg.fill" not in region.split("flow.return")[0]
+    )
+
+
+_USER_INSIDE_GROUP = """
+func.func @f(%a: tensor<8x8xf32>) -> (tensor<8x8xf32>, tensor<8x8xf32>) {
+  %e = tensor.empty() : tensor<8x8xf32>
+  %neg = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>,
+      affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<8x8xf32>) outs(%e : tensor<8x8xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %n = arith.negf %v : f32
+    linalg.yield %n : f32
+  } -> tensor<8x8xf32>
+  %copy = tensor.insert_slice %neg into %e[0, 0] [8, 8] [1, 1] : tensor<8x8xf32> into tensor<8x8xf32>
+  %exp = linalg.generic {tdsched.region_root, indexing_maps = [affine_map<(i, j) -> (i, j)>,
+      affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%neg : tensor<8x8xf32>) outs(%e : tensor<8x8xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %x = math.exp %v : f32
+    linalg.yield %x : f32
+  } -> tensor<8x8xf32>
+  return %exp, %copy : tensor<8x8xf32>, tensor<8x8xf32>
+}
+"""
+
+
+def test_dispatch_region_refuses_a_user_before_the_end_of_the_group() -> None:
+    from tdsched.transform_lib.dispatch_region import form_dispatch_region
+    from tdsched.transform_lib.fuse_ext import FuseExtError
+    from tdsched.transform_lib.match import OpCriteria
+
+    with pytest.raises(FuseExtError, match=r"tensor.insert_slice at .* uses linalg.generic"):
+        form_dispatch_region(_USER_INSIDE_GROUP, OpCriteria(attributes=("tdsched.region_root",)))
