@@ -24,7 +24,8 @@ from tdsched.targets.runtime import LoadedModule, configure_threads
 from tdsched.targets.timing import time_interleaved
 from tdsched.transform_lib.dispatch_region import form_dispatch_region
 from tdsched.transform_lib.errors import ScheduleError
-from tdsched.transform_lib.fuse_ext import FuseExtReport, fuse_ext
+from tdsched.transform_lib.fuse_ext import fuse_ext
+from tdsched.transform_lib.fuse_ext.plan import describe_fusion
 from tdsched.transform_lib.fuse_ext.probe import KernelPlan, plan_kernels
 from tdsched.transform_lib.interpreter import apply_script
 from tdsched.transform_lib.payload import loop_counts
@@ -44,6 +45,7 @@ class Plan:
     target: Target
     workload: Workload
     scripts: Scripts
+    loop_counts: dict[str, set[int]]
     print_after_schedule: bool = False
 
 
@@ -83,14 +85,14 @@ def plan(
             "its kernel schedules are target-specific",
         )
     workload = load_mlir_file(input_file) if input_file else build_workload(resolved)
-    scripts = emit(
-        resolved, chosen, loop_counts(workload.mlir), print_after_schedule=print_after_schedule
-    )
+    counts = loop_counts(workload.mlir)
+    scripts = emit(resolved, chosen, counts, print_after_schedule=print_after_schedule)
     return Plan(
         resolved,
         make_target(chosen, cpu=cpu, cpu_features=cpu_features),
         workload,
         scripts,
+        counts,
         print_after_schedule,
     )
 
@@ -198,7 +200,6 @@ def _plan_kernel_fusions(p: Plan, input_file: Path, out_dir: Path, reports: list
     refuse_host_loops(p)
     plans: dict[str, KernelPlan] = {}
     scripts = p.scripts
-    counts = loop_counts(p.workload.mlir)
     for attempt in range(len(p.scripts.kernel_fusions)):
         pending = [r for r in p.scripts.kernel_fusions if r.kernel not in plans]
         assert scripts.kernel_library is not None
@@ -208,33 +209,34 @@ def _plan_kernel_fusions(p: Plan, input_file: Path, out_dir: Path, reports: list
         try:
             found = plan_kernels(probe_compile(request), pending)
         except ScheduleError as exc:
-            kernel = pending[0].kernel
-            where = next(k.where for k in p.recipe.kernels if k.name == kernel)
-            raise RecipeError(where, str(exc)) from exc
+            raise RecipeError(_kernel_where(p, pending[0].kernel), str(exc)) from exc
         if not found:
             break
         plans.update(found)
         for name, kernel_plan in found.items():
             fusion = kernel_plan.plan
-            lines = FuseExtReport(plan=fusion, fused=list(fusion.producers)).lines()[:-1]
+            lines = describe_fusion(fusion, fusion.producers, fusion.outside)
             reports.append(f"kernel '{name}': " + "\n".join(lines))
         scripts = emit(
             p.recipe,
             p.target.name,
-            counts,
+            p.loop_counts,
             print_after_schedule=p.print_after_schedule,
             fusion_plans=plans,
         )
     for fusion_request in p.scripts.kernel_fusions:
         if fusion_request.kernel not in plans:
-            where = next(k.where for k in p.recipe.kernels if k.name == fusion_request.kernel)
             raise RecipeError(
-                where,
+                _kernel_where(p, fusion_request.kernel),
                 "this kernel schedule matched no dispatch, so its fuse_ext step could not be "
                 "planned. Check 'match' (op name, kind, shape, dtype) against the dispatch "
                 "root ops ('tdsched apply' on a recipe without it shows the dispatches)",
             )
     return scripts
+
+
+def _kernel_where(p: Plan, kernel: str) -> Where:
+    return next(k.where for k in p.recipe.kernels if k.name == kernel)
 
 
 def compile_plan(p: Plan, files: BuildFiles, output: Path) -> CompileResult:

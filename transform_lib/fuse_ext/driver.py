@@ -41,6 +41,7 @@ from .plan import (
     Outside,
     PayloadOp,
     assign_fids,
+    describe_fusion,
     encloses,
     fid_of,
     make_plan,
@@ -78,15 +79,7 @@ class FuseExtReport:
     def lines(self) -> list[str]:
         if self.plan is None:
             return ["fuse_ext: nothing planned"]
-        p = self.plan
-        roots = ", ".join(r.describe() for r in p.roots)
-        out = [f"fuse_ext: tiled {len(p.roots)} root(s): {roots}"]
-        yielded = {op.fid for op in p.yielded}
-        for op in self.fused:
-            note = " (yielded by the loop nest)" if op.fid in yielded else ""
-            out.append(f"  fused {op.describe()}{note}")
-        for o in self.outside:
-            out.append(f"  kept outside: {o.op.describe()}: {o.reason}")
+        out = describe_fusion(self.plan, self.fused, self.outside)
         out.append(f"  ({len(self.scripts)} transform steps, {self.seconds:.3f} s)")
         return out
 

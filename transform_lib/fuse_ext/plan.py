@@ -79,6 +79,20 @@ class FusionPlan:
         return op.name in RESHAPES
 
 
+def describe_fusion(
+    plan: FusionPlan, fused: Sequence[PayloadOp], outside: Sequence[Outside]
+) -> list[str]:
+    """Report lines: the roots, each fused op (marked when yielded), each op kept outside."""
+    roots = ", ".join(r.describe() for r in plan.roots)
+    lines = [f"fuse_ext: tiled {len(plan.roots)} root(s): {roots}"]
+    yielded = {op.fid for op in plan.yielded}
+    for op in fused:
+        note = " (yielded by the loop nest)" if op.fid in yielded else ""
+        lines.append(f"  fused {op.describe()}{note}")
+    lines.extend(f"  kept outside: {o.op.describe()}: {o.reason}" for o in outside)
+    return lines
+
+
 def is_structured(name: str) -> bool:
     """Whether ``name`` is a structured linalg op (tileable through TilingInterface)."""
     return name.startswith("linalg.") and name not in ("linalg.yield", "linalg.index")
