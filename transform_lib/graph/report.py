@@ -1,0 +1,76 @@
+"""What every graph rewrite returns, raises, and how it is run on module text."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from iree.compiler import ir
+
+from ..errors import ScheduleError
+from ..match import OpCriteria
+
+
+class GraphRewriteError(ScheduleError):
+    """A graph rewrite's precondition does not hold; the message names the op and why."""
+
+
+@dataclass(frozen=True)
+class RewriteReport:
+    """The outcome of one graph rewrite.
+
+    ``summary`` is one line ("fused 3 generics into 1", "collapsed 4→2 dims"), or says
+    that nothing changed and why; ``details`` lists per-op notes for ``tdsched apply``.
+    """
+
+    primitive: str
+    summary: str
+    changed: bool
+    details: tuple[str, ...] = ()
+
+    def lines(self) -> list[str]:
+        return [f"{self.primitive}: {self.summary}", *(f"  {d}" for d in self.details)]
+
+
+def describe_op(op: ir.Operation | ir.OpView) -> str:
+    """How reports and errors name a payload op: its name and source location."""
+    operation = op.operation
+    return f"{operation.name} at {operation.location}"
+
+
+def selected(op: ir.Operation | ir.OpView, criteria: OpCriteria | None) -> bool:
+    """Whether a graph rewrite limited to ``criteria`` (op name, attributes) acts on ``op``.
+
+    ``None`` selects every op. Graph rewrites select by name and attributes only: kinds
+    and shapes select kernels.
+    """
+    if criteria is None:
+        return True
+    operation = op.operation
+    if criteria.op is not None and operation.name != criteria.op:
+        return False
+    return all(name in operation.attributes for name in criteria.attributes)
+
+
+Rewrite = Callable[[ir.Module], RewriteReport]
+
+
+def rewrite_text(module_text: str, rewrite: Rewrite) -> tuple[str, RewriteReport]:
+    """Parse ``module_text``, apply ``rewrite`` in place, verify, and print the result.
+
+    A module that no longer verifies is a bug in the rewrite, reported as an error rather
+    than handed to IREE.
+    """
+    with ir.Context(), ir.Location.unknown():
+        try:
+            module = ir.Module.parse(module_text)
+        except ir.MLIRError as exc:
+            raise GraphRewriteError(f"cannot parse the module: {exc}") from exc
+        report = rewrite(module)
+        try:
+            module.operation.verify()
+        except ir.MLIRError as exc:
+            raise GraphRewriteError(
+                f"{report.primitive} produced an invalid module (a tdsched bug): {exc}"
+            ) from exc
+        return str(module), report
