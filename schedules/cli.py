@@ -254,8 +254,17 @@ def _print_report(report: dict[str, object]) -> None:
             f"time     {time_ms['median']:.3f} ms median "
             f"(min {time_ms['min']:.3f}, max {time_ms['max']:.3f})"
         )
-        print(f"default  {base_ms['median']:.3f} ms median (IREE default, same run, interleaved)")
-        print(f"speedup  {report['speedup']:.2f}x vs IREE default")
+        baseline = report.get("baseline", "iree-default")
+        print(f"baseline {base_ms['median']:.3f} ms median ({baseline}, same run, interleaved)")
+        print(f"speedup  {report['speedup']:.2f}x vs {baseline}")
+    bandwidth = report.get("bandwidth")
+    if isinstance(bandwidth, dict):
+        print(
+            f"traffic  {bandwidth['traffic_bytes'] / 1e6:.1f} MB: scheduled "
+            f"{bandwidth['scheduled_gbps']:.1f} GB/s, baseline {bandwidth['baseline_gbps']:.1f} "
+            f"GB/s, memory probe {bandwidth['probe_gbps']:.1f} GB/s "
+            f"({bandwidth['fraction_of_probe']:.0%} of the probe)"
+        )
 
 
 def _check(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from tdsched.transform_lib.cleanup import cleanup
 from tdsched.transform_lib.codegen_tail import cpu_tail, distribute_to_workgroups, gpu_tail
@@ -32,7 +33,7 @@ from tdsched.transform_lib.remarks import (
     print_ir,
     step_matched,
 )
-from tdsched.transform_lib.rewrite import generalize, interchange
+from tdsched.transform_lib.rewrite import generalize, interchange, specialize
 from tdsched.transform_lib.script import LoopHandle, OpHandle, TransformScript
 from tdsched.transform_lib.tiling import fuse_into, tile_using_for, tile_using_forall
 from tdsched.transform_lib.vectorize import vectorize_all, vectorize_op
@@ -45,6 +46,7 @@ from .recipe import (
     FuseExtStep,
     FuseIntoStep,
     GeneralizeStep,
+    GraphRewriteStep,
     InterchangeStep,
     KernelSchedule,
     LoweringConfig,
@@ -52,10 +54,13 @@ from .recipe import (
     MatchStep,
     ProducerStep,
     Recipe,
+    SpecializeStep,
     Step,
     TileStep,
     VectorizeStep,
 )
+from .resolved import as_int, as_ints, criteria_of, payload_criteria
+from .rewrite_stages import RewriteStage, rewrite_stage
 
 GRAPH_ENTRY = "__transform_main"
 
@@ -74,10 +79,14 @@ class Marker:
 
 @dataclass(frozen=True)
 class ScriptStage:
-    """A graph-schedule stage run as one transform script, and its markers."""
+    """A graph-schedule stage run as one transform script, and its markers.
+
+    ``label`` names its steps and where they are, for the report of what it changed.
+    """
 
     script: str
     markers: tuple[Marker, ...]
+    label: str = "graph script"
 
 
 @dataclass(frozen=True)
@@ -97,7 +106,7 @@ class DispatchRegionStage:
     where: Where
 
 
-GraphStage = ScriptStage | FuseExtStage | DispatchRegionStage
+GraphStage = ScriptStage | FuseExtStage | DispatchRegionStage | RewriteStage
 
 
 @dataclass(frozen=True)
@@ -139,7 +148,7 @@ def emit(
     ``fusion_plans`` (kernel name → plan) completes kernel-level fuse_ext steps; without
     it they are listed in :attr:`Scripts.kernel_fusions` and the library is a probe.
     """
-    graph = _emit_graph(recipe, loop_counts)
+    graph = _emit_graph(recipe, loop_counts, target)
     fusion = _Fusion(fusion_plans)
     library, kernel_markers = (
         _emit_kernels(recipe, target, loop_counts, print_after_schedule, fusion)
@@ -159,24 +168,6 @@ class _Fusion:
 
     plans: Mapping[str, KernelPlan] | None
     requests: list[KernelFusionRequest] = field(default_factory=list)
-
-
-def criteria_of(spec: MatchSpec, where: Where) -> OpCriteria:
-    """The transform_lib criteria for a resolved match spec."""
-    shape = None
-    if spec.shape is not None:
-        shape = tuple(_int(v, where.child("shape")) for v in spec.shape)
-    return OpCriteria(spec.op, spec.kind, shape, spec.dtype, spec.attributes)
-
-
-def _int(value: object, where: Where) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise RecipeError(where, f"expected an integer, got {value!r}")
-    return value
-
-
-def _ints(values: Sequence[object] | None, where: Where) -> list[int]:
-    return [_int(v, where) for v in values or ()]
 
 
 def _known_loops(counts: dict[str, set[int]], spec: MatchSpec) -> int | None:
@@ -278,7 +269,7 @@ class _Emitter:
                 step,
             )
         elif isinstance(step, ProducerStep):
-            operand = _int(step.operand, step.where.child("operand"))
+            operand = as_int(step.operand, step.where.child("operand"))
             self._bind(step.name, producer_of(self.op(step.of, step.where), operand), step)
         elif isinstance(step, TileStep):
             self._tile(step)
@@ -289,8 +280,10 @@ class _Emitter:
             self.handles[step.producer], self.handles[step.loop] = fused, loop
         elif isinstance(step, GeneralizeStep):
             self.handles[step.target] = generalize(self.op(step.target, step.where))
+        elif isinstance(step, SpecializeStep):
+            self.handles[step.target] = specialize(self.op(step.target, step.where))
         elif isinstance(step, InterchangeStep):
-            perm = _ints(step.permutation, step.where.child("permutation"))
+            perm = as_ints(step.permutation, step.where.child("permutation"))
             self.handles[step.target] = interchange(self.op(step.target, step.where), perm)
         elif isinstance(step, VectorizeStep):
             self._vectorize(step)
@@ -304,9 +297,11 @@ class _Emitter:
             )
         elif isinstance(step, FuseExtStep):
             self._fuse_ext(step)
-        elif isinstance(step, DispatchRegionStep):
+        elif isinstance(step, DispatchRegionStep | GraphRewriteStep):
             raise RecipeError(
-                step.where, "dispatch_region groups ops before dispatches form: a graph step"
+                step.where,
+                "this step rewrites the whole module before IREE forms dispatches: put it "
+                "under 'graph'",
             )
 
     def _bind(self, name: str, handle: OpHandle, step: MatchStep | ProducerStep) -> None:
@@ -328,7 +323,7 @@ class _Emitter:
                 "compile; tile inside a kernel schedule",
             )
         target = self.op(step.target, step.where)
-        sizes = _ints(step.sizes, step.where.child("sizes"))
+        sizes = as_ints(step.sizes, step.where.child("sizes"))
         if step.loop == "forall":
             if step.interchange is not None:
                 raise RecipeError(step.where, "interchange applies to loop: for only")
@@ -340,7 +335,7 @@ class _Emitter:
             if step.mapping != "none":
                 raise RecipeError(step.where, "mapping applies to loop: forall only")
             interchange_order = (
-                _ints(step.interchange, step.where.child("interchange"))
+                as_ints(step.interchange, step.where.child("interchange"))
                 if step.interchange
                 else None
             )
@@ -359,8 +354,8 @@ class _Emitter:
             )
         request = KernelFusionRequest(
             self.kernel,
-            _criteria(step.root, step.where.child("root")),
-            _criteria(step.stop, step.where.child("stop")),
+            payload_criteria(step.root, step.where.child("root"), "fuse_ext"),
+            payload_criteria(step.stop, step.where.child("stop"), "fuse_ext"),
             step.intermediates,
         )
         self.fusion.requests.append(request)
@@ -370,8 +365,8 @@ class _Emitter:
             # strategy sees it here, and stop: the rest needs the plan.
             emit_probe(self.func.value, self.kernel)
             raise _ProbeDone
-        sizes = _ints(step.tile_sizes, step.where.child("tile_sizes"))
-        order = _ints(step.interchange, step.where.child("interchange")) or None
+        sizes = as_ints(step.tile_sizes, step.where.child("tile_sizes"))
+        order = as_ints(step.interchange, step.where.child("interchange")) or None
         handles = plan.handles(self.func.value)
         roots = fuse_in_strategy(self.func.value, plan.plan, handles, sizes, order)
         what = ", ".join(r.name for r in plan.plan.roots)
@@ -387,28 +382,30 @@ class _Emitter:
                 self.invalidated[name] = f"the vectorize step at {step.where}"
             self.handles.clear()
         else:
-            sizes = _ints(step.sizes, step.where.child("sizes")) if step.sizes else None
+            sizes = as_ints(step.sizes, step.where.child("sizes")) if step.sizes else None
             if sizes is None:
                 raise RecipeError(step.where, "vectorizing one op needs its vector 'sizes'")
             vectorize_op(self.op(step.target, step.where), sizes)
 
 
-def _emit_graph(recipe: Recipe, counts: dict[str, set[int]]) -> tuple[GraphStage, ...]:
+def _emit_graph(recipe: Recipe, counts: dict[str, set[int]], target: str) -> tuple[GraphStage, ...]:
     stages: list[GraphStage] = []
     pending: list[Step] = []
     for step in (*recipe.graph, None):
-        if not isinstance(step, FuseExtStep | DispatchRegionStep) and step is not None:
+        if not isinstance(step, FuseExtStep | DispatchRegionStep | GraphRewriteStep | None):
             pending.append(step)
             continue
         if pending:
             stages.append(_script_stage(pending, counts))
             pending = []
-        if isinstance(step, FuseExtStep):
+        if isinstance(step, GraphRewriteStep):
+            stages.append(rewrite_stage(step, target))
+        elif isinstance(step, FuseExtStep):
             stages.append(FuseExtStage(fuse_ext_options(step), step.where))
         elif isinstance(step, DispatchRegionStep):
-            root = _criteria(step.root, step.where.child("root"))
+            root = payload_criteria(step.root, step.where.child("root"), "dispatch_region")
             assert root is not None
-            stop = _criteria(step.stop, step.where.child("stop"))
+            stop = payload_criteria(step.stop, step.where.child("stop"), "dispatch_region")
             stages.append(DispatchRegionStage(root, stop, step.where))
     return tuple(stages)
 
@@ -420,25 +417,36 @@ def _script_stage(steps: Sequence[Step], counts: dict[str, set[int]]) -> ScriptS
         emitter = _Emitter("graph", OpHandle(seq.argument, "module"), counts, kernel_level=False)
         emitter.run(steps)
     seq.finish()
-    return ScriptStage(script.text(), tuple(emitter.markers))
+    return ScriptStage(script.text(), tuple(emitter.markers), _label(steps))
 
 
-def _criteria(spec: MatchSpec | None, where: Where) -> OpCriteria | None:
-    """Criteria of a fuse_ext root/stop match (by op name and attributes only)."""
-    if spec is None:
-        return None
-    if spec.kind is not None or spec.shape is not None:
-        raise RecipeError(
-            where,
-            "fuse_ext matches ops by 'op' name and 'attributes' ('kind' and 'shape' select "
-            "kernels)",
-        )
-    return criteria_of(spec, where)
+def _label(steps: Sequence[Step]) -> str:
+    """``graph steps match, generalize (recipe.yaml:12-14)``: a script stage's name."""
+    names = ", ".join(dict.fromkeys(_STEP_NAMES.get(type(s), type(s).__name__) for s in steps))
+    lines = [s.where.line for s in steps if s.where.line is not None]
+    place = Path(steps[0].where.file).name if steps[0].where.file else ""
+    if lines:
+        span = str(lines[0]) if lines[0] == lines[-1] else f"{lines[0]}-{lines[-1]}"
+        place = f"{place}:{span}" if place else f"line {span}"
+    return f"graph steps {names}" + (f" ({place})" if place else "")
+
+
+_STEP_NAMES: dict[type, str] = {
+    MatchStep: "match",
+    ProducerStep: "producer",
+    GeneralizeStep: "generalize",
+    SpecializeStep: "specialize",
+    InterchangeStep: "interchange",
+    VectorizeStep: "vectorize",
+    CleanupStep: "cleanup",
+    TileStep: "tile",
+    FuseIntoStep: "fuse_into",
+}
 
 
 def fuse_ext_options(step: FuseExtStep) -> FuseExtOptions:
     """The payload driver's options for a resolved graph-level fuse_ext step."""
-    root = _criteria(step.root, step.where.child("root"))
+    root = payload_criteria(step.root, step.where.child("root"), "fuse_ext")
     if root is None:
         raise RecipeError(
             step.where,
@@ -447,11 +455,11 @@ def fuse_ext_options(step: FuseExtStep) -> FuseExtOptions:
         )
     return FuseExtOptions(
         root=root,
-        tile_sizes=tuple(_ints(step.tile_sizes, step.where.child("tile_sizes"))),
-        interchange=tuple(_ints(step.interchange, step.where.child("interchange")))
+        tile_sizes=tuple(as_ints(step.tile_sizes, step.where.child("tile_sizes"))),
+        interchange=tuple(as_ints(step.interchange, step.where.child("interchange")))
         if step.interchange is not None
         else None,
-        stop=_criteria(step.stop, step.where.child("stop")),
+        stop=payload_criteria(step.stop, step.where.child("stop"), "fuse_ext"),
         intermediates=step.intermediates,
         loop=step.loop,
     )
@@ -521,7 +529,7 @@ def _add_strategy(
                     "mapping: thread foralls run on",
                 )
             gpu_tail(
-                emitter.func, _ints(kernel.workgroup_size, kernel.where.child("workgroup_size"))
+                emitter.func, as_ints(kernel.workgroup_size, kernel.where.child("workgroup_size"))
             )
         else:
             cpu_tail(emitter.func)
@@ -535,7 +543,7 @@ def _compilation_info(config: LoweringConfig, target: str) -> str:
     where = config.where
     return compilation_info(
         target,
-        {lvl: _ints(s, where.child(f"tile_sizes.{lvl}")) for lvl, s in config.tile_sizes},
-        _ints(config.workgroup_size, where.child("workgroup_size")) or None,
+        {lvl: as_ints(s, where.child(f"tile_sizes.{lvl}")) for lvl, s in config.tile_sizes},
+        as_ints(config.workgroup_size, where.child("workgroup_size")) or None,
         config.pipeline,
     )

@@ -17,24 +17,27 @@ from typing import Any
 import iree.compiler.version
 import numpy as np
 from tdsched.recipes.workloads import Workload, generate, load_mlir_file, random_inputs
+from tdsched.recipes.workloads.bandwidth_probe import bandwidth_probe
 from tdsched.targets import Target, make_target
 from tdsched.targets.compiler import CompileRequest, CompileResult, probe_compile, run_compile
 from tdsched.targets.ir_eval import evaluate
-from tdsched.targets.runtime import LoadedModule, configure_threads
-from tdsched.targets.timing import time_interleaved
+from tdsched.targets.runtime import LoadedModule, configure_threads, keep_freed_memory
+from tdsched.targets.timing import Timing, time_interleaved
 from tdsched.transform_lib.dispatch_region import form_dispatch_region
 from tdsched.transform_lib.errors import ScheduleError
 from tdsched.transform_lib.fuse_ext import fuse_ext
 from tdsched.transform_lib.fuse_ext.plan import describe_fusion
 from tdsched.transform_lib.fuse_ext.probe import KernelPlan, plan_kernels
+from tdsched.transform_lib.graph.report import rewrite_text
 from tdsched.transform_lib.interpreter import apply_script
-from tdsched.transform_lib.payload import loop_counts
+from tdsched.transform_lib.payload import describe_change, loop_counts, op_histogram
 from tdsched.transform_lib.remarks import found_remarks, kernel_after_schedule, printed_sections
 
 from .emit import GRAPH_ENTRY, DispatchRegionStage, Marker, Scripts, ScriptStage, emit
 from .errors import RecipeError, Where
 from .params import ParamValue, resolve
-from .recipe import Recipe
+from .recipe import METRICS, Recipe
+from .rewrite_stages import RewriteStage
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,12 @@ def plan(
     is then IREE's default build of that module).
     """
     resolved = resolve(recipe, overrides)
+    for metric in resolved.metrics:
+        if metric not in METRICS:
+            raise RecipeError(
+                Where(resolved.source, None, "metrics"),
+                f"unknown metric {metric!r}; available: {', '.join(METRICS)}",
+            )
     chosen = target or resolved.targets[0]
     if chosen not in resolved.targets:
         raise RecipeError(
@@ -129,9 +138,19 @@ def apply_graph(p: Plan) -> GraphResult:
     for stage in p.scripts.graph:
         try:
             if isinstance(stage, ScriptStage):
+                before = op_histogram(module)
                 module, printed = apply_script(module, stage.script, GRAPH_ENTRY)
                 _require(stage.markers, found_remarks(printed))
                 scripts.append(stage.script)
+                change = describe_change(before, op_histogram(module))
+                reports.append(f"{stage.label}: {change}")
+            elif isinstance(stage, RewriteStage):
+                module, rewrite = rewrite_text(module, stage.rewrite)
+                reports.append("\n".join(rewrite.lines()))
+                scripts.extend(
+                    rewrite.scripts
+                    or [f"// {stage.primitive}: a Python rewrite over the MLIR bindings"]
+                )
             elif isinstance(stage, DispatchRegionStage):
                 module, region = form_dispatch_region(module, stage.root, stage.stop)
                 reports.append("\n".join(region.lines()))
@@ -248,11 +267,20 @@ def compile_plan(p: Plan, files: BuildFiles, output: Path) -> CompileResult:
 
 
 def compile_baseline(p: Plan, out_dir: Path) -> CompileResult:
-    """IREE's default build of the untransformed workload (same target flags)."""
+    """IREE's default build of the untransformed workload (same target flags), with the
+    recipe's baseline flags (e.g. ``--iree-opt-data-tiling``)."""
     source = out_dir / f"{p.workload.name}.baseline.mlir"
     source.write_text(p.workload.mlir)
     output = out_dir / f"{p.workload.name}.{p.target.name}.baseline.vmfb"
-    return run_compile(CompileRequest(source, p.target, output))
+    return run_compile(CompileRequest(source, p.target, output, None, p.recipe.baseline.flags))
+
+
+def _compile_default(workload: Workload, target: Target, out_dir: Path) -> Path:
+    """IREE's default build of an auxiliary workload (the bandwidth probe)."""
+    source = out_dir / f"{workload.name}.mlir"
+    source.write_text(workload.mlir)
+    output = out_dir / f"{workload.name}.{target.name}.vmfb"
+    return Path(run_compile(CompileRequest(source, target, output)).output)
 
 
 def kernels_after_schedule(p: Plan, files: BuildFiles) -> dict[str, str]:
@@ -294,6 +322,7 @@ def run(
         "status": "error",
         "max_abs_error": None,
         "time_ms": None,
+        "baseline": p.recipe.baseline.label,
         "baseline_ms": None,
         "speedup": None,
     }
@@ -304,6 +333,7 @@ def run(
                 report.update(_evaluate_payload(p, seed))
                 return report
             configure_threads(threads)
+            keep_freed_memory()
             files = build(p, work)
             vmfb = work / f"{p.recipe.name}.{p.target.name}.vmfb"
             report["compile_command"] = compile_plan(p, files, vmfb).command
@@ -316,17 +346,46 @@ def run(
             report["reference"] = "numpy" if p.workload.reference else "iree-default"
             report.update(_compare(got, want, p.recipe.tolerance.atol, p.recipe.tolerance.rtol))
             if time_it:
-                times = time_interleaved(
-                    {"scheduled": scheduled.runner(inputs), "baseline": baseline.runner(inputs)},
-                    repeats=repeats,
-                )
+                variants = {
+                    "scheduled": scheduled.runner(inputs),
+                    "baseline": baseline.runner(inputs),
+                }
+                probe = None
+                if "bandwidth" in p.recipe.metrics:
+                    probe, probe_inputs = bandwidth_probe(inputs, got)
+                    probe_vmfb = _compile_default(probe, p.target, work)
+                    loaded = LoadedModule(probe_vmfb, p.target.driver, probe.function)
+                    variants["probe"] = loaded.runner(probe_inputs)
+                times = time_interleaved(variants, repeats=repeats)
                 report["time_ms"] = times["scheduled"].as_dict()
                 report["baseline_ms"] = times["baseline"].as_dict()
                 report["speedup"] = times["baseline"].median / times["scheduled"].median
+                if probe is not None:
+                    report["bandwidth"] = _bandwidth(inputs, got, times, probe.name)
         except (RecipeError, ScheduleError, RuntimeError, ValueError) as exc:
             report["status"] = "error"
             report["error"] = str(exc)
     return report
+
+
+def _bandwidth(
+    inputs: list[np.ndarray], outputs: list[np.ndarray], times: Mapping[str, Timing], probe: str
+) -> dict[str, Any]:
+    """GB/s of each timed variant on the workload's compulsory traffic (inputs read once,
+    outputs written once), and the scheduled module's fraction of the probe's."""
+    traffic = sum(a.nbytes for a in inputs) + sum(a.nbytes for a in outputs)
+
+    def gbps(name: str) -> float:
+        return traffic / (times[name].median * 1e-3) / 1e9
+
+    return {
+        "traffic_bytes": traffic,
+        "scheduled_gbps": gbps("scheduled"),
+        "baseline_gbps": gbps("baseline"),
+        "probe_gbps": gbps("probe"),
+        "probe": probe,
+        "fraction_of_probe": gbps("scheduled") / gbps("probe"),
+    }
 
 
 def _evaluate_payload(p: Plan, seed: int) -> dict[str, Any]:

@@ -26,10 +26,14 @@ from typing import Literal
 from .errors import Where
 from .recipe import (
     ROOT,
+    Baseline,
     CleanupStep,
+    CollapseDimsStep,
     DispatchRegionStep,
+    FuseElementwiseExtStep,
     FuseExtStep,
     FuseIntoStep,
+    FusePadStep,
     GeneralizeStep,
     InterchangeStep,
     Intermediates,
@@ -39,8 +43,10 @@ from .recipe import (
     LoweringConfig,
     MatchSpec,
     MatchStep,
+    Mmt4dStep,
     ProducerStep,
     Recipe,
+    SpecializeStep,
     Step,
     TileStep,
     Tolerance,
@@ -144,6 +150,11 @@ class OpRef:
         self.schedule.steps.append(GeneralizeStep(target=self.name, where=_caller()))
         return self
 
+    def specialize(self) -> OpRef:
+        """Rewrite these generics as named ops where they are one (e.g. ``linalg.matmul``)."""
+        self.schedule.steps.append(SpecializeStep(target=self.name, where=_caller()))
+        return self
+
     def interchange(self, permutation: Sequence[IntOrParam]) -> OpRef:
         """Permute this generic's loops."""
         self.schedule.steps.append(
@@ -204,6 +215,42 @@ class ScheduleBuilder:
         """Group ``root`` and the ops it depends on into one dispatch (graph schedules)."""
         self._schedule.steps.append(DispatchRegionStep(root=root, stop=stop, where=_caller()))
 
+    def fuse_elementwise_ext(
+        self,
+        *,
+        shared_input: bool = True,
+        max_operands: IntOrParam | None = None,
+        ops: MatchSpec | None = None,
+    ) -> None:
+        """Fuse elementwise ops to a fixpoint, incl. shared-input groups (graph schedules)."""
+        self._schedule.steps.append(
+            FuseElementwiseExtStep(ops, shared_input, max_operands, where=_caller())
+        )
+
+    def collapse_dims(
+        self,
+        reassociation: Sequence[Sequence[IntOrParam]] | Literal["auto"] = "auto",
+        *,
+        ops: MatchSpec | None = None,
+    ) -> None:
+        """Collapse contiguous loops of generics (``"auto"``: maximal groups; graph schedules)."""
+        groups = None if reassociation == "auto" else tuple(tuple(g) for g in reassociation)
+        self._schedule.steps.append(CollapseDimsStep(groups, ops, where=_caller()))
+
+    def mmt4d(
+        self,
+        tile: Sequence[IntOrParam],
+        *,
+        ops: MatchSpec | None = None,
+        lower_packs: bool | None = None,
+    ) -> None:
+        """Rewrite matmuls as pack + linalg.mmt4d + unpack, inner tile (M0, N0, K0)."""
+        self._schedule.steps.append(Mmt4dStep(tuple(tile), ops, lower_packs, where=_caller()))
+
+    def fuse_pad(self, *, ops: MatchSpec | None = None) -> None:
+        """Let pads' producers write into the padded buffer (graph schedules)."""
+        self._schedule.steps.append(FusePadStep(ops, where=_caller()))
+
     def vectorize(self) -> None:
         """Vectorize every op in scope (invalidates op handles: do it after tiling)."""
         self._schedule.steps.append(VectorizeStep(where=_caller()))
@@ -261,6 +308,16 @@ class RecipeBuilder:
     def tolerance(self, *, atol: float, rtol: float) -> RecipeBuilder:
         """Numeric tolerance for the reference check."""
         self._recipe = replace(self._recipe, tolerance=Tolerance(atol, rtol))
+        return self
+
+    def baseline(self, *, flags: Sequence[str]) -> RecipeBuilder:
+        """Time against IREE's default build with extra iree-compile ``flags``."""
+        self._recipe = replace(self._recipe, baseline=Baseline(tuple(flags), where=_caller()))
+        return self
+
+    def metrics(self, *names: str) -> RecipeBuilder:
+        """Extra figures ``tdsched run`` reports (``"bandwidth"``)."""
+        self._recipe = replace(self._recipe, metrics=tuple(names))
         return self
 
     @property

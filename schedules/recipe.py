@@ -158,8 +158,73 @@ class DispatchRegionStep:
     where: Where = field(default_factory=Where)
 
 
+@dataclass(frozen=True)
+class SpecializeStep:
+    """Rewrite the ``linalg.generic`` ops bound to ``target`` as named ops where they are
+    one (``linalg.matmul``, ``linalg.fill``, ...); generics that are not stay generic."""
+
+    target: str = ROOT
+    where: Where = field(default_factory=Where)
+
+
+@dataclass(frozen=True)
+class FuseElementwiseExtStep:
+    """Fuse elementwise generics: producer→consumer (yielding results also used elsewhere)
+    and, with ``shared_input``, independent generics reading the same tensor (graph step).
+
+    ``ops`` limits which ops take part; ``max_operands`` bounds a fused op's operands.
+    """
+
+    ops: MatchSpec | None = None
+    shared_input: bool = True
+    max_operands: IntOrParam | None = None
+    where: Where = field(default_factory=Where)
+
+
+@dataclass(frozen=True)
+class CollapseDimsStep:
+    """Collapse contiguous loops of ``linalg.generic`` ops (graph step).
+
+    ``reassociation`` groups the loops (``((0,), (1, 2))``); ``None`` is ``auto``: the
+    maximal groups every operand allows.
+    """
+
+    reassociation: tuple[tuple[IntOrParam, ...], ...] | None = None
+    ops: MatchSpec | None = None
+    where: Where = field(default_factory=Where)
+
+
+@dataclass(frozen=True)
+class Mmt4dStep:
+    """Rewrite matmuls as pack + ``linalg.mmt4d`` + unpack with inner tile ``tile``
+    (M0, N0, K0) (graph step). ``lower_packs`` (default: on Vulkan) lowers the packs to
+    pad/reshape/transpose, which every target compiles."""
+
+    tile: tuple[IntOrParam, ...]
+    ops: MatchSpec | None = None
+    lower_packs: bool | None = None
+    where: Where = field(default_factory=Where)
+
+
+@dataclass(frozen=True)
+class FusePadStep:
+    """Make ``tensor.pad`` ops' producers write straight into the padded buffer (graph step).
+
+    ``ops`` selects pads; without it every pad that can be fused is, and the others are
+    reported with the reason.
+    """
+
+    ops: MatchSpec | None = None
+    where: Where = field(default_factory=Where)
+
+
+GraphRewriteStep = FuseElementwiseExtStep | CollapseDimsStep | Mmt4dStep | FusePadStep
+"""Steps that rewrite the whole module in Python before IREE (not transform scripts)."""
+
 Step = (
     MatchStep
+    | GraphRewriteStep
+    | SpecializeStep
     | DispatchRegionStep
     | FuseExtStep
     | ProducerStep
@@ -224,6 +289,24 @@ class Tolerance:
 
 
 @dataclass(frozen=True)
+class Baseline:
+    """What the scheduled module is timed against: IREE's default build of the untouched
+    workload, with extra iree-compile ``flags`` (e.g. ``--iree-opt-data-tiling``)."""
+
+    flags: tuple[str, ...] = ()
+    where: Where = field(default_factory=Where)
+
+    @property
+    def label(self) -> str:
+        return "iree-default" + "".join(f" {f}" for f in self.flags)
+
+
+METRICS: tuple[str, ...] = ("bandwidth",)
+"""Extra figures ``tdsched run`` can report: ``bandwidth`` = GB/s of the scheduled and
+baseline modules and of a memory-bound probe with the same traffic, timed in the same run."""
+
+
+@dataclass(frozen=True)
 class Recipe:
     """A complete schedule recipe (see the module docstring)."""
 
@@ -235,6 +318,8 @@ class Recipe:
     graph: tuple[Step, ...] = ()
     kernels: tuple[KernelSchedule, ...] = ()
     tolerance: Tolerance = field(default_factory=Tolerance)
+    baseline: Baseline = field(default_factory=Baseline)
+    metrics: tuple[str, ...] = ()
     source: str | None = None
 
     @property

@@ -15,12 +15,17 @@ import yaml
 
 from .errors import RecipeError, Where
 from .recipe import (
+    METRICS,
     ROOT,
     TARGETS,
+    Baseline,
     CleanupStep,
+    CollapseDimsStep,
     DispatchRegionStep,
+    FuseElementwiseExtStep,
     FuseExtStep,
     FuseIntoStep,
+    FusePadStep,
     GeneralizeStep,
     InterchangeStep,
     Intermediates,
@@ -31,8 +36,10 @@ from .recipe import (
     MappingKind,
     MatchSpec,
     MatchStep,
+    Mmt4dStep,
     ProducerStep,
     Recipe,
+    SpecializeStep,
     Step,
     TileStep,
     Tolerance,
@@ -177,6 +184,8 @@ def parse_recipe(text: str, filename: str) -> Recipe:
             "tolerance": "atol / rtol",
             "graph": "whole-module schedule steps",
             "kernels": "kernel schedules",
+            "baseline": "what to time against (default: IREE's default build)",
+            "metrics": f"extra figures to report: {', '.join(METRICS)}",
         },
         required=("name", "workload"),
     )
@@ -197,6 +206,10 @@ def parse_recipe(text: str, filename: str) -> Recipe:
         graph=tuple(_step(s) for s in top["graph"].sequence()) if "graph" in top else (),
         kernels=tuple(_kernel(k) for k in top["kernels"].sequence()) if "kernels" in top else (),
         tolerance=_tolerance(top["tolerance"]) if "tolerance" in top else Tolerance(),
+        baseline=_baseline(top["baseline"]) if "baseline" in top else Baseline(),
+        metrics=tuple(m.choice(METRICS) for m in top["metrics"].sequence())
+        if "metrics" in top
+        else (),
         source=filename,
     )
 
@@ -224,6 +237,15 @@ def _tolerance(node: _Node) -> Tolerance:
         atol=_opt(f, "atol", _Node.number, default.atol),
         rtol=_opt(f, "rtol", _Node.number, default.rtol),
     )
+
+
+def _baseline(node: _Node) -> Baseline:
+    f = node.mapping({"flags": "extra iree-compile flags, e.g. [--iree-opt-data-tiling]"})
+    flags = tuple(flag.text() for flag in f["flags"].sequence()) if "flags" in f else ()
+    for flag, item in zip(flags, f["flags"].sequence() if "flags" in f else [], strict=True):
+        if not flag.startswith("--"):
+            raise item.fail(f"expected an iree-compile flag starting with '--', got {flag!r}")
+    return Baseline(flags=flags, where=node.where)
 
 
 def _workload(node: _Node, base: Path) -> WorkloadSpec:
@@ -410,6 +432,51 @@ def _generalize_step(node: _Node, f: dict[str, _Node]) -> Step:
     return GeneralizeStep(target=_opt(f, "target", _Node.text, ROOT), where=node.where)
 
 
+def _specialize_step(node: _Node, f: dict[str, _Node]) -> Step:
+    return SpecializeStep(target=_opt(f, "target", _Node.text, ROOT), where=node.where)
+
+
+def _ops(f: dict[str, _Node]) -> MatchSpec | None:
+    """The optional ``ops`` selection of a graph rewrite (by op name / attributes)."""
+    ops = f.get("ops")
+    return _match_spec(ops, ops.mapping(_OPS_FIELDS)) if ops is not None else None
+
+
+def _fuse_elementwise_step(node: _Node, f: dict[str, _Node]) -> Step:
+    return FuseElementwiseExtStep(
+        ops=_ops(f),
+        shared_input=_opt(f, "shared_input", _Node.flag, True),
+        max_operands=_opt(f, "max_operands", _Node.int_or_param, None),
+        where=node.where,
+    )
+
+
+def _collapse_dims_step(node: _Node, f: dict[str, _Node]) -> Step:
+    groups = f["reassociation"]
+    reassociation = None
+    if not (isinstance(groups.node, yaml.ScalarNode) and groups.scalar() == "auto"):
+        if not isinstance(groups.node, yaml.SequenceNode):
+            raise groups.fail("expected 'auto' or a list of loop groups, e.g. [[0], [1, 2]]")
+        reassociation = tuple(group.ints() for group in groups.sequence())
+    return CollapseDimsStep(reassociation=reassociation, ops=_ops(f), where=node.where)
+
+
+def _mmt4d_step(node: _Node, f: dict[str, _Node]) -> Step:
+    tile = f["tile"].ints()
+    if len(tile) != 3:
+        raise f["tile"].fail(f"expected the inner tile [M0, N0, K0], got {len(tile)} sizes")
+    return Mmt4dStep(
+        tile=tile,
+        ops=_ops(f),
+        lower_packs=_opt(f, "lower_packs", _Node.flag, None),
+        where=node.where,
+    )
+
+
+def _fuse_pad_step(node: _Node, f: dict[str, _Node]) -> Step:
+    return FusePadStep(ops=_ops(f), where=node.where)
+
+
 def _interchange_step(node: _Node, f: dict[str, _Node]) -> Step:
     return InterchangeStep(
         permutation=f["permutation"].ints(),
@@ -437,6 +504,8 @@ def _cleanup_step(node: _Node, f: dict[str, _Node]) -> Step:
 
 
 _TARGET = {"target": "handle name, default root"}
+_OPS_FIELDS = {k: _MATCH_FIELDS[k] for k in ("op", "attributes")}
+_OPS = {"ops": "which ops it acts on: {op: NAME, attributes: [...]}, default all"}
 _StepBuilder = Callable[[_Node, dict[str, _Node]], Step]
 _STEPS: dict[str, tuple[dict[str, str], tuple[str, ...], _StepBuilder]] = {
     "match": (
@@ -491,6 +560,31 @@ _STEPS: dict[str, tuple[dict[str, str], tuple[str, ...], _StepBuilder]] = {
         _dispatch_region_step,
     ),
     "generalize": (_TARGET, (), _generalize_step),
+    "specialize": (_TARGET, (), _specialize_step),
+    "fuse_elementwise_ext": (
+        {
+            **_OPS,
+            "shared_input": "bool, also fuse independent ops reading one tensor (default true)",
+            "max_operands": "largest operand count of a fused op (default unbounded)",
+        },
+        (),
+        _fuse_elementwise_step,
+    ),
+    "collapse_dims": (
+        {**_OPS, "reassociation": "auto, or loop groups such as [[0], [1, 2]]"},
+        ("reassociation",),
+        _collapse_dims_step,
+    ),
+    "mmt4d": (
+        {
+            **_OPS,
+            "tile": "inner tile [M0, N0, K0]",
+            "lower_packs": "bool, lower pack/unpack (default: true on vulkan)",
+        },
+        ("tile",),
+        _mmt4d_step,
+    ),
+    "fuse_pad": (_OPS, (), _fuse_pad_step),
     "interchange": (
         {**_TARGET, "permutation": "the new loop order"},
         ("permutation",),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 
 from iree.compiler import ir
@@ -42,3 +43,27 @@ def loop_counts(module_text: str) -> dict[str, set[int]]:
             n = len(ir.ArrayAttr(generic.attributes["iterator_types"]))
             counts.setdefault(named.name, set()).add(n)
         return counts
+
+
+def op_histogram(module_text: str) -> Counter[str]:
+    """How many ops of each name the module's functions hold (what a rewrite changed)."""
+    counts: Counter[str] = Counter()
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        counts[op.name] += 1
+        return ir.WalkResult.ADVANCE
+
+    with ir.Context():
+        ir.Module.parse(module_text).operation.walk(visit)
+    del counts["builtin.module"]
+    return counts
+
+
+def describe_change(before: Counter[str], after: Counter[str]) -> str:
+    """``linalg.matmul 1→0, linalg.generic 1→2``, or ``changed no op`` when equal."""
+    changed = [
+        f"{name} {before[name]}→{after[name]}"
+        for name in sorted(set(before) | set(after))
+        if before[name] != after[name]
+    ]
+    return ", ".join(changed) if changed else "changed no op"

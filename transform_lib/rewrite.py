@@ -1,4 +1,4 @@
-"""Structural rewrites of linalg ops: generalize, interchange."""
+"""Structural rewrites of linalg ops: generalize, specialize, interchange."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from iree.compiler.dialects.transform import structured
 
-from .script import OpHandle
+from .script import OpHandle, any_op
 from .tiling import check_permutation
 
 
@@ -14,6 +14,15 @@ def generalize(target: OpHandle) -> OpHandle:
     """Rewrite named linalg ops (``linalg.matmul``, convolutions, ...) as ``linalg.generic``."""
     value = structured.GeneralizeOp(target.value).transformed
     return OpHandle(value, f"linalg.generic (from {target.what})", target.num_loops)
+
+
+def specialize(target: OpHandle) -> OpHandle:
+    """Rewrite ``linalg.generic`` ops that are a named op (matmul, fill, copy, ...) as it.
+
+    Generics that are no named op are left as they are (the handle still holds them).
+    """
+    value = structured.SpecializeOp(any_op(), target.value).transformed
+    return OpHandle(value, f"specialized {target.what}", target.num_loops)
 
 
 def interchange(target: OpHandle, permutation: Sequence[int]) -> OpHandle:

@@ -7,7 +7,7 @@ as a frontend would produce it) and whose reference computes the same function i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -253,28 +253,3 @@ def resnet_block(
         return [out.astype(a[0].dtype)]
 
     return Workload(f"resnet_block_{N}x{H}x{W}x{C}_{M}_{t}", mlir, "resnet_block", reference)
-
-
-GENERATORS: dict[str, Callable[..., Workload]] = {
-    "matmul": matmul,
-    "matmul_bias_relu": matmul_bias_relu,
-    "matmul_chain": matmul_chain,
-    "conv2d_nhwc": conv2d_nhwc,
-    "resnet_block": resnet_block,
-}
-
-
-def generate(name: str, args: dict[str, int | str]) -> Workload:
-    """Build the generator ``name`` with keyword ``args``; errors say what is expected."""
-    if name not in GENERATORS:
-        raise WorkloadError(f"unknown generator {name!r}; available: {', '.join(GENERATORS)}")
-    gen = GENERATORS[name]
-    try:
-        return gen(**args)
-    except TypeError as exc:
-        import inspect
-
-        expected = ", ".join(inspect.signature(gen).parameters)
-        raise WorkloadError(
-            f"generator {name}: bad arguments {sorted(args)}; expected {expected}"
-        ) from exc

@@ -20,13 +20,16 @@ class RewriteReport:
     """The outcome of one graph rewrite.
 
     ``summary`` is one line ("fused 3 generics into 1", "collapsed 4→2 dims"), or says
-    that nothing changed and why; ``details`` lists per-op notes for ``tdsched apply``.
+    that nothing changed and why; ``details`` lists per-op notes for ``tdsched apply``;
+    ``scripts`` holds the transform scripts the rewrite ran, if it ran any (printed by
+    ``tdsched show``).
     """
 
     primitive: str
     summary: str
     changed: bool
     details: tuple[str, ...] = ()
+    scripts: tuple[str, ...] = ()
 
     def lines(self) -> list[str]:
         return [f"{self.primitive}: {self.summary}", *(f"  {d}" for d in self.details)]

@@ -1,0 +1,199 @@
+"""mmt4d: IR structure, report and refusals; numerics through IREE (x86, Vulkan)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from iree.compiler import ir
+from iree_numerics import assert_same_results
+from tdsched.transform_lib.graph.mmt4d import Mmt4dOptions, mmt4d
+from tdsched.transform_lib.graph.report import GraphRewriteError, RewriteReport, rewrite_text
+from tdsched.transform_lib.match import OpCriteria
+
+
+def matmul(m: int, n: int, k: int, attrs: str = "") -> str:
+    """fill + linalg.matmul, M x K times K x N (``attrs``: a discardable attribute dict)."""
+    return f"""
+func.func @main(%a: tensor<{m}x{k}xf32>, %b: tensor<{k}x{n}xf32>) -> tensor<{m}x{n}xf32> {{
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<{m}x{n}xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<{m}x{n}xf32>) -> tensor<{m}x{n}xf32>
+  %c = linalg.matmul {attrs} ins(%a, %b : tensor<{m}x{k}xf32>, tensor<{k}x{n}xf32>)
+      outs(%f : tensor<{m}x{n}xf32>) -> tensor<{m}x{n}xf32>
+  return %c : tensor<{m}x{n}xf32>
+}}
+"""
+
+
+# A batch matmul accumulating into an argument (the packed init is not a fill).
+BATCH = """
+func.func @main(%a: tensor<3x32x24xf32>, %b: tensor<3x24x40xf32>, %acc: tensor<3x32x40xf32>) -> tensor<3x32x40xf32> {
+  %c = linalg.batch_matmul ins(%a, %b : tensor<3x32x24xf32>, tensor<3x24x40xf32>)
+      outs(%acc : tensor<3x32x40xf32>) -> tensor<3x32x40xf32>
+  return %c : tensor<3x32x40xf32>
+}
+"""
+
+# Two matmuls; only the second carries the attribute an OpCriteria can select.
+TWO = """
+func.func @main(%a: tensor<32x16xf32>, %b: tensor<16x32xf32>, %acc: tensor<32x32xf32>) -> tensor<32x32xf32> {
+  %c = linalg.matmul ins(%a, %b : tensor<32x16xf32>, tensor<16x32xf32>)
+      outs(%acc : tensor<32x32xf32>) -> tensor<32x32xf32>
+  %d = linalg.matmul {pick} ins(%a, %b : tensor<32x16xf32>, tensor<16x32xf32>)
+      outs(%c : tensor<32x32xf32>) -> tensor<32x32xf32>
+  return %d : tensor<32x32xf32>
+}
+"""
+
+DYNAMIC = """
+func.func @main(%a: tensor<?x16xf32>, %b: tensor<16x32xf32>, %acc: tensor<?x32xf32>) -> tensor<?x32xf32> {
+  %c = linalg.matmul ins(%a, %b : tensor<?x16xf32>, tensor<16x32xf32>)
+      outs(%acc : tensor<?x32xf32>) -> tensor<?x32xf32>
+  return %c : tensor<?x32xf32>
+}
+"""
+
+TRANSPOSED_B = """
+func.func @main(%a: tensor<32x16xf32>, %b: tensor<32x16xf32>, %acc: tensor<32x32xf32>) -> tensor<32x32xf32> {
+  %c = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>,
+                                      affine_map<(m, n, k) -> (n, k)>,
+                                      affine_map<(m, n, k) -> (m, n)>]
+      ins(%a, %b : tensor<32x16xf32>, tensor<32x16xf32>)
+      outs(%acc : tensor<32x32xf32>) -> tensor<32x32xf32>
+  return %c : tensor<32x32xf32>
+}
+"""
+
+
+def rewrite(text: str, tile: tuple[int, int, int], **kwargs: object) -> tuple[str, RewriteReport]:
+    return rewrite_text(text, lambda m: mmt4d(m, Mmt4dOptions(tile, **kwargs)))  # type: ignore[arg-type]
+
+
+def parse(text: str) -> ir.Module:
+    with ir.Context():
+        return ir.Module.parse(text)
+
+
+def ops_of(module: ir.Module) -> list[ir.Operation]:
+    """Every op of the module's single function body, in order (keep ``module`` alive)."""
+    func = module.body.operations[0]
+    return [op.operation for op in func.regions[0].blocks[0].operations]
+
+
+def only(module: ir.Module, name: str) -> ir.Operation:
+    (op,) = (op for op in ops_of(module) if op.name == name)
+    return op
+
+
+def counts(text: str) -> Counter[str]:
+    return Counter(op.name for op in ops_of(parse(text)))
+
+
+def shapes(op: ir.Operation) -> list[list[int]]:
+    return [ir.RankedTensorType(v.type).shape for v in op.operands]
+
+
+def test_matmul_becomes_pack_mmt4d_unpack() -> None:
+    text, report = rewrite(matmul(128, 96, 64), (16, 16, 1))
+    assert report.changed
+    assert report.summary == (
+        "rewrote 1 linalg.matmul into pack + linalg.mmt4d + unpack (tile 16x16x1)"
+    )
+    assert report.details[0].endswith("128x96x64 -> linalg.mmt4d 8x6x64 tiles of 16x16x1")
+    ops = counts(text)
+    assert (ops["linalg.pack"], ops["linalg.mmt4d"], ops["linalg.unpack"]) == (2, 1, 1)
+    assert (ops["linalg.matmul"], ops["linalg.fill"]) == (0, 1)
+    assert ops["tensor.empty"] == 4  # 2 pack, the fill's and the unpack's: none left dead
+    module = parse(text)
+    mm = only(module, "linalg.mmt4d")
+    assert shapes(mm) == [[8, 64, 16, 1], [6, 64, 16, 1], [8, 6, 16, 16]]
+    assert mm.operands[2].owner.name == "linalg.fill"  # the fill is made packed
+    assert "indexing_maps" not in mm.attributes
+    rhs = mm.operands[1].owner
+    assert list(ir.DenseI64ArrayAttr(rhs.attributes["outer_dims_perm"])) == [1, 0]
+    unpack = only(module, "linalg.unpack")
+    assert unpack.operands[1].owner.name == "tensor.empty"
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "k", "tile"),
+    [(128, 96, 64, (8, 32, 1)), (100, 50, 30, (16, 16, 4))],
+    ids=["divisible", "padded"],
+)
+def test_matmul_numerics_x86(m: int, n: int, k: int, tile: tuple[int, int, int]) -> None:
+    before = matmul(m, n, k)
+    after, _ = rewrite(before, tile)
+    assert counts(after)["linalg.mmt4d"] == 1
+    assert_same_results(before, after, "main", "x86", atol=1e-4)
+
+
+def test_padding_is_reported() -> None:
+    text, report = rewrite(matmul(100, 50, 30), (16, 16, 4))
+    assert report.summary.endswith("(tile 16x16x4; 1 zero-padded)")
+    assert report.details[0].endswith("tiles of 16x16x4 (zero-padded to 112x64x32)")
+    module = parse(text)
+    assert shapes(only(module, "linalg.mmt4d")) == [[7, 8, 16, 4], [4, 8, 16, 4], [7, 4, 16, 16]]
+
+
+def test_batch_matmul_becomes_batch_mmt4d() -> None:
+    after, report = rewrite(BATCH, (8, 16, 2))
+    assert report.summary == (
+        "rewrote 1 linalg.batch_matmul into pack + linalg.batch_mmt4d + unpack (tile 8x16x2; "
+        "1 zero-padded)"
+    )
+    module = parse(after)
+    assert shapes(only(module, "linalg.batch_mmt4d")) == [
+        [3, 4, 12, 8, 2],
+        [3, 3, 12, 16, 2],
+        [3, 4, 3, 8, 16],
+    ]
+    assert_same_results(BATCH, after, "main", "x86", atol=1e-4)
+
+
+def test_ops_selects_by_attribute() -> None:
+    text, report = rewrite(TWO, (8, 8, 1), ops=OpCriteria(attributes=("pick",)))
+    assert report.summary.startswith("rewrote 1 linalg.matmul ")
+    ops = counts(text)
+    assert (ops["linalg.matmul"], ops["linalg.mmt4d"]) == (1, 1)
+    assert_same_results(TWO, text, "main", "x86", atol=1e-4)
+
+
+def test_nothing_to_rewrite_says_why() -> None:
+    text, report = rewrite(TWO, (8, 8, 1), ops=OpCriteria(attributes=("absent",)))
+    assert not report.changed
+    assert report.summary == (
+        "changed nothing: no linalg.matmul or linalg.batch_matmul selected by "
+        "(attributes=['absent'])"
+    )
+    assert counts(text)["linalg.matmul"] == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "tile", "ops", "message"),
+    [
+        (TWO, (16, 0, 1), None, "tile must be three positive sizes (M0, N0, K0), got [16, 0, 1]"),
+        (DYNAMIC, (8, 8, 1), None, "it needs static sizes, got tensor<?x16xf32>"),
+        (TRANSPOSED_B, (8, 8, 1), None, "it has non-default indexing maps"),
+        (TWO, (8, 8, 1), OpCriteria(op="linalg.generic"), "'ops' selects 'linalg.generic'"),
+    ],
+    ids=["tile", "dynamic", "transposed", "not-a-matmul"],
+)
+def test_refusals_name_the_op_and_condition(
+    text: str, tile: tuple[int, int, int], ops: OpCriteria | None, message: str
+) -> None:
+    with pytest.raises(GraphRewriteError, match=r"^mmt4d: ") as info:
+        rewrite(text, tile, ops=ops)
+    assert message in str(info.value)
+    if "it " in message:
+        assert "cannot rewrite linalg.matmul at loc(" in str(info.value)
+
+
+def test_lowered_packs_run_on_vulkan(vulkan: None) -> None:
+    before = matmul(100, 96, 60)
+    after, report = rewrite(before, (16, 16, 4), lower_packs=True)
+    assert report.summary.endswith("packs lowered to pad + expand_shape + transpose)")
+    ops = counts(after)
+    assert ops["linalg.pack"] == ops["linalg.unpack"] == 0
+    assert (ops["linalg.mmt4d"], ops["tensor.pad"], ops["linalg.transpose"]) == (1, 2, 3)
+    assert_same_results(before, after, "main", "vulkan", atol=1e-4)

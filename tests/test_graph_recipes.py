@@ -1,0 +1,204 @@
+"""Graph rewrites as recipe steps: YAML and Python front ends, option errors, reports,
+the shipped graph-rewrite recipes on x86 and Vulkan, baselines and the bandwidth metric."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from tdsched.schedules.errors import RecipeError
+from tdsched.schedules.loading import load
+from tdsched.schedules.pipeline import apply_graph, build, compile_baseline, plan, run
+from tdsched.schedules.python_api import Match, RecipeBuilder, generator
+from tdsched.schedules.recipe import (
+    CollapseDimsStep,
+    FuseElementwiseExtStep,
+    FusePadStep,
+    Mmt4dStep,
+)
+from tdsched.schedules.yaml_frontend import parse_recipe
+
+GRAPH = """\
+name: g
+workload: {generator: matmul, args: {M: 64, N: 64, K: 64}}
+targets: [x86, vulkan]
+baseline: {flags: [--iree-opt-data-tiling]}
+metrics: [bandwidth]
+graph:
+  - fuse_elementwise_ext: {shared_input: false, max_operands: 6, ops: {op: linalg.generic}}
+  - collapse_dims: {reassociation: [[0], [1, 2]]}
+  - collapse_dims: {reassociation: auto}
+  - mmt4d: {tile: [16, 16, 1], lower_packs: true}
+  - fuse_pad: {}
+"""
+
+
+def _error(text: str, target: str | None = None) -> str:
+    with pytest.raises(RecipeError) as info:
+        plan(parse_recipe(textwrap.dedent(text), "r.yaml"), target)
+    return str(info.value)
+
+
+def test_yaml_graph_rewrite_steps_load_with_their_options() -> None:
+    recipe = parse_recipe(GRAPH, "r.yaml")
+    fuse, explicit, auto, mmt4d, pad = recipe.graph
+    assert isinstance(fuse, FuseElementwiseExtStep)
+    assert (fuse.shared_input, fuse.max_operands, fuse.ops and fuse.ops.op) == (
+        False,
+        6,
+        "linalg.generic",
+    )
+    assert isinstance(explicit, CollapseDimsStep) and explicit.reassociation == ((0,), (1, 2))
+    assert isinstance(auto, CollapseDimsStep) and auto.reassociation is None
+    assert isinstance(mmt4d, Mmt4dStep) and mmt4d.tile == (16, 16, 1) and mmt4d.lower_packs
+    assert isinstance(pad, FusePadStep) and pad.ops is None
+    assert recipe.baseline.flags == ("--iree-opt-data-tiling",)
+    assert recipe.metrics == ("bandwidth",)
+
+
+def test_python_front_end_builds_the_same_graph_steps() -> None:
+    r = RecipeBuilder(
+        "g", workload=generator("matmul", M=64, N=64, K=64), targets=["x86", "vulkan"]
+    )
+    r.baseline(flags=["--iree-opt-data-tiling"]).metrics("bandwidth")
+    r.graph.fuse_elementwise_ext(shared_input=False, max_operands=6, ops=Match(op="linalg.generic"))
+    r.graph.collapse_dims([[0], [1, 2]])
+    r.graph.collapse_dims("auto")
+    r.graph.mmt4d((16, 16, 1), lower_packs=True)
+    r.graph.fuse_pad()
+    python, yaml = r.build(), parse_recipe(GRAPH, "r.yaml")
+
+    def strip(recipe: object) -> object:
+        return [(type(s), {k: v for k, v in vars(s).items() if k != "where"}) for s in recipe.graph]  # type: ignore[attr-defined]
+
+    assert strip(python) == strip(yaml)
+    assert python.baseline.flags == yaml.baseline.flags and python.metrics == yaml.metrics
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (
+            ("max_operands: 6", "max_operands: 1"),
+            "r.yaml:7: graph[0].fuse_elementwise_ext.max_operands: a fused op has at least 2 operands",
+        ),
+        (
+            ("[[0], [1, 2]]", "three"),
+            "r.yaml:8: graph[1].collapse_dims.reassociation: expected 'auto' or a list of loop groups",
+        ),
+        (
+            ("tile: [16, 16, 1]", "tile: [16, 16]"),
+            "r.yaml:10: graph[3].mmt4d.tile: expected the inner tile [M0, N0, K0], got 2 sizes",
+        ),
+        (
+            ("tile: [16, 16, 1]", "tile: [16, 0, 1]"),
+            "r.yaml:10: graph[3].mmt4d.tile: inner tile sizes must be >= 1",
+        ),
+        (
+            ("ops: {op: linalg.generic}", "ops: {kind: contraction}"),
+            "r.yaml:7: graph[0].fuse_elementwise_ext.ops.kind: unknown field 'kind'",
+        ),
+        (
+            ("[--iree-opt-data-tiling]", "[iree-opt-data-tiling]"),
+            "r.yaml:4: baseline.flags[0]: expected an iree-compile flag starting with '--'",
+        ),
+        (
+            ("metrics: [bandwidth]", "metrics: [gflops]"),
+            "r.yaml:5: metrics[0]: got 'gflops'; allowed: bandwidth",
+        ),
+    ],
+)
+def test_bad_graph_rewrite_options_name_file_line_and_field(
+    edit: tuple[str, str], expected: str
+) -> None:
+    assert expected in _error(GRAPH.replace(*edit))
+
+
+def test_graph_rewrite_in_a_kernel_schedule_is_refused() -> None:
+    text = """\
+    name: k
+    workload: {generator: matmul, args: {M: 64, N: 64, K: 64}}
+    kernels:
+      - name: mm
+        match: {op: linalg.matmul}
+        schedule:
+          - fuse_pad: {}
+    """
+    assert (
+        "r.yaml:7: kernels[0].schedule[0].fuse_pad: this step rewrites the whole module"
+        in _error(text)
+    )
+
+
+def test_unknown_metric_from_python_is_an_error() -> None:
+    r = RecipeBuilder("m", workload=generator("matmul", M=8, N=8, K=8)).metrics("flops")
+    with pytest.raises(RecipeError, match="unknown metric 'flops'; available: bandwidth"):
+        plan(r.build())
+
+
+def test_generalize_then_specialize_round_trips_and_reports_op_counts() -> None:
+    r = RecipeBuilder("s", workload=generator("matmul", M=32, N=32, K=32))
+    r.graph.match("linalg.matmul", name="mm").generalize()
+    r.graph.fuse_pad()  # a rewrite stage between the two scripts: each reports separately
+    r.graph.match("linalg.generic", name="g").specialize()
+    result = apply_graph(plan(r.build()))
+    assert "linalg.matmul" in result.module and "linalg.generic" not in result.module
+    generalized, pads, specialized = result.reports
+    assert generalized.startswith("graph steps match, generalize (test_graph_recipes.py:")
+    assert generalized.endswith("linalg.generic 0→1, linalg.matmul 1→0")
+    assert pads.startswith("fuse_pad: changed nothing")
+    assert specialized.endswith("linalg.generic 1→0, linalg.matmul 0→1")
+
+
+SMALL = {
+    "elementwise_chain_x86": {"M": 128, "N": 96},
+    "pad_fusion_x86": {"H": 10, "W": 12, "C": 16, "M": 8},
+    "collapse_dims_x86": {"N": 2, "C": 8, "H": 10, "W": 12},
+}
+SHAPE = {
+    # what the graph schedule must have done, read in the module IREE compiles
+    "elementwise_chain_x86": lambda ir: (
+        ir.count("linalg.generic") == 1 and "linalg.elementwise" not in ir
+    ),
+    "pad_fusion_x86": lambda ir: "tensor.pad" not in ir and "tensor.insert_slice" in ir,
+    "collapse_dims_x86": lambda ir: "tensor<2x8x120xf32>" in ir,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_graph_rewrite_recipes_on_x86(name: str, tmp_path: Path) -> None:
+    p = plan(load(name), "x86", SMALL[name])
+    files = build(p, tmp_path)
+    assert SHAPE[name](files.input_file.read_text())
+    assert len(files.reports) == 1 and "changed nothing" not in files.reports[0]
+    report = run(p, time_it=False)
+    assert report["status"] == "ok", report
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_graph_rewrite_recipes_on_vulkan(name: str, vulkan: None) -> None:
+    report = run(plan(load(name), "vulkan", SMALL[name]), time_it=False)
+    assert report["status"] == "ok", report
+
+
+def test_bandwidth_metric_reports_gbps_against_a_probe_with_the_same_traffic() -> None:
+    p = plan(load("elementwise_chain_x86"), "x86", {"M": 256, "N": 256})
+    report = run(p, repeats=1)
+    assert report["status"] == "ok", report
+    bw = report["bandwidth"]
+    # x read once (plus the two broadcast vectors), two results written
+    assert bw["traffic_bytes"] == 4 * (256 * 256 + 256 + 256) + 2 * 4 * 256 * 256
+    assert bw["probe"] == "bandwidth_probe_1r2w_65536"
+    assert bw["scheduled_gbps"] > 0 and bw["probe_gbps"] > 0
+    assert bw["fraction_of_probe"] == pytest.approx(bw["scheduled_gbps"] / bw["probe_gbps"])
+
+
+def test_baseline_flags_reach_the_baseline_build(tmp_path: Path) -> None:
+    r = RecipeBuilder("b", workload=generator("matmul", M=64, N=64, K=64))
+    r.baseline(flags=["--iree-opt-data-tiling"])
+    p = plan(r.build())
+    assert "--iree-opt-data-tiling" in compile_baseline(p, tmp_path).command
+    report = run(p, repeats=1)
+    assert report["status"] == "ok", report
+    assert report["baseline"] == "iree-default --iree-opt-data-tiling"
