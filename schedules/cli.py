@@ -106,7 +106,9 @@ def make_parser() -> argparse.ArgumentParser:
         description="Compile the scheduled workload and IREE's default build of the same "
         "workload, check the scheduled result against the reference (numpy for generated "
         "workloads, IREE default for .mlir files) on seeded random inputs, and time both, "
-        "interleaved in one process. Exit status is 0 only when status is ok.",
+        "interleaved in one process. The baseline takes the recipe's 'baseline: {flags: "
+        "[...]}' (e.g. --iree-opt-data-tiling); 'metrics: [bandwidth]' adds GB/s against a "
+        "memory probe timed in the same run. Exit status is 0 only when status is ok.",
     )
     _add_common(runp)
     runp.add_argument("--json", action="store_true", help="print one JSON object")

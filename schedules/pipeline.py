@@ -80,6 +80,12 @@ def plan(
     is then IREE's default build of that module).
     """
     resolved = resolve(recipe, overrides)
+    for flag in (*resolved.compile_flags, *resolved.baseline.flags):
+        if not flag.startswith("--"):
+            raise RecipeError(
+                Where(resolved.source, None, "compile_flags / baseline.flags"),
+                f"expected an iree-compile flag starting with '--', got {flag!r}",
+            )
     for metric in resolved.metrics:
         if metric not in METRICS:
             raise RecipeError(
@@ -224,7 +230,9 @@ def _plan_kernel_fusions(p: Plan, input_file: Path, out_dir: Path, reports: list
         assert scripts.kernel_library is not None
         library = out_dir / f"probe{attempt}.kernels.mlir"
         library.write_text(scripts.kernel_library)
-        request = CompileRequest(input_file, p.target, out_dir / "probe.vmfb", library)
+        request = CompileRequest(
+            input_file, p.target, out_dir / "probe.vmfb", library, p.recipe.compile_flags
+        )
         try:
             found = plan_kernels(probe_compile(request), pending)
         except ScheduleError as exc:
@@ -261,9 +269,16 @@ def _kernel_where(p: Plan, kernel: str) -> Where:
 def compile_plan(p: Plan, files: BuildFiles, output: Path) -> CompileResult:
     """Compile the scheduled module and require every kernel schedule step to have applied."""
     refuse_host_loops(p)
-    result = run_compile(CompileRequest(files.input_file, p.target, output, files.kernel_library))
+    result = run_compile(_scheduled_request(p, files, output))
     _require(files.kernel_markers, result.markers)
     return result
+
+
+def _scheduled_request(p: Plan, files: BuildFiles, output: Path) -> CompileRequest:
+    """The compile of the scheduled module: its kernel library and the recipe's flags."""
+    return CompileRequest(
+        files.input_file, p.target, output, files.kernel_library, p.recipe.compile_flags
+    )
 
 
 def compile_baseline(p: Plan, out_dir: Path) -> CompileResult:
@@ -290,7 +305,7 @@ def kernels_after_schedule(p: Plan, files: BuildFiles) -> dict[str, str]:
     """
     refuse_host_loops(p)
     output = files.input_file.with_suffix(".apply.vmfb")
-    result = run_compile(CompileRequest(files.input_file, p.target, output, files.kernel_library))
+    result = run_compile(_scheduled_request(p, files, output))
     _require(files.kernel_markers, result.markers)
     sections = dict(printed_sections(result.stdout))
     titles = {k.name: kernel_after_schedule(k.name) for k in p.recipe.kernels}

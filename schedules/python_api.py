@@ -315,6 +315,11 @@ class RecipeBuilder:
         self._recipe = replace(self._recipe, baseline=Baseline(tuple(flags), where=_caller()))
         return self
 
+    def compile_flags(self, *flags: str) -> RecipeBuilder:
+        """Extra iree-compile flags for the scheduled build (target-level knobs)."""
+        self._recipe = replace(self._recipe, compile_flags=tuple(flags))
+        return self
+
     def metrics(self, *names: str) -> RecipeBuilder:
         """Extra figures ``tdsched run`` reports (``"bandwidth"``)."""
         self._recipe = replace(self._recipe, metrics=tuple(names))

@@ -319,6 +319,9 @@ class Recipe:
     kernels: tuple[KernelSchedule, ...] = ()
     tolerance: Tolerance = field(default_factory=Tolerance)
     baseline: Baseline = field(default_factory=Baseline)
+    compile_flags: tuple[str, ...] = ()
+    """Extra iree-compile flags for the scheduled build (target-level knobs a schedule
+    cannot set, e.g. ``--iree-llvmcpu-enable-ukernels=none``)."""
     metrics: tuple[str, ...] = ()
     source: str | None = None
 

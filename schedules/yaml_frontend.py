@@ -185,6 +185,7 @@ def parse_recipe(text: str, filename: str) -> Recipe:
             "graph": "whole-module schedule steps",
             "kernels": "kernel schedules",
             "baseline": "what to time against (default: IREE's default build)",
+            "compile_flags": "extra iree-compile flags for the scheduled build",
             "metrics": f"extra figures to report: {', '.join(METRICS)}",
         },
         required=("name", "workload"),
@@ -207,6 +208,7 @@ def parse_recipe(text: str, filename: str) -> Recipe:
         kernels=tuple(_kernel(k) for k in top["kernels"].sequence()) if "kernels" in top else (),
         tolerance=_tolerance(top["tolerance"]) if "tolerance" in top else Tolerance(),
         baseline=_baseline(top["baseline"]) if "baseline" in top else Baseline(),
+        compile_flags=_flags(top["compile_flags"]) if "compile_flags" in top else (),
         metrics=tuple(m.choice(METRICS) for m in top["metrics"].sequence())
         if "metrics" in top
         else (),
@@ -241,11 +243,18 @@ def _tolerance(node: _Node) -> Tolerance:
 
 def _baseline(node: _Node) -> Baseline:
     f = node.mapping({"flags": "extra iree-compile flags, e.g. [--iree-opt-data-tiling]"})
-    flags = tuple(flag.text() for flag in f["flags"].sequence()) if "flags" in f else ()
-    for flag, item in zip(flags, f["flags"].sequence() if "flags" in f else [], strict=True):
+    return Baseline(flags=_flags(f["flags"]) if "flags" in f else (), where=node.where)
+
+
+def _flags(node: _Node) -> tuple[str, ...]:
+    """A list of iree-compile flags (each starting with ``--``)."""
+    flags = []
+    for item in node.sequence():
+        flag = item.text()
         if not flag.startswith("--"):
             raise item.fail(f"expected an iree-compile flag starting with '--', got {flag!r}")
-    return Baseline(flags=flags, where=node.where)
+        flags.append(flag)
+    return tuple(flags)
 
 
 def _workload(node: _Node, base: Path) -> WorkloadSpec:

@@ -24,6 +24,7 @@ name: g
 workload: {generator: matmul, args: {M: 64, N: 64, K: 64}}
 targets: [x86, vulkan]
 baseline: {flags: [--iree-opt-data-tiling]}
+compile_flags: [--iree-llvmcpu-enable-ukernels=none]
 metrics: [bandwidth]
 graph:
   - fuse_elementwise_ext: {shared_input: false, max_operands: 6, ops: {op: linalg.generic}}
@@ -54,6 +55,7 @@ def test_yaml_graph_rewrite_steps_load_with_their_options() -> None:
     assert isinstance(mmt4d, Mmt4dStep) and mmt4d.tile == (16, 16, 1) and mmt4d.lower_packs
     assert isinstance(pad, FusePadStep) and pad.ops is None
     assert recipe.baseline.flags == ("--iree-opt-data-tiling",)
+    assert recipe.compile_flags == ("--iree-llvmcpu-enable-ukernels=none",)
     assert recipe.metrics == ("bandwidth",)
 
 
@@ -62,6 +64,7 @@ def test_python_front_end_builds_the_same_graph_steps() -> None:
         "g", workload=generator("matmul", M=64, N=64, K=64), targets=["x86", "vulkan"]
     )
     r.baseline(flags=["--iree-opt-data-tiling"]).metrics("bandwidth")
+    r.compile_flags("--iree-llvmcpu-enable-ukernels=none")
     r.graph.fuse_elementwise_ext(shared_input=False, max_operands=6, ops=Match(op="linalg.generic"))
     r.graph.collapse_dims([[0], [1, 2]])
     r.graph.collapse_dims("auto")
@@ -74,6 +77,7 @@ def test_python_front_end_builds_the_same_graph_steps() -> None:
 
     assert strip(python) == strip(yaml)
     assert python.baseline.flags == yaml.baseline.flags and python.metrics == yaml.metrics
+    assert python.compile_flags == yaml.compile_flags
 
 
 @pytest.mark.parametrize(
@@ -81,31 +85,35 @@ def test_python_front_end_builds_the_same_graph_steps() -> None:
     [
         (
             ("max_operands: 6", "max_operands: 1"),
-            "r.yaml:7: graph[0].fuse_elementwise_ext.max_operands: a fused op has at least 2 operands",
+            "r.yaml:8: graph[0].fuse_elementwise_ext.max_operands: a fused op has at least 2 operands",
         ),
         (
             ("[[0], [1, 2]]", "three"),
-            "r.yaml:8: graph[1].collapse_dims.reassociation: expected 'auto' or a list of loop groups",
+            "r.yaml:9: graph[1].collapse_dims.reassociation: expected 'auto' or a list of loop groups",
         ),
         (
             ("tile: [16, 16, 1]", "tile: [16, 16]"),
-            "r.yaml:10: graph[3].mmt4d.tile: expected the inner tile [M0, N0, K0], got 2 sizes",
+            "r.yaml:11: graph[3].mmt4d.tile: expected the inner tile [M0, N0, K0], got 2 sizes",
         ),
         (
             ("tile: [16, 16, 1]", "tile: [16, 0, 1]"),
-            "r.yaml:10: graph[3].mmt4d.tile: inner tile sizes must be >= 1",
+            "r.yaml:11: graph[3].mmt4d.tile: inner tile sizes must be >= 1",
         ),
         (
             ("ops: {op: linalg.generic}", "ops: {kind: contraction}"),
-            "r.yaml:7: graph[0].fuse_elementwise_ext.ops.kind: unknown field 'kind'",
+            "r.yaml:8: graph[0].fuse_elementwise_ext.ops.kind: unknown field 'kind'",
         ),
         (
             ("[--iree-opt-data-tiling]", "[iree-opt-data-tiling]"),
             "r.yaml:4: baseline.flags[0]: expected an iree-compile flag starting with '--'",
         ),
         (
+            ("[--iree-llvmcpu-enable-ukernels=none]", "[ukernels]"),
+            "r.yaml:5: compile_flags[0]: expected an iree-compile flag starting with '--'",
+        ),
+        (
             ("metrics: [bandwidth]", "metrics: [gflops]"),
-            "r.yaml:5: metrics[0]: got 'gflops'; allowed: bandwidth",
+            "r.yaml:6: metrics[0]: got 'gflops'; allowed: bandwidth",
         ),
     ],
 )
@@ -155,6 +163,7 @@ SMALL = {
     "elementwise_chain_x86": {"M": 128, "N": 96},
     "pad_fusion_x86": {"H": 10, "W": 12, "C": 16, "M": 8},
     "collapse_dims_x86": {"N": 2, "C": 8, "H": 10, "W": 12},
+    "matmul_mmt4d_x86": {"M": 64, "N": 48, "K": 40},
 }
 SHAPE = {
     # what the graph schedule must have done, read in the module IREE compiles
@@ -163,6 +172,7 @@ SHAPE = {
     ),
     "pad_fusion_x86": lambda ir: "tensor.pad" not in ir and "tensor.insert_slice" in ir,
     "collapse_dims_x86": lambda ir: "tensor<2x8x120xf32>" in ir,
+    "matmul_mmt4d_x86": lambda ir: "linalg.mmt4d" in ir and "linalg.matmul" not in ir,
 }
 
 
@@ -177,8 +187,13 @@ def test_graph_rewrite_recipes_on_x86(name: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(SMALL))
-def test_graph_rewrite_recipes_on_vulkan(name: str, vulkan: None) -> None:
-    report = run(plan(load(name), "vulkan", SMALL[name]), time_it=False)
+def test_graph_rewrite_recipes_on_vulkan(name: str, tmp_path: Path, vulkan: None) -> None:
+    p = plan(load(name), "vulkan", SMALL[name])
+    module = build(p, tmp_path).input_file.read_text()
+    assert SHAPE[name](module)
+    if name == "matmul_mmt4d_x86":  # packs are lowered on Vulkan, which cannot compile them
+        assert "linalg.pack" not in module and "linalg.unpack" not in module
+    report = run(p, time_it=False)
     assert report["status"] == "ok", report
 
 
@@ -194,11 +209,15 @@ def test_bandwidth_metric_reports_gbps_against_a_probe_with_the_same_traffic() -
     assert bw["fraction_of_probe"] == pytest.approx(bw["scheduled_gbps"] / bw["probe_gbps"])
 
 
-def test_baseline_flags_reach_the_baseline_build(tmp_path: Path) -> None:
+def test_baseline_and_compile_flags_reach_their_builds(tmp_path: Path) -> None:
     r = RecipeBuilder("b", workload=generator("matmul", M=64, N=64, K=64))
-    r.baseline(flags=["--iree-opt-data-tiling"])
+    r.baseline(flags=["--iree-opt-data-tiling"]).compile_flags("--iree-llvmcpu-enable-ukernels=none")
     p = plan(r.build())
-    assert "--iree-opt-data-tiling" in compile_baseline(p, tmp_path).command
+    baseline_command = compile_baseline(p, tmp_path).command
+    assert "--iree-opt-data-tiling" in baseline_command
+    assert "--iree-llvmcpu-enable-ukernels=none" not in baseline_command
     report = run(p, repeats=1)
     assert report["status"] == "ok", report
     assert report["baseline"] == "iree-default --iree-opt-data-tiling"
+    assert "--iree-llvmcpu-enable-ukernels=none" in report["compile_command"]
+    assert "--iree-opt-data-tiling" not in report["compile_command"]

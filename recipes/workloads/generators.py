@@ -181,6 +181,39 @@ _ADD_RELU = (
 _RELU = "%r = arith.maximumf %a0, %zero : {t};linalg.yield %r : {t}"
 
 
+def reduce_pad_conv(
+    x_t: str, mid_t: str, pad_t: str, w1_t: str, w2_t: str, b_t: str, t: str
+) -> list[str]:
+    """Body lines from ``%x``: 1x1 conv (``%w1``) + bias (``%b1``) + relu, zero pad 1 on
+    H and W, 3x3 conv (``%w2``) defining ``%c2``. Needs ``%zero`` and ``%e_c1``, ``%e_r1``,
+    ``%e_c2``; the ``#nhwc`` and ``#chan`` maps."""
+    lines = _conv("c1", f"%x, %w1 : {x_t}, {w1_t}", mid_t, t)
+    lines.append(
+        _elementwise("r1", [("%c1", "#nhwc", mid_t), ("%b1", "#chan", b_t)], _ADD_RELU, mid_t)
+    )
+    lines.append(
+        f"%p = tensor.pad %r1 low[0, 1, 1, 0] high[0, 1, 1, 0] {{\n  ^bb0(%i0: index, "
+        f"%i1: index, %i2: index, %i3: index):\n    tensor.yield %zero : {t}\n  }} : "
+        f"{mid_t} to {pad_t}"
+    )
+    return lines + _conv("c2", f"%p, %w2 : {pad_t}, {w2_t}", mid_t, t)
+
+
+def reduce_pad_conv_reference(
+    x: np.ndarray, w1: np.ndarray, b1: np.ndarray, w2: np.ndarray
+) -> np.ndarray:
+    """numpy (float64) of :func:`reduce_pad_conv`: ``%c2`` from NHWC ``x``."""
+    _, H, W, _ = x.shape
+    r1 = np.maximum(np.einsum("nhwc,cm->nhwm", x, w1[0, 0]) + b1, 0)
+    rp = np.pad(r1, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    c2: np.ndarray = sum(
+        np.einsum("nhwc,cm->nhwm", rp[:, kh : kh + H, kw : kw + W, :], w2[kh, kw])
+        for kh in range(3)
+        for kw in range(3)
+    )
+    return c2
+
+
 def resnet_block(
     N: int = 1, H: int = 56, W: int = 56, C: int = 256, M: int = 64, dtype: str = "f32"
 ) -> Workload:
@@ -212,16 +245,7 @@ def resnet_block(
     }
     body = [f"%zero = arith.constant 0.0 : {t}"]
     body += [f"%e_{n} = tensor.empty() : {ty}" for n, ty in empties.items()]
-    body += _conv("c1", f"%x, %w1 : {x_t}, {w1_t}", mid_t, t)
-    body.append(
-        _elementwise("r1", [("%c1", "#nhwc", mid_t), ("%b1", "#chan", bm_t)], _ADD_RELU, mid_t)
-    )
-    body.append(
-        f"%p = tensor.pad %r1 low[0, 1, 1, 0] high[0, 1, 1, 0] {{\n  ^bb0(%i0: index, "
-        f"%i1: index, %i2: index, %i3: index):\n    tensor.yield %zero : {t}\n  }} : "
-        f"{mid_t} to {pad_t}"
-    )
-    body += _conv("c2", f"%p, %w2 : {pad_t}, {w2_t}", mid_t, t)
+    body += reduce_pad_conv(x_t, mid_t, pad_t, w1_t, w2_t, bm_t, t)
     body.append(
         _elementwise("r2", [("%c2", "#nhwc", mid_t), ("%b2", "#chan", bm_t)], _ADD_RELU, mid_t)
     )
@@ -241,14 +265,7 @@ def resnet_block(
 
     def reference(a: Sequence[np.ndarray]) -> list[np.ndarray]:
         x, w1, b1, w2, b2, w3, b3 = (v.astype(np.float64) for v in a)
-        r1 = np.maximum(np.einsum("nhwc,cm->nhwm", x, w1[0, 0]) + b1, 0)
-        rp = np.pad(r1, ((0, 0), (1, 1), (1, 1), (0, 0)))
-        c2 = sum(
-            np.einsum("nhwc,cm->nhwm", rp[:, kh : kh + H, kw : kw + W, :], w2[kh, kw])
-            for kh in range(3)
-            for kw in range(3)
-        )
-        r2 = np.maximum(c2 + b2, 0)
+        r2 = np.maximum(reduce_pad_conv_reference(x, w1, b1, w2) + b2, 0)
         out = np.maximum(np.einsum("nhwm,mc->nhwc", r2, w3[0, 0]) + b3 + x, 0)
         return [out.astype(a[0].dtype)]
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .generators import _ADD_RELU, _check, _conv, _elementwise
+from .generators import _check, reduce_pad_conv, reduce_pad_conv_reference
 from .model import Workload
 
 
@@ -121,16 +121,7 @@ def conv_pad_conv(
     w1_t, w2_t, b_t = f"tensor<1x1x{C}x{M}x{t}>", f"tensor<3x3x{M}x{M}x{t}>", f"tensor<{M}x{t}>"
     body = [f"%zero = arith.constant 0.0 : {t}"]
     body += [f"%e_{n} = tensor.empty() : {mid_t}" for n in ("c1", "r1", "c2")]
-    body += _conv("c1", f"%x, %w1 : {x_t}, {w1_t}", mid_t, t)
-    body.append(
-        _elementwise("r1", [("%c1", "#nhwc", mid_t), ("%b1", "#chan", b_t)], _ADD_RELU, mid_t)
-    )
-    body.append(
-        f"%p = tensor.pad %r1 low[0, 1, 1, 0] high[0, 1, 1, 0] {{\n  ^bb0(%i0: index, "
-        f"%i1: index, %i2: index, %i3: index):\n    tensor.yield %zero : {t}\n  }} : "
-        f"{mid_t} to {pad_t}"
-    )
-    body += _conv("c2", f"%p, %w2 : {pad_t}, {w2_t}", mid_t, t)
+    body += reduce_pad_conv(x_t, mid_t, pad_t, w1_t, w2_t, b_t, t)
     body.append(f"return %c2 : {mid_t}")
     mlir = (
         "#nhwc = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>\n"
@@ -141,13 +132,6 @@ def conv_pad_conv(
 
     def reference(a: Sequence[np.ndarray]) -> list[np.ndarray]:
         x, w1, b1, w2 = (v.astype(np.float64) for v in a)
-        r1 = np.maximum(np.einsum("nhwc,cm->nhwm", x, w1[0, 0]) + b1, 0)
-        rp = np.pad(r1, ((0, 0), (1, 1), (1, 1), (0, 0)))
-        c2 = sum(
-            np.einsum("nhwc,cm->nhwm", rp[:, kh : kh + H, kw : kw + W, :], w2[kh, kw])
-            for kh in range(3)
-            for kw in range(3)
-        )
-        return [c2.astype(a[0].dtype)]
+        return [reduce_pad_conv_reference(x, w1, b1, w2).astype(a[0].dtype)]
 
     return Workload(f"conv_pad_conv_{N}x{H}x{W}x{C}_{M}_{t}", mlir, "conv_pad_conv", reference)
