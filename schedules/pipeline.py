@@ -8,6 +8,7 @@ module against IREE's default build of the same workload, interleaved, in one pr
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -99,6 +100,10 @@ def plan(
             f"this recipe is written for {', '.join(resolved.targets)}, not {chosen}; "
             "its kernel schedules are target-specific",
         )
+    resolved = dataclasses.replace(
+        resolved,
+        kernels=tuple(k for k in resolved.kernels if k.targets is None or chosen in k.targets),
+    )
     workload = load_mlir_file(input_file) if input_file else build_workload(resolved)
     counts = loop_counts(workload.mlir)
     scripts = emit(resolved, chosen, counts, print_after_schedule=print_after_schedule)

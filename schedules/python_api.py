@@ -331,14 +331,21 @@ class RecipeBuilder:
         return ScheduleBuilder(self._graph)
 
     def kernel(
-        self, name: str, *, match: MatchSpec, workgroup_size: Sequence[IntOrParam] | None = None
+        self,
+        name: str,
+        *,
+        match: MatchSpec,
+        workgroup_size: Sequence[IntOrParam] | None = None,
+        targets: Sequence[str] | None = None,
     ) -> KernelBuilder:
-        """Start a kernel schedule (a transform-dialect strategy) for matching dispatches."""
+        """Start a kernel schedule (a transform-dialect strategy) for matching dispatches
+        (on ``targets`` only, when given)."""
         schedule = _Schedule()
         kernel = KernelSchedule(
             name=name,
             match=match,
             workgroup_size=tuple(workgroup_size) if workgroup_size is not None else None,
+            targets=tuple(targets) if targets is not None else None,
             where=_caller(),
         )
         self._kernels.append((kernel, schedule))
@@ -352,6 +359,7 @@ class RecipeBuilder:
         tile_sizes: dict[str, Sequence[IntOrParam]],
         workgroup_size: Sequence[IntOrParam] | None = None,
         pipeline: str | None = None,
+        targets: Sequence[str] | None = None,
     ) -> None:
         """A config-only kernel schedule: IREE's own pipeline with these tile sizes."""
         where = _caller()
@@ -362,7 +370,16 @@ class RecipeBuilder:
             where=where,
         )
         self._kernels.append(
-            (KernelSchedule(name=name, match=match, config=config, where=where), None)
+            (
+                KernelSchedule(
+                    name=name,
+                    match=match,
+                    config=config,
+                    targets=tuple(targets) if targets is not None else None,
+                    where=where,
+                ),
+                None,
+            )
         )
 
     def build(self) -> Recipe:

@@ -266,6 +266,9 @@ class KernelSchedule:
     steps: tuple[Step, ...] = ()
     config: LoweringConfig | None = None
     workgroup_size: tuple[IntOrParam, ...] | None = None
+    targets: tuple[str, ...] | None = None
+    """The targets it applies to (``None``: all the recipe's); kernel schedules are
+    target-specific, so a recipe for x86 and Vulkan may give each its own."""
     where: Where = field(default_factory=Where)
 
 

@@ -325,6 +325,7 @@ def _kernel(node: _Node) -> KernelSchedule:
             "schedule": "transform-dialect strategy steps",
             "config": "lowering config for IREE's own pipeline",
             "workgroup_size": "GPU threads [x, y, z] for a Vulkan strategy",
+            "targets": f"the targets it applies to ({', '.join(TARGETS)}; default all)",
         },
         required=("name", "match"),
     )
@@ -339,6 +340,9 @@ def _kernel(node: _Node) -> KernelSchedule:
         steps=tuple(_step(s) for s in f["schedule"].sequence()) if "schedule" in f else (),
         config=_config(f["config"]) if "config" in f else None,
         workgroup_size=_opt(f, "workgroup_size", _Node.ints, None),
+        targets=tuple(t.choice(TARGETS) for t in f["targets"].sequence())
+        if "targets" in f
+        else None,
         where=node.where,
     )
 
