@@ -211,7 +211,9 @@ def test_bandwidth_metric_reports_gbps_against_a_probe_with_the_same_traffic() -
 
 def test_baseline_and_compile_flags_reach_their_builds(tmp_path: Path) -> None:
     r = RecipeBuilder("b", workload=generator("matmul", M=64, N=64, K=64))
-    r.baseline(flags=["--iree-opt-data-tiling"]).compile_flags("--iree-llvmcpu-enable-ukernels=none")
+    r.baseline(flags=["--iree-opt-data-tiling"]).compile_flags(
+        "--iree-llvmcpu-enable-ukernels=none"
+    )
     p = plan(r.build())
     baseline_command = compile_baseline(p, tmp_path).command
     assert "--iree-opt-data-tiling" in baseline_command
