@@ -210,8 +210,10 @@ def test_fused_generic_moves_above_an_earlier_user_and_dependent_ops_stay_apart(
     assert report.summary == "fused 2 generics into 1 (1 producer→consumer)"
     fused, sin, sub = _linalg_ops(after)
     assert fused.num_outputs == 2
-    assert sin.inputs == ("%1#1",)  # reads exp(x) from the fused generic, which precedes it
-    assert sub.inputs == ("%arg0", "%2")
+    assert sin.inputs == ("%2#1",)  # reads exp(x) from the fused generic, which precedes it
+    assert sub.inputs == ("%arg0", "%3")
+    # the two outputs shared one tensor.empty; each gets its own (IREE would copy otherwise)
+    assert "outs(%0, %1 : " in after
     assert_same_results(USER_BEFORE_CONSUMER, after, "main", "x86")
 
 
