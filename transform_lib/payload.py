@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from iree.compiler import ir
 from iree.compiler.passmanager import PassManager
@@ -20,6 +20,23 @@ def _linalg_ops(op: ir.Operation) -> Iterator[ir.Operation]:
                     yield child.operation
                 else:
                     yield from _linalg_ops(child.operation)
+
+
+def ops_under(root: ir.Operation, wanted: Callable[[ir.Operation], bool]) -> list[ir.Operation]:
+    """The ops nested in ``root`` (and ``root`` itself) that are ``wanted``, in walk order.
+
+    Collected first, so callers may rewrite or raise afterwards (an exception raised
+    inside a walk callback comes back as a RuntimeError).
+    """
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if wanted(op):
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit)
+    return found
 
 
 def loop_counts(module_text: str) -> dict[str, set[int]]:

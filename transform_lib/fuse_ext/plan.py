@@ -27,6 +27,7 @@ from iree.compiler import ir
 from iree.compiler.passmanager import PassManager
 
 from ..errors import ScheduleError
+from ..payload import ops_under
 
 FID = "tdsched.fid"
 ROOT_TAG = "tdsched.fuse_root"
@@ -190,14 +191,7 @@ def root_block(module: ir.Module, primitive: str = "fuse_ext") -> ir.Block:
     Raises :class:`FuseExtError` when no op is tagged or the roots are not directly in
     one function's body.
     """
-    found: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if ROOT_TAG in op.attributes:
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
+    found = ops_under(module.operation, lambda op: ROOT_TAG in op.attributes)
     if not found:
         raise FuseExtError(f"{primitive}: the root match selected no op in the module")
     parent = found[0].parent

@@ -17,7 +17,6 @@ holds for each pair of neighbouring loops in it, which is what this module check
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass
 from math import prod
 
@@ -25,6 +24,7 @@ from iree.compiler import ir
 from iree.compiler.dialects import linalg, tensor
 
 from ..match import OpCriteria
+from ..payload import ops_under
 from .report import GraphRewriteError, RewriteReport, describe_op, selected
 
 PRIMITIVE = "collapse_dims"
@@ -101,20 +101,7 @@ def _check_selection(criteria: OpCriteria | None) -> None:
 
 
 def _selected_generics(module: ir.Module, criteria: OpCriteria | None) -> list[ir.Operation]:
-    return _ops_under(module.operation, lambda op: op.name == GENERIC and selected(op, criteria))
-
-
-def _ops_under(root: ir.Operation, wanted: Callable[[ir.Operation], bool]) -> list[ir.Operation]:
-    """The ops nested in ``root`` (and ``root`` itself) that are ``wanted``, in walk order."""
-    found: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if wanted(op):
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    root.walk(visit)
-    return found
+    return ops_under(module.operation, lambda op: op.name == GENERIC and selected(op, criteria))
 
 
 def _plan(generic: _Generic, reassociation: Groups | None) -> Groups | str:
@@ -144,7 +131,7 @@ def _refusal(generic: _Generic) -> str | None:
     for k, m in enumerate(generic.maps):
         if not m.is_projected_permutation:
             return f"operand {k}'s map {_results(m)} is not a projected permutation"
-    if _ops_under(op, lambda inner: inner.name == "linalg.index"):
+    if ops_under(op, lambda inner: inner.name == "linalg.index"):
         return "its body uses linalg.index, which would need delinearizing"
     return None
 

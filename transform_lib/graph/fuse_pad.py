@@ -25,6 +25,7 @@ from iree.compiler import ir
 from iree.compiler.dialects import linalg, tensor
 
 from ..match import OpCriteria
+from ..payload import ops_under
 from .report import GraphRewriteError, RewriteReport, describe_op, selected
 
 PRIMITIVE = "fuse_pad"
@@ -91,15 +92,7 @@ def fuse_pad(module: ir.Module, options: FusePadOptions) -> RewriteReport:
 
 
 def _selected_pads(module: ir.Module, criteria: OpCriteria | None) -> list[ir.Operation]:
-    found: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == PAD and selected(op, criteria):
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    return found
+    return ops_under(module.operation, lambda op: op.name == PAD and selected(op, criteria))
 
 
 def _plan(pad: ir.Operation) -> _Plan | str:

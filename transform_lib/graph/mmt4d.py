@@ -38,6 +38,7 @@ from iree.compiler.dialects.transform import structured
 
 from ..interpreter import apply_in_place
 from ..match import OpCriteria
+from ..payload import ops_under
 from ..script import TransformScript, any_op
 from .report import GraphRewriteError, RewriteReport, describe_op, selected
 
@@ -174,15 +175,7 @@ def _check_criteria(criteria: OpCriteria | None) -> None:
 
 
 def _selected_ops(module: ir.Module, criteria: OpCriteria | None) -> list[ir.Operation]:
-    found: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name in _LAYOUTS and selected(op, criteria):
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    return found
+    return ops_under(module.operation, lambda op: op.name in _LAYOUTS and selected(op, criteria))
 
 
 def _candidate(op: ir.Operation) -> _Candidate:
@@ -296,15 +289,7 @@ def _op_types(*names: str) -> list[ir.Type]:
 
 
 def _tagged_ops(module: ir.Module) -> list[ir.Operation]:
-    found: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if _TAG in op.attributes:
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    return found
+    return ops_under(module.operation, lambda op: _TAG in op.attributes)
 
 
 def _replace_with_named(generic: ir.Operation) -> ir.Operation:
