@@ -143,7 +143,9 @@ def mmt4d(module: ir.Module, options: Mmt4dOptions) -> RewriteReport:
     candidates = [_candidate(op) for op in _selected_ops(module, options.ops)]
     if not candidates:
         return RewriteReport(PRIMITIVE, _nothing_selected(options.ops), changed=False)
+    # Read everything about the selected ops now: packing erases them.
     details = tuple(_describe(c, options.tile) for c in candidates)
+    summary = _summary(candidates, options)
     for candidate in candidates:
         _tag(candidate.op)
     _run(module, _pack_script(options.tile), "packing")
@@ -156,7 +158,7 @@ def mmt4d(module: ir.Module, options: Mmt4dOptions) -> RewriteReport:
     _run(module, _finish_script(options.lower_packs), "lowering the packs")
     for op in named:
         del op.attributes[_TAG]
-    return RewriteReport(PRIMITIVE, _summary(candidates, options), changed=True, details=details)
+    return RewriteReport(PRIMITIVE, summary, changed=True, details=details)
 
 
 def _check_tile(tile: tuple[int, ...]) -> None:
