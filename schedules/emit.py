@@ -13,6 +13,7 @@ Every step failure becomes a :class:`RecipeError` naming the step's file, line a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -420,28 +421,20 @@ def _script_stage(steps: Sequence[Step], counts: dict[str, set[int]]) -> ScriptS
     return ScriptStage(script.text(), tuple(emitter.markers), _label(steps))
 
 
+def _primitive(step: Step) -> str:
+    """The recipe name of a step's primitive: ``FuseIntoStep`` → ``fuse_into``."""
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", type(step).__name__.removesuffix("Step")).lower()
+
+
 def _label(steps: Sequence[Step]) -> str:
     """``graph steps match, generalize (recipe.yaml:12-14)``: a script stage's name."""
-    names = ", ".join(dict.fromkeys(_STEP_NAMES.get(type(s), type(s).__name__) for s in steps))
+    names = ", ".join(dict.fromkeys(_primitive(s) for s in steps))
     lines = [s.where.line for s in steps if s.where.line is not None]
     place = Path(steps[0].where.file).name if steps[0].where.file else ""
     if lines:
         span = str(lines[0]) if lines[0] == lines[-1] else f"{lines[0]}-{lines[-1]}"
         place = f"{place}:{span}" if place else f"line {span}"
     return f"graph steps {names}" + (f" ({place})" if place else "")
-
-
-_STEP_NAMES: dict[type, str] = {
-    MatchStep: "match",
-    ProducerStep: "producer",
-    GeneralizeStep: "generalize",
-    SpecializeStep: "specialize",
-    InterchangeStep: "interchange",
-    VectorizeStep: "vectorize",
-    CleanupStep: "cleanup",
-    TileStep: "tile",
-    FuseIntoStep: "fuse_into",
-}
 
 
 def fuse_ext_options(step: FuseExtStep) -> FuseExtOptions:

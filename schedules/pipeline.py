@@ -100,6 +100,14 @@ def plan(
             f"this recipe is written for {', '.join(resolved.targets)}, not {chosen}; "
             "its kernel schedules are target-specific",
         )
+    for kernel in resolved.kernels:
+        unknown = sorted(set(kernel.targets or ()) - set(resolved.targets))
+        if unknown:
+            raise RecipeError(
+                kernel.where.child("targets"),
+                f"{', '.join(unknown)} is not among the recipe's targets "
+                f"({', '.join(resolved.targets)}); this kernel schedule would never apply",
+            )
     resolved = dataclasses.replace(
         resolved,
         kernels=tuple(k for k in resolved.kernels if k.targets is None or chosen in k.targets),

@@ -145,8 +145,13 @@ def test_unknown_metric_from_python_is_an_error() -> None:
         plan(r.build())
 
 
-def test_generalize_then_specialize_round_trips_and_reports_op_counts() -> None:
-    r = RecipeBuilder("s", workload=generator("matmul", M=32, N=32, K=32))
+@pytest.mark.parametrize("target", ["x86", "vulkan"])
+def test_generalize_then_specialize_round_trips_and_reports_op_counts(
+    target: str, request: pytest.FixtureRequest
+) -> None:
+    if target == "vulkan":
+        request.getfixturevalue("vulkan")
+    r = RecipeBuilder("s", workload=generator("matmul", M=32, N=32, K=32), targets=[target])
     r.graph.match("linalg.matmul", name="mm").generalize()
     r.graph.fuse_pad()  # a rewrite stage between the two scripts: each reports separately
     r.graph.match("linalg.generic", name="g").specialize()
@@ -157,6 +162,22 @@ def test_generalize_then_specialize_round_trips_and_reports_op_counts() -> None:
     assert generalized.endswith("linalg.generic 0→1, linalg.matmul 1→0")
     assert pads.startswith("fuse_pad: changed nothing")
     assert specialized.endswith("linalg.generic 1→0, linalg.matmul 0→1")
+    assert run(plan(r.build()), time_it=False)["status"] == "ok"
+
+
+def test_kernel_schedule_for_a_target_the_recipe_lacks_is_an_error() -> None:
+    text = """\
+    name: k
+    workload: {generator: matmul, args: {M: 64, N: 64, K: 64}}
+    kernels:
+      - name: mm
+        targets: [vulkan]
+        match: {op: linalg.matmul}
+        config: {tile_sizes: {workgroup: [8, 8, 0]}}
+    """
+    assert "r.yaml:4: kernels[0].targets: vulkan is not among the recipe's targets (x86)" in _error(
+        text
+    )
 
 
 SMALL = {
