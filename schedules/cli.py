@@ -1,4 +1,4 @@
-"""The ``tdsched`` command line: show, apply, compile and run schedule recipes."""
+"""The ``tdsched`` command line: show, apply, compile, run and sweep schedule recipes."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from .emit import ScriptStage
 from .loading import load
 from .params import parse_override
 from .pipeline import Plan, apply_graph, build, compile_plan, kernels_after_schedule, plan, run
+from .sweep import command as sweep_command
+from .sweep import report_command
 
 SEPARATOR = "// -----"
 
@@ -36,6 +38,9 @@ examples:
   tdsched run matmul_x86 --json                check vs numpy and time vs IREE default
   tdsched run matmul_vulkan --target vulkan --param TM=32
   tdsched check before.mlir after.mlir         same results in numpy? (payload schedules)
+  tdsched sweep matmul_x86 --param M=512 --param N=512 --param K=512
+                                               search the recipe's space, write the best
+  tdsched report tdsched-sweeps.db --plot s.png --x TM --y TN
 """
 
 
@@ -118,6 +123,9 @@ def make_parser() -> argparse.ArgumentParser:
     )
     runp.add_argument("--seed", type=int, default=0, help="random input seed (default 0)")
     runp.add_argument("--no-time", action="store_true", help="check numerics only")
+
+    sweep_command.add_parser(sub)
+    report_command.add_parser(sub)
 
     check = sub.add_parser(
         "check",
@@ -277,7 +285,15 @@ def _check(args: argparse.Namespace) -> int:
     return 0 if report.equivalent else 1
 
 
-_COMMANDS = {"show": _show, "apply": _apply, "compile": _compile, "run": _run, "check": _check}
+_COMMANDS = {
+    "show": _show,
+    "apply": _apply,
+    "compile": _compile,
+    "run": _run,
+    "check": _check,
+    "sweep": sweep_command.run,
+    "report": report_command.run,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

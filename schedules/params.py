@@ -66,7 +66,7 @@ def _substitute(obj: T, params: Mapping[str, ParamValue], where: Where) -> T:
         changes = {
             f.name: _substitute(getattr(obj, f.name), params, here)
             for f in dataclasses.fields(obj)
-            if f.name not in ("where", "parameters", "source")
+            if f.name not in ("where", "parameters", "source", "space")
         }
         result = dataclasses.replace(obj, **changes)
     else:

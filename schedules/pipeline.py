@@ -372,7 +372,9 @@ def run(
             got = scheduled.invoke(inputs)
             want = p.workload.reference(inputs) if p.workload.reference else baseline.invoke(inputs)
             report["reference"] = "numpy" if p.workload.reference else "iree-default"
-            report.update(_compare(got, want, p.recipe.tolerance.atol, p.recipe.tolerance.rtol))
+            report.update(
+                compare_outputs(got, want, p.recipe.tolerance.atol, p.recipe.tolerance.rtol)
+            )
             if time_it:
                 variants = {
                     "scheduled": scheduled.runner(inputs),
@@ -429,11 +431,11 @@ def _evaluate_payload(p: Plan, seed: int) -> dict[str, Any]:
         "reference": "numpy" if p.workload.reference else "numpy-ir-evaluator",
         "evaluated_by": "numpy IR evaluator: the graph schedule leaves host-level loops, "
         "which IREE cannot compile, so it is checked but not timed",
-        **_compare(got, want, p.recipe.tolerance.atol, p.recipe.tolerance.rtol),
+        **compare_outputs(got, want, p.recipe.tolerance.atol, p.recipe.tolerance.rtol),
     }
 
 
-def _compare(
+def compare_outputs(
     got: list[np.ndarray], want: list[np.ndarray], atol: float, rtol: float
 ) -> dict[str, Any]:
     if len(got) != len(want):

@@ -19,7 +19,7 @@ calling file and line, so errors point at the Python line that made the step.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -53,6 +53,7 @@ from .recipe import (
     VectorizeStep,
     WorkloadSpec,
 )
+from .space import Axis, ParamValue, SearchSpace, build_space, int_range, pow2_range
 
 Match = MatchSpec
 """What a kernel schedule or ``match`` step selects: ``Match(op=..., kind=..., shape=...)``."""
@@ -71,6 +72,23 @@ def generator(name: str, **args: IntOrParam | str) -> WorkloadSpec:
 def mlir_file(path: str, function: str | None = None) -> WorkloadSpec:
     """A linalg-on-tensors ``.mlir`` file workload."""
     return WorkloadSpec(file=path, function=function, where=_caller())
+
+
+@dataclass(frozen=True)
+class Range:
+    """Swept integer values ``start, start+step, ...`` up to and including ``stop``."""
+
+    start: int
+    stop: int
+    step: int = 1
+
+
+@dataclass(frozen=True)
+class Pow2:
+    """Swept powers of two between ``low`` and ``high`` (inclusive)."""
+
+    low: int
+    high: int
 
 
 def _caller() -> Where:
@@ -297,12 +315,35 @@ class RecipeBuilder:
         )
         self._graph = _Schedule()
         self._kernels: list[tuple[KernelSchedule, _Schedule | None]] = []
+        self._axes: list[Axis] = []
+        self._constraints: list[tuple[str, Where]] = []
 
     def parameters(self, **defaults: int | float | str) -> RecipeBuilder:
         """Declare parameters and their defaults (referenced with ``P("NAME")``)."""
         self._recipe = replace(
             self._recipe, parameters=(*self._recipe.parameters, *defaults.items())
         )
+        return self
+
+    def space(self, **axes: Sequence[ParamValue] | Range | Pow2) -> RecipeBuilder:
+        """Sweep parameters over values: a list, ``Range(start, stop, step)`` or
+        ``Pow2(low, high)``. Each must also be declared with ``parameters``."""
+        where = _caller()
+        for name, spec in axes.items():
+            here = where.child(f"space.{name}")
+            if isinstance(spec, Range):
+                values: tuple[ParamValue, ...] = int_range(spec.start, spec.stop, spec.step, here)
+            elif isinstance(spec, Pow2):
+                values = pow2_range(spec.low, spec.high, here)
+            else:
+                values = tuple(spec)
+            self._axes.append(Axis(name, values, here))
+        return self
+
+    def constrain(self, *expressions: str) -> RecipeBuilder:
+        """Constraints every swept candidate must satisfy, e.g. ``"TM * TN <= 16384"``."""
+        where = _caller()
+        self._constraints += [(e, where.child(f"constraints[{e!r}]")) for e in expressions]
         return self
 
     def tolerance(self, *, atol: float, rtol: float) -> RecipeBuilder:
@@ -387,4 +428,13 @@ class RecipeBuilder:
         kernels = tuple(
             replace(k, steps=tuple(s.steps)) if s is not None else k for k, s in self._kernels
         )
-        return replace(self._recipe, graph=tuple(self._graph.steps), kernels=kernels)
+        space = build_space(self._axes, self._constraints, self._recipe.parameter_dict)
+        return replace(self._recipe, graph=tuple(self._graph.steps), kernels=kernels, space=space)
+
+
+def frozen(recipe: Recipe, params: Mapping[str, ParamValue], target: str) -> Recipe:
+    """``recipe`` with ``params`` as its defaults, no space, and ``target`` first (what a
+    sweep writes as its best candidate)."""
+    defaults = {**recipe.parameter_dict, **params}
+    targets = (target, *(t for t in recipe.targets if t != target))
+    return replace(recipe, parameters=tuple(defaults.items()), space=SearchSpace(), targets=targets)

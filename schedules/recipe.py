@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from .errors import Where
+from .space import SearchSpace
 
 IntOrParam = int | str
 """An integer, or a ``"${NAME}"`` parameter reference awaiting substitution."""
@@ -326,6 +327,8 @@ class Recipe:
     """Extra iree-compile flags for the scheduled build (target-level knobs a schedule
     cannot set, e.g. ``--iree-llvmcpu-enable-ukernels=none``)."""
     metrics: tuple[str, ...] = ()
+    space: SearchSpace = field(default_factory=SearchSpace)
+    """What ``tdsched sweep`` explores; ``tdsched run`` uses the parameters' defaults."""
     source: str | None = None
 
     @property

@@ -46,6 +46,7 @@ from .recipe import (
     VectorizeStep,
     WorkloadSpec,
 )
+from .space import Axis, ParamValue, SearchSpace, build_space, int_range, pow2_range
 
 T = TypeVar("T")
 _CONSTRUCTOR = yaml.constructor.SafeConstructor()
@@ -132,6 +133,12 @@ class _Node:
     def ints(self) -> tuple[IntOrParam, ...]:
         return tuple(item.int_or_param() for item in self.sequence())
 
+    def integer(self) -> int:
+        value = self.scalar()
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(f"expected an integer, got {value!r}")
+        return value
+
     def number(self) -> float:
         value = self.scalar()
         if isinstance(value, bool) or not isinstance(value, int | float):
@@ -187,6 +194,9 @@ def parse_recipe(text: str, filename: str) -> Recipe:
             "baseline": "what to time against (default: IREE's default build)",
             "compile_flags": "extra iree-compile flags for the scheduled build",
             "metrics": f"extra figures to report: {', '.join(METRICS)}",
+            "space": "values 'tdsched sweep' tries per parameter",
+            "constraints": "expressions every swept candidate must satisfy",
+            "provenance": "where a frozen recipe came from (informational)",
         },
         required=("name", "workload"),
     )
@@ -198,12 +208,13 @@ def parse_recipe(text: str, filename: str) -> Recipe:
     )
     if not targets:
         raise top["targets"].fail(f"list at least one target ({', '.join(TARGETS)})")
+    parameters = _parameters(top["parameters"]) if "parameters" in top else ()
     return Recipe(
         name=top["name"].text(),
         description=_opt(top, "description", _Node.text, ""),
         workload=_workload(top["workload"], base),
         targets=targets,
-        parameters=_parameters(top["parameters"]) if "parameters" in top else (),
+        parameters=parameters,
         graph=tuple(_step(s) for s in top["graph"].sequence()) if "graph" in top else (),
         kernels=tuple(_kernel(k) for k in top["kernels"].sequence()) if "kernels" in top else (),
         tolerance=_tolerance(top["tolerance"]) if "tolerance" in top else Tolerance(),
@@ -212,8 +223,56 @@ def parse_recipe(text: str, filename: str) -> Recipe:
         metrics=tuple(m.choice(METRICS) for m in top["metrics"].sequence())
         if "metrics" in top
         else (),
+        space=_space(top.get("space"), top.get("constraints"), dict(parameters)),
         source=filename,
     )
+
+
+def _space(
+    axes: _Node | None, constraints: _Node | None, parameters: dict[str, ParamValue]
+) -> SearchSpace:
+    """``space: {NAME: [values] | {from, to, step} | {pow2: [low, high]}}`` and
+    ``constraints: [expression, ...]``."""
+    parsed: list[Axis] = []
+    if axes is not None:
+        if not isinstance(axes.node, yaml.MappingNode):
+            raise axes.fail("expected a mapping NAME: values")
+        for key_node, value_node in axes.node.value:
+            name = str(_construct(key_node, axes.where))
+            axis = _Node(value_node, axes.where.child(name, key_node.start_mark.line + 1))
+            parsed.append(Axis(name, _axis_values(axis), axis.where))
+    texts = [(c.text(), c.where) for c in constraints.sequence()] if constraints else []
+    return build_space(parsed, texts, parameters)
+
+
+def _axis_values(node: _Node) -> tuple[ParamValue, ...]:
+    if isinstance(node.node, yaml.SequenceNode):
+        values = tuple(item.scalar() for item in node.sequence())
+        for value in values:
+            if isinstance(value, bool) or not isinstance(value, int | float | str):
+                raise node.fail(f"a swept value must be a number or a string, got {value!r}")
+        return values
+    f = node.mapping(
+        {
+            "from": "first integer",
+            "to": "last integer (inclusive)",
+            "step": "increment, default 1",
+            "pow2": "[low, high]: the powers of two between them",
+        }
+    )
+    if "pow2" in f:
+        if len(f) > 1:
+            raise node.fail("give either 'pow2: [low, high]' or 'from'/'to'/'step', not both")
+        bounds = [item.integer() for item in f["pow2"].sequence()]
+        if len(bounds) != 2:
+            raise f["pow2"].fail("expected [low, high]")
+        return pow2_range(bounds[0], bounds[1], f["pow2"].where)
+    if "from" not in f or "to" not in f:
+        raise node.fail(
+            "expected a list of values, {from: A, to: B, step: S} or {pow2: [low, high]}"
+        )
+    step = f["step"].integer() if "step" in f else 1
+    return int_range(f["from"].integer(), f["to"].integer(), step, node.where)
 
 
 def _parameters(node: _Node) -> tuple[tuple[str, int | float | str], ...]:

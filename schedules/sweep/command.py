@@ -1,0 +1,255 @@
+"""``tdsched sweep``: the command line of :mod:`tdsched.schedules.sweep.runner`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import iree.compiler.version
+
+from ..params import parse_override
+from .database import ResultsDB
+from .executor import Executor, Limits, LocalExecutor
+from .freeze import write_frozen
+from .runner import Sweep, SweepOptions, SweepOutcome, SweepState
+from .strategies import STRATEGIES
+from .table import ranked_table
+
+DEFAULT_DB = Path("tdsched-sweeps.db")
+EXECUTORS = ("local", "ray")
+
+DESCRIPTION = """\
+Evaluate the parameter space a recipe declares ('space' and 'constraints') and find the
+fastest correct candidate on this machine and target.
+
+Candidates that violate a constraint are pruned before compiling (the sweep says how
+many, by which constraint). The rest are proposed by the strategy, compiled in parallel
+(--jobs), then checked against the reference and timed one at a time with no compile
+running. IREE's default build is timed first and at the end (drift is reported); the
+best --confirm candidates are re-timed interleaved with it. A candidate that fails to
+compile, crashes, hangs (--compile-timeout, --run-timeout) or computes wrong results is
+recorded as failed and never ranked; the sweep goes on.
+
+Every result is written to the SQLite database (--db) the moment it is known, keyed by a
+content hash of workload, scripts, target, flags and IREE version: re-running reuses it,
+--resume continues an interrupted sweep, --rebench times again. The best candidate is
+written as a frozen recipe (--best-out) that 'tdsched run' accepts unchanged.
+"""
+
+EPILOG = """\
+examples:
+  tdsched sweep matmul_x86 --param M=512 --param N=512 --param K=512
+  tdsched sweep matmul_x86 --strategy adaptive --budget 0.3 --seed 1
+  tdsched sweep matmul_x86 --strategy random --samples 24 --json
+  tdsched sweep matmul_vulkan --target vulkan --db vk.db
+  tdsched sweep matmul_x86 --resume            continue after an interruption
+  tdsched report tdsched-sweeps.db --plot speedup.png --x TM --y TN
+"""
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``sweep`` on the ``tdsched`` subcommand parser."""
+    p = sub.add_parser(
+        "sweep",
+        help="search a recipe's parameter space; record results; write the best recipe",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("recipe", help="recipe file (.yaml, .py) or shipped recipe name")
+    p.add_argument("--target", choices=("x86", "vulkan"), help="default: the recipe's first")
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="fix a parameter for every candidate (a swept one leaves the space)",
+    )
+    p.add_argument("--strategy", choices=STRATEGIES, default="grid", help="default: grid")
+    p.add_argument("--samples", type=int, default=20, help="random: candidates (default 20)")
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=0.3,
+        help="adaptive: candidates to evaluate, a count or a fraction of the valid ones "
+        "(default 0.3)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="random/adaptive and input seed")
+    p.add_argument(
+        "--jobs", type=int, default=os.cpu_count() or 1, help="parallel compiles (default: cores)"
+    )
+    p.add_argument("--repeats", type=int, default=5, help="timed samples per candidate (5)")
+    p.add_argument("--threads", type=int, default=2, help="x86 runtime threads (default 2)")
+    p.add_argument(
+        "--confirm", type=int, default=3, help="re-time the best N interleaved (default 3)"
+    )
+    p.add_argument("--compile-timeout", type=float, default=300.0, help="seconds (default 300)")
+    p.add_argument("--run-timeout", type=float, default=120.0, help="seconds (default 120)")
+    p.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"results (default {DEFAULT_DB})")
+    p.add_argument("--resume", action="store_true", help="continue an interrupted sweep")
+    p.add_argument("--rebench", action="store_true", help="time again even when recorded")
+    p.add_argument(
+        "--bench-during-compile",
+        action="store_true",
+        help="time candidates while others compile (faster, noisier)",
+    )
+    p.add_argument(
+        "--best-out",
+        type=Path,
+        help="frozen best recipe (default: DB's folder/RECIPE.TARGET.best.yaml)",
+    )
+    p.add_argument("--top", type=int, default=10, help="rows of the ranked table (10)")
+    p.add_argument("--json", action="store_true", help="print one JSON object at the end")
+    p.add_argument("--executor", choices=EXECUTORS, default="local", help="default: local")
+    p.add_argument("--ray-address", help="ray: cluster address (default: start a local one)")
+    p.add_argument("--cpu", default="host", help="x86: LLVM CPU name (default: host)")
+    p.add_argument("--cpu-features", help="x86: LLVM CPU features, e.g. +avx512f")
+    p.add_argument("-q", "--quiet", action="store_true", help="no live progress")
+
+
+def _executor(args: argparse.Namespace) -> Executor:
+    limits = Limits(args.compile_timeout, args.run_timeout)
+    if args.executor == "ray":
+        from .ray_executor import RayExecutor
+
+        return RayExecutor(args.jobs, limits, address=args.ray_address)
+    return LocalExecutor(args.jobs, limits)
+
+
+def _progress(quiet: bool) -> Any:
+    tty = sys.stderr.isatty()
+
+    def show(event: str, state: SweepState) -> None:
+        if quiet:
+            return
+        if event == "note":
+            print(f"sweep: {state.message}", file=sys.stderr)
+            return
+        eta = state.eta_s()
+        best = state.best
+        best_text = (
+            f"best {best.speedup:.3f}x ({', '.join(f'{k}={v}' for k, v in best.params.items())})"
+            if best and best.speedup
+            else "best -"
+        )
+        line = (
+            f"[{state.done}/{state.planned}] {event:8s} failed {state.failed}  "
+            f"ETA {'-' if eta is None else time.strftime('%M:%S', time.gmtime(eta))}  {best_text}"
+        )
+        print(("\r" + line.ljust(100)) if tty else line, end="" if tty else "\n", file=sys.stderr)
+
+    return show
+
+
+def run(args: argparse.Namespace) -> int:
+    """``tdsched sweep``. Exit 0 when a correct candidate was found, 1 when none was."""
+    fixed = dict(parse_override(p) for p in args.param)
+    options = SweepOptions(
+        target=args.target,
+        fixed=fixed,
+        strategy=args.strategy,
+        samples=args.samples,
+        budget=args.budget,
+        seed=args.seed,
+        repeats=args.repeats,
+        threads=args.threads,
+        confirm=args.confirm,
+        rebench=args.rebench,
+        resume=args.resume,
+        bench_during_compile=args.bench_during_compile,
+        cpu=args.cpu,
+        cpu_features=args.cpu_features,
+    )
+    db = ResultsDB(args.db)
+    try:
+        sweep = Sweep(args.recipe, options, db, _executor(args), args.jobs, _progress(args.quiet))
+        if not args.quiet:
+            print("\n".join(sweep.enumeration.pruning_lines()), file=sys.stderr)
+        outcome = sweep.run()
+    finally:
+        db.close()
+    if not args.quiet and sys.stderr.isatty():
+        print(file=sys.stderr)
+    best_file = _write_best(sweep, outcome, args)
+    if args.json:
+        print(json.dumps(_as_json(outcome, best_file), indent=2))
+    else:
+        print(_summary(outcome, best_file, args.top))
+    return 0 if outcome.ranked else 1
+
+
+def _write_best(sweep: Sweep, outcome: SweepOutcome, args: argparse.Namespace) -> Path | None:
+    if not outcome.ranked:
+        return None
+    best = outcome.ranked[0]
+    out = args.best_out or args.db.parent / f"{outcome.recipe.name}.{outcome.target}.best.yaml"
+    provenance = {
+        "swept_recipe": str(sweep.path),
+        "database": str(args.db),
+        "sweep": outcome.sweep_id,
+        "key": best.key,
+        "speedup": round(best.best_speedup or 0.0, 4),
+        "target": outcome.target,
+        "iree_version": iree.compiler.version.VERSION,
+    }
+    params = {**sweep.options.fixed, **best.params}
+    return write_frozen(sweep.path, out, params, outcome.target, provenance)
+
+
+def _summary(outcome: SweepOutcome, best_file: Path | None, top: int) -> str:
+    e = outcome.enumeration
+    base = outcome.baseline_ms
+    lines = [
+        f"sweep {outcome.sweep_id}: {outcome.recipe.name} on {outcome.target}, "
+        f"{len(outcome.results)} candidates evaluated of {len(e.valid)} valid "
+        f"({e.total} in the space) in {outcome.elapsed_s:.1f} s: "
+        f"{outcome.reused} reused, {outcome.compiled} compiled, {outcome.timed} timed, "
+        f"{len(outcome.failed)} failed",
+    ]
+    if "start" in base:
+        drift = outcome.drift
+        lines.append(
+            f"IREE default: {base['start']:.4g} ms at the start"
+            + (
+                f", {base['end']:.4g} ms at the end (drift {drift:+.1%})"
+                if drift is not None
+                else ""
+            )
+        )
+    lines.append(ranked_table(outcome.ranked, outcome.failed, e.names, top))
+    if best_file is not None:
+        lines.append(f"best recipe: {best_file}  (tdsched run {best_file})")
+    else:
+        lines.append("no candidate compiled and matched the reference")
+    return "\n".join(lines)
+
+
+def _as_json(outcome: SweepOutcome, best_file: Path | None) -> dict[str, Any]:
+    e = outcome.enumeration
+    return {
+        "sweep": outcome.sweep_id,
+        "recipe": outcome.recipe.name,
+        "target": outcome.target,
+        "space": {
+            "parameters": list(e.names),
+            "total": e.total,
+            "valid": len(e.valid),
+            "pruned": [{"reason": r, "count": n} for r, n in e.pruned],
+        },
+        "evaluated": len(outcome.results),
+        "reused": outcome.reused,
+        "compiled": outcome.compiled,
+        "timed": outcome.timed,
+        "elapsed_s": outcome.elapsed_s,
+        "baseline_ms": outcome.baseline_ms,
+        "drift": outcome.drift,
+        "ranked": [r.as_dict() for r in outcome.ranked],
+        "failed": [r.as_dict() for r in outcome.failed],
+        "best": outcome.ranked[0].as_dict() if outcome.ranked else None,
+        "best_recipe": str(best_file) if best_file else None,
+    }

@@ -1,0 +1,361 @@
+"""The results database of ``tdsched sweep``: one SQLite file, safe to kill at any moment.
+
+SQLite in WAL mode; every record is written in its own transaction, so a sweep killed
+with ``kill -9`` loses at most the candidate it was working on and never leaves a half
+record. Results are keyed by a content hash of what was built (workload, scripts, target,
+flags, IREE version: see :func:`tdsched.schedules.sweep.candidates.content_key`), so a
+re-run, another sweep over an overlapping space or a resumed sweep reuses them instead of
+recording duplicates.
+
+Tables:
+
+* ``sweeps``: one row per sweep (recipe, target, strategy, options, space and pruning,
+  status ``running`` / ``done``, start and end time).
+* ``results``: one row per content key: parameters, status (``ok``, ``mismatch``,
+  ``compile_failed``, ``run_failed``, ``timeout``, ``crashed``), median time, the baseline
+  median measured by the same sweep, speedup, error text, artifact path.
+* ``sweep_results``: which results each sweep evaluated (a key once per sweep).
+* ``baselines``: IREE default's median per sweep, measured at the start and the end.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = "1"
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sweeps (
+    id INTEGER PRIMARY KEY,
+    recipe TEXT NOT NULL,
+    source TEXT,
+    target TEXT NOT NULL,
+    strategy TEXT NOT NULL,
+    signature TEXT NOT NULL,
+    options TEXT NOT NULL,
+    space TEXT NOT NULL,
+    status TEXT NOT NULL,
+    started REAL NOT NULL,
+    finished REAL
+);
+CREATE TABLE IF NOT EXISTS results (
+    key TEXT PRIMARY KEY,
+    recipe TEXT NOT NULL,
+    target TEXT NOT NULL,
+    params TEXT NOT NULL,
+    status TEXT NOT NULL,
+    time_ms REAL,
+    timing TEXT,
+    baseline_ms REAL,
+    speedup REAL,
+    confirmed_speedup REAL,
+    max_abs_error REAL,
+    error TEXT,
+    compile_s REAL,
+    artifact TEXT,
+    iree_version TEXT NOT NULL,
+    recorded REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sweep_results (
+    sweep_id INTEGER NOT NULL REFERENCES sweeps(id),
+    key TEXT NOT NULL REFERENCES results(key),
+    PRIMARY KEY (sweep_id, key)
+);
+CREATE TABLE IF NOT EXISTS baselines (
+    sweep_id INTEGER NOT NULL REFERENCES sweeps(id),
+    phase TEXT NOT NULL,
+    median_ms REAL NOT NULL,
+    timing TEXT NOT NULL,
+    recorded REAL NOT NULL,
+    PRIMARY KEY (sweep_id, phase)
+);
+"""
+OK = "ok"
+FAILED_STATUSES = ("mismatch", "compile_failed", "run_failed", "timeout", "crashed")
+
+
+class DatabaseError(RuntimeError):
+    """The file is not a tdsched results database, or is from another schema version."""
+
+
+@dataclass(frozen=True)
+class Result:
+    """One evaluated candidate, as recorded."""
+
+    key: str
+    recipe: str
+    target: str
+    params: dict[str, Any]
+    status: str
+    time_ms: float | None = None
+    timing: dict[str, Any] | None = None
+    baseline_ms: float | None = None
+    speedup: float | None = None
+    confirmed_speedup: float | None = None
+    max_abs_error: float | None = None
+    error: str | None = None
+    compile_s: float | None = None
+    artifact: str | None = None
+    iree_version: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == OK
+
+    @property
+    def best_speedup(self) -> float | None:
+        """The confirmation round's speedup when there was one, else the sweep's."""
+        return self.confirmed_speedup if self.confirmed_speedup is not None else self.speedup
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "recipe": self.recipe,
+            "target": self.target,
+            "params": self.params,
+            "status": self.status,
+            "time_ms": self.time_ms,
+            "baseline_ms": self.baseline_ms,
+            "speedup": self.speedup,
+            "confirmed_speedup": self.confirmed_speedup,
+            "max_abs_error": self.max_abs_error,
+            "error": self.error,
+            "compile_s": self.compile_s,
+            "iree_version": self.iree_version,
+        }
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A recorded sweep."""
+
+    id: int
+    recipe: str
+    source: str | None
+    target: str
+    strategy: str
+    signature: str
+    options: dict[str, Any]
+    space: dict[str, Any]
+    status: str
+    started: float
+    finished: float | None
+
+
+class ResultsDB:
+    """A results database file (created on first use)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            with self._transaction():
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        self._conn.execute(statement)
+                row = self._conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+                if row is None:
+                    self._conn.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+                elif row[0] != SCHEMA_VERSION:
+                    raise DatabaseError(
+                        f"{path}: results database schema {row[0]}, this tdsched reads "
+                        f"{SCHEMA_VERSION}; use a new --db file"
+                    )
+        except sqlite3.DatabaseError as exc:
+            raise DatabaseError(f"{path}: not a tdsched results database ({exc})") from exc
+
+    @property
+    def artifacts(self) -> Path:
+        """Where compiled candidates are kept, next to the database file."""
+        return self.path.with_name(self.path.name + ".artifacts")
+
+    def close(self) -> None:
+        self._conn.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    # -- sweeps ---------------------------------------------------------------------
+
+    def start_sweep(
+        self,
+        *,
+        recipe: str,
+        source: str | None,
+        target: str,
+        strategy: str,
+        signature: str,
+        options: Mapping[str, Any],
+        space: Mapping[str, Any],
+    ) -> int:
+        """Record a new sweep; returns its id."""
+        with self._transaction():
+            cursor = self._conn.execute(
+                "INSERT INTO sweeps (recipe, source, target, strategy, signature, options,"
+                " space, status, started) VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)",
+                (
+                    recipe,
+                    source,
+                    target,
+                    strategy,
+                    signature,
+                    json.dumps(dict(options), sort_keys=True),
+                    json.dumps(dict(space), sort_keys=True),
+                    time.time(),
+                ),
+            )
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
+
+    def finish_sweep(self, sweep_id: int) -> None:
+        with self._transaction():
+            self._conn.execute(
+                "UPDATE sweeps SET status='done', finished=? WHERE id=?", (time.time(), sweep_id)
+            )
+
+    def unfinished_sweep(self, signature: str) -> Sweep | None:
+        """The newest sweep with this signature that never finished (for ``--resume``)."""
+        row = self._conn.execute(
+            "SELECT * FROM sweeps WHERE signature=? AND status='running' ORDER BY id DESC",
+            (signature,),
+        ).fetchone()
+        return _sweep(row) if row else None
+
+    def sweeps(self) -> list[Sweep]:
+        return [_sweep(r) for r in self._conn.execute("SELECT * FROM sweeps ORDER BY id")]
+
+    def sweep(self, sweep_id: int) -> Sweep:
+        row = self._conn.execute("SELECT * FROM sweeps WHERE id=?", (sweep_id,)).fetchone()
+        if row is None:
+            known = ", ".join(str(s.id) for s in self.sweeps()) or "none"
+            raise DatabaseError(f"{self.path}: no sweep {sweep_id} (recorded: {known})")
+        return _sweep(row)
+
+    # -- results --------------------------------------------------------------------
+
+    def record(self, result: Result, sweep_id: int | None = None) -> None:
+        """Insert or replace ``result`` and link it to ``sweep_id``, in one transaction."""
+        with self._transaction():
+            self._conn.execute(
+                "INSERT OR REPLACE INTO results VALUES "
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    result.key,
+                    result.recipe,
+                    result.target,
+                    json.dumps(result.params, sort_keys=True),
+                    result.status,
+                    result.time_ms,
+                    json.dumps(result.timing) if result.timing is not None else None,
+                    result.baseline_ms,
+                    result.speedup,
+                    result.confirmed_speedup,
+                    result.max_abs_error,
+                    result.error,
+                    result.compile_s,
+                    result.artifact,
+                    result.iree_version,
+                    time.time(),
+                ),
+            )
+            if sweep_id is not None:
+                self._link(sweep_id, result.key)
+
+    def link(self, sweep_id: int, key: str) -> None:
+        """Count an already recorded result as evaluated by ``sweep_id``."""
+        with self._transaction():
+            self._link(sweep_id, key)
+
+    def _link(self, sweep_id: int, key: str) -> None:
+        self._conn.execute("INSERT OR IGNORE INTO sweep_results VALUES (?, ?)", (sweep_id, key))
+
+    def confirm(self, key: str, speedup: float) -> None:
+        """Store the confirmation round's speedup of ``key``."""
+        with self._transaction():
+            self._conn.execute("UPDATE results SET confirmed_speedup=? WHERE key=?", (speedup, key))
+
+    def result(self, key: str) -> Result | None:
+        row = self._conn.execute("SELECT * FROM results WHERE key=?", (key,)).fetchone()
+        return _result(row) if row else None
+
+    def results(self, sweep_id: int | None = None) -> list[Result]:
+        """All results, or those a sweep evaluated."""
+        if sweep_id is None:
+            rows = self._conn.execute("SELECT * FROM results ORDER BY recorded")
+        else:
+            rows = self._conn.execute(
+                "SELECT r.* FROM results r JOIN sweep_results s ON r.key = s.key "
+                "WHERE s.sweep_id=? ORDER BY r.recorded",
+                (sweep_id,),
+            )
+        return [_result(r) for r in rows]
+
+    # -- baselines ------------------------------------------------------------------
+
+    def record_baseline(self, sweep_id: int, phase: str, timing: Mapping[str, Any]) -> None:
+        """IREE default's timing at ``phase`` (``start`` or ``end``) of a sweep."""
+        with self._transaction():
+            self._conn.execute(
+                "INSERT OR REPLACE INTO baselines VALUES (?, ?, ?, ?, ?)",
+                (sweep_id, phase, timing["median"], json.dumps(dict(timing)), time.time()),
+            )
+
+    def baselines(self, sweep_id: int) -> dict[str, float]:
+        rows = self._conn.execute(
+            "SELECT phase, median_ms FROM baselines WHERE sweep_id=?", (sweep_id,)
+        )
+        return {phase: median for phase, median in rows}
+
+
+def _sweep(row: tuple[Any, ...]) -> Sweep:
+    return Sweep(
+        id=row[0],
+        recipe=row[1],
+        source=row[2],
+        target=row[3],
+        strategy=row[4],
+        signature=row[5],
+        options=json.loads(row[6]),
+        space=json.loads(row[7]),
+        status=row[8],
+        started=row[9],
+        finished=row[10],
+    )
+
+
+def _result(row: tuple[Any, ...]) -> Result:
+    return Result(
+        key=row[0],
+        recipe=row[1],
+        target=row[2],
+        params=json.loads(row[3]),
+        status=row[4],
+        time_ms=row[5],
+        timing=json.loads(row[6]) if row[6] else None,
+        baseline_ms=row[7],
+        speedup=row[8],
+        confirmed_speedup=row[9],
+        max_abs_error=row[10],
+        error=row[11],
+        compile_s=row[12],
+        artifact=row[13],
+        iree_version=row[14],
+    )

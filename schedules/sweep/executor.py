@@ -1,0 +1,238 @@
+"""Where a sweep's work runs: one executor interface, a local process pool by default.
+
+An :class:`Executor` compiles candidates in parallel and benchmarks them one at a time;
+the sweep never sees processes, only outcomes. A candidate that crashes its worker
+(SIGSEGV in the compiler bindings, the runtime) or exceeds its time limit becomes a
+``crashed`` / ``timeout`` outcome; the worker is replaced and the sweep goes on.
+
+:class:`LocalExecutor` runs ``--jobs`` compile workers and one benchmark worker as
+child processes of the sweep (see :mod:`.worker`). The Ray backend
+(:mod:`.ray_executor`) implements the same interface on a cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from .jobs import (
+    BenchJob,
+    BenchOutcome,
+    CompileJob,
+    CompileOutcome,
+    ConfirmJob,
+    SweepContext,
+    from_json,
+    to_json,
+)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-candidate time limits, in seconds."""
+
+    compile_s: float = 300.0
+    run_s: float = 120.0
+
+
+class Executor(Protocol):
+    """Runs one sweep's compile and benchmark work."""
+
+    def start(self, context: SweepContext) -> None:
+        """Prepare workers for ``context`` (called again if the context changes)."""
+
+    def compile(self, jobs: Sequence[CompileJob]) -> Iterator[CompileOutcome]:
+        """Compile ``jobs`` in parallel; yield each outcome as it finishes."""
+
+    def compile_default(self) -> CompileOutcome:
+        """Build IREE's default of the workload into ``context.baseline_artifact``."""
+
+    def bench(self, job: BenchJob) -> BenchOutcome:
+        """Check and time one candidate, with nothing else running."""
+
+    def time_baseline(self) -> dict[str, Any]:
+        """IREE default's timing (median, min, max, samples in ms)."""
+
+    def confirm(self, job: ConfirmJob) -> dict[str, float]:
+        """Re-time candidates interleaved with IREE default: key → speedup."""
+
+    def close(self) -> None:
+        """Stop every worker."""
+
+
+class WorkerFailure(RuntimeError):
+    """A worker died or ran out of time; ``status`` is ``crashed`` or ``timeout``."""
+
+    def __init__(self, status: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class WorkerProcess:
+    """One worker child process, restarted after it dies or is killed for a timeout."""
+
+    def __init__(self, context: SweepContext) -> None:
+        self.context = context
+        self._proc: subprocess.Popen[str] | None = None
+        self._answers: queue.Queue[str | None] = queue.Queue()
+        # The worker's stderr, kept across restarts for as long as this object lives.
+        self._log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115
+
+    def _spawn(self) -> subprocess.Popen[str]:
+        self._answers = queue.Queue()
+        self._log.seek(0)
+        self._log.truncate()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tdsched.schedules.sweep.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+            start_new_session=True,
+        )
+        threading.Thread(target=self._read, args=(proc, self._answers), daemon=True).start()
+        self._proc = proc
+        self._send({"op": "init", "context": to_json(self.context)}, 60.0)
+        return proc
+
+    @staticmethod
+    def _read(proc: subprocess.Popen[str], answers: queue.Queue[str | None]) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            answers.put(line)
+        answers.put(None)
+
+    def request(self, message: dict[str, Any], timeout_s: float) -> Any:
+        """Send ``message``; its result, or :class:`WorkerFailure` (worker replaced)."""
+        if self._proc is None or self._proc.poll() is not None:
+            self._spawn()
+        return self._send(message, timeout_s)
+
+    def _send(self, message: dict[str, Any], timeout_s: float) -> Any:
+        proc = self._proc
+        assert proc is not None and proc.stdin is not None
+        try:
+            proc.stdin.write(json.dumps(message) + "\n")
+            proc.stdin.flush()
+            line = self._answers.get(timeout=timeout_s)
+        except queue.Empty:
+            self.stop()
+            raise WorkerFailure("timeout", f"no answer within {timeout_s:.0f} s") from None
+        except BrokenPipeError:
+            line = None
+        if line is None:
+            raise WorkerFailure("crashed", self._death())
+        answer = json.loads(line)
+        if "error" in answer:
+            raise RuntimeError(answer["error"])
+        return answer["result"]
+
+    def _death(self) -> str:
+        """Why the worker died, with the end of what it wrote to stderr."""
+        assert self._proc is not None
+        code = self._proc.wait()
+        self._proc = None
+        cause = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+        self._log.seek(0)
+        tail = [ln for ln in self._log.read().splitlines() if ln.strip()][-5:]
+        return f"the worker process died ({cause})" + ("\n" + "\n".join(tail) if tail else "")
+
+    def stop(self) -> None:
+        """Kill the worker (and the compiler it may be running)."""
+        if self._proc is not None and self._proc.poll() is None:
+            os.killpg(self._proc.pid, signal.SIGKILL)
+            self._proc.wait()
+        self._proc = None
+
+
+class LocalExecutor:
+    """``jobs`` compile workers and one benchmark worker on this machine."""
+
+    def __init__(self, jobs: int | None = None, limits: Limits | None = None) -> None:
+        self.jobs = max(1, jobs or os.cpu_count() or 1)
+        self.limits = limits or Limits()
+        self._compilers: queue.Queue[WorkerProcess] = queue.Queue()
+        self._bench: WorkerProcess | None = None
+        self._context: SweepContext | None = None
+
+    def start(self, context: SweepContext) -> None:
+        self.close()
+        self._context = context
+        self._compilers = queue.Queue()
+        for _ in range(self.jobs):
+            self._compilers.put(WorkerProcess(context))
+        self._bench = WorkerProcess(context)
+
+    def _compile_one(self, job: CompileJob) -> CompileOutcome:
+        worker = self._compilers.get()
+        try:
+            return from_json(
+                CompileOutcome,
+                worker.request({"op": "compile", "job": to_json(job)}, self.limits.compile_s),
+            )
+        except WorkerFailure as exc:
+            return CompileOutcome(job.key, exc.status, self.limits.compile_s, str(exc))  # type: ignore[arg-type]
+        except RuntimeError as exc:
+            return CompileOutcome(job.key, "compile_failed", 0.0, str(exc))
+        finally:
+            self._compilers.put(worker)
+
+    def compile(self, jobs: Sequence[CompileJob]) -> Iterator[CompileOutcome]:
+        with ThreadPoolExecutor(self.jobs) as pool:
+            futures = [pool.submit(self._compile_one, job) for job in jobs]
+            for future in as_completed(futures):
+                yield future.result()
+
+    def compile_default(self) -> CompileOutcome:
+        worker = self._compilers.get()
+        try:
+            return from_json(
+                CompileOutcome, worker.request({"op": "compile_default"}, self.limits.compile_s)
+            )
+        finally:
+            self._compilers.put(worker)
+
+    def _bench_worker(self) -> WorkerProcess:
+        assert self._bench is not None, "start() first"
+        return self._bench
+
+    def bench(self, job: BenchJob) -> BenchOutcome:
+        try:
+            return from_json(
+                BenchOutcome,
+                self._bench_worker().request(
+                    {"op": "bench", "job": to_json(job)}, self.limits.run_s
+                ),
+            )
+        except WorkerFailure as exc:
+            return BenchOutcome(job.key, exc.status, error=str(exc))  # type: ignore[arg-type]
+        except RuntimeError as exc:
+            return BenchOutcome(job.key, "run_failed", error=str(exc))
+
+    def time_baseline(self) -> dict[str, Any]:
+        result: dict[str, Any] = self._bench_worker().request({"op": "baseline"}, self.limits.run_s)
+        return result
+
+    def confirm(self, job: ConfirmJob) -> dict[str, float]:
+        limit = self.limits.run_s * max(1, len(job.artifacts))
+        result: dict[str, float] = self._bench_worker().request(
+            {"op": "confirm", "job": to_json(job)}, limit
+        )
+        return result
+
+    def close(self) -> None:
+        while not self._compilers.empty():
+            self._compilers.get().stop()
+        if self._bench is not None:
+            self._bench.stop()
+            self._bench = None

@@ -1,0 +1,70 @@
+"""The best candidate as a frozen recipe: a file ``tdsched run`` accepts unchanged.
+
+A frozen recipe is the swept recipe with the winning values as its parameter defaults,
+no space or constraints, the swept target first (so ``tdsched run FILE`` runs it there),
+workload files as absolute paths, and a ``provenance`` block saying where it came from.
+YAML recipes are re-written as YAML (comments are not kept); Python recipes are copied
+with a last statement that freezes the built recipe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import RecipeError, Where
+from ..space import ParamValue
+
+
+def write_frozen(
+    source: Path,
+    out: Path,
+    params: Mapping[str, ParamValue],
+    target: str,
+    provenance: Mapping[str, Any],
+) -> Path:
+    """Write the frozen recipe to ``out`` (its suffix follows the source's); returns it."""
+    if source.suffix == ".py":
+        out = out.with_suffix(".py")
+        out.write_text(_frozen_python(source, params, target, provenance))
+    else:
+        out = out.with_suffix(".yaml")
+        out.write_text(_frozen_yaml(source, params, target, provenance))
+    return out
+
+
+def _frozen_yaml(
+    source: Path, params: Mapping[str, ParamValue], target: str, provenance: Mapping[str, Any]
+) -> str:
+    document = yaml.safe_load(source.read_text())
+    if not isinstance(document, dict):
+        raise RecipeError(Where(str(source)), "not a recipe mapping; cannot freeze it")
+    document.pop("space", None)
+    document.pop("constraints", None)
+    document["parameters"] = {**(document.get("parameters") or {}), **params}
+    targets = document.get("targets") or ["x86"]
+    document["targets"] = [target, *(t for t in targets if t != target)]
+    workload = document.get("workload") or {}
+    if "file" in workload:
+        workload["file"] = str((source.parent / workload["file"]).resolve())
+    document["provenance"] = dict(provenance)
+    header = (
+        f"# Frozen by tdsched sweep from {source}: the best candidate's parameters.\n"
+        f"# Run it with: tdsched run {{this file}}\n"
+    )
+    return header + yaml.safe_dump(document, sort_keys=False, default_flow_style=None)
+
+
+def _frozen_python(
+    source: Path, params: Mapping[str, ParamValue], target: str, provenance: Mapping[str, Any]
+) -> str:
+    return (
+        source.read_text().rstrip()
+        + "\n\n# --- frozen by tdsched sweep: the best candidate's parameters ---\n"
+        + "from tdsched.schedules.python_api import frozen as _frozen  # noqa: E402\n\n"
+        + f"PROVENANCE = {dict(provenance)!r}\n"
+        + f"recipe = _frozen(recipe, {dict(params)!r}, {target!r})\n"
+    )

@@ -1,0 +1,91 @@
+"""What a sweep asks its workers to do, and what they answer: plain data, JSON-ready.
+
+Workers run in other processes (the local pool) or on other machines (Ray), so every
+message is a frozen dataclass of JSON values; :func:`to_json` / ``from_json`` convert.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+T = TypeVar("T")
+CompileStatus = Literal["ok", "compile_failed", "timeout", "crashed"]
+BenchStatus = Literal["ok", "mismatch", "run_failed", "timeout", "crashed"]
+
+
+@dataclass(frozen=True)
+class SweepContext:
+    """What every worker of one sweep needs: the recipe, target and run settings.
+
+    ``recipe`` is a recipe file path (workers load it themselves), ``fixed`` the
+    command-line parameter overrides shared by every candidate.
+    """
+
+    recipe: str
+    target: str
+    fixed: dict[str, Any] = field(default_factory=dict)
+    threads: int = 1
+    repeats: int = 5
+    seed: int = 0
+    cpu: str = "host"
+    cpu_features: str | None = None
+    baseline_artifact: str = ""
+    """The compiled IREE default build; benchmark workers time it and, when the workload
+    has no numpy reference, check candidates against its results."""
+
+
+@dataclass(frozen=True)
+class CompileJob:
+    """Build one candidate into ``artifact`` (a ``.vmfb`` path the worker can write)."""
+
+    key: str
+    params: dict[str, Any]
+    artifact: str
+
+
+@dataclass(frozen=True)
+class CompileOutcome:
+    key: str
+    status: CompileStatus
+    seconds: float
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class BenchJob:
+    """Check and time one compiled candidate (``params`` only label it)."""
+
+    key: str
+    params: dict[str, Any]
+    artifact: str
+
+
+@dataclass(frozen=True)
+class BenchOutcome:
+    key: str
+    status: BenchStatus
+    timing: dict[str, Any] | None = None
+    """Milliseconds per call: median, min, max, samples."""
+    max_abs_error: float | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ConfirmJob:
+    """Time candidates and IREE default interleaved, round after round (ranking check)."""
+
+    artifacts: dict[str, str]
+    """key → artifact."""
+    repeats: int
+
+
+def to_json(message: Any) -> dict[str, Any]:
+    """A message as a JSON-ready dict."""
+    return dataclasses.asdict(message)
+
+
+def from_json(kind: type[T], data: dict[str, Any]) -> T:
+    """Rebuild a message of type ``kind``."""
+    return kind(**data)

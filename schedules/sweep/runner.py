@@ -1,0 +1,434 @@
+"""``tdsched sweep``: evaluate a recipe's parameter space and record every candidate.
+
+The sweep enumerates the space (pruning by constraints, reported), lets a strategy
+propose batches, and for each proposed candidate plans it here (to get its content key),
+reuses a recorded result when the database has one, else compiles it on the executor's
+workers in parallel, then checks and times the compiled candidates one at a time with
+no compile running. IREE's default build is timed before the first candidate and again
+at the end (the drift between the two says how much the machine changed), and the best
+few candidates are re-timed interleaved with IREE default to confirm the ranking. Every
+outcome is recorded the moment it is known, so an interrupted sweep resumes where it was.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import iree.compiler.version
+
+from ..errors import RecipeError, Where
+from ..loading import find_recipe, load
+from ..recipe import Recipe
+from ..space import Enumeration, ParamValue, Point, SearchSpace
+from .candidates import baseline_key, content_key, plan_point, result_key
+from .database import Result, ResultsDB
+from .executor import Executor
+from .jobs import BenchJob, BenchOutcome, CompileJob, CompileOutcome, ConfirmJob, SweepContext
+from .strategies import Evolutionary, Grid, RandomSample, Strategy
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    """How to sweep (see ``tdsched sweep --help`` for each)."""
+
+    target: str | None = None
+    fixed: dict[str, ParamValue] = field(default_factory=dict)
+    strategy: str = "grid"
+    samples: int = 20
+    budget: float = 0.3
+    """adaptive: candidates to evaluate, a count (>= 1) or a fraction of the valid ones."""
+    seed: int = 0
+    repeats: int = 5
+    threads: int = 2
+    confirm: int = 3
+    rebench: bool = False
+    resume: bool = False
+    bench_during_compile: bool = False
+    cpu: str = "host"
+    cpu_features: str | None = None
+
+
+@dataclass
+class SweepOutcome:
+    """What a sweep did and found."""
+
+    sweep_id: int
+    recipe: Recipe
+    target: str
+    enumeration: Enumeration
+    results: list[Result]
+    reused: int = 0
+    compiled: int = 0
+    timed: int = 0
+    baseline_ms: dict[str, float] = field(default_factory=dict)
+    elapsed_s: float = 0.0
+
+    @property
+    def ranked(self) -> list[Result]:
+        """Correct candidates, fastest first: those the confirmation round re-timed (by
+        their confirmed speedup), then the others by their sweep speedup."""
+        return rank(self.results)
+
+    @property
+    def failed(self) -> list[Result]:
+        return [r for r in self.results if not r.ok]
+
+    @property
+    def drift(self) -> float | None:
+        """Relative change of IREE default's time from the start to the end."""
+        start, end = self.baseline_ms.get("start"), self.baseline_ms.get("end")
+        return end / start - 1.0 if start and end else None
+
+
+def rank(results: list[Result]) -> list[Result]:
+    """Correct candidates, best first; confirmed speedups outrank single measurements."""
+    ok = [r for r in results if r.ok and r.speedup is not None]
+    return sorted(
+        ok, key=lambda r: (r.confirmed_speedup is not None, r.best_speedup or 0.0), reverse=True
+    )
+
+
+Progress = Callable[[str, "SweepState"], None]
+"""Called with an event (``reused``, ``compiled``, ``timed``, ``failed``, ``note``)."""
+
+
+@dataclass
+class SweepState:
+    """Live counters for progress display."""
+
+    planned: int
+    done: int = 0
+    failed: int = 0
+    best: Result | None = None
+    started: float = field(default_factory=time.monotonic)
+    message: str = ""
+
+    def eta_s(self) -> float | None:
+        if not self.done:
+            return None
+        rate = (time.monotonic() - self.started) / self.done
+        return rate * max(0, self.planned - self.done)
+
+
+def make_strategy(
+    options: SweepOptions, enumeration: Enumeration, space: SearchSpace, jobs: int
+) -> Strategy:
+    """The strategy ``options.strategy`` names, over the valid candidates."""
+    points = enumeration.valid
+    if options.strategy == "grid":
+        return Grid(points)
+    if options.strategy == "random":
+        return RandomSample(points, options.samples, options.seed)
+    if options.strategy == "adaptive":
+        budget = options.budget
+        count = int(budget) if budget >= 1 else max(1, round(budget * len(points)))
+        axes = [a.values for a in space.axes if a.name in enumeration.names]
+        return Evolutionary(points, axes, count, options.seed, batch=max(2, 2 * jobs))
+    raise ValueError(f"unknown strategy {options.strategy!r}; use grid, random or adaptive")
+
+
+def planned_count(options: SweepOptions, strategy: Strategy, valid: int) -> int:
+    if isinstance(strategy, RandomSample):
+        return len(strategy.chosen)
+    if isinstance(strategy, Evolutionary):
+        return strategy.budget
+    return valid
+
+
+class Sweep:
+    """One sweep of one recipe on one target (see the module docstring)."""
+
+    def __init__(
+        self,
+        recipe_spec: str,
+        options: SweepOptions,
+        db: ResultsDB,
+        executor: Executor,
+        jobs: int,
+        progress: Progress | None = None,
+    ) -> None:
+        self.path = find_recipe(recipe_spec)
+        self.recipe = load(str(self.path))
+        self.options = options
+        self.db = db
+        self.executor = executor
+        self.progress = progress or (lambda event, state: None)
+        self.target = options.target or self.recipe.targets[0]
+        self.space = _narrowed(self.recipe, options.fixed)
+        defaults = {**self.recipe.parameter_dict, **options.fixed}
+        self.enumeration = self.space.enumerate(defaults)
+        if not self.enumeration.valid:
+            raise RecipeError(
+                Where(self.recipe.source, None, "constraints"),
+                "every candidate was pruned:\n" + "\n".join(self.enumeration.pruning_lines()),
+            )
+        self.context = SweepContext(
+            recipe=str(self.path.resolve()),
+            target=self.target,
+            fixed=dict(options.fixed),
+            threads=options.threads,
+            repeats=options.repeats,
+            seed=options.seed,
+            cpu=options.cpu,
+            cpu_features=options.cpu_features,
+        )
+        self.strategy = make_strategy(options, self.enumeration, self.space, jobs)
+        self.state = SweepState(planned_count(options, self.strategy, len(self.enumeration.valid)))
+        self._keys: dict[Point, str] = {}
+        self._workload: str | None = None
+        self._baseline_timed = False
+        self._compile_s: dict[str, float] = {}
+        self._artifacts: dict[str, Path] = {}
+        """result key → the compiled candidate (shared by keys that differ in threads)."""
+
+    # -- planning -------------------------------------------------------------------
+
+    def _key(self, point: Point) -> str:
+        if point not in self._keys:
+            p = plan_point(self.recipe, self.context, self.enumeration.as_params(point))
+            if self._workload is None:
+                self._workload = p.workload.mlir
+                artifact = self.db.artifacts / f"baseline-{baseline_key(p)}.vmfb"
+                self.context = replace(self.context, baseline_artifact=str(artifact))
+            elif p.workload.mlir != self._workload:
+                raise RecipeError(
+                    Where(self.recipe.source, None, "space"),
+                    "a swept parameter changes the workload; a sweep compares schedules of "
+                    "one workload. Fix workload parameters with --param NAME=VALUE",
+                )
+            build = content_key(p)
+            threads = None if p.target.is_gpu else self.options.threads
+            self._keys[point] = result_key(build, threads)
+            self._artifacts[self._keys[point]] = self.db.artifacts / f"{build}.vmfb"
+        return self._keys[point]
+
+    def signature(self) -> str:
+        """What identifies this sweep for --resume: recipe, target, strategy, space."""
+        o = self.options
+        material = {
+            "recipe": str(self.path.resolve()),
+            "text": hashlib.sha256(self.path.read_bytes()).hexdigest(),
+            "target": self.target,
+            "fixed": o.fixed,
+            "strategy": [o.strategy, o.samples, o.budget, o.seed],
+            "valid": len(self.enumeration.valid),
+        }
+        return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:24]
+
+    # -- running --------------------------------------------------------------------
+
+    def run(self) -> SweepOutcome:
+        start = time.monotonic()
+        sweep_id = self._open()
+        outcome = SweepOutcome(sweep_id, self.recipe, self.target, self.enumeration, [])
+        history: dict[Point, float | None] = {}
+        self._key(self.enumeration.valid[0])  # fixes the workload and the baseline's path
+        self.executor.start(self.context)
+        try:
+            while batch := self.strategy.propose(history):
+                self._evaluate(batch, sweep_id, history, outcome)
+            if outcome.timed:
+                self._finish_timing(sweep_id, outcome)
+        finally:
+            self.executor.close()
+        self.db.finish_sweep(sweep_id)
+        outcome.results = self.db.results(sweep_id)
+        outcome.baseline_ms = self.db.baselines(sweep_id) or outcome.baseline_ms
+        outcome.elapsed_s = time.monotonic() - start
+        return outcome
+
+    def _open(self) -> int:
+        signature = self.signature()
+        if self.options.resume:
+            previous = self.db.unfinished_sweep(signature)
+            if previous is not None:
+                self._note(f"resuming sweep {previous.id}")
+                return previous.id
+            self._note("no interrupted sweep of this recipe and space to resume; starting one")
+        return self.db.start_sweep(
+            recipe=self.recipe.name,
+            source=str(self.path),
+            target=self.target,
+            strategy=self.strategy.name,
+            signature=signature,
+            options={**_jsonable(self.options), "iree_version": iree.compiler.version.VERSION},
+            space={
+                "names": list(self.enumeration.names),
+                "total": self.enumeration.total,
+                "valid": len(self.enumeration.valid),
+                "pruned": [list(p) for p in self.enumeration.pruned],
+            },
+        )
+
+    def _evaluate(
+        self,
+        batch: list[Point],
+        sweep_id: int,
+        history: dict[Point, float | None],
+        outcome: SweepOutcome,
+    ) -> None:
+        """Reuse, compile (in parallel) and then time (one by one) a batch."""
+        jobs: list[CompileJob] = []
+        ready: list[BenchJob] = []
+        for point in batch:
+            params = self.enumeration.as_params(point)
+            key = self._key(point)
+            recorded = self.db.result(key)
+            if recorded is not None and self._reusable(recorded):
+                self.db.link(sweep_id, key)
+                history[point] = recorded.speedup if recorded.ok else None
+                outcome.reused += 1
+                self._done("reused", recorded)
+                continue
+            artifact = self._artifacts[key]
+            if artifact.is_file():
+                ready.append(BenchJob(key, params, str(artifact)))
+            else:
+                jobs.append(CompileJob(key, params, str(artifact)))
+        points = {self._keys[p]: p for p in batch}
+        self.db.artifacts.mkdir(parents=True, exist_ok=True)
+        for compiled in self.executor.compile(jobs) if jobs else ():
+            outcome.compiled += 1
+            self._compile_s[compiled.key] = compiled.seconds
+            job = next(j for j in jobs if j.key == compiled.key)
+            if compiled.status != "ok":
+                result = self._failed_compile(job, compiled)
+                self.db.record(result, sweep_id)
+                history[points[job.key]] = None
+                self._done("failed", result)
+            elif self.options.bench_during_compile:
+                self._time(
+                    BenchJob(job.key, job.params, job.artifact), sweep_id, history, points, outcome
+                )
+            else:
+                ready.append(BenchJob(job.key, job.params, job.artifact))
+        for bench in ready:
+            self._time(bench, sweep_id, history, points, outcome)
+
+    def _reusable(self, recorded: Result) -> bool:
+        """Whether a recorded result stands: always, unless --rebench asks to time again
+        (a candidate that failed to compile stays failed: compiles are deterministic)."""
+        return not self.options.rebench or recorded.status == "compile_failed"
+
+    def _time(
+        self,
+        job: BenchJob,
+        sweep_id: int,
+        history: dict[Point, float | None],
+        points: dict[str, Point],
+        outcome: SweepOutcome,
+    ) -> None:
+        baseline = self._baseline_start(sweep_id, outcome)
+        measured = self.executor.bench(job)
+        result = self._bench_result(job, measured, baseline)
+        self.db.record(result, sweep_id)
+        outcome.timed += 1
+        history[points[job.key]] = result.speedup if result.ok else None
+        self._done("timed" if result.ok else "failed", result)
+
+    def _baseline_start(self, sweep_id: int, outcome: SweepOutcome) -> float:
+        """IREE default's median, compiled and timed before the first candidate."""
+        if not self._baseline_timed:
+            artifact = Path(self.context.baseline_artifact)
+            if not artifact.is_file():
+                built = self.executor.compile_default()
+                if built.status != "ok":
+                    raise RecipeError(
+                        Where(self.recipe.source),
+                        f"IREE's default build of the workload failed: {built.error}",
+                    )
+            recorded = self.db.baselines(sweep_id)
+            if "start" not in recorded:
+                self.db.record_baseline(sweep_id, "start", self.executor.time_baseline())
+            self._baseline_timed = True
+            outcome.baseline_ms = self.db.baselines(sweep_id)
+        return outcome.baseline_ms["start"]
+
+    def _finish_timing(self, sweep_id: int, outcome: SweepOutcome) -> None:
+        """IREE default again (drift), then the confirmation round of the best."""
+        self.db.record_baseline(sweep_id, "end", self.executor.time_baseline())
+        best = sorted(
+            (r for r in self.db.results(sweep_id) if r.ok and r.speedup),
+            key=lambda r: r.speedup or 0.0,
+            reverse=True,
+        )[: self.options.confirm]
+        artifacts = {r.key: r.artifact for r in best if r.artifact and Path(r.artifact).is_file()}
+        if len(artifacts) > 0:
+            self._note(f"confirming the best {len(artifacts)} interleaved with IREE default")
+            confirmed = self.executor.confirm(ConfirmJob(artifacts, max(3, self.options.repeats)))
+            for key, speedup in confirmed.items():
+                self.db.confirm(key, speedup)
+
+    # -- records --------------------------------------------------------------------
+
+    def _failed_compile(self, job: CompileJob, compiled: CompileOutcome) -> Result:
+        return Result(
+            key=job.key,
+            recipe=self.recipe.name,
+            target=self.target,
+            params=job.params,
+            status=compiled.status,
+            error=compiled.error,
+            compile_s=compiled.seconds,
+            iree_version=iree.compiler.version.VERSION,
+        )
+
+    def _bench_result(self, job: BenchJob, measured: BenchOutcome, baseline: float) -> Result:
+        median = measured.timing["median"] if measured.timing else None
+        return Result(
+            key=job.key,
+            recipe=self.recipe.name,
+            target=self.target,
+            params=job.params,
+            status=measured.status,
+            time_ms=median,
+            timing=measured.timing,
+            baseline_ms=baseline,
+            speedup=baseline / median if median else None,
+            max_abs_error=measured.max_abs_error,
+            error=measured.error,
+            compile_s=self._compile_s.get(job.key),
+            artifact=job.artifact,
+            iree_version=iree.compiler.version.VERSION,
+        )
+
+    def _done(self, event: str, result: Result) -> None:
+        state = self.state
+        state.done += 1
+        if not result.ok:
+            state.failed += 1
+        elif result.speedup and (state.best is None or result.speedup > (state.best.speedup or 0)):
+            state.best = result
+        self.progress(event, state)
+
+    def _note(self, message: str) -> None:
+        self.state.message = message
+        self.progress("note", self.state)
+
+
+def _narrowed(recipe: Recipe, fixed: dict[str, ParamValue]) -> SearchSpace:
+    """The recipe's space without the axes that --param fixes; an error when none is left."""
+    if not recipe.space.axes:
+        raise RecipeError(
+            Where(recipe.source, None, "space"),
+            "this recipe declares no 'space' to sweep; add one, e.g. "
+            "space: {TM: [32, 64, 128], TN: {pow2: [32, 256]}} (see docs/commands/sweep.md)",
+        )
+    axes = tuple(a for a in recipe.space.axes if a.name not in fixed)
+    if not axes:
+        raise RecipeError(
+            Where(recipe.source, None, "space"),
+            "--param fixes every swept parameter; leave at least one to sweep",
+        )
+    return SearchSpace(axes, recipe.space.constraints)
+
+
+def _jsonable(options: SweepOptions) -> dict[str, Any]:
+    return dataclasses.asdict(options)

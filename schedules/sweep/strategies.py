@@ -1,0 +1,141 @@
+"""Which candidates a sweep evaluates, and in what order.
+
+A strategy proposes batches of points from the valid candidates, seeing the scores
+(speedup over IREE default; ``None`` for a failed candidate) of everything evaluated so
+far, and proposes an empty batch when it is done. Proposals never repeat a point.
+
+* :class:`Grid`: every valid candidate, in space order.
+* :class:`RandomSample`: ``samples`` distinct candidates drawn with a seed.
+* :class:`Evolutionary`: an adaptive search for large spaces. It seeds a population at
+  random, then spends the rest of its budget on mutations of the best candidates so far
+  (one or two parameters moved to an adjacent value of their axis) and on crossovers of
+  two of the best, falling back to random points when the neighbourhood is exhausted.
+  Tile-size spaces are smooth along each axis, so neighbours of good candidates are where
+  better ones are; see ``docs/commands/sweep.md`` for its measured hit rate.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+from ..space import ParamValue, Point
+
+History = Mapping[Point, float | None]
+STRATEGIES = ("grid", "random", "adaptive")
+
+
+class Strategy(Protocol):
+    name: str
+
+    def propose(self, history: History) -> list[Point]:
+        """The next batch (points not in ``history``); empty when the strategy is done."""
+
+
+class Grid:
+    """Every valid candidate, once."""
+
+    name = "grid"
+
+    def __init__(self, points: Sequence[Point]) -> None:
+        self.points = list(points)
+
+    def propose(self, history: History) -> list[Point]:
+        return [p for p in self.points if p not in history]
+
+
+class RandomSample:
+    """``samples`` distinct valid candidates, drawn reproducibly from ``seed``."""
+
+    name = "random"
+
+    def __init__(self, points: Sequence[Point], samples: int, seed: int) -> None:
+        self.chosen = random.Random(seed).sample(list(points), min(samples, len(points)))
+
+    def propose(self, history: History) -> list[Point]:
+        return [p for p in self.chosen if p not in history]
+
+
+class Evolutionary:
+    """Adaptive search: random seeding, then mutation and crossover of the best.
+
+    ``budget`` is the number of candidates evaluated in all; ``batch`` how many are
+    proposed at a time (compiled in parallel); ``axes`` the values of each axis, so a
+    mutation can move a parameter to an adjacent value.
+    """
+
+    name = "adaptive"
+
+    def __init__(
+        self,
+        points: Sequence[Point],
+        axes: Sequence[Sequence[ParamValue]],
+        budget: int,
+        seed: int,
+        batch: int = 4,
+        elite: int = 4,
+    ) -> None:
+        self.valid = set(points)
+        self.order = list(points)
+        self.axes = [list(values) for values in axes]
+        self.budget = min(budget, len(points))
+        self.rng = random.Random(seed)
+        self.batch = max(1, batch)
+        self.elite = elite
+        self.initial = max(self.batch, self.budget // 4)
+
+    def propose(self, history: History) -> list[Point]:
+        left = self.budget - len(history)
+        if left <= 0:
+            return []
+        size = min(left, self.batch)
+        if len(history) < self.initial:
+            size = min(left, self.initial - len(history))
+            return self._random(history, size)
+        ranked = sorted(
+            (p for p, score in history.items() if score is not None),
+            key=lambda p: history[p] or 0.0,
+            reverse=True,
+        )
+        parents = ranked[: self.elite]
+        chosen: list[Point] = []
+        for candidate in self._offspring(parents):
+            if candidate in self.valid and candidate not in history and candidate not in chosen:
+                chosen.append(candidate)
+                if len(chosen) == size:
+                    return chosen
+        return chosen + self._random({**history, **dict.fromkeys(chosen)}, size - len(chosen))
+
+    def _offspring(self, parents: list[Point]) -> list[Point]:
+        """Neighbours of the best first (one axis moved), then two-axis moves and crossovers."""
+        single: list[Point] = []
+        double: list[Point] = []
+        for parent in parents:
+            moves = self._moves(parent)
+            self.rng.shuffle(moves)
+            single += moves
+            for first in moves:
+                double += self._moves(first)
+        crosses = [
+            tuple(self.rng.choice(pair) for pair in zip(a, b, strict=True))
+            for i, a in enumerate(parents)
+            for b in parents[i + 1 :]
+        ]
+        self.rng.shuffle(double)
+        return single + crosses + double
+
+    def _moves(self, point: Point) -> list[Point]:
+        moves = []
+        for axis, values in enumerate(self.axes):
+            index = values.index(point[axis])
+            for step in (-1, 1):
+                if 0 <= index + step < len(values):
+                    moved = list(point)
+                    moved[axis] = values[index + step]
+                    moves.append(tuple(moved))
+        return moves
+
+    def _random(self, history: History, size: int) -> list[Point]:
+        unseen = [p for p in self.order if p not in history]
+        return self.rng.sample(unseen, min(size, len(unseen)))

@@ -1,0 +1,51 @@
+"""Ranked result tables, shared by ``tdsched sweep`` and ``tdsched report``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .database import Result
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def ranked_table(
+    ranked: Sequence[Result], failed: Sequence[Result], names: Sequence[str], top: int
+) -> str:
+    """The best ``top`` correct candidates, then a line per failure kind.
+
+    Columns: rank, each swept parameter, median ms, speedup over IREE default measured in
+    the sweep, speedup from the confirmation round (interleaved with IREE default), and
+    the largest error against the reference.
+    """
+    header = ["#", *names, "ms", "speedup", "confirmed", "max_err"]
+    rows = [
+        [
+            str(i + 1),
+            *(str(r.params.get(n, "")) for n in names),
+            _fmt(r.time_ms, ".4g"),
+            _fmt(r.speedup, ".3f") + ("x" if r.speedup is not None else ""),
+            _fmt(r.confirmed_speedup, ".3f") + ("x" if r.confirmed_speedup is not None else ""),
+            _fmt(r.max_abs_error, ".2g"),
+        ]
+        for i, r in enumerate(ranked[:top])
+    ]
+    widths = [max(len(c) for c in column) for column in zip(header, *rows, strict=True)]
+    lines = [
+        "  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in [header, *rows]
+    ]
+    if len(ranked) > top:
+        lines.append(f"... {len(ranked) - top} more correct candidates (--top N shows more)")
+    kinds: dict[str, list[Result]] = {}
+    for r in failed:
+        kinds.setdefault(r.status, []).append(r)
+    for status, results in sorted(kinds.items()):
+        example = results[0]
+        params = ", ".join(f"{k}={v}" for k, v in example.params.items())
+        first = (example.error or "").strip().splitlines()
+        lines.append(
+            f"{status}: {len(results)} (e.g. {params}: {first[0] if first else 'no message'})"
+        )
+    return "\n".join(lines)
