@@ -185,6 +185,9 @@ class Sweep:
         self._workload: str | None = None
         self._baseline_timed = False
         self._compile_s: dict[str, float] = {}
+        self.chunk = max(8, 2 * jobs)
+        """Candidates compiled before the timing of that group: large enough to keep every
+        compile worker busy, small enough that results (and best-so-far) come steadily."""
         self._artifacts: dict[str, Path] = {}
         """result key → the compiled candidate (shared by keys that differ in threads)."""
 
@@ -233,7 +236,9 @@ class Sweep:
         self.executor.start(self.context)
         try:
             while batch := self.strategy.propose(history):
-                self._evaluate(batch, sweep_id, history, outcome)
+                for start_at in range(0, len(batch), self.chunk):
+                    chunk = batch[start_at : start_at + self.chunk]
+                    self._evaluate(chunk, sweep_id, history, outcome)
             if outcome.timed:
                 self._finish_timing(sweep_id, outcome)
         finally:
@@ -373,7 +378,7 @@ class Sweep:
             key=job.key,
             recipe=self.recipe.name,
             target=self.target,
-            params=job.params,
+            params={**self.options.fixed, **job.params},
             status=compiled.status,
             error=compiled.error,
             compile_s=compiled.seconds,
@@ -386,7 +391,7 @@ class Sweep:
             key=job.key,
             recipe=self.recipe.name,
             target=self.target,
-            params=job.params,
+            params={**self.options.fixed, **job.params},
             status=measured.status,
             time_ms=median,
             timing=measured.timing,

@@ -1,0 +1,204 @@
+"""``tdsched sweep`` end to end with the real IREE compiler and runtime.
+
+The recipe below has candidates that are right (SPLITK=0) and candidates that compile
+and run fast but compute the wrong answer (SPLITK=32 splits the reduction over
+workgroups that each start from the fill): a sweep must record those as mismatches and
+never rank them. Crashes and hangs are produced with TDSCHED_SWEEP_FAULTS.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tdsched.schedules.cli import main
+
+pytestmark = pytest.mark.integration
+
+RECIPE = """\
+name: split_k
+workload:
+  generator: matmul
+  args: {M: 64, N: 64, K: 64, dtype: f32}
+targets: [x86, vulkan]
+parameters: {TM: 16, SPLITK: 0}
+space:
+  TM: [8, 16, 32, 64]
+  SPLITK: [0, 32]
+kernels:
+  - name: matmul
+    match: {kind: contraction}
+    schedule:
+      - match: {op: linalg.fill, as: fill}
+      - tile: {sizes: ["${TM}", 32, "${SPLITK}"], loop: forall, mapping: workgroup, loops: wg}
+      - fuse_into: {producer: fill, loop: wg}
+      - vectorize: {}
+"""
+FAST = ["--jobs", "2", "--repeats", "2", "--confirm", "2", "-q"]
+
+
+@pytest.fixture
+def recipe(tmp_path: Path) -> Path:
+    path = tmp_path / "split_k.yaml"
+    path.write_text(RECIPE)
+    return path
+
+
+def sweep(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
+    code = main(["sweep", *args, *FAST, "--json"])
+    out = capsys.readouterr().out
+    return code, json.loads(out)
+
+
+def statuses(report: dict[str, Any]) -> dict[tuple[int, int], str]:
+    every = report["ranked"] + report["failed"]
+    return {(r["params"]["TM"], r["params"]["SPLITK"]): r["status"] for r in every}
+
+
+def test_wrong_kernels_are_rejected_and_the_best_recipe_runs(
+    recipe: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "s.db"
+    code, report = sweep(capsys, str(recipe), "--db", str(db), "--param", "TM=16")
+    assert code == 0
+    assert statuses(report) == {(16, 0): "ok", (16, 32): "mismatch"}
+    assert [r["params"]["SPLITK"] for r in report["ranked"]] == [0]
+    assert report["failed"][0]["max_abs_error"] > 1.0
+    assert "results differ from the reference" in report["failed"][0]["error"]
+    assert report["baseline_ms"]["start"] > 0 and report["baseline_ms"]["end"] > 0
+    assert report["ranked"][0]["confirmed_speedup"] > 0
+    best = Path(report["best_recipe"])
+    assert best.suffix == ".yaml" and "provenance" in best.read_text()
+    assert "space" not in best.read_text()
+    assert main(["run", str(best), "--no-time"]) == 0
+    assert "status   ok" in capsys.readouterr().out
+
+
+def test_crashes_and_hangs_fail_only_their_candidate(
+    recipe: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(
+        "TDSCHED_SWEEP_FAULTS", "compile:crash:TM=8;compile:hang:TM=16;run:hang:TM=32"
+    )
+    code, report = sweep(
+        capsys,
+        str(recipe),
+        "--db",
+        str(tmp_path / "s.db"),
+        "--param",
+        "SPLITK=0",
+        "--compile-timeout",
+        "20",
+        "--run-timeout",
+        "10",
+    )
+    assert code == 0
+    assert statuses(report) == {
+        (8, 0): "crashed",
+        (16, 0): "timeout",
+        (32, 0): "timeout",
+        (64, 0): "ok",
+    }
+    crashed = next(r for r in report["failed"] if r["status"] == "crashed")
+    assert "SIGSEGV" in crashed["error"]
+    assert report["best"]["params"]["TM"] == 64
+
+
+def test_rerun_reuses_records_and_rebench_times_again(
+    recipe: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "s.db")
+    args = (
+        str(recipe),
+        "--db",
+        db,
+        "--param",
+        "SPLITK=0",
+        "--strategy",
+        "random",
+        "--samples",
+        "2",
+    )
+    _, first = sweep(capsys, *args)
+    assert (first["compiled"], first["timed"], first["reused"]) == (2, 2, 0)
+    _, again = sweep(capsys, *args)
+    assert (again["compiled"], again["timed"], again["reused"]) == (0, 0, 2)
+    assert {r["key"] for r in again["ranked"]} == {r["key"] for r in first["ranked"]}
+    _, rebench = sweep(capsys, *args, "--rebench")
+    assert (rebench["compiled"], rebench["timed"]) == (0, 2)
+    _, other_threads = sweep(capsys, *args, "--threads", "1")
+    assert (other_threads["compiled"], other_threads["timed"]) == (0, 2)
+    rows = (
+        sqlite3.connect(db).execute("SELECT COUNT(*), COUNT(DISTINCT key) FROM results").fetchone()
+    )
+    assert rows == (4, 4)
+
+
+def test_resume_after_kill_9_loses_and_duplicates_nothing(recipe: Path, tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    command = [sys.executable, "-m", "tdsched.schedules.cli", "sweep", str(recipe), "--db", str(db)]
+    command += ["--param", "SPLITK=0", *FAST]
+    env = {**os.environ, "TDSCHED_SWEEP_FAULTS": "run:hang:TM=64"}
+    proc = subprocess.Popen(command, env=env, start_new_session=True)
+    deadline = time.monotonic() + 120
+    recorded = 0
+    while recorded < 3 and time.monotonic() < deadline:
+        time.sleep(0.5)
+        if db.exists():
+            recorded = _count(db, "SELECT COUNT(*) FROM results")
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert recorded == 3, "the sweep did not record three candidates before the hang"
+    assert _count(db, "SELECT COUNT(*) FROM sweeps WHERE status='running'") == 1
+
+    done = subprocess.run([*command, "--resume", "--json"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["sweep"] == 1
+    assert (report["reused"], report["timed"]) == (3, 1)
+    assert _count(db, "SELECT COUNT(*) FROM results") == 4
+    assert _count(db, "SELECT COUNT(*) FROM sweep_results WHERE sweep_id=1") == 4
+    assert _count(db, "SELECT COUNT(*) FROM sweeps WHERE status='done'") == 1
+    assert "resuming sweep 1" in done.stderr or "-q" in FAST
+
+
+def _count(db: Path, query: str) -> int:
+    with sqlite3.connect(db) as conn:
+        return int(conn.execute(query).fetchone()[0])
+
+
+@pytest.mark.vulkan
+def test_vulkan_sweep_and_its_best_recipe(
+    vulkan: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    size = ["--param", "M=128", "--param", "N=128", "--param", "K=128"]
+    code, report = sweep(
+        capsys,
+        "matmul_vulkan",
+        *size,
+        "--strategy",
+        "random",
+        "--samples",
+        "2",
+        "--db",
+        str(tmp_path / "s.db"),
+    )
+    assert code == 0
+    assert report["target"] == "vulkan"
+    assert report["space"]["valid"] == 8
+    assert [r["status"] for r in report["ranked"]] == ["ok", "ok"]
+    best = Path(report["best_recipe"])
+    assert "targets: [vulkan]" in best.read_text()
+    assert main(["run", str(best), "--no-time"]) == 0
+    assert "status   ok" in capsys.readouterr().out
