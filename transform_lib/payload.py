@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Callable, Iterator
 
@@ -43,8 +44,14 @@ def loop_counts(module_text: str) -> dict[str, set[int]]:
     """Map each linalg op name in the module to the loop counts its instances have.
 
     Named ops are generalized on a copy to read their iterator types, so the answer is
-    exact for every structured op, including ones tdsched has never heard of.
+    exact for every structured op, including ones tdsched has never heard of. Answers
+    are remembered per module text (a sweep plans hundreds of candidates of one workload).
     """
+    return {name: set(counts) for name, counts in _loop_counts(module_text)}
+
+
+@functools.lru_cache(maxsize=16)
+def _loop_counts(module_text: str) -> tuple[tuple[str, frozenset[int]], ...]:
     with ir.Context():
         original = ir.Module.parse(module_text)
         generalized = ir.Module.parse(module_text)
@@ -59,7 +66,7 @@ def loop_counts(module_text: str) -> dict[str, set[int]]:
                 continue
             n = len(ir.ArrayAttr(generic.attributes["iterator_types"]))
             counts.setdefault(named.name, set()).add(n)
-        return counts
+        return tuple((name, frozenset(found)) for name, found in counts.items())
 
 
 def op_histogram(module_text: str) -> Counter[str]:
