@@ -5,7 +5,7 @@ the order it applies: workgroup tiling with the fill fused in, reduction tiling,
 tiling, then vectorization.
 """
 
-from tdsched.schedules.python_api import Match, P, RecipeBuilder, generator
+from tdsched.schedules.python_api import Match, P, Pow2, RecipeBuilder, generator
 
 r = RecipeBuilder(
     "matmul_x86_py",
@@ -15,6 +15,9 @@ r = RecipeBuilder(
 )
 r.parameters(M=1024, N=1024, K=1024, TM=64, TN=128, TK=256, RM=8, RN=32, RK=1)
 r.tolerance(atol=1e-3, rtol=1e-4)
+# What `tdsched sweep` explores; `tdsched run` uses the defaults above.
+r.space(TM=Pow2(8, 128), TN=Pow2(32, 256), TK=Pow2(32, 512), RN=[16, 32])
+r.constrain("TM * TN <= 16384", "TM % RM == 0 and TN % RN == 0", "K % TK == 0")
 
 k = r.kernel("matmul", match=Match(kind="contraction"))
 fill = k.match("linalg.fill", name="fill")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -305,6 +306,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, CompileError, DeviceError) as exc:
         print(f"tdsched: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader went away (`tdsched report DB --csv - | head`): stop quietly.
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (Python flushes stdout at exit)
+        return 0
 
 
 if __name__ == "__main__":

@@ -202,3 +202,28 @@ def test_vulkan_sweep_and_its_best_recipe(
     assert "targets: [vulkan]" in best.read_text()
     assert main(["run", str(best), "--no-time"]) == 0
     assert "status   ok" in capsys.readouterr().out
+
+
+def test_python_recipe_is_frozen_as_python(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    size = ["--param", "M=128", "--param", "N=128", "--param", "K=128"]
+    code, report = sweep(
+        capsys,
+        "matmul_x86_py",
+        *size,
+        "--strategy",
+        "random",
+        "--samples",
+        "1",
+        "--db",
+        str(tmp_path / "s.db"),
+    )
+    assert code == 0
+    best = Path(report["best_recipe"])
+    assert best.suffix == ".py"
+    assert main(["run", str(best), "--no-time", "--json"]) == 0
+    ran = json.loads(capsys.readouterr().out)
+    assert ran["status"] == "ok"
+    chosen = report["best"]["params"]
+    assert {k: ran["parameters"][k] for k in chosen} == chosen

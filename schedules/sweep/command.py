@@ -18,7 +18,7 @@ from .executor import Executor, Limits, LocalExecutor
 from .freeze import write_frozen
 from .runner import Sweep, SweepOptions, SweepOutcome, SweepState
 from .strategies import STRATEGIES
-from .table import ranked_table
+from .table import baseline_line, ranked_table
 
 DEFAULT_DB = Path("tdsched-sweeps.db")
 EXECUTORS = ("local", "ray")
@@ -203,7 +203,6 @@ def _write_best(sweep: Sweep, outcome: SweepOutcome, args: argparse.Namespace) -
 
 def _summary(outcome: SweepOutcome, best_file: Path | None, top: int) -> str:
     e = outcome.enumeration
-    base = outcome.baseline_ms
     lines = [
         f"sweep {outcome.sweep_id}: {outcome.recipe.name} on {outcome.target}, "
         f"{len(outcome.results)} candidates evaluated of {len(e.valid)} valid "
@@ -211,16 +210,8 @@ def _summary(outcome: SweepOutcome, best_file: Path | None, top: int) -> str:
         f"{outcome.reused} reused, {outcome.compiled} compiled, {outcome.timed} timed, "
         f"{len(outcome.failed)} failed",
     ]
-    if "start" in base:
-        drift = outcome.drift
-        lines.append(
-            f"IREE default: {base['start']:.4g} ms at the start"
-            + (
-                f", {base['end']:.4g} ms at the end (drift {drift:+.1%})"
-                if drift is not None
-                else ""
-            )
-        )
+    if outcome.timed or outcome.baseline_ms:
+        lines.append(baseline_line(outcome.baseline_ms))
     lines.append(ranked_table(outcome.ranked, outcome.failed, e.names, top))
     if best_file is not None:
         lines.append(f"best recipe: {best_file}  (tdsched run {best_file})")

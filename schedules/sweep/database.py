@@ -325,6 +325,12 @@ class ResultsDB:
         return {phase: median for phase, median in rows}
 
 
+def drift(baselines: Mapping[str, float]) -> float | None:
+    """Relative change of IREE default's median from a sweep's start to its end."""
+    start, end = baselines.get("start"), baselines.get("end")
+    return end / start - 1.0 if start and end else None
+
+
 def _sweep(row: tuple[Any, ...]) -> Sweep:
     return Sweep(
         id=row[0],

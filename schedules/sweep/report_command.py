@@ -1,14 +1,151 @@
-"""``tdsched report DB``: placeholder until the report module lands (being written now)."""
+"""``tdsched report DB``: the command line of :mod:`tdsched.schedules.sweep.report`.
+
+Reads a results database that ``tdsched sweep`` wrote (never creates one) and prints one
+sweep's header and ranked table, lists every sweep (``--all``), or exports one sweep as
+CSV, JSON or a PNG plot.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+from pathlib import Path
 from typing import Any
+
+from .database import DatabaseError, ResultsDB, Sweep
+from .report import (
+    ReportError,
+    SweepData,
+    as_json,
+    plot,
+    summary,
+    sweeps_table,
+    text_report,
+    write_csv,
+)
+
+DESCRIPTION = """\
+Report a sweep recorded in a results database (the --db of 'tdsched sweep').
+
+By default: the newest sweep's header (recipe, target, strategy, start and end, status,
+the space with what each constraint pruned, IREE default's time at the start and the end
+and the drift between them) and its ranked table, the same one 'tdsched sweep' prints.
+--csv, --json and --plot export the sweep; --all lists every sweep in the database.
+"""
+
+EPILOG = """\
+examples:
+  tdsched report tdsched-sweeps.db                     newest sweep: header and best 10
+  tdsched report tdsched-sweeps.db --all               every sweep, with its best speedup
+  tdsched report tdsched-sweeps.db --sweep 2 --top 25
+  tdsched report tdsched-sweeps.db --csv results.csv   one row per candidate
+  tdsched report tdsched-sweeps.db --json
+  tdsched report tdsched-sweeps.db --plot tiles.png --x TM --y TN     heatmap
+  tdsched report tdsched-sweeps.db --plot all.png                     scatter
+"""
 
 
 def add_parser(sub: Any) -> None:
-    sub.add_parser("report", help="tables, CSV/JSON and plots of a sweep database")
+    """Register ``report`` on the ``tdsched`` subcommand parser."""
+    p = sub.add_parser(
+        "report",
+        help="tables, CSV/JSON and plots of a sweep database",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("db", type=Path, metavar="DB", help="results database of tdsched sweep")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--sweep", type=int, metavar="ID", help="sweep id (default: the newest)")
+    which.add_argument("--all", action="store_true", help="list every sweep in DB")
+    p.add_argument("--top", type=int, default=10, metavar="N", help="rows of the table (10)")
+    p.add_argument("--csv", metavar="FILE", help="write one row per candidate ('-': stdout)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--plot", type=Path, metavar="PNG", help="write a plot (needs tdsched[plot])")
+    p.add_argument("--x", metavar="PARAM", help="plot: x axis parameter (default: index)")
+    p.add_argument("--y", metavar="PARAM", help="plot: with --x, a heatmap over x and y")
 
 
 def run(args: argparse.Namespace) -> int:
-    raise NotImplementedError
+    """``tdsched report``. Exit 0 on success; errors raise :class:`ReportError`."""
+    _check_options(args)
+    db = _open(args.db)
+    try:
+        if args.all:
+            sweeps = [_data(db, s) for s in _recorded(db)]
+            print(
+                json.dumps([summary(d) for d in sweeps], indent=2)
+                if args.json
+                else sweeps_table(sweeps)
+            )
+            return 0
+        data = _data(db, _pick(db, args.sweep))
+    finally:
+        db.close()
+    # Files first: a bad --x/--y or output path stops the command before anything is printed.
+    try:
+        if args.plot is not None:
+            plot(data, args.plot, args.x, args.y)
+            print(f"wrote {args.plot}", file=sys.stderr)
+        if args.csv is not None and args.csv != "-":
+            with open(args.csv, "w", newline="", encoding="utf-8") as stream:
+                write_csv(data, stream)
+            print(f"wrote {args.csv}", file=sys.stderr)
+    except OSError as exc:
+        raise ReportError(f"{exc.filename or 'output'}: cannot write: {exc.strerror}") from exc
+    if args.json:
+        print(json.dumps(as_json(data), indent=2))
+    elif args.csv == "-":
+        write_csv(data, sys.stdout)
+    else:
+        print(text_report(data, args.top))
+    return 0
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    if args.top < 1:
+        raise ReportError(f"--top {args.top}: give at least 1 row")
+    if args.all and (args.csv or args.plot or args.x or args.y):
+        raise ReportError("--all lists the sweeps; --csv and --plot export one (use --sweep ID)")
+    if (args.x or args.y) and args.plot is None:
+        raise ReportError("--x and --y choose the axes of --plot PNG; add --plot")
+    if args.json and args.csv == "-":
+        raise ReportError("--json and --csv - both print to stdout; write the CSV to a file")
+
+
+def _open(path: Path) -> ResultsDB:
+    """The database at ``path``, which must exist (``ResultsDB`` would create it)."""
+    if not path.is_file():
+        raise ReportError(
+            f"{path}: no such results database; give the --db file of a 'tdsched sweep' "
+            "(default tdsched-sweeps.db)"
+        )
+    try:
+        return ResultsDB(path)
+    except DatabaseError as exc:
+        raise ReportError(str(exc)) from exc
+
+
+def _recorded(db: ResultsDB) -> list[Sweep]:
+    sweeps = db.sweeps()
+    if not sweeps:
+        raise ReportError(
+            f"{db.path}: no sweep recorded; run 'tdsched sweep RECIPE --db {db.path}' first"
+        )
+    return sweeps
+
+
+def _pick(db: ResultsDB, sweep_id: int | None) -> Sweep:
+    """Sweep ``sweep_id``, or the newest."""
+    sweeps = _recorded(db)
+    if sweep_id is None:
+        return sweeps[-1]
+    try:
+        return db.sweep(sweep_id)
+    except DatabaseError as exc:
+        raise ReportError(f"{exc}; --all lists them") from exc
+
+
+def _data(db: ResultsDB, sweep: Sweep) -> SweepData:
+    return SweepData(sweep, db.results(sweep.id), db.baselines(sweep.id))

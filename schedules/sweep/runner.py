@@ -29,6 +29,7 @@ from ..recipe import Recipe
 from ..space import Enumeration, ParamValue, Point, SearchSpace
 from .candidates import baseline_key, content_key, plan_point, result_key
 from .database import Result, ResultsDB
+from .database import drift as baseline_drift
 from .executor import Executor
 from .jobs import BenchJob, BenchOutcome, CompileJob, CompileOutcome, ConfirmJob, SweepContext
 from .strategies import Evolutionary, Grid, RandomSample, Strategy
@@ -83,8 +84,7 @@ class SweepOutcome:
     @property
     def drift(self) -> float | None:
         """Relative change of IREE default's time from the start to the end."""
-        start, end = self.baseline_ms.get("start"), self.baseline_ms.get("end")
-        return end / start - 1.0 if start and end else None
+        return baseline_drift(self.baseline_ms)
 
 
 def rank(results: list[Result]) -> list[Result]:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from .database import Result
+from .database import Result, drift
 
 
 def _fmt(value: float | None, spec: str) -> str:
@@ -43,9 +43,22 @@ def ranked_table(
         kinds.setdefault(r.status, []).append(r)
     for status, results in sorted(kinds.items()):
         example = results[0]
-        params = ", ".join(f"{k}={v}" for k, v in example.params.items())
+        params = ", ".join(f"{n}={example.params.get(n)}" for n in names)
         first = (example.error or "").strip().splitlines()
         lines.append(
             f"{status}: {len(results)} (e.g. {params}: {first[0] if first else 'no message'})"
         )
     return "\n".join(lines)
+
+
+def baseline_line(baselines: Mapping[str, float]) -> str:
+    """IREE default's median at the start and the end of a sweep, and the drift."""
+    if "start" not in baselines:
+        return "IREE default not timed (no candidate was timed)"
+    change = drift(baselines)
+    end = (
+        f", {baselines['end']:.4g} ms at the end (drift {change:+.1%})"
+        if change is not None
+        else ""
+    )
+    return f"IREE default {baselines['start']:.4g} ms at the start{end}"

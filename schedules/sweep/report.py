@@ -1,0 +1,357 @@
+"""What ``tdsched report`` shows about a recorded sweep: text, CSV, JSON and plots.
+
+Pure functions over what :class:`~tdsched.schedules.sweep.database.ResultsDB` returns (a
+:class:`Sweep`, its results, its baselines), bundled as :class:`SweepData`; reading the
+database is :mod:`tdsched.schedules.sweep.report_command`'s job. Ranking is the sweep's own
+(:func:`~tdsched.schedules.sweep.runner.rank`) and so is the table
+(:func:`~tdsched.schedules.sweep.table.ranked_table`), so a report prints what the sweep
+printed when it ended.
+
+Plots need matplotlib (the optional extra ``tdsched[plot]``); it is imported only when a
+plot is asked for, and drawn with the Agg backend (no display needed).
+"""
+
+from __future__ import annotations
+
+import csv
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from .database import Result, Sweep, drift
+from .runner import rank
+from .table import baseline_line, ranked_table
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+RESULT_COLUMNS = (
+    "time_ms",
+    "baseline_ms",
+    "speedup",
+    "confirmed_speedup",
+    "max_abs_error",
+    "compile_s",
+    "error",
+)
+"""CSV columns after ``key``, ``status`` and one column per parameter."""
+
+
+class ReportError(ValueError):
+    """A report cannot be made as asked (missing database, unknown sweep or parameter)."""
+
+
+@dataclass(frozen=True)
+class SweepData:
+    """One recorded sweep: its row, the results it evaluated (in recorded order) and
+    IREE default's median at the ``start`` and ``end`` of it."""
+
+    sweep: Sweep
+    results: list[Result]
+    baselines: dict[str, float]
+
+    @property
+    def ranked(self) -> list[Result]:
+        return rank(self.results)
+
+    @property
+    def failed(self) -> list[Result]:
+        return [r for r in self.results if not r.ok]
+
+    @property
+    def names(self) -> list[str]:
+        """The swept parameters, in the space's order."""
+        return [str(n) for n in self.sweep.space.get("names", [])]
+
+    @property
+    def param_names(self) -> list[str]:
+        """The swept parameters, then the others the results record (those fixed with
+        ``--param``, in the order first seen)."""
+        names = self.names
+        for r in self.results:
+            names += [k for k in r.params if k not in names]
+        return names
+
+    @property
+    def drift(self) -> float | None:
+        """Relative change of IREE default's median from the start to the end."""
+        return drift(self.baselines)
+
+    @property
+    def title(self) -> str:
+        s = self.sweep
+        return f"sweep {s.id}: {s.recipe} on {s.target} ({s.strategy})"
+
+
+def _when(stamp: float | None) -> str:
+    return "-" if stamp is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp))
+
+
+def _pruned(space: dict[str, Any]) -> list[tuple[str, int]]:
+    return [(str(reason), int(count)) for reason, count in space.get("pruned", [])]
+
+
+def header_lines(data: SweepData) -> list[str]:
+    """Sweep metadata: recipe, target, strategy, times, status, space, baselines."""
+    s = data.sweep
+    status = s.status
+    if status == "running":
+        status += " (still running, or interrupted: 'tdsched sweep --resume' continues it)"
+    lines = [f"{data.title}, {status}"]
+    if s.source:
+        lines.append(f"recipe    {s.source}")
+    fixed = s.options.get("fixed") or {}
+    if fixed:
+        lines.append("fixed     " + ", ".join(f"{k}={v}" for k, v in fixed.items()))
+    took = f" ({s.finished - s.started:.1f} s)" if s.finished is not None else ""
+    lines.append(f"started   {_when(s.started)}, finished {_when(s.finished)}{took}")
+    space = s.space
+    pruned = "; ".join(f"pruned {n} by {reason}" for reason, n in _pruned(space))
+    lines.append(
+        f"space     {space.get('total', '?')} candidates ({' x '.join(data.names)}), "
+        f"{space.get('valid', '?')} valid" + (f"; {pruned}" if pruned else "")
+    )
+    kinds: dict[str, int] = {}
+    for r in data.failed:
+        kinds[r.status] = kinds.get(r.status, 0) + 1
+    failures = ", ".join(f"{n} {status}" for status, n in sorted(kinds.items()))
+    lines.append(
+        f"evaluated {len(data.results)}: {len(data.ranked)} correct, {len(data.failed)} failed"
+        + (f" ({failures})" if failures else "")
+    )
+    lines.append(baseline_line(data.baselines))
+    return lines
+
+
+def text_report(data: SweepData, top: int) -> str:
+    """The header, then the ranked table of the best ``top`` and the failures."""
+    table = ranked_table(data.ranked, data.failed, data.names, top)
+    return "\n".join([*header_lines(data), "", table])
+
+
+def summary(data: SweepData) -> dict[str, Any]:
+    """One sweep in brief, for ``--all``: what ran and the best it found."""
+    s = data.sweep
+    ranked = data.ranked
+    return {
+        "sweep": s.id,
+        "recipe": s.recipe,
+        "target": s.target,
+        "strategy": s.strategy,
+        "status": s.status,
+        "started": s.started,
+        "evaluated": len(data.results),
+        "best_speedup": ranked[0].best_speedup if ranked else None,
+    }
+
+
+def sweeps_table(sweeps: Sequence[SweepData]) -> str:
+    """A line per sweep: id, recipe, target, strategy, status, evaluated, best speedup."""
+    header = ["id", "recipe", "target", "strategy", "status", "started", "evaluated", "best"]
+    rows = [header]
+    for data in sweeps:
+        s = summary(data)
+        best = s["best_speedup"]
+        rows.append(
+            [
+                str(s["sweep"]),
+                s["recipe"],
+                s["target"],
+                s["strategy"],
+                s["status"],
+                _when(s["started"]),
+                str(s["evaluated"]),
+                "-" if best is None else f"{best:.3f}x",
+            ]
+        )
+    widths = [max(len(c) for c in column) for column in zip(*rows, strict=True)]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    )
+
+
+def write_csv(data: SweepData, stream: TextIO) -> None:
+    """One row per result, in recorded order (the scatter plot's candidate index):
+    ``key``, ``status``, each parameter, then :data:`RESULT_COLUMNS`; empty when unknown."""
+    names = data.param_names
+    writer = csv.writer(stream)
+    writer.writerow(["key", "status", *names, *RESULT_COLUMNS])
+    for r in data.results:
+        row = r.as_dict()
+        writer.writerow(
+            [
+                r.key,
+                r.status,
+                *(r.params.get(n, "") for n in names),
+                *(row[c] for c in RESULT_COLUMNS),
+            ]
+        )
+
+
+def as_json(data: SweepData) -> dict[str, Any]:
+    """The sweep's metadata, baselines, and its ranked and failed results."""
+    s = data.sweep
+    ranked = data.ranked
+    return {
+        "sweep": s.id,
+        "recipe": s.recipe,
+        "source": s.source,
+        "target": s.target,
+        "strategy": s.strategy,
+        "status": s.status,
+        "started": s.started,
+        "finished": s.finished,
+        "options": s.options,
+        "space": {
+            "parameters": data.names,
+            "total": s.space.get("total"),
+            "valid": s.space.get("valid"),
+            "pruned": [{"reason": r, "count": n} for r, n in _pruned(s.space)],
+        },
+        "evaluated": len(data.results),
+        "baseline_ms": data.baselines,
+        "drift": data.drift,
+        "ranked": [r.as_dict() for r in ranked],
+        "failed": [r.as_dict() for r in data.failed],
+        "best": ranked[0].as_dict() if ranked else None,
+    }
+
+
+# -- plots -----------------------------------------------------------------------------
+
+
+def check_parameter(data: SweepData, name: str | None, option: str) -> None:
+    """Raise :class:`ReportError` unless ``name`` (given to ``option``) was swept."""
+    if name is not None and name not in data.names:
+        raise ReportError(
+            f"{option} {name}: not a parameter of sweep {data.sweep.id}; "
+            f"it swept {', '.join(data.names) or 'nothing'}"
+        )
+
+
+def _order(value: Any) -> tuple[int, float, str]:
+    """Numbers by value, then anything else by text."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return (0, float(value), "")
+    return (1, 0.0, str(value))
+
+
+def _values(results: Sequence[Result], name: str) -> list[Any]:
+    """The values ``name`` took among ``results``, in order."""
+    return sorted({r.params[name] for r in results if name in r.params}, key=_order)
+
+
+def plot(data: SweepData, path: Path, x: str | None = None, y: str | None = None) -> None:
+    """Write a PNG: with ``x`` and ``y`` a heatmap of the best sweep speedup per (x, y);
+    otherwise a scatter of every candidate's speedup against ``x`` (or its index).
+
+    Speedups are the sweep's own measurements (``speedup``): every candidate was timed
+    the same way, so cells and points compare; the confirmation round's are in the table.
+    """
+    check_parameter(data, x, "--x")
+    check_parameter(data, y, "--y")
+    if y is not None and x is None:
+        raise ReportError("--y needs --x (a heatmap plots speedup over --x and --y)")
+    if x is not None and x == y:
+        raise ReportError(f"--x and --y are both {x}; a heatmap needs two parameters")
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError as exc:
+        raise ReportError(
+            f"--plot needs matplotlib ({exc}): install tdsched[plot] (pip install 'tdsched[plot]')"
+        ) from exc
+    fig = Figure(figsize=(7.0, 5.0), layout="constrained")
+    FigureCanvasAgg(fig)
+    if x is not None and y is not None:
+        _heatmap(fig, data, x, y)
+    else:
+        _scatter(fig, data, x)
+    fig.savefig(path, format="png", dpi=110)
+
+
+def best_cells(results: Sequence[Result], x: str, y: str) -> dict[tuple[Any, Any], float | None]:
+    """Per evaluated (x value, y value): the best sweep speedup of the correct candidates
+    there, whatever the other parameters; None where every candidate failed."""
+    cells: dict[tuple[Any, Any], float | None] = {}
+    for r in results:
+        cell = (r.params.get(x), r.params.get(y))
+        best = cells.get(cell)
+        if r.ok and r.speedup is not None and (best is None or r.speedup > best):
+            best = r.speedup
+        cells[cell] = best
+    return cells
+
+
+def _heatmap(fig: Figure, data: SweepData, x: str, y: str) -> None:
+    xs, ys = _values(data.results, x), _values(data.results, y)
+    cells = best_cells(data.results, x, y)
+    grid = [[cells.get((xv, yv)) or float("nan") for xv in xs] for yv in ys]
+    fig.set_size_inches(max(6.0, 0.8 * len(xs) + 2.5), max(4.0, 0.6 * len(ys) + 2.0))
+    ax = fig.add_subplot()
+    image = ax.imshow(grid, origin="lower", cmap="viridis", aspect="auto")
+    fig.colorbar(image, ax=ax, label="best speedup vs IREE default")
+    low, high = image.get_clim()
+    for i, yv in enumerate(ys):
+        for j, xv in enumerate(xs):
+            value = cells.get((xv, yv))
+            if value is not None:
+                dark = high == low or (value - low) / (high - low) < 0.6
+                ax.text(
+                    j,
+                    i,
+                    f"{value:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color="white" if dark else "black",
+                )
+            elif (xv, yv) in cells:
+                ax.text(j, i, "failed", ha="center", va="center", fontsize=7, color="0.4")
+    ax.set_xticks(range(len(xs)), [str(v) for v in xs])
+    ax.set_yticks(range(len(ys)), [str(v) for v in ys])
+    ax.set_xlabel(x)
+    ax.set_ylabel(y)
+    ax.set_title(f"{data.title}\nbest over the other parameters; blank: not evaluated")
+
+
+def _scatter(fig: Figure, data: SweepData, x: str | None) -> None:
+    ax = fig.add_subplot()
+    if x is None:
+        position = {r.key: float(i) for i, r in enumerate(data.results, start=1)}
+        ax.set_xlabel("candidate (in recorded order)")
+    else:
+        values = _values(data.results, x)
+        index = {v: float(i) for i, v in enumerate(values)}
+        position = {r.key: index[r.params[x]] for r in data.results if x in r.params}
+        ax.set_xticks(range(len(values)), [str(v) for v in values])
+        ax.set_xlabel(x)
+    good = [r for r in data.results if r.ok and r.speedup is not None and r.key in position]
+    bad = [r for r in data.results if not r.ok and r.key in position]
+    speedups = [r.speedup or 0.0 for r in good]
+    low, high = min([1.0, *speedups]), max([1.0, *speedups])
+    pad = 0.08 * (high - low or 1.0)
+    ax.scatter(
+        [position[r.key] for r in good],
+        speedups,
+        s=28,
+        alpha=0.7,
+        color="tab:blue",
+        label=f"correct ({len(good)})",
+    )
+    if bad:
+        ax.scatter(
+            [position[r.key] for r in bad],
+            [low - pad] * len(bad),
+            marker="x",
+            s=40,
+            color="tab:red",
+            label=f"failed ({len(bad)}): no speedup",
+        )
+    ax.axhline(1.0, color="0.3", linestyle="--", linewidth=1, label="IREE default (1.0)")
+    ax.set_ylim(low - 2 * pad, high + pad)
+    ax.set_ylabel("speedup vs IREE default (sweep timing)")
+    ax.set_title(data.title)
+    ax.legend(loc="best")

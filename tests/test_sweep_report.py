@@ -1,0 +1,397 @@
+"""``tdsched report``: header, ranked table, --all, CSV, JSON, plots and errors.
+
+Most tests build a results database with ``ResultsDB`` directly (known speedups, failures,
+baselines and a confirmation), then call the CLI's ``main`` so its wiring is tested too.
+The last one reports a real sweep compiled and timed by IREE.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import struct
+import sys
+from pathlib import Path
+
+import pytest
+from tdsched.schedules.cli import main
+from tdsched.schedules.sweep.database import Result, ResultsDB
+from tdsched.schedules.sweep.report import RESULT_COLUMNS, best_cells
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+# (TM, TN, RN) -> sweep speedup of a correct candidate (baseline 2.0 ms).
+SPEEDUPS = {
+    (8, 32, 16): 1.2,
+    (8, 32, 32): 1.5,  # best of cell (8, 32)
+    (16, 32, 16): 0.8,
+    (16, 64, 16): 1.1,
+    (32, 32, 16): 1.3,
+}
+CONFIRMED = (16, 64, 16)  # re-timed: confirmed 1.9x, so it ranks first
+FAILED = {
+    (32, 64, 16): ("compile_failed", "error: tile too large\n  at line 3"),
+    (8, 64, 32): ("mismatch", "max abs error 0.5 > 0.001"),
+}
+
+
+def _key(point: tuple[int, int, int]) -> str:
+    return "k" + "-".join(map(str, point))
+
+
+def _params(point: tuple[int, int, int]) -> dict[str, int]:
+    return dict(zip(("TM", "TN", "RN"), point, strict=True))
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    """Sweep 1 (done): 5 correct, 2 failed, baselines, one confirmed. Sweep 2: running."""
+    path = tmp_path / "sweeps.db"
+    db = ResultsDB(path)
+    space = {
+        "names": ["TM", "TN", "RN"],
+        "total": 12,
+        "valid": 8,
+        "pruned": [["'TM * TN <= 1024'", 4]],
+    }
+    sweep = db.start_sweep(
+        recipe="matmul_x86",
+        source="/recipes/matmul_x86.yaml",
+        target="x86",
+        strategy="grid",
+        signature="s1",
+        options={"fixed": {"M": 64, "N": 64, "K": 64}},
+        space=space,
+    )
+    db.record_baseline(sweep, "start", {"median": 2.0})
+    for point, speedup in SPEEDUPS.items():
+        result = Result(
+            key=_key(point),
+            recipe="matmul_x86",
+            target="x86",
+            params=_params(point),
+            status="ok",
+            time_ms=2.0 / speedup,
+            baseline_ms=2.0,
+            speedup=speedup,
+            max_abs_error=1e-6,
+            compile_s=0.5,
+        )
+        db.record(result, sweep)
+    for point, (status, error) in FAILED.items():
+        result = Result(
+            key=_key(point),
+            recipe="matmul_x86",
+            target="x86",
+            params=_params(point),
+            status=status,
+            error=error,
+            max_abs_error=0.5 if status == "mismatch" else None,
+        )
+        db.record(result, sweep)
+    db.record_baseline(sweep, "end", {"median": 2.1})
+    db.confirm(_key(CONFIRMED), 1.9)
+    db.finish_sweep(sweep)
+    later = db.start_sweep(
+        recipe="matmul_x86",
+        source=None,
+        target="x86",
+        strategy="random",
+        signature="s2",
+        options={},
+        space=space,
+    )
+    db.link(later, _key((8, 32, 32)))
+    db.close()
+    return path
+
+
+def _report(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["report", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _table_rows(text: str) -> list[list[str]]:
+    """The rows of the ranked table (those after the '#' header that start with a rank)."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("#"))
+    return [line.split() for line in lines[start + 1 :] if line.split()[0].isdigit()]
+
+
+def test_table_shows_header_and_ranks_confirmed_first(
+    db_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _report(capsys, str(db_path), "--sweep", "1")
+    assert code == 0
+    assert out.startswith("sweep 1: matmul_x86 on x86 (grid), done\n")
+    assert "fixed     K=64, M=64, N=64" in out
+    assert "space     12 candidates (TM x TN x RN), 8 valid; pruned 4 by 'TM * TN <= 1024'" in out
+    assert "evaluated 7: 5 correct, 2 failed (1 compile_failed, 1 mismatch)" in out
+    assert "IREE default 2 ms at the start, 2.1 ms at the end (drift +5.0%)" in out
+    rows = _table_rows(out)
+    # Confirmed first, then the rest by sweep speedup.
+    assert [tuple(int(v) for v in row[1:4]) for row in rows] == [
+        CONFIRMED,
+        (8, 32, 32),
+        (32, 32, 16),
+        (8, 32, 16),
+        (16, 32, 16),
+    ]
+    assert rows[0][5:7] == ["1.100x", "1.900x"]
+    assert "compile_failed: 1 (e.g. TM=32, TN=64, RN=16: error: tile too large)" in out
+    assert "mismatch: 1 (e.g. TM=8, TN=64, RN=32: max abs error 0.5 > 0.001)" in out
+
+
+def test_top_limits_the_table(db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _report(capsys, str(db_path), "--sweep", "1", "--top", "2")
+    assert code == 0
+    assert len(_table_rows(out)) == 2
+    assert "... 3 more correct candidates (--top N shows more)" in out
+
+
+def test_default_is_the_newest_sweep(db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _report(capsys, str(db_path))
+    assert code == 0
+    assert out.startswith("sweep 2: matmul_x86 on x86 (random), running (still running")
+    assert "finished -" in out
+    assert "IREE default not timed" in out
+    assert [row[1:4] for row in _table_rows(out)] == [["8", "32", "32"]]
+
+
+def test_all_lists_every_sweep(db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _report(capsys, str(db_path), "--all")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split() == [
+        "id",
+        "recipe",
+        "target",
+        "strategy",
+        "status",
+        "started",
+        "evaluated",
+        "best",
+    ]
+    first, second = (line.split() for line in lines[1:])
+    assert first[:5] == ["1", "matmul_x86", "x86", "grid", "done"]
+    assert first[-2:] == ["7", "1.900x"]
+    assert second[:5] == ["2", "matmul_x86", "x86", "random", "running"]
+    assert second[-2:] == ["1", "1.500x"]
+    code, out, _ = _report(capsys, str(db_path), "--all", "--json")
+    assert [(s["sweep"], s["evaluated"], s["best_speedup"]) for s in json.loads(out)] == [
+        (1, 7, 1.9),
+        (2, 1, 1.5),
+    ]
+
+
+def test_csv_has_a_row_per_result_that_parses_back(
+    db_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out_file = tmp_path / "r.csv"
+    code, out, err = _report(capsys, str(db_path), "--sweep", "1", "--csv", str(out_file))
+    assert code == 0
+    assert f"wrote {out_file}" in err
+    assert "sweep 1:" in out  # the text report still goes to stdout
+    with out_file.open(newline="") as stream:
+        reader = csv.DictReader(stream)
+        assert reader.fieldnames == ["key", "status", "TM", "TN", "RN", *RESULT_COLUMNS]
+        rows = {row["key"]: row for row in reader}
+    assert set(rows) == {_key(p) for p in [*SPEEDUPS, *FAILED]}
+    for point, speedup in SPEEDUPS.items():
+        row = rows[_key(point)]
+        assert (int(row["TM"]), int(row["TN"]), int(row["RN"])) == point
+        assert row["status"] == "ok"
+        assert float(row["speedup"]) == pytest.approx(speedup)
+        assert float(row["time_ms"]) == pytest.approx(2.0 / speedup)
+        assert float(row["baseline_ms"]) == 2.0
+        assert float(row["compile_s"]) == 0.5
+        assert row["error"] == ""
+    assert float(rows[_key(CONFIRMED)]["confirmed_speedup"]) == 1.9
+    assert rows[_key((8, 32, 32))]["confirmed_speedup"] == ""
+    failed = rows[_key((32, 64, 16))]
+    assert failed["status"] == "compile_failed"
+    assert failed["time_ms"] == failed["speedup"] == ""
+    assert failed["error"] == "error: tile too large\n  at line 3"
+    # '-' writes the same CSV to stdout instead of the text report.
+    code, out, _ = _report(capsys, str(db_path), "--sweep", "1", "--csv", "-")
+    assert code == 0
+    assert out.replace("\r\n", "\n") == out_file.read_text().replace("\r\n", "\n")
+
+
+def test_json_has_metadata_baselines_and_results(
+    db_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _report(capsys, str(db_path), "--sweep", "1", "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert report["sweep"] == 1
+    assert (report["recipe"], report["target"], report["strategy"]) == ("matmul_x86", "x86", "grid")
+    assert report["status"] == "done"
+    assert report["finished"] >= report["started"]
+    assert report["options"]["fixed"] == {"M": 64, "N": 64, "K": 64}
+    assert report["space"] == {
+        "parameters": ["TM", "TN", "RN"],
+        "total": 12,
+        "valid": 8,
+        "pruned": [{"reason": "'TM * TN <= 1024'", "count": 4}],
+    }
+    assert report["evaluated"] == 7
+    assert report["baseline_ms"] == {"start": 2.0, "end": 2.1}
+    assert report["drift"] == pytest.approx(0.05)
+    assert [r["key"] for r in report["ranked"]][:2] == [_key(CONFIRMED), _key((8, 32, 32))]
+    assert report["best"] == report["ranked"][0]
+    assert report["best"]["confirmed_speedup"] == 1.9
+    assert sorted(r["status"] for r in report["failed"]) == ["compile_failed", "mismatch"]
+    assert set(report["ranked"][0]) >= {"params", "time_ms", "speedup", "max_abs_error"}
+
+
+def test_heatmap_cells_take_the_best_over_other_parameters(db_path: Path) -> None:
+    db = ResultsDB(db_path)
+    cells = best_cells(db.results(1), "TM", "TN")
+    db.close()
+    assert cells == {
+        (8, 32): 1.5,  # RN=32 beats RN=16 (1.2)
+        (16, 32): 0.8,
+        (16, 64): 1.1,  # the sweep's speedup, not the confirmation's
+        (32, 32): 1.3,
+        (32, 64): None,  # only a compile failure there
+        (8, 64): None,  # only a mismatch
+    }
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == PNG_MAGIC
+    assert 5_000 < len(data) < 2_000_000
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
+def test_heatmap_png(db_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    png = tmp_path / "heat.png"
+    code, _, err = _report(
+        capsys, str(db_path), "--sweep", "1", "--plot", str(png), "--x", "TM", "--y", "TN"
+    )
+    assert code == 0
+    assert f"wrote {png}" in err
+    width, height = _png_size(png)
+    assert width >= 500 and height >= 400
+
+
+def test_scatter_png_by_index_and_by_parameter(
+    db_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for extra in ([], ["--x", "RN"]):
+        png = tmp_path / f"scatter{len(extra)}.png"
+        code, _, _ = _report(capsys, str(db_path), "--sweep", "1", "--plot", str(png), *extra)
+        assert code == 0
+        width, height = _png_size(png)
+        assert width > height >= 400
+
+
+def test_unknown_plot_parameter_lists_the_swept_ones(
+    db_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    png = tmp_path / "p.png"
+    code, out, err = _report(capsys, str(db_path), "--sweep", "1", "--plot", str(png), "--x", "TK")
+    assert code == 2
+    assert out == ""
+    assert err == "tdsched: error: --x TK: not a parameter of sweep 1; it swept TM, TN, RN\n"
+    assert not png.exists()
+    code, _, err = _report(capsys, str(db_path), "--plot", str(png), "--x", "TM", "--y", "TM")
+    assert code == 2
+    assert "--x and --y are both TM" in err
+
+
+def test_plot_without_matplotlib_says_what_to_install(
+    db_path: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib.backends.backend_agg", None)
+    code, _, err = _report(capsys, str(db_path), "--plot", str(tmp_path / "p.png"))
+    assert code == 2
+    assert "install tdsched[plot]" in err
+
+
+def test_missing_database_is_named_and_not_created(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "nope" / "sweeps.db"
+    code, out, err = _report(capsys, str(missing))
+    assert code == 2
+    assert out == ""
+    assert err.startswith(f"tdsched: error: {missing}: no such results database")
+    assert not missing.exists() and not missing.parent.exists()
+
+
+def test_unknown_sweep_lists_the_recorded_ones(
+    db_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = _report(capsys, str(db_path), "--sweep", "7")
+    assert code == 2
+    assert err == f"tdsched: error: {db_path}: no sweep 7 (recorded: 1, 2); --all lists them\n"
+
+
+def test_database_without_sweeps_and_foreign_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "empty.db"
+    ResultsDB(empty).close()
+    code, _, err = _report(capsys, str(empty))
+    assert code == 2
+    assert f"{empty}: no sweep recorded" in err
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"not sqlite at all" * 100)
+    code, _, err = _report(capsys, str(junk))
+    assert code == 2
+    assert f"{junk}: not a tdsched results database" in err
+
+
+def test_reports_a_real_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "sweeps.db"
+    sweep = ["sweep", "matmul_x86", "--param", "M=128", "--param", "N=128", "--param", "K=128"]
+    options = ["--strategy", "random", "--samples", "2", "--jobs", "1", "--repeats", "2"]
+    assert main([*sweep, *options, "--confirm", "1", "--db", str(db), "-q"]) == 0
+    capsys.readouterr()
+
+    code, out, _ = _report(capsys, str(db))
+    assert code == 0
+    assert out.startswith("sweep 1: matmul_x86 on x86 (random), done\n")
+    assert "fixed     K=128, M=128, N=128" in out
+    assert "evaluated 2: 2 correct, 0 failed" in out
+    rows = _table_rows(out)
+    assert len(rows) == 2
+    assert rows[0][7].endswith("x")  # the best was confirmed
+    assert rows[1][7] == "-"
+
+    code, out, _ = _report(capsys, str(db), "--json")
+    report = json.loads(out)
+    assert report["evaluated"] == 2 and len(report["ranked"]) == 2
+    assert set(report["baseline_ms"]) == {"start", "end"}
+    assert report["ranked"][0]["confirmed_speedup"] > 0
+    best_params = report["best"]["params"]
+    assert " ".join(str(best_params[n]) for n in ("TM", "TN", "TK", "RN")) == " ".join(rows[0][1:5])
+
+    code, out, _ = _report(capsys, str(db), "--csv", "-")
+    table = list(csv.DictReader(io.StringIO(out)))
+    assert len(table) == 2
+    assert all(float(row["speedup"]) > 0 and float(row["max_abs_error"]) < 1e-3 for row in table)
+
+    png = tmp_path / "scatter.png"
+    assert main(["report", str(db), "--plot", str(png), "--x", "TM"]) == 0
+    _png_size(png)
+
+
+def test_unwritable_output_is_a_clear_error(
+    db_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for option in ("--csv", "--plot"):
+        target = tmp_path / "no-such-dir" / "out"
+        code, out, err = _report(capsys, str(db_path), option, str(target))
+        assert code == 2
+        assert out == ""
+        assert err == f"tdsched: error: {target}: cannot write: No such file or directory\n"
