@@ -78,6 +78,15 @@ class WorkerFailure(RuntimeError):
         self.status = status
 
 
+class WorkerError(RuntimeError):
+    """A request raised in the worker (which lives on); the message is the exception's,
+    ``traceback`` the worker's traceback for debugging."""
+
+    def __init__(self, message: str, traceback: str = "") -> None:
+        super().__init__(message)
+        self.traceback = traceback
+
+
 class WorkerProcess:
     """One worker child process, restarted after it dies or is killed for a timeout."""
 
@@ -134,7 +143,7 @@ class WorkerProcess:
             raise WorkerFailure("crashed", self._death())
         answer = json.loads(line)
         if "error" in answer:
-            raise RuntimeError(answer["error"])
+            raise WorkerError(answer["error"], answer.get("traceback", ""))
         return answer["result"]
 
     def _death(self) -> str:
@@ -173,19 +182,21 @@ class LocalExecutor:
             self._compilers.put(WorkerProcess(context))
         self._bench = WorkerProcess(context)
 
-    def _compile_one(self, job: CompileJob) -> CompileOutcome:
+    def _on_compiler(self, key: str, message: dict[str, Any]) -> CompileOutcome:
+        """Run a compile request on a free compile worker; failures become outcomes."""
         worker = self._compilers.get()
         try:
-            return from_json(
-                CompileOutcome,
-                worker.request({"op": "compile", "job": to_json(job)}, self.limits.compile_s),
-            )
+            answer = worker.request(message, self.limits.compile_s)
+            return from_json(CompileOutcome, answer)
         except WorkerFailure as exc:
-            return CompileOutcome(job.key, exc.status, self.limits.compile_s, str(exc))  # type: ignore[arg-type]
-        except RuntimeError as exc:
-            return CompileOutcome(job.key, "compile_failed", 0.0, str(exc))
+            return CompileOutcome(key, exc.status, self.limits.compile_s, str(exc))  # type: ignore[arg-type]
+        except WorkerError as exc:
+            return CompileOutcome(key, "compile_failed", 0.0, str(exc))
         finally:
             self._compilers.put(worker)
+
+    def _compile_one(self, job: CompileJob) -> CompileOutcome:
+        return self._on_compiler(job.key, {"op": "compile", "job": to_json(job)})
 
     def compile(self, jobs: Sequence[CompileJob]) -> Iterator[CompileOutcome]:
         with ThreadPoolExecutor(self.jobs) as pool:
@@ -194,13 +205,7 @@ class LocalExecutor:
                 yield future.result()
 
     def compile_default(self) -> CompileOutcome:
-        worker = self._compilers.get()
-        try:
-            return from_json(
-                CompileOutcome, worker.request({"op": "compile_default"}, self.limits.compile_s)
-            )
-        finally:
-            self._compilers.put(worker)
+        return self._on_compiler("baseline", {"op": "compile_default"})
 
     def _bench_worker(self) -> WorkerProcess:
         assert self._bench is not None, "start() first"
@@ -216,7 +221,7 @@ class LocalExecutor:
             )
         except WorkerFailure as exc:
             return BenchOutcome(job.key, exc.status, error=str(exc))  # type: ignore[arg-type]
-        except RuntimeError as exc:
+        except WorkerError as exc:
             return BenchOutcome(job.key, "run_failed", error=str(exc))
 
     def time_baseline(self) -> dict[str, Any]:

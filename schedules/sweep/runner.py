@@ -30,9 +30,13 @@ from ..space import Enumeration, ParamValue, Point, SearchSpace
 from .candidates import baseline_key, content_key, plan_point, result_key
 from .database import Result, ResultsDB
 from .database import drift as baseline_drift
-from .executor import Executor
+from .executor import Executor, WorkerError, WorkerFailure
 from .jobs import BenchJob, BenchOutcome, CompileJob, CompileOutcome, ConfirmJob, SweepContext
 from .strategies import Evolutionary, Grid, RandomSample, Strategy
+
+
+class SweepError(ValueError):
+    """The sweep cannot go on (IREE default does not build or run here)."""
 
 
 @dataclass(frozen=True)
@@ -345,20 +349,26 @@ class Sweep:
             if not artifact.is_file():
                 built = self.executor.compile_default()
                 if built.status != "ok":
-                    raise RecipeError(
-                        Where(self.recipe.source),
-                        f"IREE's default build of the workload failed: {built.error}",
-                    )
+                    raise SweepError(f"IREE's default build of the workload failed: {built.error}")
             recorded = self.db.baselines(sweep_id)
             if "start" not in recorded:
-                self.db.record_baseline(sweep_id, "start", self.executor.time_baseline())
+                self.db.record_baseline(sweep_id, "start", self._time_default())
             self._baseline_timed = True
             outcome.baseline_ms = self.db.baselines(sweep_id)
         return outcome.baseline_ms["start"]
 
+    def _time_default(self) -> dict[str, Any]:
+        """IREE default's timing; a sweep cannot go on without it."""
+        try:
+            return self.executor.time_baseline()
+        except (WorkerError, WorkerFailure) as exc:
+            raise SweepError(
+                f"IREE's default build could not be run on {self.target}: {exc}"
+            ) from exc
+
     def _finish_timing(self, sweep_id: int, outcome: SweepOutcome) -> None:
         """IREE default again (drift), then the confirmation round of the best."""
-        self.db.record_baseline(sweep_id, "end", self.executor.time_baseline())
+        self.db.record_baseline(sweep_id, "end", self._time_default())
         best = sorted(
             (r for r in self.db.results(sweep_id) if r.ok and r.speedup),
             key=lambda r: r.speedup or 0.0,

@@ -11,7 +11,8 @@ nothing a library prints can corrupt it. Requests:
 * ``{"op": "baseline"}`` → IREE default's timing;
 * ``{"op": "confirm", "job": ConfirmJob}`` → key → speedup.
 
-An answer is ``{"result": ...}``, or ``{"error": "..."}`` for an unexpected exception.
+An answer is ``{"result": ...}``, or ``{"error": "...", "traceback": "..."}`` for an
+unexpected exception.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def main() -> None:
         try:
             answer = {"result": worker.handle(json.loads(line))}
         except Exception as exc:
-            answer = {"error": f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"}
+            answer = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
         protocol.write(json.dumps(answer) + "\n")
 
 
