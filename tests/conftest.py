@@ -14,6 +14,14 @@ from tdsched.targets.runtime import driver_available
 REQUIRE_VULKAN = os.environ.get("TDSCHED_REQUIRE_VULKAN") == "1"
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the Ray tests first. Once a process opens a Vulkan device on Mesa's lavapipe
+    it keeps two cores busy for the rest of its life (measured: 200% CPU while idle), and
+    Ray runs its workers niced, so after any in-process Vulkan test their compiles crawl
+    past the Ray tests' time limits."""
+    items.sort(key=lambda item: item.path.name != "test_sweep_ray.py")
+
+
 @pytest.fixture(scope="session")
 def vulkan() -> None:
     """Require a Vulkan device: skip without one, or fail when CI demands Vulkan."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -170,7 +171,10 @@ def run(args: argparse.Namespace) -> int:
         sweep = Sweep(args.recipe, options, db, _executor(args), args.jobs, _progress(args.quiet))
         if not args.quiet:
             print("\n".join(sweep.enumeration.pruning_lines()), file=sys.stderr)
-        outcome = sweep.run()
+        # stdout is for the result alone; libraries print there too (Ray's driver reports
+        # its workers' deaths), so during the sweep it goes to stderr.
+        with contextlib.redirect_stdout(sys.stderr):
+            outcome = sweep.run()
     finally:
         db.close()
     if not args.quiet and sys.stderr.isatty():

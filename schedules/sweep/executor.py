@@ -20,10 +20,10 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from .jobs import (
     BenchJob,
@@ -73,9 +73,9 @@ class Executor(Protocol):
 class WorkerFailure(RuntimeError):
     """A worker died or ran out of time; ``status`` is ``crashed`` or ``timeout``."""
 
-    def __init__(self, status: str, message: str) -> None:
+    def __init__(self, status: Literal["crashed", "timeout"], message: str) -> None:
         super().__init__(message)
-        self.status = status
+        self.status: Literal["crashed", "timeout"] = status
 
 
 class WorkerError(RuntimeError):
@@ -85,6 +85,16 @@ class WorkerError(RuntimeError):
     def __init__(self, message: str, traceback: str = "") -> None:
         super().__init__(message)
         self.traceback = traceback
+
+
+def guarded_bench(key: str, measure: Callable[[], BenchOutcome]) -> BenchOutcome:
+    """``measure()``; a dead or stuck worker, or an exception in it, fails only ``key``."""
+    try:
+        return measure()
+    except WorkerFailure as exc:
+        return BenchOutcome(key, exc.status, error=str(exc))
+    except WorkerError as exc:
+        return BenchOutcome(key, "run_failed", error=str(exc))
 
 
 class WorkerProcess:
@@ -189,7 +199,7 @@ class LocalExecutor:
             answer = worker.request(message, self.limits.compile_s)
             return from_json(CompileOutcome, answer)
         except WorkerFailure as exc:
-            return CompileOutcome(key, exc.status, self.limits.compile_s, str(exc))  # type: ignore[arg-type]
+            return CompileOutcome(key, exc.status, self.limits.compile_s, str(exc))
         except WorkerError as exc:
             return CompileOutcome(key, "compile_failed", 0.0, str(exc))
         finally:
@@ -199,6 +209,11 @@ class LocalExecutor:
         return self._on_compiler(job.key, {"op": "compile", "job": to_json(job)})
 
     def compile(self, jobs: Sequence[CompileJob]) -> Iterator[CompileOutcome]:
+        if self._bench is not None and self._context and self._context.target == "vulkan":
+            # A process that opened a Vulkan device on Mesa's lavapipe keeps two cores
+            # busy even when idle (measured: 200% CPU), which would starve the
+            # compiles; the benchmark worker is started again when next needed.
+            self._bench.stop()
         with ThreadPoolExecutor(self.jobs) as pool:
             futures = [pool.submit(self._compile_one, job) for job in jobs]
             for future in as_completed(futures):
@@ -212,17 +227,13 @@ class LocalExecutor:
         return self._bench
 
     def bench(self, job: BenchJob) -> BenchOutcome:
-        try:
-            return from_json(
-                BenchOutcome,
-                self._bench_worker().request(
-                    {"op": "bench", "job": to_json(job)}, self.limits.run_s
-                ),
-            )
-        except WorkerFailure as exc:
-            return BenchOutcome(job.key, exc.status, error=str(exc))  # type: ignore[arg-type]
-        except WorkerError as exc:
-            return BenchOutcome(job.key, "run_failed", error=str(exc))
+        message = {"op": "bench", "job": to_json(job)}
+        return guarded_bench(
+            job.key,
+            lambda: from_json(
+                BenchOutcome, self._bench_worker().request(message, self.limits.run_s)
+            ),
+        )
 
     def time_baseline(self) -> dict[str, Any]:
         result: dict[str, Any] = self._bench_worker().request({"op": "baseline"}, self.limits.run_s)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -57,7 +56,7 @@ def compile_candidate(context: SweepContext, job: CompileJob) -> CompileOutcome:
             files = build(p, Path(tmp))
             partial = Path(tmp) / "candidate.vmfb"
             compile_plan(p, files, partial)
-            _publish(partial, Path(job.artifact))
+            write_atomically(Path(job.artifact), partial.read_bytes())
     except (RecipeError, ScheduleError, CompileError, ValueError) as exc:
         return CompileOutcome(job.key, "compile_failed", time.perf_counter() - start, str(exc))
     return CompileOutcome(job.key, "ok", time.perf_counter() - start)
@@ -71,17 +70,18 @@ def compile_default(context: SweepContext, key: str) -> CompileOutcome:
         p = plan_candidate(context, {})
         with tempfile.TemporaryDirectory(prefix="tdsched-sweep-") as tmp:
             built = Path(compile_baseline(p, Path(tmp)).output)
-            _publish(built, Path(context.baseline_artifact))
+            write_atomically(Path(context.baseline_artifact), built.read_bytes())
     except (RecipeError, CompileError, ValueError) as exc:
         return CompileOutcome(key, "compile_failed", time.perf_counter() - start, str(exc))
     return CompileOutcome(key, "ok", time.perf_counter() - start)
 
 
-def _publish(built: Path, artifact: Path) -> None:
-    """Put ``built`` at ``artifact`` atomically: a killed sweep never leaves half a file."""
-    partial = artifact.with_name(artifact.name + ".partial")
-    shutil.copyfile(built, partial)
-    os.replace(partial, artifact)
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a ``.partial`` file: a killed sweep never leaves
+    half an artifact where a later one would take it for a build."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_bytes(data)
+    os.replace(partial, path)
 
 
 class Bench:

@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
+import time
 import traceback
 from typing import Any
 
@@ -56,8 +58,22 @@ class _Worker:
         raise RuntimeError(f"unknown request {op!r}")
 
 
+def _exit_with_parent() -> None:
+    """End this worker when the sweep that started it dies (even by ``kill -9``): a
+    worker stuck in a hanging candidate would otherwise never read end-of-input."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def main() -> None:
-    """Serve requests until stdin closes."""
+    """Serve requests until stdin closes or the sweep process dies."""
+    _exit_with_parent()
     protocol = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr

@@ -1,0 +1,410 @@
+"""The Ray backend of ``tdsched sweep --executor ray``: the same sweep on a Ray cluster.
+
+Compiles run anywhere: each candidate is a Ray task (``--jobs`` in flight) that builds
+it in a temporary folder of whichever node runs it and returns the ``.vmfb`` bytes; the
+driver writes them to the candidate's artifact path. No filesystem is shared: the recipe
+file's bytes travel with the work (:class:`ShippedRecipe`), and so do the artifacts.
+
+Benchmarks run on a node that has the target's device: one Ray actor holding a
+:class:`~.work.Bench`, placed on a node that declares the custom resource
+``tdsched_<target>`` (``tdsched_x86``, ``tdsched_vulkan``). It receives IREE default's
+build when it is created and each candidate's build with each request.
+
+Failures stay the candidate's, as with the local pool: a compile task past
+``Limits.compile_s`` is force-cancelled (``timeout``); a task whose worker process died
+(SIGSEGV, the memory killer) is ``crashed``; a benchmark past ``Limits.run_s`` or whose
+actor died gets the actor killed and replaced. Ray is imported only when an executor is
+made, so tdsched works without it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import socket
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import iree.compiler.version
+from tdsched.targets.target import TARGET_NAMES
+
+from .executor import Limits, WorkerError, WorkerFailure, guarded_bench
+from .faults import VARIABLE as FAULTS_VARIABLE
+from .jobs import (
+    BenchJob,
+    BenchOutcome,
+    CompileJob,
+    CompileOutcome,
+    CompileStatus,
+    ConfirmJob,
+    SweepContext,
+)
+from .work import Bench, compile_candidate, compile_default, write_atomically
+
+BASELINE_KEY = "baseline"
+
+
+class RayUnavailable(ValueError):
+    """Ray is not installed, the cluster cannot be reached, or it has no node for the target."""
+
+
+def import_ray() -> ModuleType:
+    """The ``ray`` module, or :class:`RayUnavailable` saying how to install it."""
+    try:
+        import ray
+    except ImportError as exc:
+        raise RayUnavailable(
+            f"--executor ray needs Ray ({exc}); install it with: pip install 'tdsched[ray]'"
+        ) from None
+    return ray
+
+
+def device_resource(target: str) -> str:
+    """The custom Ray resource a node declares when it can benchmark ``target``."""
+    return f"tdsched_{target}"
+
+
+def start_local(num_cpus: int) -> None:
+    """Start a Ray instance on this machine for sweeps: ``num_cpus`` compile slots, and
+    this node declared able to benchmark every target (``tdsched_x86``, ``tdsched_vulkan``).
+
+    A :class:`RayExecutor` made afterwards in this process uses it and leaves it running;
+    ``ray.shutdown()`` stops it.
+    """
+    import_ray().init(
+        num_cpus=num_cpus,
+        resources={device_resource(t): 1 for t in TARGET_NAMES},
+        include_dashboard=False,
+        log_to_driver=False,
+        logging_level=logging.WARNING,
+    )
+
+
+@dataclass(frozen=True)
+class ShippedRecipe:
+    """The recipe file as the driver read it, sent to every worker.
+
+    Precondition for ``workload: {file: ...}`` recipes: the referenced ``.mlir`` file is at
+    the same path on every node (only the recipe file itself travels).
+    """
+
+    path: str
+    content: bytes
+
+    @classmethod
+    def read(cls, path: str) -> ShippedRecipe:
+        return cls(path, Path(path).read_bytes())
+
+    def local_path(self) -> str:
+        """A path on this node holding exactly these bytes: the original path when it has
+        them (same machine, shared or identical checkout), else a copy in the temp folder."""
+        original = Path(self.path)
+        if original.is_file() and original.read_bytes() == self.content:
+            return self.path
+        digest = hashlib.sha256(self.content).hexdigest()[:16]
+        copy = Path(tempfile.gettempdir()) / "tdsched-ray-recipes" / digest / original.name
+        if not copy.is_file():
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            write_atomically(copy, self.content)
+        return str(copy)
+
+
+def _check_reachable(address: str) -> None:
+    """Fail at once when nothing listens at a ``HOST:PORT`` address: Ray itself retries
+    an unreachable cluster for minutes. Other forms (``auto``) are left to Ray."""
+    host, colon, port = address.rpartition(":")
+    if not colon or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=10).close()
+    except OSError as exc:
+        raise RayUnavailable(
+            f"--ray-address {address}: no Ray cluster answers there ({exc}); start one with "
+            f"ray start --head --port={port}, or omit --ray-address for a local instance"
+        ) from None
+
+
+def build_remote(
+    context: SweepContext, recipe: ShippedRecipe, job: CompileJob | None, iree_version: str
+) -> tuple[CompileOutcome, bytes | None]:
+    """Ray task body: build ``job`` (IREE's default when ``None``) on this node; its
+    outcome and, when it built, the ``.vmfb`` bytes.
+
+    ``iree_version`` is the driver's: the sweep's keys name it, so a node with another
+    IREE refuses to build rather than record another compiler's code under them.
+    """
+    key = job.key if job else BASELINE_KEY
+    if iree_version != iree.compiler.version.VERSION:
+        message = (
+            f"node {socket.gethostname()} has IREE {iree.compiler.version.VERSION}, the "
+            f"sweep's driver {iree_version}; install the same IREE on every node"
+        )
+        return CompileOutcome(key, "compile_failed", 0.0, message), None
+    with tempfile.TemporaryDirectory(prefix="tdsched-ray-") as tmp:
+        built = Path(tmp) / "built.vmfb"
+        here = replace(context, recipe=recipe.local_path(), baseline_artifact=str(built))
+        if job is None:
+            outcome = compile_default(here, key)
+        else:
+            outcome = compile_candidate(here, replace(job, artifact=str(built)))
+        return outcome, built.read_bytes() if outcome.status == "ok" else None
+
+
+def worker_error(exc: Any) -> WorkerError:
+    """A ``ray.exceptions.RayTaskError`` (the remote code raised) as the local pool
+    reports it: the exception's type and message, the remote traceback (Ray's text of
+    the error) kept aside."""
+    cause = exc.cause
+    return WorkerError(f"{type(cause).__name__}: {cause}", str(exc))
+
+
+class BenchServer:
+    """Ray actor body: a :class:`~.work.Bench` fed with builds shipped from the driver.
+
+    Received builds live in this process's temporary folder for one request each.
+    """
+
+    def __init__(self, context: SweepContext, recipe: ShippedRecipe, baseline: bytes) -> None:
+        self._folder = tempfile.TemporaryDirectory(prefix="tdsched-ray-bench-")
+        path = Path(self._folder.name) / "baseline.vmfb"
+        path.write_bytes(baseline)
+        here = replace(context, recipe=recipe.local_path(), baseline_artifact=str(path))
+        self._bench = Bench(here)
+
+    def ready(self) -> bool:
+        """Answers once the actor is placed and its bench set up."""
+        return True
+
+    def bench(self, job: BenchJob, artifact: bytes) -> BenchOutcome:
+        with tempfile.TemporaryDirectory(dir=self._folder.name) as tmp:
+            path = Path(tmp) / "candidate.vmfb"
+            path.write_bytes(artifact)
+            return self._bench.run(replace(job, artifact=str(path)))
+
+    def time_baseline(self) -> dict[str, float | int]:
+        return self._bench.time_baseline()
+
+    def confirm(self, artifacts: Mapping[str, bytes], repeats: int) -> dict[str, float]:
+        with tempfile.TemporaryDirectory(dir=self._folder.name) as tmp:
+            paths = {}
+            for number, (key, data) in enumerate(artifacts.items()):
+                paths[key] = str(Path(tmp) / f"{number}.vmfb")
+                Path(paths[key]).write_bytes(data)
+            return self._bench.confirm(ConfirmJob(paths, repeats))
+
+
+class RayExecutor:
+    """Compiles on any node of a Ray cluster, benchmarks on a node with the target device.
+
+    ``address`` is a cluster to join (``ray.init(address=...)``); without it the executor
+    starts a local instance (see :func:`start_local`) and stops it in :meth:`close`. A
+    Ray connection this process already has is used as it is and left open.
+    """
+
+    def __init__(
+        self, jobs: int | None, limits: Limits | None = None, *, address: str | None = None
+    ) -> None:
+        self.jobs = max(1, jobs or os.cpu_count() or 1)
+        self.limits = limits or Limits()
+        self.address = address
+        self._ray = import_ray()
+        self._started = False
+        self._context: SweepContext | None = None
+        self._recipe: Any = None
+        """ObjectRef of the :class:`ShippedRecipe`."""
+        self._task: Any = None
+        """The remote :func:`build_remote`."""
+        self._actor_class: Any = None
+        """The remote :class:`BenchServer`."""
+        self._actor: Any = None
+
+    def start(self, context: SweepContext) -> None:
+        ray = self._ray
+        self._kill_actor()
+        if not ray.is_initialized():
+            self._connect()
+        resource = device_resource(context.target)
+        if ray.cluster_resources().get(resource, 0) < 1:
+            self.close()
+            raise RayUnavailable(
+                f"no node of the Ray cluster{f' at {self.address}' if self.address else ''} "
+                f"can benchmark {context.target}: start the nodes that have the device with "
+                f"ray start --resources='{{\"{resource}\": 1}}'"
+            )
+        self._context = context
+        self._recipe = ray.put(ShippedRecipe.read(context.recipe))
+        # Every worker gets the driver's fault rules (none when unset), whatever the
+        # environment its node was started with.
+        env = {"env_vars": {FAULTS_VARIABLE: os.environ.get(FAULTS_VARIABLE, "")}}
+        self._task = ray.remote(build_remote).options(num_cpus=1, max_retries=0, runtime_env=env)
+        self._actor_class = ray.remote(BenchServer).options(
+            num_cpus=0, resources={resource: 1}, max_restarts=0, runtime_env=env
+        )
+
+    def _connect(self) -> None:
+        if self.address is None:
+            start_local(self.jobs)
+        else:
+            _check_reachable(self.address)
+            try:
+                self._ray.init(
+                    address=self.address, log_to_driver=False, logging_level=logging.WARNING
+                )
+            except ConnectionError as exc:
+                raise RayUnavailable(
+                    f"cannot join the Ray cluster at {self.address}: {exc}"
+                ) from None
+        self._started = True
+
+    def _ready(self) -> SweepContext:
+        assert self._context is not None, "start() first"
+        return self._context
+
+    # -- compiling ------------------------------------------------------------------
+
+    def compile(self, jobs: Sequence[CompileJob]) -> Iterator[CompileOutcome]:
+        return self._builds(list(jobs))
+
+    def compile_default(self) -> CompileOutcome:
+        return next(self._builds([None]))
+
+    def _builds(self, jobs: list[CompileJob | None]) -> Iterator[CompileOutcome]:
+        """Build ``jobs`` (``None``: IREE default), ``self.jobs`` at a time, yielding each
+        outcome as it finishes; a build's time limit counts from its submission."""
+        ray = self._ray
+        context = self._ready()
+        waiting = list(reversed(jobs))
+        running: dict[Any, tuple[CompileJob | None, float]] = {}
+        try:
+            while waiting or running:
+                while waiting and len(running) < self.jobs:
+                    job = waiting.pop()
+                    ref = self._task.remote(
+                        context, self._recipe, job, iree.compiler.version.VERSION
+                    )
+                    running[ref] = (job, time.monotonic())
+                first_deadline = min(t for _, t in running.values()) + self.limits.compile_s
+                done, _ = ray.wait(
+                    list(running),
+                    num_returns=1,
+                    timeout=max(0.0, first_deadline - time.monotonic()),
+                )
+                for ref in done:
+                    job, submitted = running.pop(ref)
+                    yield self._built(ref, job, time.monotonic() - submitted)
+                for ref, (job, submitted) in list(running.items()):
+                    if time.monotonic() - submitted >= self.limits.compile_s:
+                        ray.cancel(ref, force=True)
+                        del running[ref]
+                        yield self._outcome(
+                            job, "timeout", f"no result within {self.limits.compile_s:.0f} s"
+                        )
+        finally:
+            for ref in running:
+                ray.cancel(ref, force=True)
+
+    def _built(self, ref: Any, job: CompileJob | None, seconds: float) -> CompileOutcome:
+        """The finished task's outcome; a build is written to its artifact path here."""
+        exceptions = self._ray.exceptions
+        try:
+            outcome, data = self._ray.get(ref)
+        except exceptions.RayTaskError as exc:
+            return self._outcome(job, "compile_failed", str(worker_error(exc)), seconds)
+        except exceptions.RayError as exc:
+            return self._outcome(job, "crashed", f"the Ray worker died: {exc}", seconds)
+        if data is not None:
+            write_atomically(Path(job.artifact if job else self._ready().baseline_artifact), data)
+        assert isinstance(outcome, CompileOutcome)
+        return outcome
+
+    def _outcome(
+        self,
+        job: CompileJob | None,
+        status: CompileStatus,
+        error: str,
+        seconds: float | None = None,
+    ) -> CompileOutcome:
+        return CompileOutcome(
+            job.key if job else BASELINE_KEY,
+            status,
+            self.limits.compile_s if seconds is None else seconds,
+            error,
+        )
+
+    # -- benchmarking ---------------------------------------------------------------
+
+    def bench(self, job: BenchJob) -> BenchOutcome:
+        def measure() -> BenchOutcome:
+            artifact = Path(job.artifact).read_bytes()
+            outcome = self._call("bench", self.limits.run_s, job, artifact)
+            assert isinstance(outcome, BenchOutcome)
+            return outcome
+
+        return guarded_bench(job.key, measure)
+
+    def time_baseline(self) -> dict[str, Any]:
+        timing: dict[str, Any] = self._call("time_baseline", self.limits.run_s)
+        return timing
+
+    def confirm(self, job: ConfirmJob) -> dict[str, float]:
+        artifacts = {key: Path(path).read_bytes() for key, path in job.artifacts.items()}
+        limit = self.limits.run_s * max(1, len(artifacts))
+        speedups: dict[str, float] = self._call("confirm", limit, artifacts, job.repeats)
+        return speedups
+
+    def _call(self, method: str, timeout_s: float, *args: Any) -> Any:
+        """Run ``method`` on the benchmark actor. A timeout or the actor's death kills it
+        (the next call makes a new one) and raises :class:`WorkerFailure`; an exception
+        raised by the method becomes a :class:`WorkerError`."""
+        ray = self._ray
+        try:
+            ref = getattr(self._bench_actor(timeout_s), method).remote(*args)
+            return ray.get(ref, timeout=timeout_s)
+        except ray.exceptions.GetTimeoutError:
+            self._kill_actor()
+            raise WorkerFailure("timeout", f"no answer within {timeout_s:.0f} s") from None
+        except ray.exceptions.RayTaskError as exc:
+            raise worker_error(exc) from None
+        except ray.exceptions.RayError as exc:
+            self._kill_actor()
+            raise WorkerFailure("crashed", f"the benchmark actor died: {exc}") from None
+
+    def _bench_actor(self, timeout_s: float) -> Any:
+        """The benchmark actor, made when there is none: placed on a node with the
+        target's resource, given IREE default's build, waited for up to ``timeout_s``."""
+        if self._actor is not None:
+            return self._actor
+        ray = self._ray
+        context = self._ready()
+        baseline = Path(context.baseline_artifact).read_bytes()
+        self._actor = self._actor_class.remote(context, self._recipe, baseline)
+        try:
+            ray.get(self._actor.ready.remote(), timeout=timeout_s)
+        except ray.exceptions.GetTimeoutError:
+            self._kill_actor()
+            raise RayUnavailable(
+                f"no node with the resource {device_resource(context.target)} took the "
+                f"benchmark actor and set it up within {timeout_s:.0f} s (another sweep may "
+                "hold the node)"
+            ) from None
+        return self._actor
+
+    def _kill_actor(self) -> None:
+        if self._actor is not None:
+            self._ray.kill(self._actor)
+            self._actor = None
+
+    def close(self) -> None:
+        """Stop the benchmark actor, and Ray itself when this executor started it."""
+        if self._ray.is_initialized():
+            self._kill_actor()
+            if self._started:
+                self._ray.shutdown()
+        self._actor = None
+        self._started = False

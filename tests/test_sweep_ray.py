@@ -1,0 +1,234 @@
+"""``tdsched sweep --executor ray``: real sweeps on a local Ray instance the tests start,
+with the real IREE compiler and runtime; a candidate whose Ray worker crashes fails alone."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import iree.compiler.version
+import pytest
+from tdsched.recipes import RECIPES_DIR
+from tdsched.schedules.cli import main
+from tdsched.schedules.sweep.database import ResultsDB
+from tdsched.schedules.sweep.jobs import CompileJob, SweepContext
+from tdsched.schedules.sweep.ray_executor import (
+    RayExecutor,
+    RayUnavailable,
+    ShippedRecipe,
+    build_remote,
+    start_local,
+    worker_error,
+)
+
+pytestmark = pytest.mark.integration
+
+try:
+    import ray
+except ImportError:  # pragma: no cover - the test extra installs Ray
+    ray = None
+
+needs_ray = pytest.mark.skipif(
+    ray is None, reason="Ray is not installed (pip install tdsched[ray])"
+)
+
+SIZES = ["--param", "M=128", "--param", "N=128", "--param", "K=128"]
+RAY = ["--executor", "ray", "--jobs", "2", "--repeats", "2", "--json", "-q"]
+RECIPE = RECIPES_DIR / "matmul_x86.yaml"
+IREE = str(iree.compiler.version.VERSION)
+
+
+def _sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    """Run ``tdsched sweep matmul_x86`` on Ray; its JSON (stdout must hold only that)."""
+    code = main(["sweep", "matmul_x86", *SIZES, *args, *RAY, "--db", str(tmp_path / "s.db")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    report: dict[str, Any] = json.loads(out)
+    return report
+
+
+@pytest.fixture
+def no_ray_left() -> Iterator[None]:
+    """Whatever a test does, no Ray instance outlives it."""
+    yield
+    if ray is not None and ray.is_initialized():
+        ray.shutdown()
+
+
+@needs_ray
+def test_ray_sweep_records_what_it_measured(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_ray_left: None
+) -> None:
+    assert not ray.is_initialized()
+    report = _sweep(tmp_path, capsys, "--strategy", "random", "--samples", "3", "--confirm", "1")
+    assert not ray.is_initialized(), "the executor stops the Ray instance it started"
+    assert (report["evaluated"], report["compiled"], report["timed"]) == (3, 3, 3)
+    assert report["failed"] == [] and len(report["ranked"]) == 3
+    db = ResultsDB(tmp_path / "s.db")
+    try:
+        recorded = {r.key: r for r in db.results(report["sweep"])}
+        baselines = db.baselines(report["sweep"])
+    finally:
+        db.close()
+    assert set(recorded) == {r["key"] for r in report["ranked"]}
+    assert baselines == report["baseline_ms"] and set(baselines) == {"start", "end"}
+    for row in report["ranked"]:
+        result = recorded[row["key"]]
+        assert row == result.as_dict()
+        assert result.status == "ok" and result.max_abs_error is not None
+        assert result.speedup == pytest.approx(baselines["start"] / result.time_ms)
+        assert result.compile_s is not None and result.compile_s > 0
+        artifact = Path(result.artifact or "")
+        # Written by the driver from the bytes the compile task returned, then shipped
+        # back to the benchmark actor, which ran it correctly.
+        assert artifact.is_file() and artifact.stat().st_size > 0
+    assert sum(r["confirmed_speedup"] is not None for r in report["ranked"]) == 1
+    assert not list((tmp_path / "s.db.artifacts").glob("*.partial"))
+    assert Path(report["best_recipe"]).is_file()
+
+
+@needs_ray
+def test_an_address_nothing_answers_at_is_a_clear_cli_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_ray_left: None
+) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{probe.getsockname()[1]}"  # free once closed
+    args = ["sweep", "matmul_x86", *SIZES, "--db", str(tmp_path / "s.db")]
+    assert main([*args, "--executor", "ray", "--ray-address", address]) == 2
+    err = capsys.readouterr().err
+    assert f"tdsched: error: --ray-address {address}: no Ray cluster answers there" in err
+    assert not ray.is_initialized()
+
+
+@pytest.fixture(scope="module")
+def running_ray() -> Iterator[None]:
+    """One Ray instance for the fault tests, started before their fault rules are set:
+    the rules must reach the workers through the tasks' runtime environment."""
+    start_local(2)
+    yield
+    ray.shutdown()
+
+
+# Only TM is swept (8, 16, 32, 64, 128): every candidate is known.
+ONLY_TM = ["--param", "TN=32", "--param", "TK=32", "--param", "RN=32"]
+
+
+def _statuses(report: dict[str, Any]) -> dict[int, str]:
+    return {r["params"]["TM"]: r["status"] for r in report["ranked"] + report["failed"]}
+
+
+@needs_ray
+def test_a_crashing_compile_worker_fails_only_its_candidate(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    running_ray: None,
+) -> None:
+    monkeypatch.setenv("TDSCHED_SWEEP_FAULTS", "compile:crash:TM=32")
+    report = _sweep(tmp_path, capsys, *ONLY_TM, "--confirm", "0")
+    assert ray.is_initialized(), "a Ray connection made before the sweep stays open"
+    assert _statuses(report) == {8: "ok", 16: "ok", 32: "crashed", 64: "ok", 128: "ok"}
+    (crashed,) = report["failed"]
+    assert "worker died" in crashed["error"] and crashed["speedup"] is None
+    assert all(r["speedup"] for r in report["ranked"])
+
+
+@needs_ray
+def test_hangs_time_out_and_a_dead_benchmark_actor_is_replaced(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    running_ray: None,
+) -> None:
+    faults = "compile:hang:TM=64;run:crash:TM=16;run:hang:TM=8"
+    monkeypatch.setenv("TDSCHED_SWEEP_FAULTS", faults)
+    limits = ["--compile-timeout", "12", "--run-timeout", "10"]
+    report = _sweep(tmp_path, capsys, *ONLY_TM, *limits, "--confirm", "2")
+    assert _statuses(report) == {8: "timeout", 16: "crashed", 32: "ok", 64: "timeout", 128: "ok"}
+    errors = {r["params"]["TM"]: r["error"] for r in report["failed"]}
+    assert errors[64] == "no result within 12 s" and errors[8] == "no answer within 10 s"
+    assert "benchmark actor died" in errors[16]
+    # The actor killed or crashed by the last of them was replaced: IREE default was
+    # timed again at the end and both correct candidates confirmed.
+    assert set(report["baseline_ms"]) == {"start", "end"}
+    assert all(r["confirmed_speedup"] for r in report["ranked"])
+
+
+@needs_ray
+def test_an_exception_raised_in_a_task_reads_as_in_the_local_pool(running_ray: None) -> None:
+    def fails() -> None:
+        raise KeyError("TM")
+
+    with pytest.raises(ray.exceptions.RayTaskError) as raised:
+        ray.get(ray.remote(fails).remote())
+    error = worker_error(raised.value)
+    assert str(error) == "KeyError: 'TM'" and 'raise KeyError("TM")' in error.traceback
+
+
+@needs_ray
+def test_a_cluster_with_no_node_for_the_target_is_a_clear_error(running_ray: None) -> None:
+    fix = r"""start the nodes that have the device with ray start --resources='\{"tdsched_npu": 1\}'"""
+    with pytest.raises(RayUnavailable, match=fix):
+        RayExecutor(2).start(SweepContext(recipe=str(RECIPE), target="npu"))
+    assert ray.is_initialized(), "a connection the executor did not make stays open"
+
+
+@pytest.fixture
+def node_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """This "node"'s temporary folder (where shipped recipes land) inside the test's."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "node"))
+    (tmp_path / "node").mkdir()
+
+
+def _context(recipe: str, **fixed: int) -> SweepContext:
+    return SweepContext(recipe=recipe, target="x86", fixed={"M": 64, "N": 64, "K": 64, **fixed})
+
+
+def test_a_node_without_the_recipe_file_builds_from_the_shipped_bytes(
+    tmp_path: Path, node_tmp: None
+) -> None:
+    shipped = ShippedRecipe(str(tmp_path / "elsewhere" / RECIPE.name), RECIPE.read_bytes())
+    job = CompileJob("k", {"TM": 16, "TN": 32, "TK": 32, "RN": 32}, "/driver/only/k.vmfb")
+    outcome, built = build_remote(_context(shipped.path), shipped, job, IREE)
+    assert outcome.status == "ok", outcome.error
+    assert built is not None and built[:2] == b"PK"  # a .vmfb is a zip archive
+    assert not Path(job.artifact).exists(), "the task returns the build, it writes nothing"
+    _, default = build_remote(_context(shipped.path), shipped, None, IREE)
+    assert default is not None and default != built
+
+
+def test_shipped_recipe_uses_the_original_only_when_it_is_the_same(
+    tmp_path: Path, node_tmp: None
+) -> None:
+    original = tmp_path / "r.yaml"
+    original.write_text("name: a\n")
+    assert ShippedRecipe.read(str(original)).local_path() == str(original)
+    changed = ShippedRecipe(str(original), b"name: b\n")
+    copy = Path(changed.local_path())
+    assert copy.parent.is_relative_to(tmp_path / "node") and copy.name == "r.yaml"
+    assert copy.read_bytes() == b"name: b\n"
+
+
+def test_a_node_with_another_iree_refuses_to_build() -> None:
+    shipped = ShippedRecipe.read(str(RECIPE))
+    job = CompileJob("k", {"TM": 16}, "/unused.vmfb")
+    outcome, built = build_remote(_context(shipped.path), shipped, job, "0.0-other")
+    assert outcome.status == "compile_failed" and built is None
+    assert "same IREE on every node" in (outcome.error or "")
+
+
+def test_missing_ray_is_a_clear_cli_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # what an environment without Ray does
+    with pytest.raises(RayUnavailable, match=r"pip install 'tdsched\[ray\]'"):
+        RayExecutor(2)
+    code = main(["sweep", "matmul_x86", *SIZES, "--executor", "ray", "--db", str(tmp_path / "d")])
+    assert code == 2
+    assert "tdsched: error: --executor ray needs Ray" in capsys.readouterr().err
