@@ -70,6 +70,8 @@ class BenchOutcome:
     """Milliseconds per call: median, min, max, samples."""
     max_abs_error: float | None = None
     error: str | None = None
+    baseline_timing: dict[str, Any] | None = None
+    """IREE default, timed interleaved with the candidate (the speedup's denominator)."""
 
 
 @dataclass(frozen=True)

@@ -187,7 +187,6 @@ class Sweep:
         self.state = SweepState(planned_count(options, self.strategy, len(self.enumeration.valid)))
         self._keys: dict[Point, str] = {}
         self._workload: str | None = None
-        self._baseline_timed = False
         self._compile_s: dict[str, float] = {}
         self.chunk = max(8, 2 * jobs)
         """Candidates compiled before the timing of that group: large enough to keep every
@@ -334,28 +333,24 @@ class Sweep:
         points: dict[str, Point],
         outcome: SweepOutcome,
     ) -> None:
-        baseline = self._baseline_start(sweep_id, outcome)
+        self._default_built()
         measured = self.executor.bench(job)
-        result = self._bench_result(job, measured, baseline)
+        if measured.baseline_timing is not None and "start" not in outcome.baseline_ms:
+            if "start" not in self.db.baselines(sweep_id):  # a resumed sweep keeps its own
+                self.db.record_baseline(sweep_id, "start", measured.baseline_timing)
+            outcome.baseline_ms = self.db.baselines(sweep_id)
+        result = self._bench_result(job, measured)
         self.db.record(result, sweep_id)
         outcome.timed += 1
         history[points[job.key]] = result.speedup if result.ok else None
         self._done("timed" if result.ok else "failed", result)
 
-    def _baseline_start(self, sweep_id: int, outcome: SweepOutcome) -> float:
-        """IREE default's median, compiled and timed before the first candidate."""
-        if not self._baseline_timed:
-            artifact = Path(self.context.baseline_artifact)
-            if not artifact.is_file():
-                built = self.executor.compile_default()
-                if built.status != "ok":
-                    raise SweepError(f"IREE's default build of the workload failed: {built.error}")
-            recorded = self.db.baselines(sweep_id)
-            if "start" not in recorded:
-                self.db.record_baseline(sweep_id, "start", self._time_default())
-            self._baseline_timed = True
-            outcome.baseline_ms = self.db.baselines(sweep_id)
-        return outcome.baseline_ms["start"]
+    def _default_built(self) -> None:
+        """Compile IREE's default build before the first candidate is timed."""
+        if not Path(self.context.baseline_artifact).is_file():
+            built = self.executor.compile_default()
+            if built.status != "ok":
+                raise SweepError(f"IREE's default build of the workload failed: {built.error}")
 
     def _time_default(self) -> dict[str, Any]:
         """IREE default's timing; a sweep cannot go on without it."""
@@ -395,8 +390,10 @@ class Sweep:
             iree_version=iree.compiler.version.VERSION,
         )
 
-    def _bench_result(self, job: BenchJob, measured: BenchOutcome, baseline: float) -> Result:
+    def _bench_result(self, job: BenchJob, measured: BenchOutcome) -> Result:
         median = measured.timing["median"] if measured.timing else None
+        base = measured.baseline_timing
+        baseline = base["median"] if base else None
         return Result(
             key=job.key,
             recipe=self.recipe.name,
@@ -406,7 +403,7 @@ class Sweep:
             time_ms=median,
             timing=measured.timing,
             baseline_ms=baseline,
-            speedup=baseline / median if median else None,
+            speedup=baseline / median if median and baseline else None,
             max_abs_error=measured.max_abs_error,
             error=measured.error,
             compile_s=self._compile_s.get(job.key),

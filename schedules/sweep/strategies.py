@@ -7,11 +7,12 @@ far, and proposes an empty batch when it is done. Proposals never repeat a point
 * :class:`Grid`: every valid candidate, in space order.
 * :class:`RandomSample`: ``samples`` distinct candidates drawn with a seed.
 * :class:`Evolutionary`: an adaptive search for large spaces. It seeds a population at
-  random, then spends the rest of its budget on mutations of the best candidates so far
-  (one or two parameters moved to an adjacent value of their axis) and on crossovers of
-  two of the best, falling back to random points when the neighbourhood is exhausted.
-  Tile-size spaces are smooth along each axis, so neighbours of good candidates are where
-  better ones are; see ``docs/commands/sweep.md`` for its measured hit rate.
+  random, then spends the rest of its budget alternating two kinds of proposal:
+  mutations of the best candidates so far (one or two parameters moved to an adjacent
+  value of their axis, and crossovers of two of the best), and the favourites of an
+  additive cost model fitted to everything measured (each axis value scores the mean
+  speedup of the candidates that have it). Tile-size spaces are smooth along each axis
+  and dominated by per-parameter effects; see ``docs/benchmarks.md`` for its hit rate.
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ class Evolutionary:
         )
         parents = ranked[: self.elite]
         chosen: list[Point] = []
-        for candidate in self._offspring(parents):
+        for candidate in self._interleave(self._offspring(parents), self._predicted(history)):
             if candidate in self.valid and candidate not in history and candidate not in chosen:
                 chosen.append(candidate)
                 if len(chosen) == size:
@@ -124,6 +125,32 @@ class Evolutionary:
         ]
         self.rng.shuffle(double)
         return single + crosses + double
+
+    def _predicted(self, history: History) -> list[Point]:
+        """Unseen points ranked by an additive model: each axis value scores the mean of
+        the evaluated points that have it (a failed point scores as the worst seen)."""
+        scores = [v for v in history.values() if v is not None]
+        worst = min(scores, default=0.0)
+        value_scores: list[dict[ParamValue, list[float]]] = [{} for _ in self.axes]
+        for point, score in history.items():
+            for axis, value in enumerate(point):
+                value_scores[axis].setdefault(value, []).append(worst if score is None else score)
+        means = [{v: sum(s) / len(s) for v, s in axis.items()} for axis in value_scores]
+
+        def predict(point: Point) -> float:
+            return sum(means[a].get(v, worst) for a, v in enumerate(point))
+
+        unseen = [p for p in self.order if p not in history]
+        return sorted(unseen, key=predict, reverse=True)
+
+    @staticmethod
+    def _interleave(first: list[Point], second: list[Point]) -> list[Point]:
+        """Alternate the two proposal lists (neighbours of the best, model's favourites)."""
+        merged: list[Point] = []
+        for pair in zip(first, second, strict=False):
+            merged.extend(pair)
+        longer = first if len(first) > len(second) else second
+        return merged + longer[min(len(first), len(second)) :]
 
     def _moves(self, point: Point) -> list[Point]:
         moves = []

@@ -114,7 +114,9 @@ class Bench:
         ].as_dict()
 
     def run(self, job: BenchJob) -> BenchOutcome:
-        """Check ``job``'s candidate; time it only when its results are right."""
+        """Check ``job``'s candidate; time it only when its results are right, round by
+        round interleaved with IREE default, so their ratio holds however the machine's
+        speed drifts during a sweep."""
         inject("run", job.params)
         try:
             module = LoadedModule(Path(job.artifact), self.driver, self.function)
@@ -127,12 +129,20 @@ class Bench:
                     f"rtol {self.tolerance.rtol})"
                 )
                 return BenchOutcome(job.key, "mismatch", None, check.get("max_abs_error"), error)
-            times = time_interleaved(
-                {"candidate": module.runner(self.inputs)}, repeats=self.context.repeats
-            )
+            variants = {
+                "candidate": module.runner(self.inputs),
+                "baseline": self.baseline.runner(self.inputs),
+            }
+            times = time_interleaved(variants, repeats=self.context.repeats)
         except (DeviceError, RuntimeError, ValueError) as exc:
             return BenchOutcome(job.key, "run_failed", error=str(exc))
-        return BenchOutcome(job.key, "ok", times["candidate"].as_dict(), check["max_abs_error"])
+        return BenchOutcome(
+            job.key,
+            "ok",
+            times["candidate"].as_dict(),
+            check["max_abs_error"],
+            baseline_timing=times["baseline"].as_dict(),
+        )
 
     def confirm(self, job: ConfirmJob) -> dict[str, float]:
         """Speedup of each candidate over IREE default, all timed interleaved."""
