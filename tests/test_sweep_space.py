@@ -19,22 +19,22 @@ parameters: {K: 64, TM: 16, TN: 32, TK: 16, MODE: a}
 """
 
 
+SPACE = """\
+space:
+  TM: [8, 16, 32]
+  TN: {from: 16, to: 64, step: 16}
+  TK: {pow2: [4, 40]}
+  MODE: [a, b]
+"""
+
+
 def recipe(tail: str) -> str:
     return HEAD + textwrap.dedent(tail)
 
 
 def test_yaml_space_lists_ranges_and_powers_of_two() -> None:
     r = parse_recipe(
-        recipe("""\
-            space:
-              TM: [8, 16, 32]
-              TN: {from: 16, to: 64, step: 16}
-              TK: {pow2: [4, 40]}
-              MODE: [a, b]
-            constraints:
-              - TM * TN <= 512
-              - K % TK == 0
-            """),
+        recipe(SPACE + "constraints:\n  - TM * TN <= 512\n  - K % TK == 0\n"),
         "r.yaml",
     )
     assert [(a.name, a.values) for a in r.space.axes] == [
@@ -116,14 +116,7 @@ def test_python_space_matches_yaml() -> None:
     b.kernel("matmul", match=Match(kind="contraction")).root.tile([P("TM"), P("TN"), 0])
     from_python = b.build().space
     from_yaml = parse_recipe(
-        recipe("""\
-            space:
-              TM: [8, 16, 32]
-              TN: {from: 16, to: 64, step: 16}
-              TK: {pow2: [4, 40]}
-              MODE: [a, b]
-            constraints: ["TM * TN <= 512", "K % TK == 0"]
-            """),
+        recipe(SPACE + 'constraints: ["TM * TN <= 512", "K % TK == 0"]\n'),
         "r.yaml",
     ).space
     defaults = {"K": 64, "TM": 16, "TN": 32, "TK": 16, "MODE": "a"}
