@@ -78,7 +78,6 @@ CREATE TABLE IF NOT EXISTS baselines (
 );
 """
 OK = "ok"
-FAILED_STATUSES = ("mismatch", "compile_failed", "run_failed", "timeout", "crashed")
 
 
 class DatabaseError(RuntimeError):

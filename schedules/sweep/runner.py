@@ -138,14 +138,6 @@ def make_strategy(
     raise ValueError(f"unknown strategy {options.strategy!r}; use grid, random or adaptive")
 
 
-def planned_count(options: SweepOptions, strategy: Strategy, valid: int) -> int:
-    if isinstance(strategy, RandomSample):
-        return len(strategy.chosen)
-    if isinstance(strategy, Evolutionary):
-        return strategy.budget
-    return valid
-
-
 class Sweep:
     """One sweep of one recipe on one target (see the module docstring)."""
 
@@ -184,7 +176,7 @@ class Sweep:
             cpu_features=options.cpu_features,
         )
         self.strategy = make_strategy(options, self.enumeration, self.space, jobs)
-        self.state = SweepState(planned_count(options, self.strategy, len(self.enumeration.valid)))
+        self.state = SweepState(self.strategy.planned)
         self._keys: dict[Point, str] = {}
         self._workload: str | None = None
         self._compile_s: dict[str, float] = {}

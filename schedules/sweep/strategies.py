@@ -29,6 +29,8 @@ STRATEGIES = ("grid", "random", "adaptive")
 
 class Strategy(Protocol):
     name: str
+    planned: int
+    """How many candidates the strategy will evaluate (for progress and ETA)."""
 
     def propose(self, history: History) -> list[Point]:
         """The next batch (points not in ``history``); empty when the strategy is done."""
@@ -41,6 +43,7 @@ class Grid:
 
     def __init__(self, points: Sequence[Point]) -> None:
         self.points = list(points)
+        self.planned = len(self.points)
 
     def propose(self, history: History) -> list[Point]:
         return [p for p in self.points if p not in history]
@@ -53,6 +56,7 @@ class RandomSample:
 
     def __init__(self, points: Sequence[Point], samples: int, seed: int) -> None:
         self.chosen = random.Random(seed).sample(list(points), min(samples, len(points)))
+        self.planned = len(self.chosen)
 
     def propose(self, history: History) -> list[Point]:
         return [p for p in self.chosen if p not in history]
@@ -81,6 +85,7 @@ class Evolutionary:
         self.order = list(points)
         self.axes = [list(values) for values in axes]
         self.budget = min(budget, len(points))
+        self.planned = self.budget
         self.rng = random.Random(seed)
         self.batch = max(1, batch)
         self.elite = elite
