@@ -1,4 +1,5 @@
-"""The ``tdsched`` command line: show, apply, compile, run and sweep schedule recipes."""
+"""The ``tdsched`` command line: show, apply, compile, run, sweep and regression-gate
+schedule recipes."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from .emit import ScriptStage
 from .loading import load
 from .params import parse_override
 from .pipeline import Plan, apply_graph, build, compile_plan, kernels_after_schedule, plan, run
+from .regress import command as regress_command
 from .sweep import command as sweep_command
 from .sweep import report_command
 
@@ -42,6 +44,7 @@ examples:
   tdsched sweep matmul_x86 --param M=512 --param N=512 --param K=512
                                                search the recipe's space, write the best
   tdsched report tdsched-sweeps.db --plot s.png --x TM --y TN
+  tdsched regress perf.yaml                    gate recipes against a committed baseline
 """
 
 
@@ -127,6 +130,7 @@ def make_parser() -> argparse.ArgumentParser:
 
     sweep_command.add_parser(sub)
     report_command.add_parser(sub)
+    regress_command.add_parser(sub)
 
     check = sub.add_parser(
         "check",
@@ -294,6 +298,7 @@ _COMMANDS = {
     "check": _check,
     "sweep": sweep_command.run,
     "report": report_command.run,
+    "regress": regress_command.run,
 }
 
 

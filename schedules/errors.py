@@ -35,3 +35,8 @@ class RecipeError(ValueError):
         super().__init__(f"{where}: {message}")
         self.where = where
         self.message = message
+
+
+class ScheduleNotApplied(RecipeError):
+    """A schedule step matched nothing, so the build would not be the scheduled one
+    (``tdsched regress`` reports it as ``not applied``, distinct from other errors)."""

@@ -35,9 +35,9 @@ from tdsched.transform_lib.payload import describe_change, loop_counts, op_histo
 from tdsched.transform_lib.remarks import found_remarks, kernel_after_schedule, printed_sections
 
 from .emit import GRAPH_ENTRY, DispatchRegionStage, Marker, Scripts, ScriptStage, emit
-from .errors import RecipeError, Where
+from .errors import RecipeError, ScheduleNotApplied, Where
 from .params import ParamValue, resolve
-from .recipe import METRICS, Recipe
+from .recipe import METRICS, Recipe, Tolerance
 from .rewrite_stages import RewriteStage
 
 
@@ -199,7 +199,7 @@ def _require(expected: tuple[Marker, ...], found: Mapping[str, int]) -> None:
     """Raise at the first step whose marker was not printed for at least one op."""
     for marker in expected:
         if marker.text not in found:
-            raise RecipeError(marker.where, marker.missing)
+            raise ScheduleNotApplied(marker.where, marker.missing)
 
 
 def build(p: Plan, out_dir: Path, stem: str | None = None) -> BuildFiles:
@@ -266,7 +266,7 @@ def _plan_kernel_fusions(p: Plan, input_file: Path, out_dir: Path, reports: list
         )
     for fusion_request in p.scripts.kernel_fusions:
         if fusion_request.kernel not in plans:
-            raise RecipeError(
+            raise ScheduleNotApplied(
                 _kernel_where(p, fusion_request.kernel),
                 "this kernel schedule matched no dispatch, so its fuse_ext step could not be "
                 "planned. Check 'match' (op name, kind, shape, dtype) against the dispatch "
@@ -303,8 +303,9 @@ def compile_baseline(p: Plan, out_dir: Path) -> CompileResult:
     return run_compile(CompileRequest(source, p.target, output, None, p.recipe.baseline.flags))
 
 
-def _compile_default(workload: Workload, target: Target, out_dir: Path) -> Path:
-    """IREE's default build of an auxiliary workload (the bandwidth probe)."""
+def compile_default_workload(workload: Workload, target: Target, out_dir: Path) -> Path:
+    """IREE's default build of an auxiliary workload (the bandwidth probe, the
+    regression calibration kernel)."""
     source = out_dir / f"{workload.name}.mlir"
     source.write_text(workload.mlir)
     output = out_dir / f"{workload.name}.{target.name}.vmfb"
@@ -366,24 +367,19 @@ def run(
             vmfb = work / f"{p.recipe.name}.{p.target.name}.vmfb"
             report["compile_command"] = compile_plan(p, files, vmfb).command
             baseline_vmfb = Path(compile_baseline(p, work).output)
-            scheduled = LoadedModule(vmfb, p.target.driver, p.workload.function)
-            baseline = LoadedModule(baseline_vmfb, p.target.driver, p.workload.function)
-            inputs = random_inputs(p.workload, seed)
-            got = scheduled.invoke(inputs)
-            want = p.workload.reference(inputs) if p.workload.reference else baseline.invoke(inputs)
-            report["reference"] = "numpy" if p.workload.reference else "iree-default"
-            report.update(
-                compare_outputs(got, want, p.recipe.tolerance.atol, p.recipe.tolerance.rtol)
-            )
+            checked = load_and_check(p, vmfb, baseline_vmfb, seed)
+            inputs, got = checked.inputs, checked.got
+            report["reference"] = checked.reference
+            report.update(checked.check)
             if time_it:
                 variants = {
-                    "scheduled": scheduled.runner(inputs),
-                    "baseline": baseline.runner(inputs),
+                    "scheduled": checked.scheduled.runner(inputs),
+                    "baseline": checked.baseline.runner(inputs),
                 }
                 probe = None
                 if "bandwidth" in p.recipe.metrics:
                     probe, probe_inputs = bandwidth_probe(inputs, got)
-                    probe_vmfb = _compile_default(probe, p.target, work)
+                    probe_vmfb = compile_default_workload(probe, p.target, work)
                     loaded = LoadedModule(probe_vmfb, p.target.driver, probe.function)
                     variants["probe"] = loaded.runner(probe_inputs)
                 times = time_interleaved(variants, repeats=repeats)
@@ -396,6 +392,54 @@ def run(
             report["status"] = "error"
             report["error"] = str(exc)
     return report
+
+
+@dataclass(frozen=True)
+class CheckedBuild:
+    """A scheduled build and IREE default's build of its workload, loaded on the
+    target's device, with the scheduled build's results checked (``check``: status,
+    max_abs_error, and error when the results cannot be compared)."""
+
+    scheduled: LoadedModule
+    baseline: LoadedModule
+    inputs: list[np.ndarray]
+    got: list[np.ndarray]
+    reference: str
+    """``numpy`` (the workload's reference) or ``iree-default`` (IREE default's results)."""
+    check: dict[str, Any]
+
+
+def load_and_check(
+    p: Plan,
+    scheduled_vmfb: Path,
+    baseline_vmfb: Path,
+    seed: int,
+    tolerance: Tolerance | None = None,
+) -> CheckedBuild:
+    """Load both builds, run the scheduled one on seeded random inputs and compare its
+    results with the reference within ``tolerance`` (default: the recipe's).
+
+    Preconditions: the device's settings (:func:`configure_threads`) are final.
+    """
+    tol = tolerance or p.recipe.tolerance
+    scheduled = LoadedModule(scheduled_vmfb, p.target.driver, p.workload.function)
+    baseline = LoadedModule(baseline_vmfb, p.target.driver, p.workload.function)
+    inputs = random_inputs(p.workload, seed)
+    got = scheduled.invoke(inputs)
+    reference = p.workload.reference
+    want = reference(inputs) if reference else baseline.invoke(inputs)
+    check = compare_outputs(got, want, tol.atol, tol.rtol)
+    return CheckedBuild(
+        scheduled, baseline, inputs, got, "numpy" if reference else "iree-default", check
+    )
+
+
+def describe_mismatch(check: Mapping[str, Any], tolerance: Tolerance) -> str:
+    """Why ``check`` (from :func:`compare_outputs`) failed, in one sentence."""
+    return check.get("error") or (
+        f"results differ from the reference (max abs error {check['max_abs_error']:.3g}, "
+        f"atol {tolerance.atol}, rtol {tolerance.rtol})"
+    )
 
 
 def _bandwidth(

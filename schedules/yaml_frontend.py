@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import cast
 
 import yaml
 
@@ -47,117 +47,7 @@ from .recipe import (
     WorkloadSpec,
 )
 from .space import Axis, ParamValue, SearchSpace, build_space, int_range, pow2_range
-
-T = TypeVar("T")
-_CONSTRUCTOR = yaml.constructor.SafeConstructor()
-
-
-def _construct(node: yaml.Node, where: Where) -> Any:
-    """A scalar's Python value; tags outside YAML's safe schema are refused."""
-    try:
-        return _CONSTRUCTOR.construct_object(node)
-    except yaml.YAMLError as exc:
-        raise RecipeError(
-            Where(where.file, node.start_mark.line + 1, where.field),
-            f"unsupported YAML value ({getattr(exc, 'problem', exc)}); "
-            "use plain scalars, lists and mappings",
-        ) from exc
-
-
-class _Node:
-    """A YAML node with its location; accessors validate and raise RecipeError."""
-
-    def __init__(self, node: yaml.Node, where: Where) -> None:
-        self.node = node
-        self.where = where
-
-    def fail(self, message: str) -> RecipeError:
-        return RecipeError(self.where, message)
-
-    def mapping(self, allowed: dict[str, str], required: tuple[str, ...] = ()) -> dict[str, _Node]:
-        """The mapping's fields; unknown or missing keys are errors listing ``allowed``."""
-        if isinstance(self.node, yaml.ScalarNode) and self.node.tag.endswith(":null"):
-            items: list[tuple[yaml.Node, yaml.Node]] = []
-        elif isinstance(self.node, yaml.MappingNode):
-            items = self.node.value
-        else:
-            raise self.fail(f"expected a mapping with keys {_listing(allowed)}")
-        fields: dict[str, _Node] = {}
-        for key_node, value_node in items:
-            key = str(_construct(key_node, self.where))
-            line = key_node.start_mark.line + 1
-            if key not in allowed:
-                raise RecipeError(
-                    self.where.child(key, line),
-                    f"unknown field {key!r}; allowed here: {_listing(allowed)}",
-                )
-            fields[key] = _Node(value_node, self.where.child(key, line))
-        for key in required:
-            if key not in fields:
-                raise self.fail(f"missing required field {key!r} ({allowed[key]})")
-        return fields
-
-    def sequence(self) -> list[_Node]:
-        if not isinstance(self.node, yaml.SequenceNode):
-            raise self.fail("expected a list")
-        return [
-            _Node(item, self.where.child(f"[{i}]", item.start_mark.line + 1))
-            for i, item in enumerate(self.node.value)
-        ]
-
-    def scalar(self) -> Any:
-        if not isinstance(self.node, yaml.ScalarNode):
-            raise self.fail("expected a single value, not a list or mapping")
-        return _construct(self.node, self.where)
-
-    def text(self) -> str:
-        value = self.scalar()
-        if not isinstance(value, str) or not value:
-            raise self.fail(f"expected a non-empty string, got {value!r}")
-        return value
-
-    def choice(self, options: tuple[str, ...]) -> str:
-        value = self.scalar()
-        if value not in options:
-            raise self.fail(f"got {value!r}; allowed: {', '.join(options)}")
-        return str(value)
-
-    def int_or_param(self) -> IntOrParam:
-        value = self.scalar()
-        if isinstance(value, bool) or not isinstance(value, int | str):
-            raise self.fail(f'expected an integer or a "${{PARAM}}" reference, got {value!r}')
-        if isinstance(value, str) and not value.startswith("${"):
-            raise self.fail(f'expected an integer or a "${{PARAM}}" reference, got {value!r}')
-        return value
-
-    def ints(self) -> tuple[IntOrParam, ...]:
-        return tuple(item.int_or_param() for item in self.sequence())
-
-    def integer(self) -> int:
-        value = self.scalar()
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(f"expected an integer, got {value!r}")
-        return value
-
-    def number(self) -> float:
-        value = self.scalar()
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self.fail(f"expected a number, got {value!r}")
-        return float(value)
-
-    def flag(self) -> bool:
-        value = self.scalar()
-        if not isinstance(value, bool):
-            raise self.fail(f"expected true or false, got {value!r}")
-        return value
-
-
-def _listing(allowed: dict[str, str]) -> str:
-    return ", ".join(f"{k} ({v})" for k, v in allowed.items())
-
-
-def _opt(fields: dict[str, _Node], key: str, read: Callable[[_Node], T], default: T) -> T:
-    return read(fields[key]) if key in fields else default
+from .yaml_nodes import Node, construct, optional
 
 
 def load_recipe(path: str | Path) -> Recipe:
@@ -181,7 +71,7 @@ def parse_recipe(text: str, filename: str) -> Recipe:
         raise RecipeError(Where(filename, line), f"not valid YAML: {problem}") from exc
     if root is None:
         raise RecipeError(Where(filename, 1), "the recipe file is empty")
-    top = _Node(root, Where(filename, root.start_mark.line + 1)).mapping(
+    top = Node(root, Where(filename, root.start_mark.line + 1)).mapping(
         {
             "name": "recipe name",
             "description": "free text",
@@ -211,7 +101,7 @@ def parse_recipe(text: str, filename: str) -> Recipe:
     parameters = _parameters(top["parameters"]) if "parameters" in top else ()
     return Recipe(
         name=top["name"].text(),
-        description=_opt(top, "description", _Node.text, ""),
+        description=optional(top, "description", Node.text, ""),
         workload=_workload(top["workload"], base),
         targets=targets,
         parameters=parameters,
@@ -229,23 +119,19 @@ def parse_recipe(text: str, filename: str) -> Recipe:
 
 
 def _space(
-    axes: _Node | None, constraints: _Node | None, parameters: dict[str, ParamValue]
+    axes: Node | None, constraints: Node | None, parameters: dict[str, ParamValue]
 ) -> SearchSpace:
     """``space: {NAME: [values] | {from, to, step} | {pow2: [low, high]}}`` and
     ``constraints: [expression, ...]``."""
     parsed: list[Axis] = []
     if axes is not None:
-        if not isinstance(axes.node, yaml.MappingNode):
-            raise axes.fail("expected a mapping NAME: values")
-        for key_node, value_node in axes.node.value:
-            name = str(_construct(key_node, axes.where))
-            axis = _Node(value_node, axes.where.child(name, key_node.start_mark.line + 1))
+        for name, axis in axes.entries("NAME: values").items():
             parsed.append(Axis(name, _axis_values(axis), axis.where))
     texts = [(c.text(), c.where) for c in constraints.sequence()] if constraints else []
     return build_space(parsed, texts, parameters)
 
 
-def _axis_values(node: _Node) -> tuple[ParamValue, ...]:
+def _axis_values(node: Node) -> tuple[ParamValue, ...]:
     if isinstance(node.node, yaml.SequenceNode):
         values = tuple(item.scalar() for item in node.sequence())
         for value in values:
@@ -275,37 +161,31 @@ def _axis_values(node: _Node) -> tuple[ParamValue, ...]:
     return int_range(f["from"].integer(), f["to"].integer(), step, node.where)
 
 
-def _parameters(node: _Node) -> tuple[tuple[str, int | float | str], ...]:
-    if not isinstance(node.node, yaml.MappingNode):
-        raise node.fail("expected a mapping NAME: default value")
+def _parameters(node: Node) -> tuple[tuple[str, int | float | str], ...]:
     params = []
-    for key_node, value_node in node.node.value:
-        name = str(_construct(key_node, node.where))
-        value = _Node(value_node, node.where.child(name, key_node.start_mark.line + 1)).scalar()
+    for name, item in node.entries("NAME: default value").items():
+        value = item.scalar()
         if isinstance(value, bool) or not isinstance(value, int | float | str):
-            raise RecipeError(
-                node.where.child(name, key_node.start_mark.line + 1),
-                f"a parameter default must be a number or a string, got {value!r}",
-            )
+            raise item.fail(f"a parameter default must be a number or a string, got {value!r}")
         params.append((name, value))
     return tuple(params)
 
 
-def _tolerance(node: _Node) -> Tolerance:
+def _tolerance(node: Node) -> Tolerance:
     f = node.mapping({"atol": "absolute tolerance", "rtol": "relative tolerance"})
     default = Tolerance()
     return Tolerance(
-        atol=_opt(f, "atol", _Node.number, default.atol),
-        rtol=_opt(f, "rtol", _Node.number, default.rtol),
+        atol=optional(f, "atol", Node.number, default.atol),
+        rtol=optional(f, "rtol", Node.number, default.rtol),
     )
 
 
-def _baseline(node: _Node) -> Baseline:
+def _baseline(node: Node) -> Baseline:
     f = node.mapping({"flags": "extra iree-compile flags, e.g. [--iree-opt-data-tiling]"})
     return Baseline(flags=_flags(f["flags"]) if "flags" in f else (), where=node.where)
 
 
-def _flags(node: _Node) -> tuple[str, ...]:
+def _flags(node: Node) -> tuple[str, ...]:
     """A list of iree-compile flags (each starting with ``--``)."""
     flags = []
     for item in node.sequence():
@@ -316,7 +196,7 @@ def _flags(node: _Node) -> tuple[str, ...]:
     return tuple(flags)
 
 
-def _workload(node: _Node, base: Path) -> WorkloadSpec:
+def _workload(node: Node, base: Path) -> WorkloadSpec:
     f = node.mapping(
         {
             "generator": "matmul, matmul_bias_relu, conv2d_nhwc",
@@ -338,18 +218,18 @@ def _workload(node: _Node, base: Path) -> WorkloadSpec:
     if "file" in f:
         file = str((base / f["file"].text()).resolve()) if base else f["file"].text()
     return WorkloadSpec(
-        generator=_opt(f, "generator", _Node.text, None),
+        generator=optional(f, "generator", Node.text, None),
         args=tuple(args),
         file=file,
-        function=_opt(f, "function", _Node.text, None),
+        function=optional(f, "function", Node.text, None),
         where=node.where,
     )
 
 
-def _arg_names(node: _Node) -> list[str]:
+def _arg_names(node: Node) -> list[str]:
     if not isinstance(node.node, yaml.MappingNode):
         raise node.fail("expected a mapping of generator arguments")
-    return [str(_construct(k, node.where)) for k, _ in node.node.value]
+    return [str(construct(k, node.where)) for k, _ in node.node.value]
 
 
 _MATCH_FIELDS = {
@@ -361,22 +241,22 @@ _MATCH_FIELDS = {
 }
 
 
-def _match_spec(node: _Node, fields: dict[str, _Node]) -> MatchSpec:
-    kind = _opt(fields, "kind", lambda n: n.choice(("contraction", "convolution")), None)
+def _match_spec(node: Node, fields: dict[str, Node]) -> MatchSpec:
+    kind = optional(fields, "kind", lambda n: n.choice(("contraction", "convolution")), None)
     if "op" not in fields and kind is None and "attributes" not in fields:
         raise node.fail("give at least one of 'op', 'kind' or 'attributes' to select ops")
     return MatchSpec(
-        op=_opt(fields, "op", _Node.text, None),
+        op=optional(fields, "op", Node.text, None),
         kind=kind,  # type: ignore[arg-type]
-        shape=_opt(fields, "shape", _Node.ints, None),
-        dtype=_opt(fields, "dtype", _Node.text, "f32"),
+        shape=optional(fields, "shape", Node.ints, None),
+        dtype=optional(fields, "dtype", Node.text, "f32"),
         attributes=tuple(a.text() for a in fields["attributes"].sequence())
         if "attributes" in fields
         else (),
     )
 
 
-def _kernel(node: _Node) -> KernelSchedule:
+def _kernel(node: Node) -> KernelSchedule:
     f = node.mapping(
         {
             "name": "kernel schedule name",
@@ -398,7 +278,7 @@ def _kernel(node: _Node) -> KernelSchedule:
         match=_match_spec(match_node, match_node.mapping(_MATCH_FIELDS)),
         steps=tuple(_step(s) for s in f["schedule"].sequence()) if "schedule" in f else (),
         config=_config(f["config"]) if "config" in f else None,
-        workgroup_size=_opt(f, "workgroup_size", _Node.ints, None),
+        workgroup_size=optional(f, "workgroup_size", Node.ints, None),
         targets=tuple(t.choice(TARGETS) for t in f["targets"].sequence())
         if "targets" in f
         else None,
@@ -406,7 +286,7 @@ def _kernel(node: _Node) -> KernelSchedule:
     )
 
 
-def _config(node: _Node) -> LoweringConfig:
+def _config(node: Node) -> LoweringConfig:
     f = node.mapping(
         {
             "tile_sizes": "level: sizes, levels workgroup, thread, reduction",
@@ -421,17 +301,17 @@ def _config(node: _Node) -> LoweringConfig:
     )
     return LoweringConfig(
         tile_sizes=tuple((level, sizes.ints()) for level, sizes in levels.items()),
-        workgroup_size=_opt(f, "workgroup_size", _Node.ints, None),
-        pipeline=_opt(f, "pipeline", _Node.text, None),
+        workgroup_size=optional(f, "workgroup_size", Node.ints, None),
+        pipeline=optional(f, "pipeline", Node.text, None),
         where=node.where,
     )
 
 
-def _step(node: _Node) -> Step:
+def _step(node: Node) -> Step:
     if not isinstance(node.node, yaml.MappingNode) or len(node.node.value) != 1:
         raise node.fail(f"a step is a mapping with one key, the primitive: {', '.join(_STEPS)}")
     key_node, _ = node.node.value[0]
-    primitive = str(_construct(key_node, node.where))
+    primitive = str(construct(key_node, node.where))
     if primitive not in _STEPS:
         raise RecipeError(
             node.where.child(primitive, key_node.start_mark.line + 1),
@@ -442,52 +322,52 @@ def _step(node: _Node) -> Step:
     return build(fields, fields.mapping(allowed, required))
 
 
-def _match_step(node: _Node, f: dict[str, _Node]) -> Step:
+def _match_step(node: Node, f: dict[str, Node]) -> Step:
     spec = _match_spec(node, {k: v for k, v in f.items() if k != "as"})
     return MatchStep(spec=spec, name=f["as"].text(), where=node.where)
 
 
-def _producer_step(node: _Node, f: dict[str, _Node]) -> Step:
+def _producer_step(node: Node, f: dict[str, Node]) -> Step:
     return ProducerStep(
-        of=_opt(f, "of", _Node.text, ROOT),
+        of=optional(f, "of", Node.text, ROOT),
         operand=f["operand"].int_or_param(),
         name=f["as"].text(),
         where=node.where,
     )
 
 
-def _tile_step(node: _Node, f: dict[str, _Node]) -> Step:
+def _tile_step(node: Node, f: dict[str, Node]) -> Step:
     return TileStep(
         sizes=f["sizes"].ints(),
-        target=_opt(f, "target", _Node.text, ROOT),
-        loop=cast(LoopKind, _opt(f, "loop", lambda n: n.choice(("for", "forall")), "for")),
+        target=optional(f, "target", Node.text, ROOT),
+        loop=cast(LoopKind, optional(f, "loop", lambda n: n.choice(("for", "forall")), "for")),
         mapping=cast(
             MappingKind,
-            _opt(f, "mapping", lambda n: n.choice(("workgroup", "thread", "none")), "none"),
+            optional(f, "mapping", lambda n: n.choice(("workgroup", "thread", "none")), "none"),
         ),
-        interchange=_opt(f, "interchange", _Node.ints, None),
-        loops=_opt(f, "loops", _Node.text, None),
+        interchange=optional(f, "interchange", Node.ints, None),
+        loops=optional(f, "loops", Node.text, None),
         where=node.where,
     )
 
 
-def _fuse_ext_step(node: _Node, f: dict[str, _Node]) -> Step:
+def _fuse_ext_step(node: Node, f: dict[str, Node]) -> Step:
     root, stop = f.get("root"), f.get("stop")
     return FuseExtStep(
         root=_match_spec(root, root.mapping(_MATCH_FIELDS)) if root is not None else None,
         tile_sizes=f["tile_sizes"].ints(),
-        interchange=_opt(f, "interchange", _Node.ints, None),
+        interchange=optional(f, "interchange", Node.ints, None),
         stop=_match_spec(stop, stop.mapping(_MATCH_FIELDS)) if stop is not None else None,
         intermediates=cast(
             Intermediates,
-            _opt(f, "intermediates", lambda n: n.choice(("yield", "recompute")), "yield"),
+            optional(f, "intermediates", lambda n: n.choice(("yield", "recompute")), "yield"),
         ),
-        loop=cast(LoopKind, _opt(f, "loop", lambda n: n.choice(("for", "forall")), "forall")),
+        loop=cast(LoopKind, optional(f, "loop", lambda n: n.choice(("for", "forall")), "forall")),
         where=node.where,
     )
 
 
-def _dispatch_region_step(node: _Node, f: dict[str, _Node]) -> Step:
+def _dispatch_region_step(node: Node, f: dict[str, Node]) -> Step:
     root, stop = f["root"], f.get("stop")
     return DispatchRegionStep(
         root=_match_spec(root, root.mapping(_MATCH_FIELDS)),
@@ -496,34 +376,34 @@ def _dispatch_region_step(node: _Node, f: dict[str, _Node]) -> Step:
     )
 
 
-def _fuse_step(node: _Node, f: dict[str, _Node]) -> Step:
+def _fuse_step(node: Node, f: dict[str, Node]) -> Step:
     return FuseIntoStep(producer=f["producer"].text(), loop=f["loop"].text(), where=node.where)
 
 
-def _generalize_step(node: _Node, f: dict[str, _Node]) -> Step:
-    return GeneralizeStep(target=_opt(f, "target", _Node.text, ROOT), where=node.where)
+def _generalize_step(node: Node, f: dict[str, Node]) -> Step:
+    return GeneralizeStep(target=optional(f, "target", Node.text, ROOT), where=node.where)
 
 
-def _specialize_step(node: _Node, f: dict[str, _Node]) -> Step:
-    return SpecializeStep(target=_opt(f, "target", _Node.text, ROOT), where=node.where)
+def _specialize_step(node: Node, f: dict[str, Node]) -> Step:
+    return SpecializeStep(target=optional(f, "target", Node.text, ROOT), where=node.where)
 
 
-def _ops(f: dict[str, _Node]) -> MatchSpec | None:
+def _ops(f: dict[str, Node]) -> MatchSpec | None:
     """The optional ``ops`` selection of a graph rewrite (by op name / attributes)."""
     ops = f.get("ops")
     return _match_spec(ops, ops.mapping(_OPS_FIELDS)) if ops is not None else None
 
 
-def _fuse_elementwise_step(node: _Node, f: dict[str, _Node]) -> Step:
+def _fuse_elementwise_step(node: Node, f: dict[str, Node]) -> Step:
     return FuseElementwiseExtStep(
         ops=_ops(f),
-        shared_input=_opt(f, "shared_input", _Node.flag, True),
-        max_operands=_opt(f, "max_operands", _Node.int_or_param, None),
+        shared_input=optional(f, "shared_input", Node.flag, True),
+        max_operands=optional(f, "max_operands", Node.int_or_param, None),
         where=node.where,
     )
 
 
-def _collapse_dims_step(node: _Node, f: dict[str, _Node]) -> Step:
+def _collapse_dims_step(node: Node, f: dict[str, Node]) -> Step:
     groups = f["reassociation"]
     reassociation = None
     if not (isinstance(groups.node, yaml.ScalarNode) and groups.scalar() == "auto"):
@@ -533,44 +413,44 @@ def _collapse_dims_step(node: _Node, f: dict[str, _Node]) -> Step:
     return CollapseDimsStep(reassociation=reassociation, ops=_ops(f), where=node.where)
 
 
-def _mmt4d_step(node: _Node, f: dict[str, _Node]) -> Step:
+def _mmt4d_step(node: Node, f: dict[str, Node]) -> Step:
     tile = f["tile"].ints()
     if len(tile) != 3:
         raise f["tile"].fail(f"expected the inner tile [M0, N0, K0], got {len(tile)} sizes")
     return Mmt4dStep(
         tile=tile,
         ops=_ops(f),
-        lower_packs=_opt(f, "lower_packs", _Node.flag, None),
+        lower_packs=optional(f, "lower_packs", Node.flag, None),
         where=node.where,
     )
 
 
-def _fuse_pad_step(node: _Node, f: dict[str, _Node]) -> Step:
+def _fuse_pad_step(node: Node, f: dict[str, Node]) -> Step:
     return FusePadStep(ops=_ops(f), where=node.where)
 
 
-def _interchange_step(node: _Node, f: dict[str, _Node]) -> Step:
+def _interchange_step(node: Node, f: dict[str, Node]) -> Step:
     return InterchangeStep(
         permutation=f["permutation"].ints(),
-        target=_opt(f, "target", _Node.text, ROOT),
+        target=optional(f, "target", Node.text, ROOT),
         where=node.where,
     )
 
 
-def _vectorize_step(node: _Node, f: dict[str, _Node]) -> Step:
+def _vectorize_step(node: Node, f: dict[str, Node]) -> Step:
     return VectorizeStep(
-        target=_opt(f, "target", _Node.text, None),
-        sizes=_opt(f, "sizes", _Node.ints, None),
+        target=optional(f, "target", Node.text, None),
+        sizes=optional(f, "sizes", Node.ints, None),
         where=node.where,
     )
 
 
-def _cleanup_step(node: _Node, f: dict[str, _Node]) -> Step:
+def _cleanup_step(node: Node, f: dict[str, Node]) -> Step:
     return CleanupStep(
-        canonicalize=_opt(f, "canonicalize", _Node.flag, True),
-        cse=_opt(f, "cse", _Node.flag, True),
-        licm=_opt(f, "licm", _Node.flag, True),
-        unit_dims=_opt(f, "unit_dims", _Node.flag, False),
+        canonicalize=optional(f, "canonicalize", Node.flag, True),
+        cse=optional(f, "cse", Node.flag, True),
+        licm=optional(f, "licm", Node.flag, True),
+        unit_dims=optional(f, "unit_dims", Node.flag, False),
         where=node.where,
     )
 
@@ -578,7 +458,7 @@ def _cleanup_step(node: _Node, f: dict[str, _Node]) -> Step:
 _TARGET = {"target": "handle name, default root"}
 _OPS_FIELDS = {k: _MATCH_FIELDS[k] for k in ("op", "attributes")}
 _OPS = {"ops": "which ops it acts on: {op: NAME, attributes: [...]}, default all"}
-_StepBuilder = Callable[[_Node, dict[str, _Node]], Step]
+_StepBuilder = Callable[[Node, dict[str, Node]], Step]
 _STEPS: dict[str, tuple[dict[str, str], tuple[str, ...], _StepBuilder]] = {
     "match": (
         {**_MATCH_FIELDS, "as": "handle name to bind the matched ops to"},

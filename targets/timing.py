@@ -2,6 +2,9 @@
 
 Times are per invocation; each sample averages enough back-to-back invocations to last
 at least ``min_sample_s`` so short kernels are not dominated by timer and Python overhead.
+:func:`time_interleaved` runs a fixed number of rounds (``tdsched run``, sweeps);
+:func:`time_ratio` runs rounds until the ratio of two variants is known well enough to
+decide against a threshold (``tdsched regress``). Both drive one :class:`RoundTimer`.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import statistics
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 
 @dataclass(frozen=True)
@@ -25,6 +29,58 @@ class Timing:
     def as_dict(self) -> dict[str, float | int]:
         return {"median": self.median, "min": self.min, "max": self.max, "samples": self.samples}
 
+    @staticmethod
+    def of(samples: list[float]) -> Timing:
+        return Timing(statistics.median(samples), min(samples), max(samples), len(samples))
+
+
+class RoundTimer:
+    """Times ``variants`` round by round, every variant once per round, in alternating
+    order (even rounds forward, odd rounds reversed).
+
+    On construction each variant runs ``warmup`` times and once more to size its sample:
+    a sample is ``ceil(min_sample_s / one call)`` back-to-back calls, fixed from then on.
+    """
+
+    def __init__(
+        self,
+        variants: Mapping[str, Callable[[], None]],
+        warmup: int = 1,
+        min_sample_s: float = 0.05,
+    ) -> None:
+        self.variants = dict(variants)
+        self.names = list(variants)
+        self.samples: dict[str, list[float]] = {n: [] for n in self.names}
+        self._inner: dict[str, int] = {}
+        for name, run in self.variants.items():
+            for _ in range(warmup):
+                run()
+            start = time.perf_counter()
+            run()
+            once = max(time.perf_counter() - start, 1e-6)
+            self._inner[name] = max(1, math.ceil(min_sample_s / once))
+
+    @property
+    def rounds(self) -> int:
+        return len(self.samples[self.names[0]]) if self.names else 0
+
+    def round(self) -> dict[str, float]:
+        """Run one round; each variant's milliseconds per call in it (also kept in
+        ``samples``)."""
+        order = self.names if self.rounds % 2 == 0 else list(reversed(self.names))
+        result: dict[str, float] = {}
+        for name in order:
+            run, count = self.variants[name], self._inner[name]
+            start = time.perf_counter()
+            for _ in range(count):
+                run()
+            result[name] = (time.perf_counter() - start) / count * 1e3
+            self.samples[name].append(result[name])
+        return result
+
+    def timings(self) -> dict[str, Timing]:
+        return {n: Timing.of(s) for n, s in self.samples.items()}
+
 
 def time_interleaved(
     variants: Mapping[str, Callable[[], None]],
@@ -35,22 +91,102 @@ def time_interleaved(
     """Time each variant ``repeats`` times, alternating variants (and their order) per round."""
     if repeats < 1:
         raise ValueError("repeats must be >= 1")
-    names = list(variants)
-    inner: dict[str, int] = {}
-    for name in names:
-        for _ in range(warmup):
-            variants[name]()
-        start = time.perf_counter()
-        variants[name]()
-        once = max(time.perf_counter() - start, 1e-6)
-        inner[name] = max(1, math.ceil(min_sample_s / once))
-    samples: dict[str, list[float]] = {n: [] for n in names}
-    for round_index in range(repeats):
-        order = names if round_index % 2 == 0 else list(reversed(names))
-        for name in order:
-            run, count = variants[name], inner[name]
-            start = time.perf_counter()
-            for _ in range(count):
-                run()
-            samples[name].append((time.perf_counter() - start) / count * 1e3)
-    return {n: Timing(statistics.median(s), min(s), max(s), len(s)) for n, s in samples.items()}
+    timer = RoundTimer(variants, warmup, min_sample_s)
+    for _ in range(repeats):
+        timer.round()
+    return timer.timings()
+
+
+def median_interval(values: list[float], confidence: float = 0.95) -> tuple[float, float]:
+    """A distribution-free confidence interval for the median of ``values``.
+
+    The order statistics ``x(k) <= median <= x(n+1-k)`` with the largest ``k`` for which
+    ``P(Binomial(n, 1/2) < k) <= (1 - confidence) / 2``; with too few values for that
+    confidence the interval is the whole range.
+    """
+    ordered = sorted(values)
+    n = len(ordered)
+    if n == 0:
+        raise ValueError("no values")
+    tail = (1.0 - confidence) / 2.0
+    k, below = 0, 0.0
+    while k < n // 2:
+        below += math.comb(n, k) / 2.0**n  # P(Binomial(n, 1/2) == k)
+        if below > tail:
+            break
+        k += 1
+    k = max(k, 1)
+    return ordered[k - 1], ordered[n - k]
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """``denominator / numerator`` time per round (a speedup of ``numerator`` over
+    ``denominator``): the median of the per-round ratios and its confidence interval."""
+
+    median: float
+    low: float
+    high: float
+    rounds: int
+    seconds: float
+    stopped: Literal["decided", "precise", "time_cap", "max_rounds"]
+    times: dict[str, Timing]
+
+    @property
+    def half_width(self) -> float:
+        """The interval's larger half, relative to the median."""
+        return max(self.median - self.low, self.high - self.median) / self.median
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "median": self.median,
+            "low": self.low,
+            "high": self.high,
+            "rounds": self.rounds,
+            "seconds": self.seconds,
+            "stopped": self.stopped,
+            "times_ms": {n: t.as_dict() for n, t in self.times.items()},
+        }
+
+
+def time_ratio(
+    numerator: Callable[[], None],
+    denominator: Callable[[], None],
+    *,
+    precision: float,
+    threshold: float | None = None,
+    confidence: float = 0.95,
+    min_rounds: int = 8,
+    max_rounds: int = 400,
+    time_cap_s: float = 60.0,
+    min_sample_s: float = 0.05,
+) -> Ratio:
+    """Time two variants interleaved until their ratio is known well enough.
+
+    Each round times both; its ratio ``denominator / numerator`` pairs two samples taken
+    moments apart, so drift in the machine's speed cancels. After ``min_rounds`` rounds,
+    stop when the median's confidence interval lies within ``precision`` of the median
+    (relative), or (given a ``threshold``) lies wholly above or below it; otherwise go
+    on until ``time_cap_s`` or ``max_rounds``.
+    """
+    start = time.perf_counter()
+    timer = RoundTimer({"numerator": numerator, "denominator": denominator}, 1, min_sample_s)
+    ratios: list[float] = []
+    while True:
+        sample = timer.round()
+        ratios.append(sample["denominator"] / sample["numerator"])
+        median = statistics.median(ratios)
+        low, high = median_interval(ratios, confidence)
+        elapsed = time.perf_counter() - start
+        stopped: Literal["decided", "precise", "time_cap", "max_rounds"] | None = None
+        if len(ratios) >= min_rounds:
+            if max(median - low, high - median) <= precision * median:
+                stopped = "precise"
+            elif threshold is not None and (low >= threshold or high < threshold):
+                stopped = "decided"
+            elif elapsed >= time_cap_s:
+                stopped = "time_cap"
+            elif len(ratios) >= max_rounds:
+                stopped = "max_rounds"
+        if stopped is not None:
+            return Ratio(median, low, high, len(ratios), elapsed, stopped, timer.timings())

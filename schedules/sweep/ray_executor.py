@@ -34,6 +34,7 @@ from typing import Any
 import iree.compiler.version
 from tdsched.targets.target import TARGET_NAMES
 
+from ..files import write_atomically
 from .executor import Limits, WorkerError, WorkerFailure, guarded_bench
 from .faults import VARIABLE as FAULTS_VARIABLE
 from .jobs import (
@@ -45,7 +46,7 @@ from .jobs import (
     ConfirmJob,
     SweepContext,
 )
-from .work import Bench, compile_candidate, compile_default, write_atomically
+from .work import Bench, compile_candidate, compile_default
 
 BASELINE_KEY = "baseline"
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ..text_table import aligned
 from .database import Result, Sweep, drift
 from .runner import rank
 from .table import baseline_line, ranked_table
@@ -166,10 +167,7 @@ def sweeps_table(sweeps: Sequence[SweepData]) -> str:
                 "-" if best is None else f"{best:.3f}x",
             ]
         )
-    widths = [max(len(c) for c in column) for column in zip(*rows, strict=True)]
-    return "\n".join(
-        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
-    )
+    return "\n".join(aligned(rows))
 
 
 def write_csv(data: SweepData, stream: TextIO) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from ..text_table import aligned
 from .database import Result, drift
 
 
@@ -32,10 +33,7 @@ def ranked_table(
         ]
         for i, r in enumerate(ranked[:top])
     ]
-    widths = [max(len(c) for c in column) for column in zip(header, *rows, strict=True)]
-    lines = [
-        "  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in [header, *rows]
-    ]
+    lines = aligned([header, *rows], right=True)
     if len(ranked) > top:
         lines.append(f"... {len(ranked) - top} more correct candidates (--top N shows more)")
     kinds: dict[str, list[Result]] = {}

@@ -10,7 +10,6 @@ executor running them isolates those.
 from __future__ import annotations
 
 import functools
-import os
 import tempfile
 import time
 from pathlib import Path
@@ -27,8 +26,16 @@ from tdsched.targets.timing import time_interleaved
 from tdsched.transform_lib.errors import ScheduleError
 
 from ..errors import RecipeError
+from ..files import write_atomically
 from ..loading import load
-from ..pipeline import Plan, build, compare_outputs, compile_baseline, compile_plan
+from ..pipeline import (
+    Plan,
+    build,
+    compare_outputs,
+    compile_baseline,
+    compile_plan,
+    describe_mismatch,
+)
 from ..recipe import Recipe
 from ..space import ParamValue
 from .candidates import plan_point
@@ -76,14 +83,6 @@ def compile_default(context: SweepContext, key: str) -> CompileOutcome:
     return CompileOutcome(key, "ok", time.perf_counter() - start)
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a ``.partial`` file: a killed sweep never leaves
-    half an artifact where a later one would take it for a build."""
-    partial = path.with_name(path.name + ".partial")
-    partial.write_bytes(data)
-    os.replace(partial, path)
-
-
 class Bench:
     """Checks and times candidates of one sweep in this process.
 
@@ -123,11 +122,7 @@ class Bench:
             got = module.invoke(self.inputs)
             check = compare_outputs(got, self.want, self.tolerance.atol, self.tolerance.rtol)
             if check["status"] != "ok":
-                error = check.get("error") or (
-                    f"results differ from the reference (max abs error "
-                    f"{check['max_abs_error']:.3g}, atol {self.tolerance.atol}, "
-                    f"rtol {self.tolerance.rtol})"
-                )
+                error = describe_mismatch(check, self.tolerance)
                 return BenchOutcome(job.key, "mismatch", None, check.get("max_abs_error"), error)
             variants = {
                 "candidate": module.runner(self.inputs),

@@ -1,0 +1,268 @@
+"""The regression baseline file: what each gated recipe is expected to achieve.
+
+A YAML (or JSON) file meant to be committed next to the recipes it gates::
+
+    # comments at the top are kept when --update rewrites the file
+    defaults: {tolerance: 0.25, time_cap_s: 30}
+    entries:
+      - recipe: matmul_x86            # a shipped name, or a path relative to this file
+        target: x86
+        params: {M: 256, N: 256, K: 256}
+        expected_speedup: 1.42        # vs IREE default, measured in the same run
+        tolerance: 0.3                # optional: fail below 1.42 x (1 - 0.3)
+        numerics: {atol: 1.0e-3, rtol: 1.0e-4}
+        blessed: {interval: [1.38, 1.46], rounds: 12, iree: 3.13.0, date: 2026-11-21}
+
+Loading validates every field (errors are ``file:line: field: problem``); :func:`dump`
+writes one deterministic layout so re-blessing changes only the lines that changed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import RecipeError, Where
+from ..recipe import TARGETS, Tolerance
+from ..space import ParamValue
+from ..yaml_nodes import Node, optional
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How an entry is gated and measured (file-wide defaults, per-entry overrides)."""
+
+    tolerance: float = 0.25
+    """The gate: fail when the speedup is below ``expected_speedup * (1 - tolerance)``."""
+    precision: float = 0.05
+    """Stop timing once the speedup's 95% interval is within this fraction of it."""
+    time_cap_s: float = 30.0
+    """Stop timing after this long; an interval that still straddles the gate is
+    inconclusive."""
+    calibration_tolerance: float = 0.25
+    """A calibration kernel timed before and after; a larger change in its time means
+    the machine's load changed during the measurement: inconclusive."""
+    threads: int = 1
+    """x86 worker threads. One by default: on a small CI machine, as many workers as
+    cores compete with the host thread and the OS, and the measured speedup wanders
+    (a 256³ matmul on 2 cores: 0.59x to 1.39x over five runs with 2 threads, 1.17x to
+    1.21x with 1)."""
+    seed: int = 0
+    """Seed of the random inputs."""
+
+
+_SETTINGS_FIELDS = {
+    "tolerance": "allowed fractional drop below expected_speedup, e.g. 0.25",
+    "precision": "target half-width of the speedup's 95% interval, e.g. 0.05",
+    "time_cap_s": "seconds of timing per entry at most",
+    "calibration_tolerance": "allowed change of the calibration kernel's time, e.g. 0.25",
+    "threads": "x86 worker threads",
+    "seed": "random input seed",
+}
+_FLOATS = ("tolerance", "precision", "time_cap_s", "calibration_tolerance")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One gated (recipe, target, parameters) and what it is expected to achieve."""
+
+    recipe: str
+    """As written: a shipped recipe name or a path relative to the baseline file."""
+    target: str | None = None
+    params: dict[str, ParamValue] = field(default_factory=dict)
+    expected_speedup: float | None = None
+    """``None`` until blessed with ``--update``."""
+    numerics: Tolerance | None = None
+    """``None``: the recipe's tolerance (written here by ``--update``)."""
+    overrides: dict[str, float | int] = field(default_factory=dict)
+    """Settings fields this entry sets itself."""
+    blessed: dict[str, Any] | None = None
+    """What the blessing measurement saw (interval, rounds, IREE version, date)."""
+    where: Where = field(default_factory=Where, compare=False)
+
+    @property
+    def label(self) -> str:
+        """``recipe@target M=256,N=256``: how tables and messages name the entry."""
+        text = self.recipe + (f"@{self.target}" if self.target else "")
+        if self.params:
+            text += " " + ",".join(f"{k}={v}" for k, v in self.params.items())
+        return text
+
+    def settings(self, defaults: Settings) -> Settings:
+        return dataclasses.replace(defaults, **self.overrides)  # type: ignore[arg-type]
+
+    def threshold(self, defaults: Settings) -> float | None:
+        """The lowest passing speedup (``None`` when not blessed)."""
+        if self.expected_speedup is None:
+            return None
+        return self.expected_speedup * (1.0 - self.settings(defaults).tolerance)
+
+
+@dataclass(frozen=True)
+class BaselineFile:
+    path: Path
+    header: str
+    """The comment lines the file starts with (kept by :func:`dump`)."""
+    defaults: Settings
+    default_overrides: dict[str, float | int]
+    """The ``defaults`` fields the file sets (only those are written back)."""
+    entries: tuple[Entry, ...]
+
+    def resolve_recipe(self, entry: Entry) -> str:
+        """The recipe to load: a file beside the baseline, else the name as written."""
+        beside = self.path.parent / entry.recipe
+        return str(beside) if beside.is_file() else entry.recipe
+
+
+_ENTRY_FIELDS = {
+    "recipe": "shipped recipe name or path relative to this file",
+    "target": f"one of {', '.join(TARGETS)} (default: the recipe's first)",
+    "params": "recipe parameter overrides, e.g. {M: 256}",
+    "expected_speedup": "speedup vs IREE default when blessed (written by --update)",
+    "numerics": "{atol, rtol} for the check against the reference",
+    "blessed": "what the blessing run measured (written by --update)",
+    **_SETTINGS_FIELDS,
+}
+
+
+def load_baseline(path: str | Path) -> BaselineFile:
+    """Read and validate a baseline file (``.yaml``, ``.yml`` or ``.json``)."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise RecipeError(
+            Where(str(path)),
+            f"cannot read the baseline file: {exc.strerror}; create one with entries "
+            "(see docs/commands/regress.md) and bless it with 'tdsched regress FILE --update'",
+        ) from exc
+    try:
+        document = yaml.compose(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        raise RecipeError(Where(str(path), line), f"not valid YAML/JSON: {exc}") from exc
+    if document is None:
+        raise RecipeError(Where(str(path)), "the baseline file is empty; it needs 'entries: [...]'")
+    root = Node(document, Where(str(path), 1))
+    fields = root.mapping(
+        {"defaults": "settings for every entry", "entries": "the gated recipes"}, ("entries",)
+    )
+    default_overrides = _settings(fields["defaults"]) if "defaults" in fields else {}
+    defaults = Settings(**default_overrides)  # type: ignore[arg-type]
+    entries = tuple(_entry(node) for node in fields["entries"].sequence())
+    seen: dict[tuple[str, str | None, str], Entry] = {}
+    for entry in entries:
+        key = (entry.recipe, entry.target, json.dumps(entry.params, sort_keys=True))
+        if key in seen:
+            raise RecipeError(
+                entry.where,
+                f"duplicate of the entry at line {seen[key].where.line}: one entry per "
+                "(recipe, target, params)",
+            )
+        seen[key] = entry
+    return BaselineFile(path, _header(text), defaults, default_overrides, entries)
+
+
+def _header(text: str) -> str:
+    lines = []
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _settings(node: Node, fields: dict[str, Node] | None = None) -> dict[str, float | int]:
+    fields = fields if fields is not None else node.mapping(_SETTINGS_FIELDS)
+    values: dict[str, float | int] = {}
+    for name in _SETTINGS_FIELDS:
+        if name not in fields:
+            continue
+        item = fields[name]
+        value: float | int = item.number() if name in _FLOATS else item.integer()
+        if value == int(value):
+            value = int(value)  # written back as typed: 30, not 30.0
+        if name in ("tolerance", "precision", "calibration_tolerance") and not 0 <= value < 1:
+            raise item.fail(f"expected a fraction in [0, 1), got {value}")
+        if name in ("time_cap_s", "threads") and value <= 0:
+            raise item.fail(f"expected a positive number, got {value}")
+        values[name] = value
+    return values
+
+
+def _entry(node: Node) -> Entry:
+    f = node.mapping(_ENTRY_FIELDS, ("recipe",))
+    target = optional(f, "target", lambda n: n.choice(TARGETS), None)
+    expected = optional(f, "expected_speedup", Node.number, None)
+    if expected is not None and expected <= 0:
+        raise f["expected_speedup"].fail(f"expected a positive speedup, got {expected}")
+    return Entry(
+        recipe=f["recipe"].text(),
+        target=target,
+        params=_params(f["params"]) if "params" in f else {},
+        expected_speedup=expected,
+        numerics=_numerics(f["numerics"]) if "numerics" in f else None,
+        overrides=_settings(node, {k: v for k, v in f.items() if k in _SETTINGS_FIELDS}),
+        blessed=_plain(f["blessed"]) if "blessed" in f else None,
+        where=node.where,
+    )
+
+
+def _params(node: Node) -> dict[str, ParamValue]:
+    values: dict[str, ParamValue] = {}
+    for name, item in node.entries("NAME: value").items():
+        value = item.scalar()
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise item.fail(f"expected a number or a string, got {value!r}")
+        values[name] = value
+    return values
+
+
+def _numerics(node: Node) -> Tolerance:
+    f = node.mapping({"atol": "absolute tolerance", "rtol": "relative tolerance"})
+    default = Tolerance()
+    return Tolerance(
+        atol=optional(f, "atol", Node.number, default.atol),
+        rtol=optional(f, "rtol", Node.number, default.rtol),
+    )
+
+
+def _plain(node: Node) -> dict[str, Any]:
+    value = yaml.safe_load(yaml.serialize(node.node))
+    if not isinstance(value, dict):
+        raise node.fail("expected a mapping (written by --update)")
+    return value
+
+
+def dump(baseline: BaselineFile) -> str:
+    """The file's text: YAML with the original header comments, or JSON for ``.json``."""
+    document: dict[str, Any] = {}
+    if baseline.default_overrides:
+        document["defaults"] = dict(baseline.default_overrides)
+    document["entries"] = [_entry_document(e) for e in baseline.entries]
+    if baseline.path.suffix == ".json":
+        return json.dumps(document, indent=2) + "\n"
+    body = yaml.safe_dump(document, sort_keys=False, default_flow_style=None, width=100)
+    return (baseline.header + "\n" if baseline.header else "") + body
+
+
+def _entry_document(entry: Entry) -> dict[str, Any]:
+    document: dict[str, Any] = {"recipe": entry.recipe}
+    if entry.target:
+        document["target"] = entry.target
+    if entry.params:
+        document["params"] = dict(entry.params)
+    if entry.expected_speedup is not None:
+        document["expected_speedup"] = entry.expected_speedup
+    document.update(entry.overrides)
+    if entry.numerics is not None:
+        document["numerics"] = {"atol": entry.numerics.atol, "rtol": entry.numerics.rtol}
+    if entry.blessed is not None:
+        document["blessed"] = entry.blessed
+    return document

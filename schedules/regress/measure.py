@@ -1,0 +1,144 @@
+"""Measuring one baseline entry: build, prove the schedule applied, check, time.
+
+:func:`measure` runs in a child process of its own (see :mod:`.isolation`): a crash in
+a compiled module fails one entry, and a Vulkan device (lavapipe keeps two cores busy
+once opened) never outlives the entry that opened it. It never raises for the recipe's
+failures; they become the :class:`Measurement`'s status.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import iree.compiler.version
+from tdsched.targets.compiler import CompileError
+from tdsched.targets.runtime import DeviceError, configure_threads, keep_freed_memory
+from tdsched.targets.timing import time_ratio
+from tdsched.transform_lib.errors import ScheduleError
+
+from ..errors import RecipeError, ScheduleNotApplied
+from ..loading import load
+from ..pipeline import (
+    build,
+    compile_baseline,
+    compile_plan,
+    describe_mismatch,
+    load_and_check,
+    plan,
+)
+from ..recipe import Tolerance
+from ..space import ParamValue
+from .calibration import Calibration, CalibrationDrift
+
+SAMPLE_S = 0.02
+"""Seconds per timing sample: short, so each round's two samples are taken close
+together and many rounds fit the time cap."""
+MeasureStatus = Literal[
+    "measured", "not_applied", "wrong", "compile_failed", "error", "crashed", "timeout"
+]
+
+
+@dataclass(frozen=True)
+class MeasureRequest:
+    """One entry to measure; plain JSON values (it crosses a process boundary)."""
+
+    recipe: str
+    """A recipe path or shipped name."""
+    target: str | None
+    params: dict[str, ParamValue]
+    numerics: dict[str, float] | None
+    """``{atol, rtol}``, or ``None`` for the recipe's tolerance."""
+    threads: int
+    seed: int
+    precision: float
+    threshold: float | None
+    """Stop early once the speedup's interval is wholly above or below this."""
+    time_cap_s: float
+    cache_dir: str
+    """Where the calibration kernel's build is kept for the run."""
+
+
+@dataclass(frozen=True)
+class Measurement:
+    status: MeasureStatus
+    error: str | None = None
+    recipe_name: str | None = None
+    target: str | None = None
+    numerics: dict[str, float] | None = None
+    """The tolerance the check used."""
+    max_abs_error: float | None = None
+    reference: str | None = None
+    speedup: dict[str, Any] | None = None
+    """:meth:`Ratio.as_dict`: median, low, high, rounds, seconds, stopped, times_ms."""
+    calibration: dict[str, Any] | None = None
+    """:meth:`CalibrationDrift.as_dict`."""
+    iree_version: str = field(default_factory=lambda: iree.compiler.version.VERSION)
+    seconds: float = 0.0
+
+
+def measure(request: MeasureRequest) -> Measurement:
+    """Compile the entry's recipe (every schedule step must apply) and IREE default,
+    check the scheduled results, then time the speedup between two calibrations."""
+    start = time.perf_counter()
+    names: dict[str, Any] = {}
+    try:
+        p = plan(load(request.recipe), request.target, request.params)
+        tolerance = Tolerance(**request.numerics) if request.numerics else p.recipe.tolerance
+        names = {
+            "recipe_name": p.recipe.name,
+            "target": p.target.name,
+            "numerics": {"atol": tolerance.atol, "rtol": tolerance.rtol},
+        }
+        if p.scripts.has_host_loops:
+            raise RecipeError(
+                p.scripts.has_host_loops.where,
+                "this graph schedule leaves host-level loops, which IREE cannot compile, "
+                "so it cannot be timed; gate a recipe that schedules kernels",
+            )
+        if not p.target.is_gpu:
+            configure_threads(request.threads)
+        keep_freed_memory()
+        with tempfile.TemporaryDirectory(prefix="tdsched-regress-") as tmp:
+            work = Path(tmp)
+            files = build(p, work)
+            vmfb = work / "scheduled.vmfb"
+            compile_plan(p, files, vmfb)
+            baseline_vmfb = Path(compile_baseline(p, work).output)
+            checked = load_and_check(p, vmfb, baseline_vmfb, request.seed, tolerance)
+            found = {"max_abs_error": checked.check.get("max_abs_error"), **names}
+            found["reference"] = checked.reference
+            if checked.check["status"] != "ok":
+                error = describe_mismatch(checked.check, tolerance)
+                return Measurement("wrong", error, **found, seconds=_since(start))
+            calibration = Calibration(p.target, Path(request.cache_dir))
+            before = calibration.time()
+            ratio = time_ratio(
+                checked.scheduled.runner(checked.inputs),
+                checked.baseline.runner(checked.inputs),
+                precision=request.precision,
+                threshold=request.threshold,
+                time_cap_s=request.time_cap_s,
+                min_sample_s=SAMPLE_S,
+            )
+            drift = CalibrationDrift(before, calibration.time())
+        return Measurement(
+            "measured",
+            speedup=ratio.as_dict(),
+            calibration=drift.as_dict(),
+            seconds=_since(start),
+            **found,
+        )
+    except ScheduleNotApplied as exc:
+        return Measurement("not_applied", str(exc), **names, seconds=_since(start))
+    except CompileError as exc:
+        return Measurement("compile_failed", str(exc), **names, seconds=_since(start))
+    except (RecipeError, ScheduleError, DeviceError, RuntimeError, ValueError) as exc:
+        return Measurement("error", str(exc), **names, seconds=_since(start))
+
+
+def _since(start: float) -> float:
+    return time.perf_counter() - start

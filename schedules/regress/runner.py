@@ -1,0 +1,143 @@
+"""Running a baseline file: measure each entry, judge it, and re-bless on ``--update``.
+
+Exit statuses (:func:`exit_status`): 0 every entry passed (or was blessed); 1 an entry
+regressed, computed wrong results, did not apply, failed to build or run, or is not
+blessed yet; 3 no failure but some entry was inconclusive (a noisy machine).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..files import write_atomically
+from ..recipe import Tolerance
+from .baseline_file import BaselineFile, Entry, Settings, dump
+from .isolation import measure_isolated
+from .measure import Measurement, MeasureRequest
+from .verdict import FAILING, Verdict, judge
+
+EXIT_OK, EXIT_FAILED, EXIT_INCONCLUSIVE = 0, 1, 3
+COMPILE_ALLOWANCE_S = 900.0
+"""Time an entry may spend building (both builds and the calibration kernel) and
+checking, on top of its timing cap, before its process is killed."""
+
+
+@dataclass(frozen=True)
+class EntryResult:
+    entry: Entry
+    settings: Settings
+    measurement: Measurement
+    verdict: Verdict
+
+    @property
+    def gate(self) -> float | None:
+        return self.entry.threshold(self.settings)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "entry": self.entry.label,
+            "recipe": self.entry.recipe,
+            "target": self.measurement.target or self.entry.target,
+            "params": self.entry.params,
+            "status": self.verdict.status,
+            "reason": self.verdict.reason,
+            "expected_speedup": self.entry.expected_speedup,
+            "gate": self.gate,
+            "tolerance": self.settings.tolerance,
+            "measurement": dataclasses.asdict(self.measurement),
+        }
+
+
+def request_for(
+    baseline: BaselineFile, entry: Entry, settings: Settings, cache_dir: Path, bless: bool
+) -> MeasureRequest:
+    """What to measure for ``entry`` (no early stop against the gate when blessing)."""
+    numerics = entry.numerics
+    return MeasureRequest(
+        recipe=baseline.resolve_recipe(entry),
+        target=entry.target,
+        params=dict(entry.params),
+        numerics={"atol": numerics.atol, "rtol": numerics.rtol} if numerics else None,
+        threads=settings.threads,
+        seed=settings.seed,
+        precision=settings.precision,
+        threshold=None if bless else entry.threshold(settings),
+        time_cap_s=settings.time_cap_s,
+        cache_dir=str(cache_dir),
+    )
+
+
+def run_baseline(
+    baseline: BaselineFile,
+    *,
+    update: bool = False,
+    select: Callable[[Entry], bool] = lambda entry: True,
+    time_cap_s: float | None = None,
+    on_result: Callable[[EntryResult], None] = lambda result: None,
+) -> list[EntryResult]:
+    """Measure and judge the selected entries, one at a time, each in its own process.
+
+    ``time_cap_s`` overrides every entry's cap; ``on_result`` sees each result as soon
+    as it is known (progress output).
+    """
+    results = []
+    with tempfile.TemporaryDirectory(prefix="tdsched-regress-cache-") as cache:
+        for entry in baseline.entries:
+            if not select(entry):
+                continue
+            settings = entry.settings(baseline.defaults)
+            if time_cap_s is not None:
+                settings = dataclasses.replace(settings, time_cap_s=time_cap_s)
+            request = request_for(baseline, entry, settings, Path(cache), update)
+            timeout = settings.time_cap_s + COMPILE_ALLOWANCE_S
+            measurement = measure_isolated(request, timeout)
+            verdict = judge(measurement, entry.expected_speedup, settings, bless=update)
+            result = EntryResult(entry, settings, measurement, verdict)
+            on_result(result)
+            results.append(result)
+    return results
+
+
+def blessed_file(baseline: BaselineFile, results: Sequence[EntryResult]) -> BaselineFile:
+    """``baseline`` with every blessed entry's expectation replaced by its measurement
+    (its numerics tolerance written out); other entries unchanged."""
+    today = datetime.date.today().isoformat()
+    replaced: dict[int, Entry] = {}
+    for result in results:
+        if result.verdict.status != "blessed":
+            continue
+        m = result.measurement
+        assert m.speedup is not None and m.numerics is not None
+        entry = result.entry
+        replaced[id(entry)] = dataclasses.replace(
+            entry,
+            expected_speedup=round(m.speedup["median"], 3),
+            numerics=entry.numerics or Tolerance(**m.numerics),
+            blessed={
+                "interval": [round(m.speedup["low"], 3), round(m.speedup["high"], 3)],
+                "rounds": m.speedup["rounds"],
+                "iree": m.iree_version,
+                "date": today,
+            },
+        )
+    entries = tuple(replaced.get(id(e), e) for e in baseline.entries)
+    return dataclasses.replace(baseline, entries=entries)
+
+
+def write_baseline(baseline: BaselineFile) -> None:
+    write_atomically(baseline.path, dump(baseline).encode())
+
+
+def exit_status(results: Sequence[EntryResult]) -> int:
+    statuses = {r.verdict.status for r in results}
+    if statuses & FAILING:
+        return EXIT_FAILED
+    if "inconclusive" in statuses:
+        return EXIT_INCONCLUSIVE
+    return EXIT_OK

@@ -1,0 +1,107 @@
+"""Judging a measurement against its entry: pass, regressed, inconclusive, ...
+
+Pure functions of the numbers, so the rules are testable without timing anything:
+
+* the build failed the check → ``wrong``; a step matched nothing → ``not_applied``;
+  the build or run failed otherwise → ``error``;
+* the calibration kernel's time changed by more than ``calibration_tolerance`` between
+  before and after → ``inconclusive`` (the machine's load changed, the ratio may not);
+* the speedup's 95% interval is wholly at or above the gate → ``pass``; wholly below →
+  ``regressed``; straddling it → decided by the median when the interval is within
+  ``precision``, else ``inconclusive`` (the time cap ran out before the noise did).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from .baseline_file import Settings
+from .measure import Measurement
+
+Status = Literal[
+    "pass", "blessed", "regressed", "wrong", "not_applied", "error", "unblessed", "inconclusive"
+]
+FAILING: frozenset[str] = frozenset({"regressed", "wrong", "not_applied", "error", "unblessed"})
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: Status
+    reason: str
+
+
+def judge(
+    measurement: Measurement, expected: float | None, settings: Settings, *, bless: bool = False
+) -> Verdict:
+    """The verdict on ``measurement`` for an entry expecting ``expected`` (``bless``:
+    for ``--update``, which needs a measurement precise enough to become the baseline)."""
+    failed = _failure(measurement)
+    if failed is not None:
+        return failed
+    speedup, calibration = measurement.speedup, measurement.calibration
+    assert speedup is not None and calibration is not None
+    drift = calibration["drift"]
+    if abs(drift) > settings.calibration_tolerance:
+        before = calibration["before_ms"]["median"]
+        after = calibration["after_ms"]["median"]
+        return Verdict(
+            "inconclusive",
+            f"the calibration kernel took {before:.3f} ms before and {after:.3f} ms after "
+            f"({drift:+.0%}, allowed ±{settings.calibration_tolerance:.0%}): the machine's "
+            "load changed during the measurement; re-run on a quieter machine",
+        )
+    median, low, high = speedup["median"], speedup["low"], speedup["high"]
+    measured = f"{median:.3f}x, 95% interval [{low:.3f}, {high:.3f}]"
+    precise = max(median - low, high - median) <= settings.precision * median
+    if bless:
+        if not precise:
+            return _imprecise(speedup, settings, "to bless")
+        return Verdict("blessed", f"{measured}; expected_speedup set to {median:.3f}")
+    if expected is None:
+        return Verdict(
+            "unblessed",
+            f"{measured}; the entry has no expected_speedup yet: bless it with "
+            "'tdsched regress BASELINE --update'",
+        )
+    gate = expected * (1.0 - settings.tolerance)
+    if low >= gate or (precise and median >= gate):
+        if low > expected * (1.0 + settings.tolerance):
+            return Verdict(
+                "pass",
+                f"{measured}: faster than expected ({expected:.3f}x); re-bless with "
+                "--update to tighten the gate",
+            )
+        return Verdict("pass", measured)
+    if high < gate or precise:
+        return Verdict(
+            "regressed",
+            f"{measured}, below the gate {gate:.3f}x (expected {expected:.3f}x - "
+            f"{settings.tolerance:.0%})",
+        )
+    return _imprecise(speedup, settings, f"to decide against the gate {gate:.3f}x")
+
+
+def _failure(measurement: Measurement) -> Verdict | None:
+    error = measurement.error or ""
+    if measurement.status == "measured":
+        return None
+    if measurement.status == "not_applied":
+        return Verdict("not_applied", f"the schedule did not apply: {error}")
+    if measurement.status == "wrong":
+        return Verdict("wrong", error)
+    what = {
+        "compile_failed": "the build failed",
+        "crashed": "the measuring process crashed",
+        "timeout": "the measurement timed out",
+    }.get(measurement.status, "error")
+    return Verdict("error", f"{what}: {error}")
+
+
+def _imprecise(speedup: dict[str, float], settings: Settings, purpose: str) -> Verdict:
+    return Verdict(
+        "inconclusive",
+        f"after {speedup['rounds']:.0f} rounds ({speedup['seconds']:.0f} s) the speedup's 95% "
+        f"interval [{speedup['low']:.3f}, {speedup['high']:.3f}] is too wide {purpose} "
+        f"(precision {settings.precision:.0%}); raise time_cap_s or re-run on a quieter machine",
+    )
