@@ -115,8 +115,14 @@ class BaselineFile:
 
     def resolve_recipe(self, entry: Entry) -> str:
         """The recipe to load: a file beside the baseline, else the name as written."""
-        beside = self.path.parent / entry.recipe
-        return str(beside) if beside.is_file() else entry.recipe
+        return recipe_beside(self.path.parent, entry.recipe)
+
+
+def recipe_beside(directory: Path, recipe: str) -> str:
+    """``directory / recipe`` when that file exists, else ``recipe`` (a shipped name or
+    a path from the working directory)."""
+    beside = directory / recipe
+    return str(beside) if beside.is_file() else recipe
 
 
 _ENTRY_FIELDS = {

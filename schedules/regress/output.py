@@ -9,6 +9,7 @@ from typing import Any
 
 from ..text_table import aligned
 from .runner import EntryResult, exit_status
+from .verdict import gate_text
 
 _ICONS = {
     "pass": "✅",
@@ -25,10 +26,8 @@ def _speedup(result: EntryResult) -> str:
 
 
 def _gate(result: EntryResult) -> str:
-    gate, expected = result.gate, result.entry.expected_speedup
-    if gate is None or expected is None:
-        return "-"
-    return f">= {gate:.3f}x ({expected:.3f}x - {result.settings.tolerance:.0%})"
+    expected = result.entry.expected_speedup
+    return "-" if expected is None else ">= " + gate_text(expected, result.settings)
 
 
 def _rounds(result: EntryResult) -> str:

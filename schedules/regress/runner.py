@@ -55,12 +55,13 @@ class EntryResult:
 
 
 def request_for(
-    baseline: BaselineFile, entry: Entry, settings: Settings, cache_dir: Path, bless: bool
+    recipe: str, entry: Entry, settings: Settings, cache_dir: Path, bless: bool
 ) -> MeasureRequest:
-    """What to measure for ``entry`` (no early stop against the gate when blessing)."""
+    """What to measure for ``entry``, whose recipe is found at ``recipe`` (no early stop
+    against the gate when blessing)."""
     numerics = entry.numerics
     return MeasureRequest(
-        recipe=baseline.resolve_recipe(entry),
+        recipe=recipe,
         target=entry.target,
         params=dict(entry.params),
         numerics={"atol": numerics.atol, "rtol": numerics.rtol} if numerics else None,
@@ -94,14 +95,21 @@ def run_baseline(
             settings = entry.settings(baseline.defaults)
             if time_cap_s is not None:
                 settings = dataclasses.replace(settings, time_cap_s=time_cap_s)
-            request = request_for(baseline, entry, settings, Path(cache), update)
-            timeout = settings.time_cap_s + COMPILE_ALLOWANCE_S
-            measurement = measure_isolated(request, timeout)
-            verdict = judge(measurement, entry.expected_speedup, settings, bless=update)
-            result = EntryResult(entry, settings, measurement, verdict)
+            recipe = baseline.resolve_recipe(entry)
+            result = measure_entry(recipe, entry, settings, Path(cache), bless=update)
             on_result(result)
             results.append(result)
     return results
+
+
+def measure_entry(
+    recipe: str, entry: Entry, settings: Settings, cache_dir: Path, *, bless: bool = False
+) -> EntryResult:
+    """Measure ``entry`` in a process of its own and judge it."""
+    request = request_for(recipe, entry, settings, cache_dir, bless)
+    measurement = measure_isolated(request, settings.time_cap_s + COMPILE_ALLOWANCE_S)
+    verdict = judge(measurement, entry.expected_speedup, settings, bless=bless)
+    return EntryResult(entry, settings, measurement, verdict)
 
 
 def blessed_file(baseline: BaselineFile, results: Sequence[EntryResult]) -> BaselineFile:

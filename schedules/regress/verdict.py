@@ -66,7 +66,7 @@ def judge(
         )
     gate = expected * (1.0 - settings.tolerance)
     if low >= gate or (precise and median >= gate):
-        if low > expected * (1.0 + settings.tolerance):
+        if settings.tolerance > 0 and low > expected * (1.0 + settings.tolerance):
             return Verdict(
                 "pass",
                 f"{measured}: faster than expected ({expected:.3f}x); re-bless with "
@@ -74,12 +74,16 @@ def judge(
             )
         return Verdict("pass", measured)
     if high < gate or precise:
-        return Verdict(
-            "regressed",
-            f"{measured}, below the gate {gate:.3f}x (expected {expected:.3f}x - "
-            f"{settings.tolerance:.0%})",
-        )
+        return Verdict("regressed", f"{measured}, below the gate {gate_text(expected, settings)}")
     return _imprecise(speedup, settings, f"to decide against the gate {gate:.3f}x")
+
+
+def gate_text(expected: float, settings: Settings) -> str:
+    """``0.910x (1.213x - 25%)``, or ``1.050x`` for a plain minimum (no tolerance)."""
+    gate = expected * (1.0 - settings.tolerance)
+    if not settings.tolerance:
+        return f"{gate:.3f}x"
+    return f"{gate:.3f}x ({expected:.3f}x - {settings.tolerance:.0%})"
 
 
 def _failure(measurement: Measurement) -> Verdict | None:
