@@ -14,12 +14,16 @@ from tdsched.targets.runtime import driver_available
 REQUIRE_VULKAN = os.environ.get("TDSCHED_REQUIRE_VULKAN") == "1"
 
 
+FIRST = ("test_sweep_ray.py", "test_regress.py")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Run the Ray tests first. Once a process opens a Vulkan device on Mesa's lavapipe
-    it keeps two cores busy for the rest of its life (measured: 200% CPU while idle), and
-    Ray runs its workers niced, so after any in-process Vulkan test their compiles crawl
-    past the Ray tests' time limits."""
-    items.sort(key=lambda item: item.path.name != "test_sweep_ray.py")
+    """Run the Ray and the perf regression tests first. Once a process opens a Vulkan
+    device on Mesa's lavapipe it keeps two cores busy for the rest of its life (measured:
+    200% CPU while idle): Ray runs its workers niced, so after any in-process Vulkan test
+    their compiles crawl past the Ray tests' time limits, and the regression tests' timing
+    would share the machine with it."""
+    items.sort(key=lambda item: FIRST.index(item.path.name) if item.path.name in FIRST else 2)
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,7 @@ A YAML (or JSON) file meant to be committed next to the recipes it gates::
         tolerance: 0.3                # optional: fail below 1.42 x (1 - 0.3)
         numerics: {atol: 1.0e-3, rtol: 1.0e-4}
         blessed: {interval: [1.38, 1.46], rounds: 12, iree: 3.13.0, date: 2026-11-21}
+        note: free text, kept by --update (comments inside entries are not)
 
 Loading validates every field (errors are ``file:line: field: problem``); :func:`dump`
 writes one deterministic layout so re-blessing changes only the lines that changed.
@@ -83,6 +84,8 @@ class Entry:
     """Settings fields this entry sets itself."""
     blessed: dict[str, Any] | None = None
     """What the blessing measurement saw (interval, rounds, IREE version, date)."""
+    note: str | None = None
+    """Free text kept across ``--update`` (comments inside the file are not)."""
     where: Where = field(default_factory=Where, compare=False)
 
     @property
@@ -132,6 +135,7 @@ _ENTRY_FIELDS = {
     "expected_speedup": "speedup vs IREE default when blessed (written by --update)",
     "numerics": "{atol, rtol} for the check against the reference",
     "blessed": "what the blessing run measured (written by --update)",
+    "note": "free text about the entry, kept by --update",
     **_SETTINGS_FIELDS,
 }
 
@@ -216,6 +220,7 @@ def _entry(node: Node) -> Entry:
         numerics=_numerics(f["numerics"]) if "numerics" in f else None,
         overrides=_settings(node, {k: v for k, v in f.items() if k in _SETTINGS_FIELDS}),
         blessed=_plain(f["blessed"]) if "blessed" in f else None,
+        note=optional(f, "note", Node.text, None),
         where=node.where,
     )
 
@@ -271,4 +276,6 @@ def _entry_document(entry: Entry) -> dict[str, Any]:
         document["numerics"] = {"atol": entry.numerics.atol, "rtol": entry.numerics.rtol}
     if entry.blessed is not None:
         document["blessed"] = entry.blessed
+    if entry.note is not None:
+        document["note"] = entry.note
     return document

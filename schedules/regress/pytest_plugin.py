@@ -86,11 +86,13 @@ def entry_from_marker(marker: pytest.Mark) -> Entry:
     if unknown or "recipe" not in args:
         problem = f"unknown {', '.join(unknown)}" if unknown else "missing recipe"
         raise pytest.UsageError(f"tdsched_perf: {problem}; usage: {MARKER_HELP}")
-    min_speedup, expected = args.get("min_speedup"), args.get("expected_speedup")
-    if (min_speedup is None) == (expected is None):
+    if ("min_speedup" in args) == ("expected_speedup" in args):
         raise pytest.UsageError("tdsched_perf: give exactly one of min_speedup, expected_speedup")
     overrides = {k: args[k] for k in _SETTINGS if k in args}
-    overrides["tolerance"] = 0 if min_speedup is not None else args.get("tolerance", 0.25)
+    if "min_speedup" in args:
+        speedup, overrides["tolerance"] = args["min_speedup"], 0
+    else:
+        speedup, overrides["tolerance"] = args["expected_speedup"], args.get("tolerance", 0.25)
     numerics = None
     if "atol" in args or "rtol" in args:
         default = Tolerance()
@@ -99,7 +101,7 @@ def entry_from_marker(marker: pytest.Mark) -> Entry:
         recipe=str(args["recipe"]),
         target=args.get("target"),
         params=dict(args.get("params") or {}),
-        expected_speedup=float(min_speedup if min_speedup is not None else expected),
+        expected_speedup=float(speedup),
         numerics=numerics,
         overrides=overrides,
     )

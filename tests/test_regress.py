@@ -1,0 +1,231 @@
+"""``tdsched regress`` and the pytest plugin end to end, with the real IREE compiler and
+runtime (each entry is measured in a child process, as users run it).
+
+Every gate here is loose (the good schedule runs at about 1.1-1.2x IREE default on a
+256³ matmul; its gate is 0.5x) and every failure is gross (the 1x1 register tiles run
+at about 0.02x), so a noisy machine cannot flip the outcomes these tests assert.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from tdsched.recipes import RECIPES_DIR
+from tdsched.schedules.cli import main
+
+pytestmark = pytest.mark.integration
+pytest_plugins = ["pytester"]
+
+SIZE = {"M": 256, "N": 256, "K": 256}
+SLOW = {**SIZE, "TM": 8, "TN": 32, "RM": 1, "RN": 1}
+"""1x1 register tiles: correct, and about 50x slower than IREE default."""
+SPLIT_K = """\
+name: split_k
+workload:
+  generator: matmul
+  args: {M: 64, N: 64, K: 64, dtype: f32}
+targets: [x86]
+kernels:
+  - name: matmul
+    match: {kind: contraction}
+    schedule:
+      - match: {op: linalg.fill, as: fill}
+      - tile: {sizes: [16, 32, 32], loop: forall, mapping: workgroup, loops: wg}
+      - fuse_into: {producer: fill, loop: wg}
+      - vectorize: {}
+"""
+"""Splits the reduction over workgroups that each start from the fill: fast and wrong."""
+
+
+def write_baseline(path: Path, entries: list[dict[str, Any]], header: str = "") -> Path:
+    document = {"defaults": {"tolerance": 0.5, "time_cap_s": 10}, "entries": entries}
+    path.write_text(header + yaml.safe_dump(document, sort_keys=False))
+    return path
+
+
+def regress(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
+    code = main(["regress", *args, "--json"])
+    report = json.loads(capsys.readouterr().out)
+    return code, {e["entry"]: e for e in report["entries"]}
+
+
+def test_a_slowed_schedule_is_caught_as_a_regression(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    common = {"recipe": "matmul_x86", "target": "x86", "expected_speedup": 1.0}
+    baseline = write_baseline(
+        tmp_path / "b.yaml", [{**common, "params": SIZE}, {**common, "params": SLOW}]
+    )
+    code, entries = regress(capsys, str(baseline))
+    good, slow = entries.values()
+    assert good["status"] == "pass", good["reason"]
+    assert slow["status"] == "regressed", slow["reason"]
+    assert slow["measurement"]["speedup"]["high"] < 0.5 == slow["gate"]
+    assert "below the gate 0.500x (1.000x - 50%)" in slow["reason"]
+    assert good["measurement"]["calibration"]["before_ms"]["samples"] == 5
+    assert code == 1
+
+
+def test_wrong_results_fail_before_anything_is_timed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "split_k.yaml").write_text(SPLIT_K)
+    baseline = write_baseline(
+        tmp_path / "b.yaml", [{"recipe": "split_k.yaml", "expected_speedup": 1.0}]
+    )
+    code, entries = regress(capsys, str(baseline))
+    (entry,) = entries.values()
+    assert entry["status"] == "wrong"
+    assert "results differ from the reference (max abs error" in entry["reason"]
+    assert entry["measurement"]["speedup"] is None
+    assert code == 1
+
+
+def test_a_schedule_that_no_longer_matches_is_not_applied(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recipe = (RECIPES_DIR / "matmul_x86.yaml").read_text()
+    stale = tmp_path / "stale.yaml"
+    stale.write_text(recipe.replace("{op: linalg.fill, as: fill}", "{op: linalg.copy, as: fill}"))
+    baseline = write_baseline(
+        tmp_path / "b.yaml",
+        [{"recipe": "stale.yaml", "params": SIZE, "expected_speedup": 1.0}],
+    )
+    code, entries = regress(capsys, str(baseline))
+    (entry,) = entries.values()
+    assert entry["status"] == "not_applied"
+    assert (
+        f"{stale}:27: kernels[0].schedule[0].match: this match step matched no op"
+        in (entry["reason"])
+    )
+    assert code == 1
+
+
+def test_update_blesses_what_measured_cleanly_and_keeps_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "split_k.yaml").write_text(SPLIT_K)
+    entries = [
+        {"recipe": "matmul_x86", "target": "x86", "params": SIZE, "precision": 0.2},
+        {"recipe": "split_k.yaml", "expected_speedup": 3.0},
+    ]
+    baseline = write_baseline(tmp_path / "b.yaml", entries, header="# keep me\n")
+    code, _ = regress(capsys, str(baseline), "--entry", "matmul_x86")
+    assert code == 1  # not blessed yet
+    code, results = regress(capsys, str(baseline), "--update")
+    assert [r["status"] for r in results.values()] == ["blessed", "wrong"]
+    assert code == 1
+    text = baseline.read_text()
+    assert text.startswith("# keep me\n")
+    blessed, wrong = yaml.safe_load(text)["entries"]
+    measured = results["matmul_x86@x86 M=256,N=256,K=256"]["measurement"]["speedup"]
+    assert blessed["expected_speedup"] == round(measured["median"], 3)
+    assert blessed["numerics"] == {"atol": 0.001, "rtol": 0.0001}  # the recipe's
+    assert blessed["blessed"]["interval"] == [round(measured["low"], 3), round(measured["high"], 3)]
+    assert wrong == entries[1]
+    code, results = regress(capsys, str(baseline), "--entry", "matmul_x86")
+    assert [r["status"] for r in results.values()] == ["pass"]
+    assert code == 0
+
+
+def test_a_noisy_machine_is_inconclusive_with_its_own_exit_status(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # No calibration drift is allowed, so any change in the machine's speed (there is
+    # always some) makes the measurement inconclusive.
+    entry = {"recipe": "matmul_x86", "params": SIZE, "expected_speedup": 1.0}
+    baseline = write_baseline(tmp_path / "b.yaml", [{**entry, "calibration_tolerance": 0}])
+    summary = tmp_path / "summary.md"
+    code = main(["regress", str(baseline), "--markdown", str(summary)])
+    out = capsys.readouterr().out
+    assert code == 3
+    assert "INCONCLUSIVE" in out and "the machine's load changed" in out
+    assert summary.read_text().startswith("### tdsched regress: 1 entry: 1 inconclusive")
+    assert "| ⚠️ | INCONCLUSIVE | matmul_x86 M=256,N=256,K=256 | x86 |" in summary.read_text()
+
+
+def test_vulkan_entries_are_gated_on_lavapipe(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], vulkan: None
+) -> None:
+    entry = {
+        "recipe": "matmul_vulkan",
+        "target": "vulkan",
+        "params": {"M": 128, "N": 128, "K": 128},
+        "expected_speedup": 0.2,
+        "calibration_tolerance": 0.95,
+        "precision": 0.5,
+    }
+    baseline = write_baseline(tmp_path / "b.yaml", [entry])
+    code, results = regress(capsys, str(baseline))
+    (result,) = results.values()
+    assert result["status"] == "pass", result["reason"]
+    assert result["target"] == "vulkan"
+    assert result["measurement"]["max_abs_error"] < 1e-3
+    assert code == 0
+
+
+PLUGIN_TESTS = f"""
+import pytest
+
+SIZE = {SIZE!r}
+
+
+@pytest.mark.tdsched_perf(recipe="matmul_x86", params=SIZE, min_speedup=0.5, time_cap_s=10)
+def test_fast(tdsched_perf):
+    assert tdsched_perf.verdict.status == "pass"
+    assert tdsched_perf.measurement.max_abs_error < 1e-3
+
+
+@pytest.mark.tdsched_perf(recipe="matmul_x86", params={SLOW!r}, min_speedup=0.5)
+def test_slowed():
+    pass
+
+
+@pytest.mark.tdsched_perf("stale.yaml", params=SIZE, min_speedup=0.5)
+def test_stale():
+    pass
+
+
+def test_unmarked(tdsched_perf):
+    assert tdsched_perf is None
+"""
+
+
+def test_the_pytest_plugin_gates_marked_tests(pytester: pytest.Pytester) -> None:
+    recipe = (RECIPES_DIR / "matmul_x86.yaml").read_text()
+    pytester.path.joinpath("stale.yaml").write_text(
+        recipe.replace("{op: linalg.fill, as: fill}", "{op: linalg.copy, as: fill}")
+    )
+    pytester.makepyfile(test_perf=textwrap.dedent(PLUGIN_TESTS))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*tdsched_perf regressed: matmul_x86 M=256,N=256,K=256,TM=8,TN=32,RM=1,RN=1:*",
+            "*tdsched_perf not_applied: stale.yaml M=256,N=256,K=256: the schedule did not apply*",
+            "*= tdsched perf =*",
+            "STATUS*ENTRY*SPEEDUP*",
+            "PASS*matmul_x86 M=256,N=256,K=256*>= 0.500x*",
+        ],
+        consecutive=False,
+    )
+
+
+def test_a_bad_marker_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_bad="""
+        import pytest
+
+        @pytest.mark.tdsched_perf(recipe="matmul_x86", speedup=2)
+        def test_x():
+            pass
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["*tdsched_perf: unknown speedup; usage: tdsched_perf(recipe*"])
+    assert result.ret != 0

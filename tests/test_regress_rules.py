@@ -1,0 +1,140 @@
+"""``tdsched regress`` without timing anything: baseline files and verdict rules.
+
+The rules are pure functions of the numbers, so each is pinned here with made-up
+measurements; the end-to-end behaviour with the real compiler and runtime is in
+test_regress.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tdsched.schedules.errors import RecipeError
+from tdsched.schedules.regress.baseline_file import Settings, dump, load_baseline
+from tdsched.schedules.regress.measure import Measurement
+from tdsched.schedules.regress.verdict import judge
+from tdsched.targets.timing import median_interval
+
+SETTINGS = Settings(tolerance=0.25, precision=0.05, calibration_tolerance=0.25)
+
+
+def measured(median: float, low: float, high: float, drift: float = 0.0) -> Measurement:
+    calibration: dict[str, Any] = {
+        "before_ms": {"median": 1.0},
+        "after_ms": {"median": 1.0 + drift},
+        "drift": drift,
+    }
+    speedup = {"median": median, "low": low, "high": high, "rounds": 40, "seconds": 30.0}
+    return Measurement("measured", speedup=speedup, calibration=calibration)
+
+
+@pytest.mark.parametrize(
+    ("median", "low", "high", "status"),
+    [
+        (1.00, 0.80, 1.30, "pass"),  # interval wholly above the gate 0.75
+        (0.60, 0.50, 0.70, "regressed"),  # wholly below
+        (0.74, 0.72, 0.76, "regressed"),  # straddles, precise: the median decides
+        (0.76, 0.74, 0.78, "pass"),
+        (0.76, 0.50, 1.10, "inconclusive"),  # straddles, too wide: noise, not a verdict
+    ],
+)
+def test_the_gate_is_expected_times_one_minus_tolerance(
+    median: float, low: float, high: float, status: str
+) -> None:
+    assert judge(measured(median, low, high), 1.0, SETTINGS).status == status
+
+
+def test_a_moving_calibration_kernel_makes_any_measurement_inconclusive() -> None:
+    verdict = judge(measured(0.3, 0.29, 0.31, drift=-0.4), 1.0, SETTINGS)
+    assert verdict.status == "inconclusive"
+    assert "calibration kernel took 1.000 ms before and 0.600 ms after (-40%" in verdict.reason
+
+
+def test_failures_of_the_build_come_before_timing() -> None:
+    not_applied = Measurement("not_applied", "r.yaml:27: kernels[0].schedule[0].match: ...")
+    assert judge(not_applied, 1.0, SETTINGS).status == "not_applied"
+    assert judge(Measurement("wrong", "results differ"), 1.0, SETTINGS).status == "wrong"
+    crashed = judge(Measurement("crashed", "killed by SIGSEGV"), 1.0, SETTINGS)
+    assert crashed.status == "error" and "crashed" in crashed.reason
+
+
+def test_blessing_needs_a_precise_measurement_and_a_missing_expectation_fails() -> None:
+    assert judge(measured(1.2, 1.18, 1.22), None, SETTINGS, bless=True).status == "blessed"
+    assert judge(measured(1.2, 0.9, 1.5), None, SETTINGS, bless=True).status == "inconclusive"
+    unblessed = judge(measured(1.2, 1.18, 1.22), None, SETTINGS)
+    assert unblessed.status == "unblessed" and "--update" in unblessed.reason
+
+
+def test_much_faster_than_expected_passes_and_suggests_reblessing() -> None:
+    verdict = judge(measured(2.0, 1.9, 2.1), 1.0, SETTINGS)
+    assert verdict.status == "pass" and "re-bless" in verdict.reason
+
+
+def test_median_interval_uses_binomial_order_statistics() -> None:
+    values = [float(v) for v in range(1, 11)]
+    assert median_interval(values) == (2.0, 9.0)  # P(B(10,1/2) <= 1) = 1.1% <= 2.5%
+    assert median_interval([3.0, 1.0, 2.0]) == (1.0, 3.0)  # too few: the whole range
+
+
+BASELINE = """\
+# header comment, kept
+defaults: {tolerance: 0.3, time_cap_s: 20}
+entries:
+  - recipe: matmul_x86
+    target: x86
+    params: {M: 256, N: 256, K: 256}
+    expected_speedup: 1.2
+    numerics: {atol: 0.001, rtol: 0.0001}
+  - recipe: matmul_vulkan
+    target: vulkan
+    precision: 0.1
+"""
+
+
+def test_a_baseline_file_round_trips_with_its_header(tmp_path: Path) -> None:
+    path = tmp_path / "b.yaml"
+    path.write_text(BASELINE)
+    baseline = load_baseline(path)
+    first, second = baseline.entries
+    assert first.threshold(baseline.defaults) == pytest.approx(1.2 * 0.7)
+    assert second.settings(baseline.defaults).precision == 0.1
+    assert second.expected_speedup is None
+    text = dump(baseline)
+    assert text.startswith("# header comment, kept\n")
+    path.write_text(text)
+    assert load_baseline(path).entries == baseline.entries
+    as_json = tmp_path / "b.json"
+    as_json.write_text(json.dumps({"entries": [{"recipe": "matmul_x86"}]}))
+    assert json.loads(dump(load_baseline(as_json))) == {"entries": [{"recipe": "matmul_x86"}]}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "entries:\n  - recipe: m\n    speedup: 1\n",
+            "b.yaml:3: entries[0].speedup: unknown field",
+        ),
+        ("entries:\n  - target: x86\n", "b.yaml:2: entries[0]: missing required field 'recipe'"),
+        (
+            "entries:\n  - {recipe: m, tolerance: 1.5}\n",
+            "entries[0].tolerance: expected a fraction in [0, 1)",
+        ),
+        ("entries:\n  - {recipe: m, target: arm}\n", "entries[0].target: got 'arm'; allowed"),
+        (
+            "entries:\n  - {recipe: m}\n  - {recipe: m}\n",
+            "b.yaml:3: entries[1]: duplicate of the entry at line 2",
+        ),
+        ("", "the baseline file is empty"),
+        ("entries: [\n", "b.yaml:2: not valid YAML/JSON"),
+    ],
+)
+def test_baseline_errors_name_the_line_and_the_fix(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "b.yaml"
+    path.write_text(text)
+    with pytest.raises(RecipeError) as caught:
+        load_baseline(path)
+    assert message in str(caught.value)
