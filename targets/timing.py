@@ -160,6 +160,7 @@ def time_ratio(
     max_rounds: int = 400,
     time_cap_s: float = 60.0,
     min_sample_s: float = 0.05,
+    labels: tuple[str, str] = ("numerator", "denominator"),
 ) -> Ratio:
     """Time two variants interleaved until their ratio is known well enough.
 
@@ -167,14 +168,16 @@ def time_ratio(
     moments apart, so drift in the machine's speed cancels. After ``min_rounds`` rounds,
     stop when the median's confidence interval lies within ``precision`` of the median
     (relative), or (given a ``threshold``) lies wholly above or below it; otherwise go
-    on until ``time_cap_s`` or ``max_rounds``.
+    on until ``time_cap_s`` (counted from the start, warm-up included) or ``max_rounds``.
+    ``labels`` name the two variants in :attr:`Ratio.times`.
     """
     start = time.perf_counter()
-    timer = RoundTimer({"numerator": numerator, "denominator": denominator}, 1, min_sample_s)
+    top, bottom = labels
+    timer = RoundTimer({top: numerator, bottom: denominator}, 1, min_sample_s)
     ratios: list[float] = []
     while True:
         sample = timer.round()
-        ratios.append(sample["denominator"] / sample["numerator"])
+        ratios.append(sample[bottom] / sample[top])
         median = statistics.median(ratios)
         low, high = median_interval(ratios, confidence)
         elapsed = time.perf_counter() - start

@@ -58,12 +58,12 @@ def test_a_slowed_schedule_is_caught_as_a_regression(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     common = {"recipe": "matmul_x86", "target": "x86", "expected_speedup": 1.0}
-    baseline = write_baseline(
-        tmp_path / "b.yaml", [{**common, "params": SIZE}, {**common, "params": SLOW}]
-    )
+    good_entry = {**common, "params": SIZE, "numerics": {"rtol": 0.01}}
+    baseline = write_baseline(tmp_path / "b.yaml", [good_entry, {**common, "params": SLOW}])
     code, entries = regress(capsys, str(baseline))
     good, slow = entries.values()
     assert good["status"] == "pass", good["reason"]
+    assert good["measurement"]["numerics"] == {"atol": 0.001, "rtol": 0.01}  # atol: recipe's
     assert slow["status"] == "regressed", slow["reason"]
     assert slow["measurement"]["speedup"]["high"] < 0.5 == slow["gate"]
     assert "below the gate 0.500x (1.000x - 50%)" in slow["reason"]
@@ -216,16 +216,31 @@ def test_the_pytest_plugin_gates_marked_tests(pytester: pytest.Pytester) -> None
     )
 
 
-def test_a_bad_marker_is_a_usage_error(pytester: pytest.Pytester) -> None:
+def test_bad_markers_are_usage_errors(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         test_bad="""
         import pytest
 
         @pytest.mark.tdsched_perf(recipe="matmul_x86", speedup=2)
-        def test_x():
+        def test_unknown():
+            pass
+
+        @pytest.mark.tdsched_perf(recipe="matmul_x86", min_speedup=2, tolerance=0.1)
+        def test_both():
+            pass
+
+        @pytest.mark.tdsched_perf(recipe="matmul_x86", min_speedup=2, precision=5)
+        def test_range():
             pass
         """
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
-    result.stdout.fnmatch_lines(["*tdsched_perf: unknown speedup; usage: tdsched_perf(recipe*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*tdsched_perf: unknown speedup; usage: tdsched_perf(recipe*",
+            "*tdsched_perf: min_speedup is the gate itself; tolerance goes with expected_speedup*",
+            "*tdsched_perf: precision: expected a fraction in [0, 1), got 5*",
+        ],
+        consecutive=False,
+    )
     assert result.ret != 0

@@ -8,6 +8,8 @@ test_regress.py.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ import pytest
 from tdsched.schedules.errors import RecipeError
 from tdsched.schedules.regress.baseline_file import Settings, dump, load_baseline
 from tdsched.schedules.regress.measure import Measurement
+from tdsched.schedules.regress.runner import entry_target
 from tdsched.schedules.regress.verdict import judge
 from tdsched.targets.timing import median_interval
 
@@ -138,3 +141,41 @@ def test_baseline_errors_name_the_line_and_the_fix(tmp_path: Path, text: str, me
     with pytest.raises(RecipeError) as caught:
         load_baseline(path)
     assert message in str(caught.value)
+
+
+def test_bad_input_exits_2_with_the_file_line_and_no_traceback(tmp_path: Path) -> None:
+    path = tmp_path / "b.yaml"
+    path.write_text("entries:\n  - recipe: matmul_x68\n")
+    error = main_error(path)
+    assert "Traceback" not in error
+    assert (
+        f"tdsched: error: {path}:2: entries[0].recipe: 'matmul_x68' is neither a file "
+        "beside the baseline nor a shipped recipe (shipped recipes: collapse_dims_x86"
+    ) in error
+    missing = main_error(tmp_path / "none.yaml")
+    assert "cannot read the baseline file" in missing and "--update" in missing
+
+
+def main_error(path: Path) -> str:
+    """``tdsched regress PATH``'s stderr; it must exit 2 (bad input)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "tdsched.schedules.cli", "regress", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2
+    return proc.stderr
+
+
+def test_entries_select_by_the_target_they_build_for(tmp_path: Path) -> None:
+    path = tmp_path / "b.yaml"
+    path.write_text(
+        "entries:\n  - recipe: matmul_vulkan\n  - {recipe: matmul_x86, params: {Q: 1}}\n"
+    )
+    baseline = load_baseline(path)
+    assert entry_target(baseline, baseline.entries[0]) == "vulkan"  # the recipe's first
+    with pytest.raises(RecipeError) as caught:
+        entry_target(baseline, baseline.entries[1])
+    assert f"{path}:3: entries[1]: this entry's recipe does not plan:" in str(caught.value)
+    assert "'Q'" in str(caught.value)

@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 
 from ..errors import RecipeError, Where
-from ..recipe import TARGETS, Tolerance
+from ..recipe import TARGETS
 from ..space import ParamValue
 from ..yaml_nodes import Node, optional
 
@@ -78,8 +78,9 @@ class Entry:
     params: dict[str, ParamValue] = field(default_factory=dict)
     expected_speedup: float | None = None
     """``None`` until blessed with ``--update``."""
-    numerics: Tolerance | None = None
-    """``None``: the recipe's tolerance (written here by ``--update``)."""
+    numerics: dict[str, float] | None = None
+    """``atol`` / ``rtol`` for the check; what is not given is the recipe's (both are
+    written here by ``--update``)."""
     overrides: dict[str, float | int] = field(default_factory=dict)
     """Settings fields this entry sets itself."""
     blessed: dict[str, Any] | None = None
@@ -188,21 +189,28 @@ def _header(text: str) -> str:
     return "\n".join(lines)
 
 
+def setting_problem(name: str, value: object) -> str | None:
+    """What is wrong with ``value`` for the setting ``name`` (``None``: nothing)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"expected a number, got {value!r}"
+    if name not in _FLOATS and not isinstance(value, int):
+        return f"expected an integer, got {value!r}"
+    if name in ("tolerance", "precision", "calibration_tolerance") and not 0 <= value < 1:
+        return f"expected a fraction in [0, 1), got {value}"
+    if name in ("time_cap_s", "threads") and value <= 0:
+        return f"expected a positive number, got {value}"
+    return None
+
+
 def _settings(node: Node, fields: dict[str, Node] | None = None) -> dict[str, float | int]:
     fields = fields if fields is not None else node.mapping(_SETTINGS_FIELDS)
     values: dict[str, float | int] = {}
-    for name in _SETTINGS_FIELDS:
-        if name not in fields:
-            continue
-        item = fields[name]
-        value: float | int = item.number() if name in _FLOATS else item.integer()
-        if value == int(value):
-            value = int(value)  # written back as typed: 30, not 30.0
-        if name in ("tolerance", "precision", "calibration_tolerance") and not 0 <= value < 1:
-            raise item.fail(f"expected a fraction in [0, 1), got {value}")
-        if name in ("time_cap_s", "threads") and value <= 0:
-            raise item.fail(f"expected a positive number, got {value}")
-        values[name] = value
+    for name, item in fields.items():
+        value = item.scalar()
+        problem = setting_problem(name, value)
+        if problem is not None:
+            raise item.fail(problem)
+        values[name] = int(value) if value == int(value) else value  # 30, not 30.0
     return values
 
 
@@ -235,13 +243,9 @@ def _params(node: Node) -> dict[str, ParamValue]:
     return values
 
 
-def _numerics(node: Node) -> Tolerance:
+def _numerics(node: Node) -> dict[str, float]:
     f = node.mapping({"atol": "absolute tolerance", "rtol": "relative tolerance"})
-    default = Tolerance()
-    return Tolerance(
-        atol=optional(f, "atol", Node.number, default.atol),
-        rtol=optional(f, "rtol", Node.number, default.rtol),
-    )
+    return {name: item.number() for name, item in f.items()}
 
 
 def _plain(node: Node) -> dict[str, Any]:
@@ -273,7 +277,7 @@ def _entry_document(entry: Entry) -> dict[str, Any]:
         document["expected_speedup"] = entry.expected_speedup
     document.update(entry.overrides)
     if entry.numerics is not None:
-        document["numerics"] = {"atol": entry.numerics.atol, "rtol": entry.numerics.rtol}
+        document["numerics"] = dict(entry.numerics)
     if entry.blessed is not None:
         document["blessed"] = entry.blessed
     if entry.note is not None:

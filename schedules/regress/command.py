@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..recipe import TARGETS
-from .baseline_file import Entry, load_baseline
+from .baseline_file import load_baseline
 from .output import as_json, markdown, table
 from .runner import (
     EXIT_FAILED,
@@ -88,7 +88,7 @@ def add_parser(sub: Any) -> None:
         metavar="TEXT",
         help="only entries whose label (recipe@target params) contains TEXT (repeatable)",
     )
-    p.add_argument("--target", choices=TARGETS, help="only entries for this target")
+    p.add_argument("--target", choices=TARGETS, help="only entries that build for this target")
     p.add_argument(
         "--time-cap", type=float, metavar="S", help="seconds of timing per entry (overrides)"
     )
@@ -100,15 +100,6 @@ def add_parser(sub: Any) -> None:
     )
 
 
-def _selector(args: argparse.Namespace) -> Any:
-    def select(entry: Entry) -> bool:
-        if args.target and entry.target not in (args.target, None):
-            return False
-        return not args.entry or any(text in entry.label for text in args.entry)
-
-    return select
-
-
 def _progress(result: EntryResult) -> None:
     print(
         f"regress: {result.verdict.status.upper():<12} {result.entry.label}",
@@ -118,13 +109,16 @@ def _progress(result: EntryResult) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.json and args.markdown == "-":
+        raise ValueError("--json and --markdown - both write to stdout; give --markdown a file")
     baseline = load_baseline(args.baseline)
     if args.time_cap is not None and args.time_cap <= 0:
         raise ValueError(f"--time-cap must be positive, got {args.time_cap}")
     results = run_baseline(
         baseline,
         update=args.update,
-        select=_selector(args),
+        labels=args.entry,
+        target=args.target,
         time_cap_s=args.time_cap,
         on_result=_progress,
     )
@@ -133,11 +127,13 @@ def run(args: argparse.Namespace) -> int:
             f"{args.baseline}: no entry matches the selection (--entry / --target); "
             f"entries: {', '.join(e.label for e in baseline.entries)}"
         )
-    if args.update:
-        updated = blessed_file(baseline, results)
-        write_baseline(updated)
-        blessed = sum(r.verdict.status == "blessed" for r in results)
-        print(f"regress: wrote {args.baseline} ({blessed} entries blessed)", file=sys.stderr)
+    blessed = sum(r.verdict.status == "blessed" for r in results)
+    if blessed:
+        write_baseline(blessed_file(baseline, results))
+        noun = "entry" if blessed == 1 else "entries"
+        print(f"regress: wrote {args.baseline} ({blessed} {noun} blessed)", file=sys.stderr)
+    elif args.update:
+        print(f"regress: nothing blessed; {args.baseline} is unchanged", file=sys.stderr)
     print(as_json(results, str(args.baseline), args.update) if args.json else table(results))
     if args.markdown:
         text = markdown(results)

@@ -8,6 +8,7 @@ failures; they become the :class:`Measurement`'s status.
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -30,7 +31,6 @@ from ..pipeline import (
     load_and_check,
     plan,
 )
-from ..recipe import Tolerance
 from ..space import ParamValue
 from .calibration import Calibration, CalibrationDrift
 
@@ -51,7 +51,7 @@ class MeasureRequest:
     target: str | None
     params: dict[str, ParamValue]
     numerics: dict[str, float] | None
-    """``{atol, rtol}``, or ``None`` for the recipe's tolerance."""
+    """``atol`` / ``rtol`` overriding the recipe's tolerance."""
     threads: int
     seed: int
     precision: float
@@ -87,7 +87,7 @@ def measure(request: MeasureRequest) -> Measurement:
     names: dict[str, Any] = {}
     try:
         p = plan(load(request.recipe), request.target, request.params)
-        tolerance = Tolerance(**request.numerics) if request.numerics else p.recipe.tolerance
+        tolerance = dataclasses.replace(p.recipe.tolerance, **(request.numerics or {}))
         names = {
             "recipe_name": p.recipe.name,
             "target": p.target.name,
@@ -123,6 +123,7 @@ def measure(request: MeasureRequest) -> Measurement:
                 threshold=request.threshold,
                 time_cap_s=request.time_cap_s,
                 min_sample_s=SAMPLE_S,
+                labels=("scheduled", "iree_default"),
             )
             drift = CalibrationDrift(before, calibration.time())
         return Measurement(

@@ -24,17 +24,17 @@ from typing import Any
 
 import pytest
 
-from ..recipe import Tolerance
-from .baseline_file import Entry, Settings, recipe_beside
+from .baseline_file import Entry, Settings, recipe_beside, setting_problem
 from .output import table
 from .runner import EntryResult, measure_entry
 
 MARKER_HELP = (
     "tdsched_perf(recipe, target=None, params=None, min_speedup=None, "
     "expected_speedup=None, tolerance=0.25, atol=None, rtol=None, time_cap_s=30, "
-    "precision=0.05, threads=1): fail the test when the recipe's speedup over IREE "
-    "default falls below min_speedup (or expected_speedup x (1 - tolerance)), when its "
-    "results are wrong, or when its schedule does not apply"
+    "precision=0.05, calibration_tolerance=0.25, threads=1, seed=0): fail the test when "
+    "the recipe's speedup over IREE default falls below min_speedup (or "
+    "expected_speedup x (1 - tolerance)), when its results are wrong, or when its "
+    "schedule does not apply"
 )
 _SETTINGS = ("precision", "time_cap_s", "calibration_tolerance", "threads", "seed")
 _RESULT = pytest.StashKey[EntryResult]()
@@ -88,21 +88,28 @@ def entry_from_marker(marker: pytest.Mark) -> Entry:
         raise pytest.UsageError(f"tdsched_perf: {problem}; usage: {MARKER_HELP}")
     if ("min_speedup" in args) == ("expected_speedup" in args):
         raise pytest.UsageError("tdsched_perf: give exactly one of min_speedup, expected_speedup")
+    if "min_speedup" in args and "tolerance" in args:
+        raise pytest.UsageError(
+            "tdsched_perf: min_speedup is the gate itself; tolerance goes with expected_speedup"
+        )
+    speedup = args.get("min_speedup", args.get("expected_speedup"))
+    if isinstance(speedup, bool) or not isinstance(speedup, int | float) or speedup <= 0:
+        raise pytest.UsageError(
+            f"tdsched_perf: the speedup must be a positive number, not {speedup!r}"
+        )
     overrides = {k: args[k] for k in _SETTINGS if k in args}
-    if "min_speedup" in args:
-        speedup, overrides["tolerance"] = args["min_speedup"], 0
-    else:
-        speedup, overrides["tolerance"] = args["expected_speedup"], args.get("tolerance", 0.25)
-    numerics = None
-    if "atol" in args or "rtol" in args:
-        default = Tolerance()
-        numerics = Tolerance(args.get("atol", default.atol), args.get("rtol", default.rtol))
+    overrides["tolerance"] = args.get("tolerance", 0.25 if "expected_speedup" in args else 0)
+    for name, value in overrides.items():
+        issue = setting_problem(name, value)
+        if issue is not None:
+            raise pytest.UsageError(f"tdsched_perf: {name}: {issue}")
+    numerics: dict[str, float] = {k: float(args[k]) for k in ("atol", "rtol") if k in args}
     return Entry(
         recipe=str(args["recipe"]),
         target=args.get("target"),
         params=dict(args.get("params") or {}),
         expected_speedup=float(speedup),
-        numerics=numerics,
+        numerics=numerics or None,
         overrides=overrides,
     )
 

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import RecipeError
 from ..files import write_atomically
-from ..recipe import Tolerance
+from ..loading import find_recipe, load
+from ..pipeline import plan
 from .baseline_file import BaselineFile, Entry, Settings, dump
 from .isolation import measure_isolated
 from .measure import Measurement, MeasureRequest
@@ -59,12 +61,11 @@ def request_for(
 ) -> MeasureRequest:
     """What to measure for ``entry``, whose recipe is found at ``recipe`` (no early stop
     against the gate when blessing)."""
-    numerics = entry.numerics
     return MeasureRequest(
         recipe=recipe,
         target=entry.target,
         params=dict(entry.params),
-        numerics={"atol": numerics.atol, "rtol": numerics.rtol} if numerics else None,
+        numerics=entry.numerics,
         threads=settings.threads,
         seed=settings.seed,
         precision=settings.precision,
@@ -78,20 +79,24 @@ def run_baseline(
     baseline: BaselineFile,
     *,
     update: bool = False,
-    select: Callable[[Entry], bool] = lambda entry: True,
+    labels: Sequence[str] = (),
+    target: str | None = None,
     time_cap_s: float | None = None,
     on_result: Callable[[EntryResult], None] = lambda result: None,
 ) -> list[EntryResult]:
-    """Measure and judge the selected entries, one at a time, each in its own process.
+    """Measure and judge entries, one at a time, each in its own process.
 
+    Only entries whose label contains one of ``labels`` (all when empty) and that build
+    for ``target`` (all when ``None``) are run. Every one is validated first (see
+    :func:`entry_target`), so bad input stops the run before anything is measured.
     ``time_cap_s`` overrides every entry's cap; ``on_result`` sees each result as soon
     as it is known (progress output).
     """
+    chosen = [e for e in baseline.entries if not labels or any(t in e.label for t in labels)]
+    selected = [e for e in chosen if target in (None, entry_target(baseline, e))]
     results = []
     with tempfile.TemporaryDirectory(prefix="tdsched-regress-cache-") as cache:
-        for entry in baseline.entries:
-            if not select(entry):
-                continue
+        for entry in selected:
             settings = entry.settings(baseline.defaults)
             if time_cap_s is not None:
                 settings = dataclasses.replace(settings, time_cap_s=time_cap_s)
@@ -100,6 +105,23 @@ def run_baseline(
             on_result(result)
             results.append(result)
     return results
+
+
+def entry_target(baseline: BaselineFile, entry: Entry) -> str:
+    """The target ``entry`` builds for, after checking that its recipe loads and plans
+    with its parameters (no compile); a :class:`RecipeError` names the entry."""
+    try:
+        recipe = find_recipe(baseline.resolve_recipe(entry))
+    except RecipeError as exc:
+        raise RecipeError(
+            entry.where.child("recipe"),
+            f"{entry.recipe!r} is neither a file beside the baseline nor a shipped "
+            f"recipe ({exc.message.removeprefix('no such recipe file; ')})",
+        ) from exc
+    try:
+        return plan(load(str(recipe)), entry.target, entry.params).target.name
+    except ValueError as exc:
+        raise RecipeError(entry.where, f"this entry's recipe does not plan: {exc}") from exc
 
 
 def measure_entry(
@@ -126,7 +148,7 @@ def blessed_file(baseline: BaselineFile, results: Sequence[EntryResult]) -> Base
         replaced[id(entry)] = dataclasses.replace(
             entry,
             expected_speedup=round(m.speedup["median"], 3),
-            numerics=entry.numerics or Tolerance(**m.numerics),
+            numerics=m.numerics,
             blessed={
                 "interval": [round(m.speedup["low"], 3), round(m.speedup["high"], 3)],
                 "rounds": m.speedup["rounds"],
