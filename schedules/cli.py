@@ -311,6 +311,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, CompileError, DeviceError) as exc:
         print(f"tdsched: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("tdsched: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:
         # The reader went away (`tdsched report DB --csv - | head`): stop quietly.
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (Python flushes stdout at exit)

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from tdsched.schedules.errors import RecipeError
 from tdsched.schedules.regress.baseline_file import Settings, dump, load_baseline
-from tdsched.schedules.regress.measure import Measurement
+from tdsched.schedules.regress.isolation import measure_isolated
+from tdsched.schedules.regress.measure import Measurement, MeasureRequest
 from tdsched.schedules.regress.runner import entry_target
 from tdsched.schedules.regress.verdict import judge
 from tdsched.targets.timing import median_interval
@@ -179,3 +180,34 @@ def test_entries_select_by_the_target_they_build_for(tmp_path: Path) -> None:
         entry_target(baseline, baseline.entries[1])
     assert f"{path}:3: entries[1]: this entry's recipe does not plan:" in str(caught.value)
     assert "'Q'" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "message"),
+    [
+        ("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n", "crashed", "SIGSEGV"),
+        ("import time\ntime.sleep(60)\n", "timeout", "no result within 3 s"),
+    ],
+)
+def test_a_crashing_or_hanging_measurement_fails_only_its_entry(
+    tmp_path: Path, body: str, status: str, message: str
+) -> None:
+    # A Python recipe runs when the measuring process loads it: here it kills that
+    # process, or never returns.
+    recipe = tmp_path / "bad.py"
+    recipe.write_text(body)
+    request = MeasureRequest(
+        recipe=str(recipe),
+        target=None,
+        params={},
+        numerics=None,
+        threads=1,
+        seed=0,
+        precision=0.05,
+        threshold=None,
+        time_cap_s=1.0,
+        cache_dir=str(tmp_path / "cache"),
+    )
+    measurement = measure_isolated(request, timeout_s=3.0)
+    assert measurement.status == status
+    assert message in (measurement.error or "")

@@ -37,15 +37,23 @@ def measure_isolated(request: MeasureRequest, timeout_s: float) -> Measurement:
             try:
                 code = proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+                _kill(proc)
                 return Measurement("timeout", f"no result within {timeout_s:.0f} s")
+            except BaseException:  # Ctrl-C: the child is in its own session, stop it too
+                _kill(proc)
+                raise
             if result_file.is_file():
                 return Measurement(**json.loads(result_file.read_text()))
             log.seek(0)
             tail = [line for line in log.read().splitlines() if line.strip()][-8:]
     cause = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
     return Measurement("crashed", f"the measuring process died ({cause})\n" + "\n".join(tail))
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the child and everything it started (iree-compile)."""
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 def main(argv: list[str]) -> None:
