@@ -119,6 +119,11 @@ def median_interval(values: list[float], confidence: float = 0.95) -> tuple[floa
     return ordered[k - 1], ordered[n - k]
 
 
+def relative_half_width(median: float, low: float, high: float) -> float:
+    """An interval's larger half around ``median``, as a fraction of it."""
+    return max(median - low, high - median) / median
+
+
 @dataclass(frozen=True)
 class Ratio:
     """``denominator / numerator`` time per round (a speedup of ``numerator`` over
@@ -131,11 +136,6 @@ class Ratio:
     seconds: float
     stopped: Literal["decided", "precise", "time_cap", "max_rounds"]
     times: dict[str, Timing]
-
-    @property
-    def half_width(self) -> float:
-        """The interval's larger half, relative to the median."""
-        return max(self.median - self.low, self.high - self.median) / self.median
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -183,7 +183,7 @@ def time_ratio(
         elapsed = time.perf_counter() - start
         stopped: Literal["decided", "precise", "time_cap", "max_rounds"] | None = None
         if len(ratios) >= min_rounds:
-            if max(median - low, high - median) <= precision * median:
+            if relative_half_width(median, low, high) <= precision:
                 stopped = "precise"
             elif threshold is not None and (low >= threshold or high < threshold):
                 stopped = "decided"

@@ -56,6 +56,10 @@ class Settings:
     seed: int = 0
     """Seed of the random inputs."""
 
+    def gate(self, expected: float) -> float:
+        """The lowest passing speedup for an entry expecting ``expected``."""
+        return expected * (1.0 - self.tolerance)
+
 
 _SETTINGS_FIELDS = {
     "tolerance": "allowed fractional drop below expected_speedup, e.g. 0.25",
@@ -104,7 +108,7 @@ class Entry:
         """The lowest passing speedup (``None`` when not blessed)."""
         if self.expected_speedup is None:
             return None
-        return self.expected_speedup * (1.0 - self.settings(defaults).tolerance)
+        return self.settings(defaults).gate(self.expected_speedup)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from tdsched.targets.timing import relative_half_width
+
 from .baseline_file import Settings
 from .measure import Measurement
 
@@ -53,7 +55,7 @@ def judge(
         )
     median, low, high = speedup["median"], speedup["low"], speedup["high"]
     measured = f"{median:.3f}x, 95% interval [{low:.3f}, {high:.3f}]"
-    precise = max(median - low, high - median) <= settings.precision * median
+    precise = relative_half_width(median, low, high) <= settings.precision
     if bless:
         if not precise:
             return _imprecise(speedup, settings, "to bless")
@@ -64,7 +66,7 @@ def judge(
             f"{measured}; the entry has no expected_speedup yet: bless it with "
             "'tdsched regress BASELINE --update'",
         )
-    gate = expected * (1.0 - settings.tolerance)
+    gate = settings.gate(expected)
     if low >= gate or (precise and median >= gate):
         if settings.tolerance > 0 and low > expected * (1.0 + settings.tolerance):
             return Verdict(
@@ -80,7 +82,7 @@ def judge(
 
 def gate_text(expected: float, settings: Settings) -> str:
     """``0.910x (1.213x - 25%)``, or ``1.050x`` for a plain minimum (no tolerance)."""
-    gate = expected * (1.0 - settings.tolerance)
+    gate = settings.gate(expected)
     if not settings.tolerance:
         return f"{gate:.3f}x"
     return f"{gate:.3f}x ({expected:.3f}x - {settings.tolerance:.0%})"
