@@ -1,5 +1,5 @@
 """The ``tdsched`` command line: show, apply, compile, run, sweep and regression-gate
-schedule recipes."""
+schedule recipes, and lower models to the linalg they schedule."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from tdsched.targets.compiler import CompileError, format_command
 from tdsched.targets.ir_eval import DEFAULT_ATOL, DEFAULT_RTOL, check_files
 from tdsched.targets.runtime import DeviceError
 
+from . import lower_command
 from .emit import ScriptStage
 from .loading import load
 from .params import parse_override
@@ -45,6 +46,7 @@ examples:
                                                search the recipe's space, write the best
   tdsched report tdsched-sweeps.db --plot s.png --x TM --y TN
   tdsched regress perf.yaml                    gate recipes against a committed baseline
+  tdsched lower small_cnn --layers             a model lowered to linalg (builder, ONNX, TOSA)
 """
 
 
@@ -131,6 +133,7 @@ def make_parser() -> argparse.ArgumentParser:
     sweep_command.add_parser(sub)
     report_command.add_parser(sub)
     regress_command.add_parser(sub)
+    lower_command.add_parser(sub)
 
     check = sub.add_parser(
         "check",
@@ -299,6 +302,7 @@ _COMMANDS = {
     "sweep": sweep_command.run,
     "report": report_command.run,
     "regress": regress_command.run,
+    "lower": lower_command.run,
 }
 
 

@@ -9,6 +9,7 @@ module against IREE's default build of the same workload, interleaved, in one pr
 from __future__ import annotations
 
 import dataclasses
+import functools
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,11 +20,20 @@ import iree.compiler.version
 import numpy as np
 from tdsched.recipes.workloads import Workload, generate, load_mlir_file, random_inputs
 from tdsched.recipes.workloads.bandwidth_probe import bandwidth_probe
+from tdsched.recipes.workloads.lowered import FILE_FORMATS, ROUTES, file_workload, model_workload
+from tdsched.recipes.workloads.model import WorkloadError
 from tdsched.targets import Target, make_target
 from tdsched.targets.compiler import CompileRequest, CompileResult, probe_compile, run_compile
 from tdsched.targets.ir_eval import evaluate
 from tdsched.targets.runtime import LoadedModule, configure_threads, keep_freed_memory
 from tdsched.targets.timing import Timing, time_interleaved
+from tdsched.transform_lib.census import (
+    CENSUS_FLAGS,
+    StructuredOp,
+    census_library,
+    locate_layers,
+    read_census,
+)
 from tdsched.transform_lib.dispatch_region import form_dispatch_region
 from tdsched.transform_lib.errors import ScheduleError
 from tdsched.transform_lib.fuse_ext import fuse_ext
@@ -36,6 +46,7 @@ from tdsched.transform_lib.remarks import found_remarks, kernel_after_schedule, 
 
 from .emit import GRAPH_ENTRY, DispatchRegionStage, Marker, Scripts, ScriptStage, emit
 from .errors import RecipeError, ScheduleNotApplied, Where
+from .layers import expand_layers, kernels_by_layer, resolve_kernel_layers, workload_layers
 from .params import ParamValue, resolve
 from .recipe import METRICS, Recipe, Tolerance
 from .rewrite_stages import RewriteStage
@@ -51,6 +62,8 @@ class Plan:
     scripts: Scripts
     loop_counts: dict[str, set[int]]
     print_after_schedule: bool = False
+    notes: tuple[str, ...] = ()
+    """What planning resolved (kernel matches by layer), reported with the build."""
 
 
 @dataclass(frozen=True)
@@ -113,16 +126,44 @@ def plan(
         kernels=tuple(k for k in resolved.kernels if k.targets is None or chosen in k.targets),
     )
     workload = load_mlir_file(input_file) if input_file else build_workload(resolved)
+    resolved = expand_layers(resolved, workload_layers(workload.mlir))
     counts = loop_counts(workload.mlir)
+    chosen_target = make_target(chosen, cpu=cpu, cpu_features=cpu_features)
+    notes: list[str] = []
+    if kernels_by_layer(resolved):
+        resolved, notes = _resolve_kernel_layers(resolved, chosen_target, workload, counts)
     scripts = emit(resolved, chosen, counts, print_after_schedule=print_after_schedule)
     return Plan(
-        resolved,
-        make_target(chosen, cpu=cpu, cpu_features=cpu_features),
-        workload,
-        scripts,
-        counts,
-        print_after_schedule,
+        resolved, chosen_target, workload, scripts, counts, print_after_schedule, tuple(notes)
     )
+
+
+def _resolve_kernel_layers(
+    recipe: Recipe, target: Target, workload: Workload, counts: dict[str, set[int]]
+) -> tuple[Recipe, list[str]]:
+    """Kernel matches by layer, rewritten to what the census of the graph-scheduled module
+    shows those layers became (see :mod:`tdsched.schedules.layers`)."""
+    graph_only = dataclasses.replace(recipe, kernels=())
+    scripts = emit(graph_only, target.name, counts)
+    module = apply_graph(Plan(graph_only, target, workload, scripts, counts)).module
+    census = dispatch_census(module, target, recipe.compile_flags)
+    return resolve_kernel_layers(recipe, workload.mlir, census)
+
+
+@functools.lru_cache(maxsize=8)
+def dispatch_census(
+    module: str, target: Target, flags: tuple[str, ...] = ()
+) -> tuple[StructuredOp, ...]:
+    """The structured ops of each dispatch IREE forms from ``module``, as kernel configs
+    see them (one compile that stops after kernel configuration; remembered per input)."""
+    with tempfile.TemporaryDirectory(prefix="tdsched-census-") as tmp:
+        source, library = Path(tmp) / "input.mlir", Path(tmp) / "census.mlir"
+        source.write_text(locate_layers(module))
+        library.write_text(census_library())
+        request = CompileRequest(
+            source, target, Path(tmp) / "census.vmfb", library, (*flags, *CENSUS_FLAGS)
+        )
+        return tuple(read_census(probe_compile(request)))
 
 
 def build_workload(recipe: Recipe) -> Workload:
@@ -130,13 +171,25 @@ def build_workload(recipe: Recipe) -> Workload:
     spec = recipe.workload
     try:
         if spec.file is not None:
-            return load_mlir_file(spec.file, spec.function)
+            fmt = _choice(spec.format, FILE_FORMATS, "format")
+            return file_workload(Path(spec.file), spec.function, fmt)
+        if spec.model is not None:
+            base = Path(spec.base) if spec.base else None
+            via = _choice(spec.via, ROUTES, "via")
+            return model_workload(spec.model, dict(spec.args), via, base)
         assert spec.generator is not None
         return generate(spec.generator, dict(spec.args))
     except ValueError as exc:
         raise RecipeError(
             spec.where.child("workload") if not spec.where.field else spec.where, str(exc)
         ) from exc
+
+
+def _choice(value: str, allowed: tuple[str, ...], name: str) -> Any:
+    """``value`` if it is one of ``allowed`` (a Literal of them), else a WorkloadError."""
+    if value not in allowed:
+        raise WorkloadError(f"{name}: got {value!r}; use one of {', '.join(allowed)}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -217,7 +270,7 @@ def build(p: Plan, out_dir: Path, stem: str | None = None) -> BuildFiles:
     if graph_result.scripts:
         graph = out_dir / f"{stem}.graph.mlir"
         graph.write_text("\n// -----\n".join(graph_result.scripts))
-    reports = list(graph_result.reports)
+    reports = [*p.notes, *graph_result.reports]
     scripts = p.scripts
     if scripts.kernel_fusions:
         scripts = _plan_kernel_fusions(p, input_file, out_dir, reports)
@@ -489,6 +542,9 @@ def compare_outputs(
     for g, w in zip(got, want, strict=True):
         if g.shape != w.shape:
             return {"status": "mismatch", "error": f"result shape {g.shape}, expected {w.shape}"}
+        if np.isnan(g).any() and not np.isnan(w).any():
+            count = int(np.isnan(g).sum())
+            return {"status": "mismatch", "error": f"{count} of {g.size} results are NaN"}
         diff = np.abs(g.astype(np.float64) - w.astype(np.float64))
         worst = max(worst, float(diff.max(initial=0.0)))
         ok = ok and bool(np.all(diff <= atol + rtol * np.abs(w.astype(np.float64))))

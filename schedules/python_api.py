@@ -21,7 +21,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Literal
+
+from tdsched.transform_lib.match import AttrValue
 
 from .errors import Where
 from .recipe import (
@@ -55,8 +58,36 @@ from .recipe import (
 )
 from .space import Axis, ParamValue, SearchSpace, build_space, int_range, pow2_range
 
-Match = MatchSpec
-"""What a kernel schedule or ``match`` step selects: ``Match(op=..., kind=..., shape=...)``."""
+AttributeSpec = Sequence[str] | Mapping[str, AttrValue]
+"""Attribute names (unit attributes) or a mapping of names to required values."""
+
+
+def Match(
+    op: str | None = None,
+    *,
+    kind: Literal["contraction", "convolution"] | None = None,
+    shape: Sequence[IntOrParam] | None = None,
+    dtype: str = "f32",
+    attributes: AttributeSpec = (),
+    layer: str | Sequence[str] = (),
+) -> MatchSpec:
+    """What a kernel schedule or ``match`` step selects, as in YAML's ``match:`` mapping:
+    ``Match(kind="contraction")``, ``Match(layer="block1.conv1")``,
+    ``Match(attributes={"hot": True})``."""
+    return MatchSpec(
+        op=op,
+        kind=kind,
+        shape=tuple(shape) if shape is not None else None,
+        dtype=dtype,
+        attributes=_attribute_pairs(attributes),
+        layers=(layer,) if isinstance(layer, str) else tuple(layer),
+    )
+
+
+def _attribute_pairs(attributes: AttributeSpec) -> tuple[tuple[str, AttrValue | None], ...]:
+    if isinstance(attributes, Mapping):
+        return tuple(attributes.items())
+    return tuple((name, None) for name in attributes)
 
 
 def P(name: str) -> str:
@@ -69,9 +100,26 @@ def generator(name: str, **args: IntOrParam | str) -> WorkloadSpec:
     return WorkloadSpec(generator=name, args=tuple(args.items()), where=_caller())
 
 
-def mlir_file(path: str, function: str | None = None) -> WorkloadSpec:
-    """A linalg-on-tensors ``.mlir`` file workload."""
-    return WorkloadSpec(file=path, function=function, where=_caller())
+def workload_file(path: str, function: str | None = None, format: str = "auto") -> WorkloadSpec:
+    """A file workload: linalg or TOSA ``.mlir``, or ``.onnx`` (``format`` guesses from
+    the suffix and contents unless given: linalg, tosa, onnx). ``path`` is relative to
+    the calling recipe file."""
+    where = _caller()
+    file = str(_beside(where) / path)
+    return WorkloadSpec(file=file, function=function, format=format, where=where)
+
+
+def model(name: str, via: str = "builder", **args: IntOrParam | str) -> WorkloadSpec:
+    """A model-builder model: a shipped one (``small_cnn``) or ``FILE.py[:FUNCTION]``
+    (relative to the calling recipe file), lowered ``via`` the builder or ONNX."""
+    where = _caller()
+    return WorkloadSpec(
+        model=name, args=tuple(args.items()), via=via, base=str(_beside(where)), where=where
+    )
+
+
+def _beside(where: Where) -> Path:
+    return Path(where.file).resolve().parent if where.file else Path.cwd()
 
 
 @dataclass(frozen=True)
@@ -194,11 +242,17 @@ class ScheduleBuilder:
         self._schedule = schedule
 
     def match(
-        self, op: str | None = None, *, attributes: Sequence[str] = (), name: str | None = None
+        self,
+        op: str | None = None,
+        *,
+        attributes: AttributeSpec = (),
+        layer: str | Sequence[str] = (),
+        name: str | None = None,
     ) -> OpRef:
-        """Bind a handle to the ops named ``op`` (and/or carrying ``attributes``)."""
+        """Bind a handle to the ops named ``op`` (and/or carrying ``attributes``, and/or
+        belonging to ``layer``)."""
         name = name or self._schedule.fresh("ops")
-        spec = MatchSpec(op=op, attributes=tuple(attributes))
+        spec = Match(op, attributes=attributes, layer=layer)
         self._schedule.steps.append(MatchStep(spec=spec, name=name, where=_caller()))
         return OpRef(self._schedule, name)
 

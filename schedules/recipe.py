@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from tdsched.transform_lib.match import AttrValue
+
 from .errors import Where
 from .space import SearchSpace
 
@@ -29,13 +31,19 @@ ROOT = "root"
 
 @dataclass(frozen=True)
 class MatchSpec:
-    """Which ops a kernel schedule (or a ``match`` step) selects. See OpCriteria."""
+    """Which ops a kernel schedule (or a ``match`` step) selects. See OpCriteria.
+
+    ``layers`` are layer names or ``*`` / ``?`` patterns over the names of the workload's
+    layers (``tdsched.layer``); plan time expands them to exact names. ``attributes``
+    pairs a name with the value it must have (``None``: a unit attribute).
+    """
 
     op: str | None = None
     kind: Literal["contraction", "convolution"] | None = None
     shape: tuple[IntOrParam, ...] | None = None
     dtype: str = "f32"
-    attributes: tuple[str, ...] = ()
+    attributes: tuple[tuple[str, AttrValue | None], ...] = ()
+    layers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -275,12 +283,20 @@ class KernelSchedule:
 
 @dataclass(frozen=True)
 class WorkloadSpec:
-    """A generated workload (``generator`` + ``args``) or an MLIR file (``file``)."""
+    """What a recipe computes: a generated kernel (``generator`` + ``args``), a model
+    built with the Python model builder (``model`` + ``args``, lowered ``via`` the builder
+    or through ONNX), or a file (``file``: linalg or TOSA ``.mlir``, or ``.onnx``; its
+    ``format`` is guessed unless given)."""
 
     generator: str | None = None
     args: tuple[tuple[str, IntOrParam | str], ...] = ()
     file: str | None = None
     function: str | None = None
+    model: str | None = None
+    via: str = "builder"
+    format: str = "auto"
+    base: str | None = None
+    """The recipe's folder, against which a ``FILE.py`` model is found."""
     where: Where = field(default_factory=Where)
 
 

@@ -30,7 +30,7 @@ def criteria_of(spec: MatchSpec, where: Where) -> OpCriteria:
     shape = None
     if spec.shape is not None:
         shape = tuple(as_int(v, where.child("shape")) for v in spec.shape)
-    return OpCriteria(spec.op, spec.kind, shape, spec.dtype, spec.attributes)
+    return OpCriteria(spec.op, spec.kind, shape, spec.dtype, spec.attributes, spec.layers)
 
 
 def payload_criteria(spec: MatchSpec | None, where: Where, primitive: str) -> OpCriteria | None:
@@ -40,7 +40,7 @@ def payload_criteria(spec: MatchSpec | None, where: Where, primitive: str) -> Op
     if spec.kind is not None or spec.shape is not None:
         raise RecipeError(
             where,
-            f"{primitive} matches ops by 'op' name and 'attributes' ('kind' and 'shape' "
-            "select kernels)",
+            f"{primitive} matches ops by 'op' name, 'layer' and 'attributes' ('kind' and "
+            "'shape' select kernels)",
         )
     return criteria_of(spec, where)

@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import cast
 
 import yaml
+from tdsched.recipes.models import MODELS
+from tdsched.recipes.workloads import GENERATORS
+from tdsched.transform_lib.match import AttrValue
 
 from .errors import RecipeError, Where
 from .recipe import (
@@ -199,20 +202,29 @@ def _flags(node: Node) -> tuple[str, ...]:
 def _workload(node: Node, base: Path) -> WorkloadSpec:
     f = node.mapping(
         {
-            "generator": "matmul, matmul_bias_relu, conv2d_nhwc",
-            "args": "generator arguments",
-            "file": "linalg-on-tensors .mlir file, relative to the recipe",
+            "generator": f"a generated kernel: {', '.join(GENERATORS)}",
+            "model": f"a model-builder model: {', '.join(MODELS)} or FILE.py[:FUNCTION]",
+            "args": "generator or model arguments",
+            "via": "how a model is lowered: builder (default) or onnx (export, then import)",
+            "file": "a .mlir (linalg or TOSA) or .onnx file, relative to the recipe",
+            "format": "the file's format: auto (default), linalg, tosa, onnx",
             "function": "entry function of the file",
         }
     )
-    if ("generator" in f) == ("file" in f):
-        raise node.fail("give exactly one of 'generator' (with 'args') or 'file'")
+    sources = [k for k in ("generator", "model", "file") if k in f]
+    if len(sources) != 1:
+        raise node.fail("give exactly one of 'generator', 'model' (both with 'args') or 'file'")
+    for key, needs in (("via", "model"), ("format", "file"), ("function", "file")):
+        if key in f and needs not in f:
+            raise f[key].fail(f"'{key}' applies to a '{needs}' workload only")
     args: list[tuple[str, IntOrParam | str]] = []
     if "args" in f:
+        if "file" in f:
+            raise f["args"].fail("a 'file' workload takes no 'args'")
         for key, value in f["args"].mapping({k: "argument" for k in _arg_names(f["args"])}).items():
             scalar = value.scalar()
             if isinstance(scalar, bool) or not isinstance(scalar, int | str):
-                raise value.fail(f'expected an integer, a dtype or a "${{PARAM}}", got {scalar!r}')
+                raise value.fail(f'expected an integer, a string or a "${{PARAM}}", got {scalar!r}')
             args.append((key, scalar))
     file = None
     if "file" in f:
@@ -222,6 +234,10 @@ def _workload(node: Node, base: Path) -> WorkloadSpec:
         args=tuple(args),
         file=file,
         function=optional(f, "function", Node.text, None),
+        model=optional(f, "model", Node.text, None),
+        via=optional(f, "via", Node.text, "builder"),
+        format=optional(f, "format", Node.text, "auto"),
+        base=str(base) if base else None,
         where=node.where,
     )
 
@@ -237,23 +253,42 @@ _MATCH_FIELDS = {
     "kind": "contraction or convolution",
     "shape": "static loop bounds, e.g. [M, N, K]",
     "dtype": "element type, default f32",
-    "attributes": "attribute names the op carries",
+    "attributes": "attributes the op carries: [NAME, ...] (unit) or {NAME: VALUE}",
+    "layer": "model layer name(s) or patterns, e.g. block1.conv1 or [stem, 'block*.conv1']",
 }
 
 
 def _match_spec(node: Node, fields: dict[str, Node]) -> MatchSpec:
     kind = optional(fields, "kind", lambda n: n.choice(("contraction", "convolution")), None)
-    if "op" not in fields and kind is None and "attributes" not in fields:
-        raise node.fail("give at least one of 'op', 'kind' or 'attributes' to select ops")
+    if not {"op", "attributes", "layer"} & set(fields) and kind is None:
+        raise node.fail("give at least one of 'op', 'kind', 'layer' or 'attributes' to select ops")
     return MatchSpec(
         op=optional(fields, "op", Node.text, None),
         kind=kind,  # type: ignore[arg-type]
         shape=optional(fields, "shape", Node.ints, None),
         dtype=optional(fields, "dtype", Node.text, "f32"),
-        attributes=tuple(a.text() for a in fields["attributes"].sequence())
-        if "attributes" in fields
-        else (),
+        attributes=optional(fields, "attributes", _attributes, ()),
+        layers=optional(fields, "layer", _layers, ()),
     )
+
+
+def _attributes(node: Node) -> tuple[tuple[str, AttrValue | None], ...]:
+    """``[NAME, ...]`` (unit attributes) or ``{NAME: VALUE}`` (string, bool, int, float)."""
+    if not isinstance(node.node, yaml.MappingNode):
+        return tuple((item.text(), None) for item in node.sequence())
+    pairs: list[tuple[str, AttrValue | None]] = []
+    for name, child in node.entries("of attribute names to values").items():
+        value = child.scalar()
+        if not isinstance(value, str | bool | int | float):
+            raise child.fail(f"expected a string, boolean or number, got {value!r}")
+        pairs.append((name, value))
+    return tuple(pairs)
+
+
+def _layers(node: Node) -> tuple[str, ...]:
+    """One layer name or pattern, or a list of them."""
+    items = node.sequence() if isinstance(node.node, yaml.SequenceNode) else [node]
+    return tuple(item.text() for item in items)
 
 
 def _kernel(node: Node) -> KernelSchedule:

@@ -13,7 +13,7 @@ from tdsched.transform_lib.interpreter import apply_script
 from tdsched.transform_lib.match import OpCriteria
 
 PAYLOADS = Path(__file__).parent / "payloads"
-TEST_ROOT = OpCriteria(attributes=("tdsched.test_root",))
+TEST_ROOT = OpCriteria(attributes=(("tdsched.test_root", None),))
 
 
 def _payload(name: str) -> str:

@@ -207,4 +207,6 @@ def test_dispatch_region_refuses_a_user_before_the_end_of_the_group() -> None:
     from tdsched.transform_lib.match import OpCriteria
 
     with pytest.raises(FuseExtError, match=r"tensor.insert_slice at .* uses linalg.generic"):
-        form_dispatch_region(_USER_INSIDE_GROUP, OpCriteria(attributes=("tdsched.region_root",)))
+        form_dispatch_region(
+            _USER_INSIDE_GROUP, OpCriteria(attributes=(("tdsched.region_root", None),))
+        )

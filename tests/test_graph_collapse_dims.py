@@ -153,7 +153,7 @@ def test_report_counts_ops_per_collapse_and_ops_selects_by_attribute() -> None:
     module = NCHW_BIAS_RELU + elementwise + elementwise.replace("@g", "@h")
     _, report = _run(module)
     assert report.summary == "collapsed 4→3 dims on 1 op, 3→1 on 2 ops"
-    _, report = _run(module, ops=OpCriteria(attributes=("tdsched.keep",)))
+    _, report = _run(module, ops=OpCriteria(attributes=(("tdsched.keep", None),)))
     assert report.summary == "collapsed 3→1 dims on 2 ops"
 
 

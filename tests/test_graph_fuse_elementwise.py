@@ -206,7 +206,7 @@ def test_returned_intermediate_is_a_result_of_the_fused_generic() -> None:
 
 
 def test_fused_generic_moves_above_an_earlier_user_and_dependent_ops_stay_apart() -> None:
-    after, report = _fuse(USER_BEFORE_CONSUMER, ops=OpCriteria(attributes=("fuse",)))
+    after, report = _fuse(USER_BEFORE_CONSUMER, ops=OpCriteria(attributes=(("fuse", None),)))
     assert report.summary == "fused 2 generics into 1 (1 producer→consumer)"
     fused, sin, sub = _linalg_ops(after)
     assert fused.num_outputs == 2
@@ -254,7 +254,7 @@ def test_max_operands_bounds_every_fused_generic(bound: int) -> None:
 
 
 def test_nothing_selected_or_nothing_fusable_changes_nothing() -> None:
-    after, report = _fuse(TARGET, ops=OpCriteria(attributes=("nope",)))
+    after, report = _fuse(TARGET, ops=OpCriteria(attributes=(("nope", None),)))
     assert report.summary == "changed nothing: no op matches attributes=['nope']"
     assert not report.changed and after == _printed(TARGET)
     lone = f"""

@@ -199,7 +199,7 @@ def test_explicitly_selected_pads_that_cannot_be_fused_are_refused(
     tag: str, condition: str
 ) -> None:
     with pytest.raises(GraphRewriteError) as error:
-        _run(UNFUSABLE, OpCriteria(op="tensor.pad", attributes=(tag,)))
+        _run(UNFUSABLE, OpCriteria(op="tensor.pad", attributes=((tag, None),)))
     assert "fuse_pad: cannot fuse tensor.pad at loc(" in str(error.value)
     assert condition in str(error.value)
 

@@ -152,7 +152,7 @@ def test_batch_matmul_becomes_batch_mmt4d() -> None:
 
 
 def test_ops_selects_by_attribute() -> None:
-    text, report = rewrite(TWO, (8, 8, 1), ops=OpCriteria(attributes=("pick",)))
+    text, report = rewrite(TWO, (8, 8, 1), ops=OpCriteria(attributes=(("pick", None),)))
     assert report.summary.startswith("rewrote 1 linalg.matmul ")
     ops = counts(text)
     assert (ops["linalg.matmul"], ops["linalg.mmt4d"]) == (1, 1)
@@ -160,7 +160,7 @@ def test_ops_selects_by_attribute() -> None:
 
 
 def test_nothing_to_rewrite_says_why() -> None:
-    text, report = rewrite(TWO, (8, 8, 1), ops=OpCriteria(attributes=("absent",)))
+    text, report = rewrite(TWO, (8, 8, 1), ops=OpCriteria(attributes=(("absent", None),)))
     assert not report.changed
     assert report.summary == (
         "changed nothing: no linalg.matmul or linalg.batch_matmul selected by "

@@ -22,6 +22,23 @@ from .script import OpHandle, TransformScript, any_op, param_type
 
 OpKind = Literal["contraction", "convolution"]
 OP_KINDS: tuple[str, ...] = ("contraction", "convolution")
+LAYER_ATTR = "tdsched.layer"
+"""The attribute naming the model layer an op belongs to (set by the model builder and
+by the ONNX / TOSA lowerings from op locations)."""
+
+AttrValue = str | bool | int | float
+"""A value an attribute must have: a string, a boolean, an integer or a float."""
+
+
+def attribute(value: AttrValue) -> ir.Attribute:
+    """The MLIR attribute for ``value`` (string, bool, i64 or f64), as the builder sets it."""
+    if isinstance(value, bool):
+        return ir.BoolAttr.get(value)
+    if isinstance(value, int):
+        return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
+    if isinstance(value, float):
+        return ir.FloatAttr.get(ir.F64Type.get(), value)
+    return ir.StringAttr.get(value)
 
 
 @dataclass(frozen=True)
@@ -33,14 +50,25 @@ class OpCriteria:
     kernel configs run, so match contractions by kind there); ``shape`` the static loop
     bounds (for a contraction: ``[M, N, K]``, or ``[B, M, N, K]`` with a batch dim);
     ``dtype`` the element type of inputs and output (needed by kind matchers);
-    ``attributes`` names of attributes the op must carry (whole-module scripts only).
+    ``attributes`` attributes the op must carry, each with the value it must have
+    (``None``: a unit attribute); ``layers`` exact layer names, of which the op's
+    ``tdsched.layer`` must be one. Attributes and layers select ops in whole-module
+    scripts and graph rewrites; kernel matchers need them resolved to structure first.
     """
 
     op: str | None = None
     kind: OpKind | None = None
     shape: tuple[int, ...] | None = None
     dtype: str = "f32"
-    attributes: tuple[str, ...] = ()
+    attributes: tuple[tuple[str, AttrValue | None], ...] = ()
+    layers: tuple[str, ...] = ()
+
+    def attribute_dict(self) -> dict[str, ir.Attribute]:
+        """The required attributes as MLIR attributes (call inside a context)."""
+        return {
+            name: ir.UnitAttr.get() if value is None else attribute(value)
+            for name, value in self.attributes
+        }
 
     def describe(self) -> str:
         parts = []
@@ -51,7 +79,10 @@ class OpCriteria:
         if self.shape is not None:
             parts.append(f"shape={list(self.shape)}")
         if self.attributes:
-            parts.append(f"attributes={list(self.attributes)}")
+            shown = [name if v is None else f"{name}={v!r}" for name, v in self.attributes]
+            parts.append(f"attributes={shown}")
+        if self.layers:
+            parts.append(f"layer={list(self.layers)}")
         return ", ".join(parts) or "any op"
 
 
@@ -66,15 +97,22 @@ def match_ops(scope: OpHandle, criteria: OpCriteria, num_loops: int | None = Non
             f"match: 'kind' and 'shape' select kernels (the 'match' of a kernel schedule); "
             f"inside a schedule, match by 'op' name and 'attributes' (got {criteria.describe()})"
         )
-    if criteria.op is None and not criteria.attributes:
-        raise ScheduleError("match: give an 'op' name or 'attributes' to select ops")
-    op_attrs = {name: ir.UnitAttr.get() for name in criteria.attributes}
-    handle = structured.MatchOp(
-        any_op(),
-        scope.value,
-        ops=[criteria.op] if criteria.op else None,
-        op_attrs=ir.DictAttr.get(op_attrs) if op_attrs else None,
-    ).result
+    if criteria.op is None and not criteria.attributes and not criteria.layers:
+        raise ScheduleError("match: give an 'op' name, 'attributes' or a 'layer' to select ops")
+    required = criteria.attribute_dict()
+    selections = [
+        {**required, LAYER_ATTR: ir.StringAttr.get(layer)} for layer in criteria.layers
+    ] or [required]
+    handles = [
+        structured.MatchOp(
+            any_op(),
+            scope.value,
+            ops=[criteria.op] if criteria.op else None,
+            op_attrs=ir.DictAttr.get(attrs) if attrs else None,
+        ).result
+        for attrs in selections
+    ]
+    handle = handles[0] if len(handles) == 1 else transform.MergeHandlesOp(handles).result
     return OpHandle(handle, criteria.op or criteria.describe(), num_loops)
 
 
@@ -108,10 +146,11 @@ def build_kernel_matcher(script: TransformScript, name: str, criteria: OpCriteri
     The matcher takes an op inside a dispatch function and yields it if it satisfies
     ``criteria``; otherwise a match op fails silenceably and ``foreach_match`` moves on.
     """
-    if criteria.attributes:
+    if criteria.attributes or criteria.layers:
         raise ScheduleError(
-            "kernel match: 'attributes' cannot be matched inside IREE kernel configs (only "
-            "match ops are allowed there); match kernels by 'op', 'kind' and 'shape'"
+            "kernel match: 'attributes' and 'layer' cannot be matched inside IREE kernel "
+            "configs (only match ops are allowed there); tdsched resolves them to the op and "
+            "loop bounds of the layer's dispatch first"
         )
     if criteria.op is None and criteria.kind is None:
         raise ScheduleError(

@@ -42,28 +42,46 @@ class Workload:
 
 
 def load_mlir_file(path: str | Path, function: str | None = None) -> Workload:
-    """Load a ``.mlir`` file; ``function`` defaults to its only public ``func.func``."""
+    """Load a linalg-on-tensors ``.mlir`` file; ``function`` defaults to its only public
+    ``func.func``."""
     path = Path(path)
+    return workload_from_text(read_text(path), str(path), path.stem, function)
+
+
+def read_text(path: Path) -> str:
+    """The text of a workload file, or a WorkloadError naming it."""
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise WorkloadError(f"{path}: cannot read workload: {exc.strerror}") from exc
+        return path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not a text file"
+        raise WorkloadError(f"{path}: cannot read workload: {reason}") from exc
+
+
+def workload_from_text(
+    text: str,
+    source: str,
+    name: str,
+    function: str | None = None,
+    reference: Reference | None = None,
+) -> Workload:
+    """A workload from module ``text`` (``source`` names it in errors): checks that it
+    parses and that ``function`` (default: the only public one) exists."""
     with ir.Context():
         try:
             module = ir.Module.parse(text)
         except ir.MLIRError as exc:
-            raise WorkloadError(f"{path}: not valid MLIR: {exc}") from exc
+            raise WorkloadError(f"{source}: not valid MLIR: {exc}") from exc
         names = [_func_name(op) for op in _public_functions(module)]
     if function is None:
         if len(names) != 1:
             raise WorkloadError(
-                f"{path}: {len(names)} public functions ({', '.join(names) or 'none'}); "
+                f"{source}: {len(names)} public functions ({', '.join(names) or 'none'}); "
                 "name the entry with workload.function"
             )
         function = names[0]
     elif function not in names:
-        raise WorkloadError(f"{path}: no public function @{function} (found: {', '.join(names)})")
-    return Workload(path.stem, text, function)
+        raise WorkloadError(f"{source}: no public function @{function} (found: {', '.join(names)})")
+    return Workload(name, text, function, reference)
 
 
 def _public_functions(module: ir.Module) -> list[func.FuncOp]:

@@ -43,6 +43,7 @@ from .generic_build import (
     operands,
     simple_map,
     simple_results,
+    static_loop_ranges,
 )
 from .report import GraphRewriteError, RewriteReport, describe_op, selected
 
@@ -569,7 +570,9 @@ def _read_inits(producer: ir.Operation, yielded: list[int]) -> list[int]:
 def _next_group(graph: _Graph, max_operands: int | None, notes: list[str]) -> _Merge | None:
     """The first group of independent elementwise generics sharing an input, if any."""
     members = [
-        i for i, op in enumerate(graph.ops) if _elementwise(op) and _loop_ranges(op) is not None
+        i
+        for i, op in enumerate(graph.ops)
+        if _elementwise(op) and static_loop_ranges(op) is not None
     ]
     for first in members:
         for shared in operands(graph.ops[first])[0]:
@@ -595,11 +598,11 @@ def _group(
     notes: list[str],
 ) -> list[int]:
     """``first`` and the later members that can join it, reading ``shared`` like it."""
-    ranges = _loop_ranges(graph.ops[first])
+    ranges = static_loop_ranges(graph.ops[first])
     group = [first]
     for other in members:
         op = graph.ops[other]
-        if other <= first or _loop_ranges(op) != ranges:
+        if other <= first or static_loop_ranges(op) != ranges:
             continue
         if not any(o.value == shared.value and o.map == shared.map for o in operands(op)[0]):
             continue
@@ -632,23 +635,6 @@ def _horizontal(ops: list[ir.Operation]) -> _Merge:
         for r, operand in enumerate(outputs):
             merge.add_output(operand, s, len(inputs) + r, r)
     return merge
-
-
-def _loop_ranges(op: ir.Operation) -> tuple[int, ...] | None:
-    """The static loop ranges of a generic with simple maps (``None`` if not all static)."""
-    ranges: list[int | None] = [None] * len(iterator_kinds(op))
-    inputs, outputs = operands(op)
-    for operand in [*inputs, *outputs]:
-        results = simple_results(operand.map)
-        if results is None or not isinstance(operand.value.type, ir.ShapedType):
-            continue
-        shape = operand.value.type.shape
-        for size, loop in zip(shape, results, strict=True):
-            if loop is not None and size != ir.ShapedType.get_dynamic_size():
-                ranges[loop] = size
-    if any(r is None for r in ranges):
-        return None
-    return tuple(r for r in ranges if r is not None)
 
 
 # --- the fixpoint and its report ------------------------------------------------------

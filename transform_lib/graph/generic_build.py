@@ -138,3 +138,21 @@ def finish_body(block: ir.Block, values: Sequence[ir.Value]) -> None:
     """Terminate a generic's body with ``linalg.yield values``."""
     with ir.InsertionPoint(block):
         linalg.YieldOp(list(values))
+
+
+def static_loop_ranges(op: ir.Operation) -> tuple[int, ...] | None:
+    """The static loop ranges of a generic, read from operands indexed by plain dims
+    (``None`` when some loop is indexed only through compound expressions or is dynamic)."""
+    ranges: list[int | None] = [None] * len(iterator_kinds(op))
+    inputs, outputs = operands(op)
+    for operand in [*inputs, *outputs]:
+        results = simple_results(operand.map)
+        if results is None or not isinstance(operand.value.type, ir.ShapedType):
+            continue
+        shape = operand.value.type.shape
+        for size, loop in zip(shape, results, strict=True):
+            if loop is not None and size != ir.ShapedType.get_dynamic_size():
+                ranges[loop] = size
+    if any(r is None for r in ranges):
+        return None
+    return tuple(r for r in ranges if r is not None)

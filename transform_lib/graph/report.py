@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from iree.compiler import ir
 
 from ..errors import ScheduleError
-from ..match import OpCriteria
+from ..match import LAYER_ATTR, OpCriteria, attribute
 
 
 class GraphRewriteError(ScheduleError):
@@ -42,17 +42,32 @@ def describe_op(op: ir.Operation | ir.OpView) -> str:
 
 
 def selected(op: ir.Operation | ir.OpView, criteria: OpCriteria | None) -> bool:
-    """Whether a graph rewrite limited to ``criteria`` (op name, attributes) acts on ``op``.
+    """Whether a graph rewrite limited to ``criteria`` (op name, attributes, layers) acts
+    on ``op``.
 
-    ``None`` selects every op. Graph rewrites select by name and attributes only: kinds
-    and shapes select kernels.
+    ``None`` selects every op. Graph rewrites select by name, attributes and layer only:
+    kinds and shapes select kernels. A required attribute without a value only has to be
+    present.
     """
     if criteria is None:
         return True
     operation = op.operation
     if criteria.op is not None and operation.name != criteria.op:
         return False
-    return all(name in operation.attributes for name in criteria.attributes)
+    attrs = operation.attributes
+    for name, value in criteria.attributes:
+        if name not in attrs or (value is not None and attrs[name] != attribute(value)):
+            return False
+    return not criteria.layers or layer_of(operation) in criteria.layers
+
+
+def layer_of(op: ir.Operation) -> str | None:
+    """The layer ``op`` belongs to (its ``tdsched.layer`` string), if any."""
+    attrs = op.attributes
+    if LAYER_ATTR in attrs and isinstance(attrs[LAYER_ATTR], ir.StringAttr):
+        name: str = ir.StringAttr(attrs[LAYER_ATTR]).value
+        return name
+    return None
 
 
 Rewrite = Callable[[ir.Module], RewriteReport]

@@ -1,0 +1,12 @@
+"""Lowering models to linalg on tensors: TOSA MLIR and ONNX, through IREE's importers.
+
+Every op a named model node lowers to carries ``tdsched.layer = "<node name>"``, which
+graph and kernel schedules match on.
+"""
+
+from .errors import LoweringError
+from .layer_tags import tag_layers
+from .onnx_import import lower_onnx
+from .tosa import looks_like_tosa, lower_tosa
+
+__all__ = ["LoweringError", "looks_like_tosa", "lower_onnx", "lower_tosa", "tag_layers"]

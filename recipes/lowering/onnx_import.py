@@ -1,0 +1,217 @@
+"""ONNX models to linalg on tensors: IREE's ONNX importer and torch-mlir's lowering,
+both run in-process.
+
+Steps: load and ``onnx.checker``; reject symbolic input dims; upgrade opsets older than
+:data:`MIN_OPSET` (torch-mlir lowers e.g. ``MaxPool`` only from opset 12); shape
+inference; name unnamed nodes; import (each op gets ``loc("<node name>")``); convert ONNX
+ops to torch ops and list the nodes left unconverted; lower to linalg; tag layers.
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from iree.compiler import ir
+
+from .errors import LoweringError, check_lowered, position, run_pipeline
+from .layer_tags import ONNX_OP_ATTR, annotate_layers, location_names, tag_layers
+
+if TYPE_CHECKING:
+    import onnx
+
+MIN_OPSET = 17
+ONNX_TO_TORCH = "builtin.module(func.func(convert-torch-onnx-to-torch))"
+TORCH_TO_LINALG = (
+    "builtin.module(torch-onnx-to-torch-backend-pipeline,"
+    "torch-backend-to-linalg-on-tensors-backend-pipeline)"
+)
+DEFAULT_DOMAIN = "ai.onnx"
+
+
+def lower_onnx(model: onnx.ModelProto | str | Path, source: str) -> str:
+    """Lower an ONNX model (a ``ModelProto`` or a file path) to a linalg-on-tensors
+    module whose ``func.func`` is named after the graph.
+
+    Each op of a node carries ``tdsched.layer = "<node name>"`` and
+    ``tdsched.onnx_op = "<op type>"``. ``source`` names the model in errors. Raises
+    :class:`LoweringError` for a missing or invalid model, symbolic input dims, nodes
+    IREE's ONNX import cannot lower, or a missing ``onnx`` package. The caller's
+    ``ModelProto`` is not modified.
+    """
+    onnx_mod = _require_onnx()
+    proto = _prepared(onnx_mod, _load(onnx_mod, model, source), source)
+    nodes = {node.name: node for node in proto.graph.node}
+    with ir.Context():
+        module = _import(proto, source)
+        run_pipeline(module, ONNX_TO_TORCH, source)
+        _reject_unconverted(module, nodes, _opset(proto), source)
+        run_pipeline(module, TORCH_TO_LINALG, source)
+        check_lowered(module, source, _leftover)
+        tag_layers(module, layers=nodes)
+        annotate_layers(module, ONNX_OP_ATTR, {name: n.op_type for name, n in nodes.items()})
+        return str(module)
+
+
+def _require_onnx() -> ModuleType:
+    """The ``onnx`` module, imported only when a model is lowered (it is optional)."""
+    try:
+        return importlib.import_module("onnx")
+    except ImportError as exc:
+        raise LoweringError(
+            "ONNX import needs the onnx package: pip install 'tdsched[onnx]'"
+        ) from exc
+
+
+def _load(
+    onnx_mod: ModuleType, model: onnx.ModelProto | str | Path, source: str
+) -> onnx.ModelProto:
+    """The model, read if it is a path, that passes ``onnx.checker``."""
+    from google.protobuf.message import DecodeError
+
+    try:
+        proto = model if isinstance(model, onnx_mod.ModelProto) else onnx_mod.load(Path(model))
+        onnx_mod.checker.check_model(proto)
+    except OSError as exc:
+        raise LoweringError(
+            f"{source}: not a valid ONNX model: cannot read it ({exc.strerror})"
+        ) from exc
+    except (DecodeError, onnx_mod.checker.ValidationError, ValueError) as exc:
+        raise LoweringError(f"{source}: not a valid ONNX model: {exc}") from exc
+    return proto
+
+
+def _prepared(onnx_mod: ModuleType, proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
+    """A copy of ``proto`` ready to import: static inputs checked, opset upgraded where
+    possible (which may replace nodes), shapes inferred, every node named uniquely."""
+    _check_static_inputs(proto, source)
+    if _opset(proto) < MIN_OPSET:
+        proto = _upgraded(onnx_mod, proto)
+    try:
+        proto = onnx_mod.shape_inference.infer_shapes(proto, data_prop=True)
+    except (onnx_mod.shape_inference.InferenceError, onnx_mod.checker.ValidationError) as exc:
+        raise LoweringError(
+            f"{source}: not a valid ONNX model: shape inference failed: {exc}"
+        ) from exc
+    _name_nodes(proto.graph)
+    return proto
+
+
+def _upgraded(onnx_mod: ModuleType, proto: onnx.ModelProto) -> onnx.ModelProto:
+    """``proto`` converted to :data:`MIN_OPSET`, or unchanged where ONNX's version
+    converter cannot (nodes torch-mlir then cannot lower are reported with the opset)."""
+    try:
+        converted: onnx.ModelProto = onnx_mod.version_converter.convert_version(proto, MIN_OPSET)
+    except (RuntimeError, ValueError):
+        return proto
+    return converted
+
+
+def _opset(proto: onnx.ModelProto) -> int:
+    """The model's opset version of the default (``ai.onnx``) domain."""
+    versions = [o.version for o in proto.opset_import if o.domain in ("", DEFAULT_DOMAIN)]
+    return int(versions[0]) if versions else 0
+
+
+def _check_static_inputs(proto: onnx.ModelProto, source: str) -> None:
+    """Every graph input (initializers aside) is a tensor with a fixed size per dim."""
+    initialized = {init.name for init in proto.graph.initializer}
+    for value in proto.graph.input:
+        if value.name in initialized:
+            continue
+        if not value.type.HasField("tensor_type"):
+            raise LoweringError(
+                f"{source}: input '{value.name}' is not a tensor; tdsched feeds tensors"
+            )
+        tensor = value.type.tensor_type
+        dims = tensor.shape.dim if tensor.HasField("shape") else None
+        if dims is None or any(d.dim_value <= 0 for d in dims):
+            shape = "unknown" if dims is None else f"[{', '.join(map(_dim_text, dims))}]"
+            raise LoweringError(
+                f"{source}: input '{value.name}' has dynamic shape {shape}: tdsched needs static "
+                "shapes; fix the input dims in the model (e.g. with "
+                "onnx.tools.update_model_dims.update_inputs_outputs_dims)"
+            )
+
+
+def _dim_text(dim: onnx.TensorShapeProto.Dimension) -> str:
+    """A dim as ONNX declares it: its size, its symbolic name, or ``?``."""
+    if dim.HasField("dim_value"):
+        return str(dim.dim_value)
+    return str(dim.dim_param) or "?"
+
+
+def _name_nodes(graph: onnx.GraphProto) -> None:
+    """Give every node a unique name: node names become layer names. Names in the model
+    are kept (the first of duplicates); the others are the op type (or the repeated
+    name) with ``_<index>`` appended until unused."""
+    reserved = {node.name for node in graph.node if node.name}
+    used: set[str] = set()
+    for index, node in enumerate(graph.node):
+        name = node.name
+        if not name or name in used:
+            name = name or node.op_type
+            while name in used or name in reserved:
+                name = f"{name}_{index}"
+        node.name = name
+        used.add(name)
+
+
+def _import(proto: onnx.ModelProto, source: str) -> ir.Module:
+    """Import ``proto`` as torch-dialect IR in the current context."""
+    from iree.compiler.extras import onnx_importer
+
+    try:
+        with warnings.catch_warnings():
+            # Nodes without inferred types (custom ops) warn here; they are reported below.
+            warnings.simplefilter("ignore")
+            info = onnx_importer.ModelInfo(proto)
+            module: ir.Module = info.create_module(context=ir.Context.current)
+            importer = onnx_importer.NodeImporter.define_function(info.main_graph, module.operation)
+            importer.import_all()
+    except onnx_importer.OnnxImportError as exc:
+        raise LoweringError(f"{source}: IREE's ONNX import failed: {exc}") from exc
+    return module
+
+
+def _reject_unconverted(
+    module: ir.Module, nodes: dict[str, onnx.NodeProto], opset: int, source: str
+) -> None:
+    """List every node whose ONNX op was not converted to torch ops (``torch.operator``
+    is what the importer emits and the ONNX-to-torch conversion replaces)."""
+    lines: list[str] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "torch.operator":
+            lines.append(_unconverted(op, nodes, opset, source))
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    if lines:
+        raise LoweringError("\n".join(lines))
+
+
+def _unconverted(
+    op: ir.Operation, nodes: dict[str, onnx.NodeProto], opset: int, source: str
+) -> str:
+    op_type = ir.StringAttr(op.attributes["name"]).value.removeprefix("onnx.")
+    names = [name for name in location_names(op.location) if name in nodes]
+    if not names:
+        return f"{position(op.location, source)}: op {op_type}: not supported by IREE's ONNX import"
+    node = nodes[names[0]]
+    domain = node.domain or DEFAULT_DOMAIN
+    version = f", opset {opset}" if domain == DEFAULT_DOMAIN else ""
+    return (
+        f"{source}: node '{node.name}' (op {node.op_type}, domain {domain}{version}): not "
+        "supported by IREE's ONNX import (torch-mlir has no lowering for it)"
+    )
+
+
+def _leftover(op_name: str, where: str) -> str:
+    return (
+        f"{where}: unsupported op '{op_name}' after IREE's ONNX import and torch-mlir's "
+        "lowering: tdsched takes linalg, tensor, arith and math ops only"
+    )

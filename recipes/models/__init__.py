@@ -1,0 +1,11 @@
+"""A small Python model builder (conv2d, pools, linear, ...) lowered to linalg on tensors.
+
+``Model`` builds the graph; ``to_linalg`` lowers it the way a hand-written dialect would,
+tagging every op with ``tdsched.layer`` so recipes can match layers; ``reference`` is the
+numpy forward pass; ``to_onnx`` exports it. ``MODELS`` lists the shipped models.
+"""
+
+from .builder import Layer, Model, ModelError, Tensor, Window
+from .zoo import MODELS, small_cnn
+
+__all__ = ["MODELS", "Layer", "Model", "ModelError", "Tensor", "Window", "small_cnn"]

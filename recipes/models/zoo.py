@@ -1,0 +1,43 @@
+"""Shipped models. ``MODELS`` maps a name to a function returning a :class:`Model`; its keyword
+arguments are ints or strings, so recipes can pass them from YAML."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .builder import Model, Tensor
+
+
+def small_cnn(
+    layout: str = "NCHW", size: int = 32, channels: int = 16, classes: int = 10, seed: int = 0
+) -> Model:
+    """A small residual CNN on a ``[1, 3, size, size]`` image (in ``layout`` order).
+
+    stem (3x3 conv + relu) -> pool (3x3/2 max) -> block1 (``channels``) -> block2
+    (``2 * channels``, stride 2, 1x1 projection shortcut) -> gap -> flatten -> fc (``classes``).
+    """
+    shape = (1, 3, size, size) if layout == "NCHW" else (1, size, size, 3)
+    m = Model("small_cnn", shape, layout=layout, seed=seed)
+    x = m.relu(m.conv2d(m.input, channels, 3, padding=1, name="stem"), name="stem.relu")
+    x = m.max_pool(x, 3, stride=2, padding=1, name="pool")
+    x = _residual_block(m, x, "block1", channels, stride=1)
+    x = _residual_block(m, x, "block2", 2 * channels, stride=2)
+    x = m.flatten(m.adaptive_avg_pool(x, (1, 1), name="gap"), name="flatten")
+    m.output(m.linear(x, classes, name="fc"))
+    return m
+
+
+def _residual_block(m: Model, x: Tensor, name: str, channels: int, stride: int) -> Tensor:
+    """conv1 (3x3, ``stride``) + relu1, conv2 (3x3), add the shortcut, relu2.
+
+    The shortcut is ``x`` itself, or a 1x1 conv "<name>.proj" when the stride is not 1.
+    """
+    y = m.conv2d(x, channels, 3, stride=stride, padding=1, name=f"{name}.conv1")
+    y = m.relu(y, name=f"{name}.relu1")
+    y = m.conv2d(y, channels, 3, padding=1, name=f"{name}.conv2")
+    shortcut = x if stride == 1 else m.conv2d(x, channels, 1, stride=stride, name=f"{name}.proj")
+    return m.relu(m.add(y, shortcut, name=f"{name}.add"), name=f"{name}.relu2")
+
+
+MODELS: dict[str, Callable[..., Model]] = {"small_cnn": small_cnn}
+"""Shipped models by name."""

@@ -1,0 +1,156 @@
+"""The dispatch census: the ops of every dispatch as IREE's kernel configs see them.
+
+Kernel matchers can only test structure (op name, kind, loop bounds), and IREE rewrites
+ops on the way to kernel configuration (unit dims dropped, convolutions generalized),
+losing their discardable attributes. Their *locations* survive, so a model layer (whose
+ops carry ``loc("<layer>")``) can still be traced to the op a kernel matcher would see.
+
+A census compile stops after kernel configuration; its kernel library matches every
+structured op and prints the op's dispatch function with debug locations. Each printed
+function is then read back here (:func:`read_census`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from iree.compiler import ir
+from iree.compiler.dialects import transform
+from iree.compiler.passmanager import PassManager
+
+from .graph.generic_build import static_loop_ranges
+from .graph.report import layer_of
+from .payload import ops_under
+from .remarks import printed_sections
+from .script import TransformScript, any_op
+
+CENSUS_TITLE = "tdsched-census"
+CENSUS_FLAGS: tuple[str, ...] = ("--compile-to=executable-configurations", "--mlir-print-debuginfo")
+"""iree-compile flags of a census compile (with :func:`census_library` as the library)."""
+
+_QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"(:\d+)?')
+_NOT_STRUCTURED = {"linalg.yield", "linalg.index"}
+
+
+@dataclass(frozen=True)
+class StructuredOp:
+    """A structured (linalg) op of a function: in a census, a dispatch as kernel configs
+    see it.
+
+    ``layer`` comes from the op's ``tdsched.layer`` attribute or, where IREE dropped it,
+    its location; ``loop_ranges`` is ``None`` when some loop bound is not static.
+    """
+
+    function: str
+    op: str
+    layer: str | None
+    loop_ranges: tuple[int, ...] | None
+
+    def describe(self) -> str:
+        shape = list(self.loop_ranges) if self.loop_ranges is not None else "dynamic"
+        return f"{self.op} {shape} in @{self.function}"
+
+
+def census_library() -> str:
+    """A kernel library that prints every dispatch holding a structured op, unchanged."""
+    script = TransformScript()
+    matcher = script.named_sequence("tdsched_census_match", arg_effect="readonly", num_results=1)
+    with matcher.building():
+        match = ir.Operation.create(
+            "transform.match.structured", results=[], operands=[matcher.argument], regions=1
+        )
+        block = match.regions[0].blocks.append(any_op())
+        with ir.InsertionPoint(block):
+            ir.Operation.create("transform.match.structured.yield", operands=[])
+    matcher.finish([matcher.argument])
+    action = script.named_sequence("tdsched_census_print", arg_effect="readonly")
+    with action.building():
+        func = transform.GetParentOp(any_op(), action.argument, op_name="func.func").result
+        transform.PrintOp(target=func, name=CENSUS_TITLE)
+    action.finish()
+    entry = script.named_sequence(
+        "__kernel_config", arg_effect="consumed", num_results=1, result_effect="consumed"
+    )
+    with entry.building():
+        updated = transform.ForeachMatchOp(
+            any_op(),
+            [],
+            entry.argument,
+            [],
+            ir.ArrayAttr.get([ir.FlatSymbolRefAttr.get(matcher.name)]),
+            ir.ArrayAttr.get([ir.FlatSymbolRefAttr.get(action.name)]),
+        ).updated
+        entry.op.operation.attributes["iree_codegen.tuning_spec_entrypoint"] = ir.UnitAttr.get()
+    entry.finish([updated])
+    return script.text()
+
+
+def locate_layers(module_text: str) -> str:
+    """``module_text`` printed with debug locations, every op carrying ``tdsched.layer``
+    located at ``loc("<layer>")``: the input of a census compile (IREE keeps locations
+    through the rewrites that drop attributes)."""
+    with ir.Context():
+        module = ir.Module.parse(module_text)
+        for op in ops_under(module.operation, lambda op: layer_of(op) is not None):
+            op.location = ir.Location.name(layer_of(op) or "")
+        return str(module.operation.get_asm(enable_debug_info=True))
+
+
+def read_census(output: str) -> list[StructuredOp]:
+    """The structured ops of every dispatch function a census compile printed to ``output``.
+
+    A function is printed once per structured op in it; each is read once.
+    """
+    texts = dict.fromkeys(body for title, body in printed_sections(output) if title == CENSUS_TITLE)
+    found: list[StructuredOp] = []
+    with ir.Context():
+        for text in texts:
+            found.extend(structured_ops(ir.Module.parse(text)))
+    return found
+
+
+def structured_ops(module: ir.Module) -> list[StructuredOp]:
+    """The structured ops of every function in ``module``, in order, with their layers
+    and static loop ranges (named ops are generalized on a copy to read them)."""
+    generalized = ir.Module.parse(str(module))
+    PassManager.parse("builtin.module(func.func(linalg-generalize-named-ops))").run(
+        generalized.operation
+    )
+    found = []
+    for func, general in zip(module.body.operations, generalized.body.operations, strict=True):
+        if func.operation.name != "func.func":
+            continue
+        name = ir.StringAttr(func.operation.attributes["sym_name"]).value
+        for op, generic in zip(
+            _structured(func.operation), _structured(general.operation), strict=True
+        ):
+            layer = layer_of(op) or layer_at(op.location)
+            found.append(StructuredOp(name, op.name, layer, _ranges(generic)))
+    return found
+
+
+def _ranges(generic: ir.Operation) -> tuple[int, ...] | None:
+    return static_loop_ranges(generic) if "iterator_types" in generic.attributes else None
+
+
+def _structured(op: ir.Operation) -> list[ir.Operation]:
+    found: list[ir.Operation] = []
+
+    def visit(child: ir.Operation) -> ir.WalkResult:
+        name = child.name
+        if name.startswith("linalg.") and name not in _NOT_STRUCTURED:
+            found.append(child)
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)
+    return found
+
+
+def layer_at(location: ir.Location) -> str | None:
+    """The first name in ``location`` (a NameLoc, possibly inside a call site or fusion):
+    the layer the op was lowered from."""
+    for quoted in _QUOTED.finditer(str(location)):
+        if quoted.group(2) is None:  # "file":line:col is a file location, not a name
+            return quoted.group(1)
+    return None
