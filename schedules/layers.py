@@ -138,8 +138,9 @@ def _resolve(
             "with the most loops) and matches its dispatch by structure; drop 'op', 'kind' "
             "and 'shape' here",
         )
-    layers = spec.layers or tuple(_attribute_layers(spec, workload_text, where))
-    mains = {layer: _main_op(layer, census, where) for layer in layers}
+    selected = spec.layers or tuple(_attribute_layers(spec, workload_text, where))
+    mains = _main_ops(selected, census, where)
+    layers = tuple(mains)
     signatures = {(m.op, m.loop_ranges) for m in mains.values()}
     if len(signatures) > 1:
         shown = "; ".join(f"{layer}: {m.describe()}" for layer, m in mains.items())
@@ -170,16 +171,24 @@ def _attribute_layers(spec: MatchSpec, workload_text: str, where: Where) -> list
     return layers
 
 
-def _main_op(layer: str, census: Sequence[StructuredOp], where: Where) -> StructuredOp:
-    ops = [op for op in census if op.layer == layer and op.loop_ranges is not None]
-    if not ops:
+def _main_ops(
+    layers: Sequence[str], census: Sequence[StructuredOp], where: Where
+) -> dict[str, StructuredOp]:
+    """Each selected layer's op with the most loops; layers without a structured op of
+    their own in any dispatch (IREE fused them into another layer's op) are skipped."""
+    mains: dict[str, StructuredOp] = {}
+    for layer in layers:
+        ops = [op for op in census if op.layer == layer and op.loop_ranges is not None]
+        if ops:
+            mains[layer] = max(ops, key=lambda op: len(op.loop_ranges or ()))
+    if not mains:
         raise RecipeError(
             where,
-            f"layer {layer!r} has no structured op with static loop bounds in any dispatch "
-            "(a graph rewrite may have fused it into another layer's op); select the layer "
-            "that owns the dispatch",
+            f"no structured op of layer {', '.join(layers)} with static loop bounds reaches "
+            "kernel configuration (IREE or a graph rewrite fused it into another layer's "
+            "op); select the layer that owns the dispatch ('tdsched apply' lists them)",
         )
-    return max(ops, key=lambda op: len(op.loop_ranges or ()))
+    return mains
 
 
 def _refuse_lookalikes(

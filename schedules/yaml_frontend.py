@@ -491,7 +491,7 @@ def _cleanup_step(node: Node, f: dict[str, Node]) -> Step:
 
 
 _TARGET = {"target": "handle name, default root"}
-_OPS_FIELDS = {k: _MATCH_FIELDS[k] for k in ("op", "attributes")}
+_OPS_FIELDS = {k: _MATCH_FIELDS[k] for k in ("op", "attributes", "layer")}
 _OPS = {"ops": "which ops it acts on: {op: NAME, attributes: [...]}, default all"}
 _StepBuilder = Callable[[Node, dict[str, Node]], Step]
 _STEPS: dict[str, tuple[dict[str, str], tuple[str, ...], _StepBuilder]] = {

@@ -1,0 +1,208 @@
+"""Recipes on lowered models: workloads from the model builder, ONNX and TOSA, and ops
+selected by layer name and attribute values, in graph and kernel schedules."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tdsched.schedules.errors import RecipeError
+from tdsched.schedules.loading import load
+from tdsched.schedules.pipeline import apply_graph, plan
+
+NET = """
+from tdsched.recipes.models import Model
+
+
+def model(width=8):
+    m = Model("net", input_shape=(1, 4, 8, 8), seed=1)
+    x = m.conv2d(m.input, width, kernel=3, padding=1, name="c1", attrs={"hot": True})
+    x = m.relu(x, name="c1.relu")
+    y = m.conv2d(x, width, kernel=3, padding=1, name="c2")
+    y = m.relu(y, name="c2.relu")
+    m.output(m.flatten(m.add(x, y, name="sum"), name="flat"))
+    return m
+
+
+def broken():
+    raise RuntimeError("no weights today")
+"""
+
+
+def recipe(tmp_path: Path, body: str) -> Path:
+    (tmp_path / "net.py").write_text(NET)
+    path = tmp_path / "r.yaml"
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def tdsched(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tdsched.schedules.cli", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_graph_rewrite_selects_ops_by_layer_pattern_and_attribute_value(tmp_path: Path) -> None:
+    base = """\
+        name: net_graph
+        workload: {model: net.py:model}
+        targets: [x86]
+        graph:
+          - fuse_elementwise_ext: {shared_input: false, ops: %s}
+        """
+    by_layer = plan(load(recipe(tmp_path, base % "{layer: 'c1*'}")))
+    report = apply_graph(by_layer).reports[0]
+    assert "fused 2 generics into 1" in report, report
+    by_value = plan(load(recipe(tmp_path, base % "{attributes: {hot: true}}")))
+    assert "fused" not in apply_graph(by_value).reports[0].split("\n")[0].split(":")[1]
+    everything = apply_graph(plan(load(recipe(tmp_path, base % "{layer: '*'}")))).reports[0]
+    assert "generics into" in everything and "fused 2 generics into 1" not in everything
+
+
+def test_match_step_by_layer_is_exact_per_layer(tmp_path: Path) -> None:
+    p = plan(
+        load(
+            recipe(
+                tmp_path,
+                """\
+                name: net_match
+                workload: {model: net.py:model}
+                targets: [x86]
+                graph:
+                  - match: {op: linalg.conv_2d_nchw_fchw, layer: [c1, c2], as: convs}
+                  - generalize: {target: convs}
+                """,
+            )
+        )
+    )
+    module = apply_graph(p).module
+    assert "linalg.conv_2d_nchw_fchw" not in module
+    assert module.count('tdsched.layer = "c1"') >= 1
+
+
+def test_unknown_layer_is_an_error_listing_the_layers(tmp_path: Path) -> None:
+    path = recipe(
+        tmp_path,
+        """\
+        name: net_bad
+        workload: {model: net.py:model}
+        targets: [x86]
+        graph:
+          - fuse_elementwise_ext: {ops: {layer: c3}}
+        """,
+    )
+    with pytest.raises(RecipeError, match=r"r.yaml:5.*no layer matches 'c3'.*c1, c1.relu, c2"):
+        plan(load(path))
+
+
+KERNEL = """\
+    name: net_kernel
+    workload: {model: net.py:model}
+    targets: [x86]
+    kernels:
+      - name: conv
+        match: %s
+        schedule:
+          - tile: {sizes: [4, 0, 0, 0, 0, 0], loop: forall, mapping: workgroup}
+    """
+
+
+def test_kernel_match_by_layer_resolves_through_the_dispatch_census(tmp_path: Path) -> None:
+    p = plan(load(recipe(tmp_path, KERNEL % "{layer: c2}")))
+    (note,) = p.notes
+    assert note.startswith("kernel 'conv': layer c2 -> linalg.generic with loop bounds")
+    assert "[8, 8, 8, 8, 3, 3]" in note  # unit batch dropped: F, OH, OW, C, KH, KW
+    kernel = p.recipe.kernels[0]
+    assert kernel.match.layers == () and kernel.match.op == "linalg.generic"
+    assert kernel.match.shape == (8, 8, 8, 8, 3, 3)
+    by_value = plan(load(recipe(tmp_path, KERNEL % "{attributes: {hot: true}}")))
+    assert by_value.notes[0].startswith("kernel 'conv': layer c1 -> ")
+
+
+def test_kernel_match_by_one_of_two_lookalike_layers_is_refused(tmp_path: Path) -> None:
+    # c1 (4 -> 8 channels) and c2 (8 -> 8) differ; two convs of equal shape do not.
+    same = NET.replace('"c1", attrs={"hot": True}', '"c1"').replace(
+        "m.conv2d(m.input, width", "m.conv2d(m.conv2d(m.input, width, name='c0'), width"
+    )
+    path = recipe(tmp_path, KERNEL % "{layer: c2}")
+    (tmp_path / "net.py").write_text(same)
+    with pytest.raises(RecipeError, match=r"structure only.*c1.*would apply there too"):
+        plan(load(path))
+
+
+def test_kernel_match_by_layers_of_different_shapes_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(RecipeError, match=r"different ops.*one kernel schedule per shape"):
+        plan(load(recipe(tmp_path, KERNEL % "{layer: 'c*'}")))
+
+
+def test_model_file_errors_name_the_file_and_line(tmp_path: Path) -> None:
+    path = recipe(
+        tmp_path,
+        """\
+        name: net_broken
+        workload: {model: net.py:broken}
+        targets: [x86]
+        """,
+    )
+    with pytest.raises(RecipeError, match=r"net.py:16: building failed: RuntimeError: no weights"):
+        plan(load(path))
+    proc = tdsched("show", str(path))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+def test_lower_cli_builder_onnx_tosa_and_layers(tmp_path: Path) -> None:
+    layers = tdsched("lower", "small_cnn", "--layers")
+    assert layers.returncode == 0, layers.stderr
+    assert (
+        "block2.proj" in layers.stdout
+        and "linalg.conv_2d_nchw_fchw [1, 32, 8, 8, 16, 1, 1]" in layers.stdout
+    )
+    onnx = tdsched("lower", "small_cnn", "--via", "onnx", "--arg", "channels=8")
+    assert onnx.returncode == 0, onnx.stderr
+    assert 'tdsched.onnx_op = "Conv"' in onnx.stdout and "func.func @small_cnn" in onnx.stdout
+    tosa = tmp_path / "t.mlir"
+    tosa.write_text(
+        "func.func @f(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {\n"
+        '  %0 = "tosa.clamp"(%a) <{min_val = 0.0 : f32, max_val = 6.0 : f32}> '
+        ": (tensor<2x3xf32>) -> tensor<2x3xf32>\n"
+        "  return %0 : tensor<2x3xf32>\n}\n"
+    )
+    lowered = tdsched("lower", str(tosa))
+    assert (
+        lowered.returncode == 0
+        and "linalg.generic" in lowered.stdout
+        and "tosa." not in lowered.stdout
+    )
+    bad = tdsched("lower", "small_cnn", "--arg", "layout=XY")
+    assert bad.returncode == 2 and "layout" in bad.stderr and "Traceback" not in bad.stderr
+    missing = tdsched("lower", str(tmp_path / "nope.onnx"))
+    assert missing.returncode == 2 and "nope.onnx" in missing.stderr
+
+
+@pytest.mark.parametrize("via", ["builder", "onnx"])
+def test_small_cnn_recipe_on_x86_matches_numpy(via: str) -> None:
+    proc = tdsched("run", "small_cnn_x86", "--param", f"VIA={via}", "--no-time", "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert '"reference": "numpy"' in proc.stdout and '"status": "ok"' in proc.stdout
+
+
+@pytest.mark.parametrize("via", ["builder", "onnx"])
+def test_small_cnn_recipe_on_vulkan_matches_numpy(vulkan: None, via: str) -> None:
+    proc = tdsched("run", "small_cnn_vulkan", "--param", f"VIA={via}", "--no-time", "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert '"reference": "numpy"' in proc.stdout and '"status": "ok"' in proc.stdout
+
+
+def test_small_cnn_schedule_applied_where_the_recipe_says() -> None:
+    proc = tdsched("apply", "small_cnn_x86")
+    assert proc.returncode == 0, proc.stderr
+    assert "// kernel 'stem': layer stem -> linalg.generic" in proc.stdout
+    assert "// kernel 'block2_conv1': layer block2.conv1 -> linalg.generic" in proc.stdout
+    assert np.char.count(proc.stdout, "scf.forall").sum() >= 2
