@@ -95,7 +95,8 @@ def _map_specs(value: T, fn: Callable[[MatchSpec, Where], MatchSpec], where: Whe
         changes: dict[str, Any] = {}
         for f in dataclasses.fields(value):
             old = getattr(value, f.name)
-            new = _map_specs(old, fn, here)
+            field_where = here.child(f.name) if isinstance(value, KernelSchedule) else here
+            new = _map_specs(old, fn, field_where)
             if new is not old:
                 changes[f.name] = new
         return dataclasses.replace(value, **changes) if changes else value

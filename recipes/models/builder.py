@@ -68,21 +68,24 @@ def _in_package(module: str) -> bool:
     return module == _PACKAGE or module.startswith(_PACKAGE + ".")
 
 
-def _user_site() -> str:
-    """``file:line`` of the first stack frame outside this package (where the user called us)."""
+def _user_site() -> str | None:
+    """``file:line`` of the first stack frame outside this package (where the user called
+    us); ``None`` when that frame is tdsched's own (a shipped model built for a recipe)."""
     frame: FrameType | None = sys._getframe(1)
     while frame is not None and _in_package(str(frame.f_globals.get("__name__", ""))):
         frame = frame.f_back
-    if frame is None:
-        return "<unknown>"
+    if frame is None or str(frame.f_globals.get("__name__", "")).startswith("tdsched."):
+        return None
     path = frame.f_code.co_filename
     relative = os.path.relpath(path) if os.path.isabs(path) else path
     return f"{path if relative.startswith('..') else relative}:{frame.f_lineno}"
 
 
 def fail(subject: str, problem: str) -> ModelError:
-    """A :class:`ModelError` for ``subject`` (e.g. ``layer 'fc'``) prefixed with the user's line."""
-    return ModelError(f"{_user_site()}: {subject}: {problem}")
+    """A :class:`ModelError` for ``subject`` (e.g. ``layer 'fc'``), prefixed with the
+    user's line when the call came from user code."""
+    site = _user_site()
+    return ModelError(f"{site + ': ' if site else ''}{subject}: {problem}")
 
 
 def channel_axis(layout: Layout) -> int:
