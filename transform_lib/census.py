@@ -21,7 +21,7 @@ from iree.compiler.passmanager import PassManager
 
 from .graph.generic_build import static_loop_ranges
 from .graph.report import layer_of
-from .payload import ops_under
+from .payload import is_structured, ops_under
 from .remarks import printed_sections
 from .script import TransformScript, any_op
 
@@ -30,7 +30,6 @@ CENSUS_FLAGS: tuple[str, ...] = ("--compile-to=executable-configurations", "--ml
 """iree-compile flags of a census compile (with :func:`census_library` as the library)."""
 
 _QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"(:\d+)?')
-_NOT_STRUCTURED = {"linalg.yield", "linalg.index"}
 
 
 @dataclass(frozen=True)
@@ -122,9 +121,9 @@ def structured_ops(module: ir.Module) -> list[StructuredOp]:
         if func.operation.name != "func.func":
             continue
         name = ir.StringAttr(func.operation.attributes["sym_name"]).value
-        for op, generic in zip(
-            _structured(func.operation), _structured(general.operation), strict=True
-        ):
+        ops = ops_under(func.operation, is_structured)
+        generics = ops_under(general.operation, is_structured)
+        for op, generic in zip(ops, generics, strict=True):
             layer = layer_of(op) or layer_at(op.location)
             found.append(StructuredOp(name, op.name, layer, _ranges(generic)))
     return found
@@ -132,19 +131,6 @@ def structured_ops(module: ir.Module) -> list[StructuredOp]:
 
 def _ranges(generic: ir.Operation) -> tuple[int, ...] | None:
     return static_loop_ranges(generic) if "iterator_types" in generic.attributes else None
-
-
-def _structured(op: ir.Operation) -> list[ir.Operation]:
-    found: list[ir.Operation] = []
-
-    def visit(child: ir.Operation) -> ir.WalkResult:
-        name = child.name
-        if name.startswith("linalg.") and name not in _NOT_STRUCTURED:
-            found.append(child)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit)
-    return found
 
 
 def layer_at(location: ir.Location) -> str | None:

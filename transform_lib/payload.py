@@ -12,6 +12,11 @@ from iree.compiler.passmanager import PassManager
 _NOT_STRUCTURED = {"linalg.yield", "linalg.index"}
 
 
+def is_structured(op: ir.Operation) -> bool:
+    """Whether ``op`` is a linalg structured op (not a body terminator or index op)."""
+    return op.name.startswith("linalg.") and op.name not in _NOT_STRUCTURED
+
+
 def _linalg_ops(op: ir.Operation) -> Iterator[ir.Operation]:
     for region in op.regions:
         for block in region.blocks:
