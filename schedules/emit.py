@@ -13,10 +13,10 @@ Every step failure becomes a :class:`RecipeError` naming the step's file, line a
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tdsched.transform_lib.cleanup import cleanup
 from tdsched.transform_lib.codegen_tail import cpu_tail, distribute_to_workgroups, gpu_tail
@@ -40,28 +40,24 @@ from tdsched.transform_lib.tiling import fuse_into, tile_using_for, tile_using_f
 from tdsched.transform_lib.vectorize import vectorize_all, vectorize_op
 
 from .errors import RecipeError, Where
-from .recipe import (
-    ROOT,
+from .recipe import KernelSchedule, LoweringConfig, Recipe
+from .resolved import as_int, as_ints, criteria_of, payload_criteria
+from .rewrite_stages import REWRITES, RewriteStage, rewrite_stage
+from .steps import (
     CleanupStep,
     DispatchRegionStep,
     FuseExtStep,
     FuseIntoStep,
     GeneralizeStep,
-    GraphRewriteStep,
     InterchangeStep,
-    KernelSchedule,
-    LoweringConfig,
-    MatchSpec,
     MatchStep,
     ProducerStep,
-    Recipe,
     SpecializeStep,
     Step,
     TileStep,
     VectorizeStep,
 )
-from .resolved import as_int, as_ints, criteria_of, payload_criteria
-from .rewrite_stages import RewriteStage, rewrite_stage
+from .values import ROOT, MatchSpec
 
 GRAPH_ENTRY = "__transform_main"
 
@@ -262,67 +258,60 @@ class _Emitter:
                 raise RecipeError(step.where, str(exc)) from exc
 
     def _step(self, step: Step) -> None:
-        if isinstance(step, MatchStep):
-            criteria = criteria_of(step.spec, step.where)
-            self._bind(
-                step.name,
-                match_ops(self.func, criteria, _known_loops(self.counts, step.spec)),
-                step,
-            )
-        elif isinstance(step, ProducerStep):
-            operand = as_int(step.operand, step.where.child("operand"))
-            self._bind(step.name, producer_of(self.op(step.of, step.where), operand), step)
-        elif isinstance(step, TileStep):
-            self._tile(step)
-        elif isinstance(step, FuseIntoStep):
-            fused, loop = fuse_into(
-                self.op(step.producer, step.where), self.loop(step.loop, step.where)
-            )
-            self.handles[step.producer], self.handles[step.loop] = fused, loop
-        elif isinstance(step, GeneralizeStep):
-            self.handles[step.target] = generalize(self.op(step.target, step.where))
-        elif isinstance(step, SpecializeStep):
-            self.handles[step.target] = specialize(self.op(step.target, step.where))
-        elif isinstance(step, InterchangeStep):
-            perm = as_ints(step.permutation, step.where.child("permutation"))
-            self.handles[step.target] = interchange(self.op(step.target, step.where), perm)
-        elif isinstance(step, VectorizeStep):
-            self._vectorize(step)
-        elif isinstance(step, CleanupStep):
-            cleanup(
-                self.func,
-                canonicalize=step.canonicalize,
-                cse=step.cse,
-                licm=step.licm,
-                unit_dims=step.unit_dims,
-            )
-        elif isinstance(step, FuseExtStep):
-            self._fuse_ext(step)
-        elif isinstance(step, DispatchRegionStep | GraphRewriteStep):
+        emit = _SCRIPT_EMITTERS.get(type(step))
+        if emit is None:
             raise RecipeError(
                 step.where,
-                "this step rewrites the whole module before IREE forms dispatches: put it "
-                "under 'graph'",
+                f"the {step.primitive} step has no transform-script emitter, so it cannot run "
+                "here (see the primitive's doc page for where it belongs)",
             )
+        emit(self, step)
+
+    def _match(self, step: MatchStep) -> None:
+        criteria = criteria_of(step.spec, step.where)
+        found = match_ops(self.func, criteria, _known_loops(self.counts, step.spec))
+        self._bind(step.name, found, step)
+
+    def _producer(self, step: ProducerStep) -> None:
+        operand = as_int(step.operand, step.where.child("operand"))
+        self._bind(step.name, producer_of(self.op(step.of, step.where), operand), step)
+
+    def _fuse_into(self, step: FuseIntoStep) -> None:
+        fused, loop = fuse_into(
+            self.op(step.producer, step.where), self.loop(step.loop, step.where)
+        )
+        self.handles[step.producer], self.handles[step.loop] = fused, loop
+
+    def _generalize(self, step: GeneralizeStep) -> None:
+        self.handles[step.target] = generalize(self.op(step.target, step.where))
+
+    def _specialize(self, step: SpecializeStep) -> None:
+        self.handles[step.target] = specialize(self.op(step.target, step.where))
+
+    def _interchange(self, step: InterchangeStep) -> None:
+        perm = as_ints(step.permutation, step.where.child("permutation"))
+        self.handles[step.target] = interchange(self.op(step.target, step.where), perm)
+
+    def _cleanup(self, step: CleanupStep) -> None:
+        cleanup(
+            self.func,
+            canonicalize=step.canonicalize,
+            cse=step.cse,
+            licm=step.licm,
+            unit_dims=step.unit_dims,
+        )
 
     def _bind(self, name: str, handle: OpHandle, step: MatchStep | ProducerStep) -> None:
         """Bind ``name`` and require, via a marker, that it holds at least one op."""
         text = step_matched(self.scope, name)
         emit_remark(handle, text)
         place = "in the dispatch" if self.kernel_level else "in the module"
-        primitive = "match" if isinstance(step, MatchStep) else "producer"
-        missing = f"this {primitive} step matched no op {place}; the schedule would not apply"
+        missing = f"this {step.primitive} step matched no op {place}; the schedule would not apply"
         self.markers.append(Marker(text, step.where, missing))
         self.handles[name] = handle
         self.invalidated.pop(name, None)
 
     def _tile(self, step: TileStep) -> None:
-        if not self.kernel_level:
-            raise RecipeError(
-                step.where,
-                "tile in a graph schedule would leave host-level loops, which IREE cannot "
-                "compile; tile inside a kernel schedule",
-            )
         target = self.op(step.target, step.where)
         sizes = as_ints(step.sizes, step.where.child("sizes"))
         if step.loop == "forall":
@@ -389,26 +378,53 @@ class _Emitter:
             vectorize_op(self.op(step.target, step.where), sizes)
 
 
+_SCRIPT_EMITTERS: dict[type[Step], Callable[[_Emitter, Any], None]] = {
+    MatchStep: _Emitter._match,
+    ProducerStep: _Emitter._producer,
+    TileStep: _Emitter._tile,
+    FuseIntoStep: _Emitter._fuse_into,
+    FuseExtStep: _Emitter._fuse_ext,
+    GeneralizeStep: _Emitter._generalize,
+    SpecializeStep: _Emitter._specialize,
+    InterchangeStep: _Emitter._interchange,
+    VectorizeStep: _Emitter._vectorize,
+    CleanupStep: _Emitter._cleanup,
+}
+"""How each step that becomes transform IR is emitted (kernel strategies and graph
+scripts; a graph-level fuse_ext is a stage of its own). Steps without an entry here or in
+:data:`~.rewrite_stages.REWRITES` fail loudly (``tests/test_step_registry.py``)."""
+
+
 def _emit_graph(recipe: Recipe, counts: dict[str, set[int]], target: str) -> tuple[GraphStage, ...]:
+    """The graph schedule's stages: runs of script steps become one script stage; fuse_ext,
+    dispatch_region and the Python rewrites are stages of their own."""
     stages: list[GraphStage] = []
     pending: list[Step] = []
-    for step in (*recipe.graph, None):
-        if not isinstance(step, FuseExtStep | DispatchRegionStep | GraphRewriteStep | None):
+    for step in recipe.graph:
+        if type(step) in _SCRIPT_EMITTERS and not isinstance(step, FuseExtStep):
             pending.append(step)
             continue
         if pending:
             stages.append(_script_stage(pending, counts))
             pending = []
-        if isinstance(step, GraphRewriteStep):
-            stages.append(rewrite_stage(step, target))
-        elif isinstance(step, FuseExtStep):
-            stages.append(FuseExtStage(fuse_ext_options(step), step.where))
-        elif isinstance(step, DispatchRegionStep):
-            root = payload_criteria(step.root, step.where.child("root"), "dispatch_region")
-            assert root is not None
-            stop = payload_criteria(step.stop, step.where.child("stop"), "dispatch_region")
-            stages.append(DispatchRegionStage(root, stop, step.where))
+        stages.append(_graph_stage(step, target))
+    if pending:
+        stages.append(_script_stage(pending, counts))
     return tuple(stages)
+
+
+def _graph_stage(step: Step, target: str) -> GraphStage:
+    """The stage of a graph step that is not part of a transform script."""
+    if isinstance(step, FuseExtStep):
+        return FuseExtStage(fuse_ext_options(step), step.where)
+    if isinstance(step, DispatchRegionStep):
+        root = payload_criteria(step.root, step.where.child("root"), "dispatch_region")
+        assert root is not None
+        stop = payload_criteria(step.stop, step.where.child("stop"), "dispatch_region")
+        return DispatchRegionStage(root, stop, step.where)
+    if type(step) in REWRITES:
+        return rewrite_stage(step, target)
+    raise RecipeError(step.where, f"the {step.primitive} step has no graph-schedule emitter")
 
 
 def _script_stage(steps: Sequence[Step], counts: dict[str, set[int]]) -> ScriptStage:
@@ -421,14 +437,9 @@ def _script_stage(steps: Sequence[Step], counts: dict[str, set[int]]) -> ScriptS
     return ScriptStage(script.text(), tuple(emitter.markers), _label(steps))
 
 
-def _primitive(step: Step) -> str:
-    """The recipe name of a step's primitive: ``FuseIntoStep`` → ``fuse_into``."""
-    return re.sub(r"(?<!^)([A-Z])", r"_\1", type(step).__name__.removesuffix("Step")).lower()
-
-
 def _label(steps: Sequence[Step]) -> str:
     """``graph steps match, generalize (recipe.yaml:12-14)``: a script stage's name."""
-    names = ", ".join(dict.fromkeys(_primitive(s) for s in steps))
+    names = ", ".join(dict.fromkeys(s.primitive for s in steps))
     lines = [s.where.line for s in steps if s.where.line is not None]
     place = Path(steps[0].where.file).name if steps[0].where.file else ""
     if lines:

@@ -29,7 +29,8 @@ from tdsched.transform_lib.match import OpCriteria
 from tdsched.transform_lib.payload import ops_under
 
 from .errors import RecipeError, Where
-from .recipe import KernelSchedule, MatchSpec, Recipe
+from .recipe import KernelSchedule, Recipe
+from .values import MatchSpec
 
 T = TypeVar("T")
 

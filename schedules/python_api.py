@@ -22,17 +22,26 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
-from tdsched.transform_lib.match import AttrValue
+from tdsched.transform_lib.match import AttrValue, OpKind
 
-from .errors import Where
+from .errors import RecipeError, Where
 from .recipe import (
-    ROOT,
     Baseline,
+    KernelSchedule,
+    LoweringConfig,
+    Recipe,
+    Tolerance,
+    WorkloadSpec,
+)
+from .space import Axis, ParamValue, SearchSpace, build_space, int_range, pow2_range
+from .steps import (
+    STEPS,
     CleanupStep,
     CollapseDimsStep,
     DispatchRegionStep,
+    ForallMapping,
     FuseElementwiseExtStep,
     FuseExtStep,
     FuseIntoStep,
@@ -40,23 +49,16 @@ from .recipe import (
     GeneralizeStep,
     InterchangeStep,
     Intermediates,
-    IntOrParam,
-    KernelSchedule,
     LoopKind,
-    LoweringConfig,
-    MatchSpec,
     MatchStep,
     Mmt4dStep,
     ProducerStep,
-    Recipe,
     SpecializeStep,
     Step,
     TileStep,
-    Tolerance,
     VectorizeStep,
-    WorkloadSpec,
 )
-from .space import Axis, ParamValue, SearchSpace, build_space, int_range, pow2_range
+from .values import ROOT, IntOrParam, MatchSpec
 
 AttributeSpec = Sequence[str] | Mapping[str, AttrValue]
 """Attribute names (unit attributes) or a mapping of names to required values."""
@@ -65,7 +67,7 @@ AttributeSpec = Sequence[str] | Mapping[str, AttrValue]
 def Match(
     op: str | None = None,
     *,
-    kind: Literal["contraction", "convolution"] | None = None,
+    kind: OpKind | None = None,
     shape: Sequence[IntOrParam] | None = None,
     dtype: str = "f32",
     attributes: AttributeSpec = (),
@@ -147,6 +149,9 @@ def _caller() -> Where:
     return Where(frame.f_code.co_filename, frame.f_lineno)
 
 
+S = TypeVar("S", bound=Step)
+
+
 @dataclass
 class _Schedule:
     steps: list[Step] = field(default_factory=list)
@@ -155,6 +160,21 @@ class _Schedule:
     def fresh(self, prefix: str) -> str:
         self.handles += 1
         return f"{prefix}{self.handles}"
+
+    def add(self, cls: type[S], **options: Any) -> S:
+        """Append a ``cls`` step made from ``options`` (checked by the model), located at
+        the user's line."""
+        step = cls(**options, where=_caller())
+        self.steps.append(step)
+        return step
+
+
+def _step_class(primitive: str) -> type[Step]:
+    if primitive not in STEPS:
+        raise RecipeError(
+            _caller(), f"unknown primitive {primitive!r}; available: {', '.join(STEPS)}"
+        )
+    return STEPS[primitive].cls
 
 
 @dataclass(frozen=True)
@@ -167,7 +187,9 @@ class LoopRef:
 
 @dataclass(frozen=True)
 class OpRef:
-    """Typed handle to payload ops; each method appends a step and returns handles."""
+    """Typed handle to payload ops; each method appends a step and returns handles.
+
+    Defaults are the step classes' own (:mod:`tdsched.schedules.steps`)."""
 
     schedule: _Schedule
     name: str
@@ -176,63 +198,59 @@ class OpRef:
         self,
         sizes: Sequence[IntOrParam],
         *,
-        loop: Literal["for", "forall"] = "for",
-        mapping: Literal["workgroup", "thread", "none"] = "none",
+        loop: LoopKind = TileStep.loop,
+        mapping: ForallMapping = TileStep.mapping,
         interchange: Sequence[IntOrParam] | None = None,
         loops: str | None = None,
     ) -> LoopRef:
         """Tile this op (one size per loop, 0 = untiled); returns the outermost loop."""
         loops = loops or self.schedule.fresh("loops")
-        self.schedule.steps.append(
-            TileStep(
-                sizes=tuple(sizes),
-                target=self.name,
-                loop=loop,
-                mapping=mapping,
-                interchange=tuple(interchange) if interchange is not None else None,
-                loops=loops,
-                where=_caller(),
-            )
+        self.schedule.add(
+            TileStep,
+            sizes=sizes,
+            target=self.name,
+            loop=loop,
+            mapping=mapping,
+            interchange=interchange,
+            loops=loops,
         )
         return LoopRef(self.schedule, loops)
 
     def producer(self, operand: IntOrParam, *, name: str | None = None) -> OpRef:
         """Bind the op producing operand ``operand`` of this op (inputs first, then inits)."""
         name = name or self.schedule.fresh("producer")
-        self.schedule.steps.append(
-            ProducerStep(of=self.name, operand=operand, name=name, where=_caller())
-        )
+        self.schedule.add(ProducerStep, of=self.name, operand=operand, name=name)
         return OpRef(self.schedule, name)
 
     def fuse_into(self, loop: LoopRef) -> OpRef:
         """Fuse this producer into ``loop``, computing only the slices the loop uses."""
-        self.schedule.steps.append(
-            FuseIntoStep(producer=self.name, loop=loop.name, where=_caller())
-        )
+        self.schedule.add(FuseIntoStep, producer=self.name, loop=loop.name)
         return self
 
     def generalize(self) -> OpRef:
         """Rewrite this named linalg op as ``linalg.generic``."""
-        self.schedule.steps.append(GeneralizeStep(target=self.name, where=_caller()))
+        self.schedule.add(GeneralizeStep, target=self.name)
         return self
 
     def specialize(self) -> OpRef:
         """Rewrite these generics as named ops where they are one (e.g. ``linalg.matmul``)."""
-        self.schedule.steps.append(SpecializeStep(target=self.name, where=_caller()))
+        self.schedule.add(SpecializeStep, target=self.name)
         return self
 
     def interchange(self, permutation: Sequence[IntOrParam]) -> OpRef:
         """Permute this generic's loops."""
-        self.schedule.steps.append(
-            InterchangeStep(permutation=tuple(permutation), target=self.name, where=_caller())
-        )
+        self.schedule.add(InterchangeStep, permutation=permutation, target=self.name)
         return self
 
     def vectorize(self, sizes: Sequence[IntOrParam]) -> None:
         """Vectorize this op with explicit vector sizes."""
-        self.schedule.steps.append(
-            VectorizeStep(target=self.name, sizes=tuple(sizes), where=_caller())
-        )
+        self.schedule.add(VectorizeStep, target=self.name, sizes=sizes)
+
+    def step(self, primitive: str, **options: Any) -> OpRef:
+        """Any registered primitive acting on this op (``target`` = this handle), with its
+        YAML options as keywords (``as`` is ``name``): ``op.step("generalize")``."""
+        self.schedule.add(_step_class(primitive), target=self.name, **options)
+        return self
 
 
 class ScheduleBuilder:
@@ -253,7 +271,7 @@ class ScheduleBuilder:
         belonging to ``layer``)."""
         name = name or self._schedule.fresh("ops")
         spec = Match(op, attributes=attributes, layer=layer)
-        self._schedule.steps.append(MatchStep(spec=spec, name=name, where=_caller()))
+        self._schedule.add(MatchStep, spec=spec, name=name)
         return OpRef(self._schedule, name)
 
     def fuse_ext(
@@ -263,40 +281,38 @@ class ScheduleBuilder:
         *,
         interchange: Sequence[IntOrParam] | None = None,
         stop: MatchSpec | None = None,
-        intermediates: Intermediates = "yield",
-        loop: LoopKind = "forall",
+        intermediates: Intermediates = FuseExtStep.intermediates,
+        loop: LoopKind = FuseExtStep.loop,
     ) -> None:
         """Tile ``root`` and fuse its producer DAG into the loop nest (see fuse_ext docs).
 
         In a kernel schedule, ``root=None`` means the dispatch root; afterwards
         ``kernel.root`` refers to the tiled root(s).
         """
-        self._schedule.steps.append(
-            FuseExtStep(
-                root=root,
-                tile_sizes=tuple(tile_sizes),
-                interchange=tuple(interchange) if interchange is not None else None,
-                stop=stop,
-                intermediates=intermediates,
-                loop=loop,
-                where=_caller(),
-            )
+        self._schedule.add(
+            FuseExtStep,
+            root=root,
+            tile_sizes=tile_sizes,
+            interchange=interchange,
+            stop=stop,
+            intermediates=intermediates,
+            loop=loop,
         )
 
     def dispatch_region(self, root: MatchSpec, *, stop: MatchSpec | None = None) -> None:
         """Group ``root`` and the ops it depends on into one dispatch (graph schedules)."""
-        self._schedule.steps.append(DispatchRegionStep(root=root, stop=stop, where=_caller()))
+        self._schedule.add(DispatchRegionStep, root=root, stop=stop)
 
     def fuse_elementwise_ext(
         self,
         *,
-        shared_input: bool = True,
+        shared_input: bool = FuseElementwiseExtStep.shared_input,
         max_operands: IntOrParam | None = None,
         ops: MatchSpec | None = None,
     ) -> None:
         """Fuse elementwise ops to a fixpoint, incl. shared-input groups (graph schedules)."""
-        self._schedule.steps.append(
-            FuseElementwiseExtStep(ops, shared_input, max_operands, where=_caller())
+        self._schedule.add(
+            FuseElementwiseExtStep, ops=ops, shared_input=shared_input, max_operands=max_operands
         )
 
     def collapse_dims(
@@ -306,8 +322,8 @@ class ScheduleBuilder:
         ops: MatchSpec | None = None,
     ) -> None:
         """Collapse contiguous loops of generics (``"auto"``: maximal groups; graph schedules)."""
-        groups = None if reassociation == "auto" else tuple(tuple(g) for g in reassociation)
-        self._schedule.steps.append(CollapseDimsStep(groups, ops, where=_caller()))
+        groups = None if reassociation == "auto" else reassociation
+        self._schedule.add(CollapseDimsStep, reassociation=groups, ops=ops)
 
     def mmt4d(
         self,
@@ -317,28 +333,34 @@ class ScheduleBuilder:
         lower_packs: bool | None = None,
     ) -> None:
         """Rewrite matmuls as pack + linalg.mmt4d + unpack, inner tile (M0, N0, K0)."""
-        self._schedule.steps.append(Mmt4dStep(tuple(tile), ops, lower_packs, where=_caller()))
+        self._schedule.add(Mmt4dStep, tile=tile, ops=ops, lower_packs=lower_packs)
 
     def fuse_pad(self, *, ops: MatchSpec | None = None) -> None:
         """Let pads' producers write into the padded buffer (graph schedules)."""
-        self._schedule.steps.append(FusePadStep(ops, where=_caller()))
+        self._schedule.add(FusePadStep, ops=ops)
 
     def vectorize(self) -> None:
         """Vectorize every op in scope (invalidates op handles: do it after tiling)."""
-        self._schedule.steps.append(VectorizeStep(where=_caller()))
+        self._schedule.add(VectorizeStep)
 
     def cleanup(
         self,
         *,
-        canonicalize: bool = True,
-        cse: bool = True,
-        licm: bool = True,
-        unit_dims: bool = False,
+        canonicalize: bool = CleanupStep.canonicalize,
+        cse: bool = CleanupStep.cse,
+        licm: bool = CleanupStep.licm,
+        unit_dims: bool = CleanupStep.unit_dims,
     ) -> None:
         """Canonicalize, CSE and hoist loop invariants (``unit_dims``: fold unit loops)."""
-        self._schedule.steps.append(
-            CleanupStep(canonicalize, cse, licm, unit_dims, where=_caller())
+        self._schedule.add(
+            CleanupStep, canonicalize=canonicalize, cse=cse, licm=licm, unit_dims=unit_dims
         )
+
+    def step(self, primitive: str, **options: Any) -> None:
+        """Any registered primitive, with its YAML options as keywords (``as`` is
+        ``name``, a match step's selection is ``spec=Match(...)``):
+        ``graph.step("fuse_pad", ops=Match("tensor.pad"))``."""
+        self._schedule.add(_step_class(primitive), **options)
 
 
 class KernelBuilder(ScheduleBuilder):

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from tdsched.transform_lib.match import OpCriteria
 
 from .errors import RecipeError, Where
-from .recipe import MatchSpec
+from .values import MatchSpec
 
 
 def as_int(value: object, where: Where) -> int:

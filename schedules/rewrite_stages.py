@@ -7,8 +7,10 @@ line of what it changed (see :mod:`tdsched.transform_lib.graph`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 from tdsched.transform_lib.graph.collapse_dims import CollapseDimsOptions, collapse_dims
 from tdsched.transform_lib.graph.fuse_elementwise import (
@@ -20,14 +22,16 @@ from tdsched.transform_lib.graph.mmt4d import Mmt4dOptions, mmt4d
 from tdsched.transform_lib.graph.report import Rewrite
 from tdsched.transform_lib.match import OpCriteria
 
-from .errors import RecipeError, Where
-from .recipe import (
+from .errors import Where
+from .resolved import as_int, as_ints, payload_criteria
+from .steps import (
     CollapseDimsStep,
     FuseElementwiseExtStep,
+    FusePadStep,
     GraphRewriteStep,
     Mmt4dStep,
+    Step,
 )
-from .resolved import as_int, as_ints, payload_criteria
 
 
 @dataclass(frozen=True)
@@ -39,48 +43,51 @@ class RewriteStage:
     where: Where
 
 
-def rewrite_stage(step: GraphRewriteStep, target: str) -> RewriteStage:
-    """The stage for a resolved graph rewrite step, with its options checked."""
-    if isinstance(step, FuseElementwiseExtStep):
-        return _fuse_elementwise(step)
-    if isinstance(step, CollapseDimsStep):
-        groups = None
-        if step.reassociation is not None:
-            where = step.where.child("reassociation")
-            groups = tuple(tuple(as_ints(g, where)) for g in step.reassociation)
-        collapse = CollapseDimsOptions(_ops(step, "collapse_dims"), groups)
-        return RewriteStage("collapse_dims", partial(collapse_dims, options=collapse), step.where)
-    if isinstance(step, Mmt4dStep):
-        return _mmt4d(step, target)
-    pads = FusePadOptions(_ops(step, "fuse_pad"))
-    return RewriteStage("fuse_pad", partial(fuse_pad, options=pads), step.where)
+def rewrite_stage(step: Step, target: str) -> RewriteStage:
+    """The stage for a resolved graph rewrite step (a type in :data:`REWRITES`)."""
+    return REWRITES[type(step)](step, target)
 
 
-def _fuse_elementwise(step: FuseElementwiseExtStep) -> RewriteStage:
+def _fuse_elementwise(step: FuseElementwiseExtStep, target: str) -> RewriteStage:
     limit = None
     if step.max_operands is not None:
         limit = as_int(step.max_operands, step.where.child("max_operands"))
-        if limit < 2:
-            raise RecipeError(
-                step.where.child("max_operands"),
-                f"a fused op has at least 2 operands (an input and an output), got {limit}",
-            )
-    ops = _ops(step, "fuse_elementwise_ext")
-    options = FuseElementwiseOptions(ops, step.shared_input, limit)
-    rewrite = partial(fuse_elementwise_ext, options=options)
-    return RewriteStage("fuse_elementwise_ext", rewrite, step.where)
+    options = FuseElementwiseOptions(_ops(step), step.shared_input, limit)
+    return _stage(step, partial(fuse_elementwise_ext, options=options))
+
+
+def _collapse_dims(step: CollapseDimsStep, target: str) -> RewriteStage:
+    groups = None
+    if step.reassociation is not None:
+        where = step.where.child("reassociation")
+        groups = tuple(tuple(as_ints(g, where)) for g in step.reassociation)
+    options = CollapseDimsOptions(_ops(step), groups)
+    return _stage(step, partial(collapse_dims, options=options))
 
 
 def _mmt4d(step: Mmt4dStep, target: str) -> RewriteStage:
     m0, n0, k0 = as_ints(step.tile, step.where.child("tile"))
-    if min(m0, n0, k0) < 1:
-        raise RecipeError(
-            step.where.child("tile"), f"inner tile sizes must be >= 1, got {[m0, n0, k0]}"
-        )
     lower = step.lower_packs if step.lower_packs is not None else target == "vulkan"
-    options = Mmt4dOptions((m0, n0, k0), _ops(step, "mmt4d"), lower)
-    return RewriteStage("mmt4d", partial(mmt4d, options=options), step.where)
+    options = Mmt4dOptions((m0, n0, k0), _ops(step), lower)
+    return _stage(step, partial(mmt4d, options=options))
 
 
-def _ops(step: GraphRewriteStep, primitive: str) -> OpCriteria | None:
-    return payload_criteria(step.ops, step.where.child("ops"), primitive)
+def _fuse_pad(step: FusePadStep, target: str) -> RewriteStage:
+    return _stage(step, partial(fuse_pad, options=FusePadOptions(_ops(step))))
+
+
+def _stage(step: GraphRewriteStep, rewrite: Rewrite) -> RewriteStage:
+    return RewriteStage(step.primitive, rewrite, step.where)
+
+
+def _ops(step: GraphRewriteStep) -> OpCriteria | None:
+    return payload_criteria(step.ops, step.where.child("ops"), step.primitive)
+
+
+REWRITES: dict[type[Step], Callable[[Any, str], RewriteStage]] = {
+    FuseElementwiseExtStep: _fuse_elementwise,
+    CollapseDimsStep: _collapse_dims,
+    Mmt4dStep: _mmt4d,
+    FusePadStep: _fuse_pad,
+}
+"""The Python rewrites a graph schedule can run, by step type."""

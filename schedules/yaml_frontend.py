@@ -9,47 +9,28 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import cast
+from typing import Any
 
 import yaml
 from tdsched.recipes.models import MODELS
 from tdsched.recipes.workloads import GENERATORS
-from tdsched.transform_lib.match import AttrValue
+from tdsched.targets.target import TARGET_NAMES as TARGETS
+from tdsched.transform_lib.match import OP_KINDS, AttrValue
 
 from .errors import RecipeError, Where
+from .options import Kind, StepOption, step_options
 from .recipe import (
     METRICS,
-    ROOT,
-    TARGETS,
     Baseline,
-    CleanupStep,
-    CollapseDimsStep,
-    DispatchRegionStep,
-    FuseElementwiseExtStep,
-    FuseExtStep,
-    FuseIntoStep,
-    FusePadStep,
-    GeneralizeStep,
-    InterchangeStep,
-    Intermediates,
-    IntOrParam,
     KernelSchedule,
-    LoopKind,
     LoweringConfig,
-    MappingKind,
-    MatchSpec,
-    MatchStep,
-    Mmt4dStep,
-    ProducerStep,
     Recipe,
-    SpecializeStep,
-    Step,
-    TileStep,
     Tolerance,
-    VectorizeStep,
     WorkloadSpec,
 )
 from .space import Axis, ParamValue, SearchSpace, build_space, int_range, pow2_range
+from .steps import STEPS, Step
+from .values import IntOrParam, MatchSpec
 from .yaml_nodes import Node, construct, optional
 
 
@@ -250,7 +231,7 @@ def _arg_names(node: Node) -> list[str]:
 
 _MATCH_FIELDS = {
     "op": "operation name, e.g. linalg.matmul",
-    "kind": "contraction or convolution",
+    "kind": " or ".join(OP_KINDS),
     "shape": "static loop bounds, e.g. [M, N, K]",
     "dtype": "element type, default f32",
     "attributes": "attributes the op carries: [NAME, ...] (unit) or {NAME: VALUE}",
@@ -259,7 +240,7 @@ _MATCH_FIELDS = {
 
 
 def _match_spec(node: Node, fields: dict[str, Node]) -> MatchSpec:
-    kind = optional(fields, "kind", lambda n: n.choice(("contraction", "convolution")), None)
+    kind = optional(fields, "kind", lambda n: n.choice(OP_KINDS), None)
     if not {"op", "attributes", "layer"} & set(fields) and kind is None:
         raise node.fail("give at least one of 'op', 'kind', 'layer' or 'attributes' to select ops")
     return MatchSpec(
@@ -343,253 +324,65 @@ def _config(node: Node) -> LoweringConfig:
 
 
 def _step(node: Node) -> Step:
+    """One schedule step, ``{primitive: {option: value, ...}}``, read by its registry entry."""
     if not isinstance(node.node, yaml.MappingNode) or len(node.node.value) != 1:
-        raise node.fail(f"a step is a mapping with one key, the primitive: {', '.join(_STEPS)}")
+        raise node.fail(f"a step is a mapping with one key, the primitive: {', '.join(STEPS)}")
     key_node, _ = node.node.value[0]
     primitive = str(construct(key_node, node.where))
-    if primitive not in _STEPS:
+    if primitive not in STEPS:
         raise RecipeError(
             node.where.child(primitive, key_node.start_mark.line + 1),
-            f"unknown primitive {primitive!r}; available: {', '.join(_STEPS)}",
+            f"unknown primitive {primitive!r}; available: {', '.join(STEPS)}",
         )
-    fields = node.mapping({primitive: "step arguments"})[primitive]
-    allowed, required, build = _STEPS[primitive]
-    return build(fields, fields.mapping(allowed, required))
+    step = node.mapping({primitive: "step arguments"})[primitive]
+    cls = STEPS[primitive].cls
+    options = list(step_options(cls))
+    allowed: dict[str, str] = {}
+    for opt in options:
+        allowed.update(_MATCH_FIELDS if opt.spec.inline else {opt.key: _describe(opt)})
+    required = tuple(o.key for o in options if o.required and not o.spec.inline)
+    fields = step.mapping(allowed, required)
+    values = {opt.name: _read_option(opt, step, fields) for opt in options}
+    return cls(**{k: v for k, v in values.items() if v is not _ABSENT}, where=step.where)
 
 
-def _match_step(node: Node, f: dict[str, Node]) -> Step:
-    spec = _match_spec(node, {k: v for k, v in f.items() if k != "as"})
-    return MatchStep(spec=spec, name=f["as"].text(), where=node.where)
+_ABSENT = object()
+"""An optional option the step does not give: the dataclass default applies."""
 
 
-def _producer_step(node: Node, f: dict[str, Node]) -> Step:
-    return ProducerStep(
-        of=optional(f, "of", Node.text, ROOT),
-        operand=f["operand"].int_or_param(),
-        name=f["as"].text(),
-        where=node.where,
-    )
+def _describe(opt: StepOption) -> str:
+    """The one-line help of an option in 'unknown field' and 'missing field' errors."""
+    if opt.spec.kind is Kind.CHOICE:
+        return f"{' or '.join(opt.spec.choices)}, default {opt.default}"
+    return opt.spec.doc
 
 
-def _tile_step(node: Node, f: dict[str, Node]) -> Step:
-    return TileStep(
-        sizes=f["sizes"].ints(),
-        target=optional(f, "target", Node.text, ROOT),
-        loop=cast(LoopKind, optional(f, "loop", lambda n: n.choice(("for", "forall")), "for")),
-        mapping=cast(
-            MappingKind,
-            optional(f, "mapping", lambda n: n.choice(("workgroup", "thread", "none")), "none"),
-        ),
-        interchange=optional(f, "interchange", Node.ints, None),
-        loops=optional(f, "loops", Node.text, None),
-        where=node.where,
-    )
+def _read_option(opt: StepOption, step: Node, fields: dict[str, Node]) -> Any:
+    """An option's value as its kind reads it from YAML (checks follow in the model)."""
+    kind = opt.spec.kind
+    if opt.spec.inline:
+        return _match_spec(step, {k: v for k, v in fields.items() if k in _MATCH_FIELDS})
+    node = fields.get(opt.key)
+    if node is None:
+        return _ABSENT
+    if kind is Kind.MATCH:
+        return _match_spec(node, node.mapping(_MATCH_FIELDS))
+    if kind is Kind.OPS:
+        return _match_spec(node, node.mapping(_OPS_FIELDS))
+    if kind is Kind.INT_GROUPS:
+        if isinstance(node.node, yaml.ScalarNode) and node.scalar() == "auto":
+            return None
+        if not isinstance(node.node, yaml.SequenceNode):
+            raise node.fail("expected 'auto' or a list of loop groups, e.g. [[0], [1, 2]]")
+        return tuple(group.ints() for group in node.sequence())
+    readers: dict[Kind, Callable[[Node], Any]] = {
+        Kind.HANDLE: Node.text,
+        Kind.INT: Node.int_or_param,
+        Kind.INTS: Node.ints,
+        Kind.FLAG: Node.flag,
+        Kind.CHOICE: lambda n: n.choice(opt.spec.choices),
+    }
+    return readers[kind](node)
 
 
-def _fuse_ext_step(node: Node, f: dict[str, Node]) -> Step:
-    root, stop = f.get("root"), f.get("stop")
-    return FuseExtStep(
-        root=_match_spec(root, root.mapping(_MATCH_FIELDS)) if root is not None else None,
-        tile_sizes=f["tile_sizes"].ints(),
-        interchange=optional(f, "interchange", Node.ints, None),
-        stop=_match_spec(stop, stop.mapping(_MATCH_FIELDS)) if stop is not None else None,
-        intermediates=cast(
-            Intermediates,
-            optional(f, "intermediates", lambda n: n.choice(("yield", "recompute")), "yield"),
-        ),
-        loop=cast(LoopKind, optional(f, "loop", lambda n: n.choice(("for", "forall")), "forall")),
-        where=node.where,
-    )
-
-
-def _dispatch_region_step(node: Node, f: dict[str, Node]) -> Step:
-    root, stop = f["root"], f.get("stop")
-    return DispatchRegionStep(
-        root=_match_spec(root, root.mapping(_MATCH_FIELDS)),
-        stop=_match_spec(stop, stop.mapping(_MATCH_FIELDS)) if stop is not None else None,
-        where=node.where,
-    )
-
-
-def _fuse_step(node: Node, f: dict[str, Node]) -> Step:
-    return FuseIntoStep(producer=f["producer"].text(), loop=f["loop"].text(), where=node.where)
-
-
-def _generalize_step(node: Node, f: dict[str, Node]) -> Step:
-    return GeneralizeStep(target=optional(f, "target", Node.text, ROOT), where=node.where)
-
-
-def _specialize_step(node: Node, f: dict[str, Node]) -> Step:
-    return SpecializeStep(target=optional(f, "target", Node.text, ROOT), where=node.where)
-
-
-def _ops(f: dict[str, Node]) -> MatchSpec | None:
-    """The optional ``ops`` selection of a graph rewrite (by op name / attributes)."""
-    ops = f.get("ops")
-    return _match_spec(ops, ops.mapping(_OPS_FIELDS)) if ops is not None else None
-
-
-def _fuse_elementwise_step(node: Node, f: dict[str, Node]) -> Step:
-    return FuseElementwiseExtStep(
-        ops=_ops(f),
-        shared_input=optional(f, "shared_input", Node.flag, True),
-        max_operands=optional(f, "max_operands", Node.int_or_param, None),
-        where=node.where,
-    )
-
-
-def _collapse_dims_step(node: Node, f: dict[str, Node]) -> Step:
-    groups = f["reassociation"]
-    reassociation = None
-    if not (isinstance(groups.node, yaml.ScalarNode) and groups.scalar() == "auto"):
-        if not isinstance(groups.node, yaml.SequenceNode):
-            raise groups.fail("expected 'auto' or a list of loop groups, e.g. [[0], [1, 2]]")
-        reassociation = tuple(group.ints() for group in groups.sequence())
-    return CollapseDimsStep(reassociation=reassociation, ops=_ops(f), where=node.where)
-
-
-def _mmt4d_step(node: Node, f: dict[str, Node]) -> Step:
-    tile = f["tile"].ints()
-    if len(tile) != 3:
-        raise f["tile"].fail(f"expected the inner tile [M0, N0, K0], got {len(tile)} sizes")
-    return Mmt4dStep(
-        tile=tile,
-        ops=_ops(f),
-        lower_packs=optional(f, "lower_packs", Node.flag, None),
-        where=node.where,
-    )
-
-
-def _fuse_pad_step(node: Node, f: dict[str, Node]) -> Step:
-    return FusePadStep(ops=_ops(f), where=node.where)
-
-
-def _interchange_step(node: Node, f: dict[str, Node]) -> Step:
-    return InterchangeStep(
-        permutation=f["permutation"].ints(),
-        target=optional(f, "target", Node.text, ROOT),
-        where=node.where,
-    )
-
-
-def _vectorize_step(node: Node, f: dict[str, Node]) -> Step:
-    return VectorizeStep(
-        target=optional(f, "target", Node.text, None),
-        sizes=optional(f, "sizes", Node.ints, None),
-        where=node.where,
-    )
-
-
-def _cleanup_step(node: Node, f: dict[str, Node]) -> Step:
-    return CleanupStep(
-        canonicalize=optional(f, "canonicalize", Node.flag, True),
-        cse=optional(f, "cse", Node.flag, True),
-        licm=optional(f, "licm", Node.flag, True),
-        unit_dims=optional(f, "unit_dims", Node.flag, False),
-        where=node.where,
-    )
-
-
-_TARGET = {"target": "handle name, default root"}
 _OPS_FIELDS = {k: _MATCH_FIELDS[k] for k in ("op", "attributes", "layer")}
-_OPS = {"ops": "which ops it acts on: {op: NAME, attributes: [...]}, default all"}
-_StepBuilder = Callable[[Node, dict[str, Node]], Step]
-_STEPS: dict[str, tuple[dict[str, str], tuple[str, ...], _StepBuilder]] = {
-    "match": (
-        {**_MATCH_FIELDS, "as": "handle name to bind the matched ops to"},
-        ("as",),
-        _match_step,
-    ),
-    "producer": (
-        {
-            "of": "handle of the consumer, default root",
-            "operand": "operand number (inputs first, then inits)",
-            "as": "handle name to bind the producer to",
-        },
-        ("operand", "as"),
-        _producer_step,
-    ),
-    "tile": (
-        {
-            **_TARGET,
-            "sizes": "one tile size per loop, 0 = untiled",
-            "loop": "for or forall",
-            "mapping": "workgroup, thread or none (forall only)",
-            "interchange": "loop order (for only)",
-            "loops": "handle name for the loops",
-        },
-        ("sizes",),
-        _tile_step,
-    ),
-    "fuse_into": (
-        {"producer": "handle of the op to fuse", "loop": "handle of the loop"},
-        ("producer", "loop"),
-        _fuse_step,
-    ),
-    "fuse_ext": (
-        {
-            "root": "match of the op(s) to tile (kernel schedules: default the dispatch root)",
-            "tile_sizes": "one size per loop of the root, 0 = untiled",
-            "interchange": "loop order (reduction loops stay innermost)",
-            "stop": "match of ops fusion stops at (kept outside at full size)",
-            "intermediates": "yield (default) or recompute",
-            "loop": "forall (default) or for",
-        },
-        ("tile_sizes",),
-        _fuse_ext_step,
-    ),
-    "dispatch_region": (
-        {
-            "root": "match of the last op(s) of the group",
-            "stop": "match of ops the group stops at (they stay outside)",
-        },
-        ("root",),
-        _dispatch_region_step,
-    ),
-    "generalize": (_TARGET, (), _generalize_step),
-    "specialize": (_TARGET, (), _specialize_step),
-    "fuse_elementwise_ext": (
-        {
-            **_OPS,
-            "shared_input": "bool, also fuse independent ops reading one tensor (default true)",
-            "max_operands": "largest operand count of a fused op (default unbounded)",
-        },
-        (),
-        _fuse_elementwise_step,
-    ),
-    "collapse_dims": (
-        {**_OPS, "reassociation": "auto, or loop groups such as [[0], [1, 2]]"},
-        ("reassociation",),
-        _collapse_dims_step,
-    ),
-    "mmt4d": (
-        {
-            **_OPS,
-            "tile": "inner tile [M0, N0, K0]",
-            "lower_packs": "bool, lower pack/unpack (default: true on vulkan)",
-        },
-        ("tile",),
-        _mmt4d_step,
-    ),
-    "fuse_pad": (_OPS, (), _fuse_pad_step),
-    "interchange": (
-        {**_TARGET, "permutation": "the new loop order"},
-        ("permutation",),
-        _interchange_step,
-    ),
-    "vectorize": (
-        {"target": "handle (default: the whole kernel)", "sizes": "vector sizes"},
-        (),
-        _vectorize_step,
-    ),
-    "cleanup": (
-        {
-            "canonicalize": "bool",
-            "cse": "bool",
-            "licm": "bool",
-            "unit_dims": "bool, fold unit-extent loops (default false)",
-        },
-        (),
-        _cleanup_step,
-    ),
-}

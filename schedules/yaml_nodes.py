@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import yaml
 
 from .errors import RecipeError, Where
-from .recipe import IntOrParam
+from .values import IntOrParam
 
 T = TypeVar("T")
 _CONSTRUCTOR = yaml.constructor.SafeConstructor()

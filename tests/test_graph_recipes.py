@@ -11,7 +11,7 @@ from tdsched.schedules.errors import RecipeError
 from tdsched.schedules.loading import load
 from tdsched.schedules.pipeline import apply_graph, build, compile_baseline, plan, run
 from tdsched.schedules.python_api import Match, RecipeBuilder, generator
-from tdsched.schedules.recipe import (
+from tdsched.schedules.steps import (
     CollapseDimsStep,
     FuseElementwiseExtStep,
     FusePadStep,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from tdsched.schedules.errors import RecipeError
 from tdsched.schedules.params import resolve
-from tdsched.schedules.recipe import FuseIntoStep, MatchStep, TileStep
+from tdsched.schedules.steps import FuseIntoStep, MatchStep, TileStep
 from tdsched.schedules.yaml_frontend import load_recipe, parse_recipe
 
 GOOD = """\

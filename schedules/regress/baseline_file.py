@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from tdsched.targets.target import TARGET_NAMES
 
 from ..errors import RecipeError, Where
-from ..recipe import TARGETS
 from ..space import ParamValue
 from ..yaml_nodes import Node, optional
 
@@ -135,7 +135,7 @@ def recipe_beside(directory: Path, recipe: str) -> str:
 
 _ENTRY_FIELDS = {
     "recipe": "shipped recipe name or path relative to this file",
-    "target": f"one of {', '.join(TARGETS)} (default: the recipe's first)",
+    "target": f"one of {', '.join(TARGET_NAMES)} (default: the recipe's first)",
     "params": "recipe parameter overrides, e.g. {M: 256}",
     "expected_speedup": "speedup vs IREE default when blessed (written by --update)",
     "numerics": "{atol, rtol} for the check against the reference",
@@ -220,7 +220,7 @@ def _settings(node: Node, fields: dict[str, Node] | None = None) -> dict[str, fl
 
 def _entry(node: Node) -> Entry:
     f = node.mapping(_ENTRY_FIELDS, ("recipe",))
-    target = optional(f, "target", lambda n: n.choice(TARGETS), None)
+    target = optional(f, "target", lambda n: n.choice(TARGET_NAMES), None)
     expected = optional(f, "expected_speedup", Node.number, None)
     if expected is not None and expected <= 0:
         raise f["expected_speedup"].fail(f"expected a positive speedup, got {expected}")

@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..recipe import TARGETS
+from tdsched.targets.target import TARGET_NAMES
+
 from .baseline_file import load_baseline
 from .output import as_json, markdown, table
 from .runner import (
@@ -88,7 +89,7 @@ def add_parser(sub: Any) -> None:
         metavar="TEXT",
         help="only entries whose label (recipe@target params) contains TEXT (repeatable)",
     )
-    p.add_argument("--target", choices=TARGETS, help="only entries that build for this target")
+    p.add_argument("--target", choices=TARGET_NAMES, help="only entries that build for this target")
     p.add_argument(
         "--time-cap", type=float, metavar="S", help="seconds of timing per entry (overrides)"
     )
