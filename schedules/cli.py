@@ -14,8 +14,9 @@ from pathlib import Path
 from tdsched.targets.compiler import CompileError, format_command
 from tdsched.targets.ir_eval import DEFAULT_ATOL, DEFAULT_RTOL, check_files
 from tdsched.targets.runtime import DeviceError
+from tdsched.targets.target import TARGET_NAMES
 
-from . import lower_command
+from . import lower_command, schema_command
 from .emit import ScriptStage
 from .loading import load
 from .params import parse_override
@@ -47,6 +48,7 @@ examples:
   tdsched report tdsched-sweeps.db --plot s.png --x TM --y TN
   tdsched regress perf.yaml                    gate recipes against a committed baseline
   tdsched lower small_cnn --layers             a model lowered to linalg (builder, ONNX, TOSA)
+  tdsched schema -o tdsched-recipe.schema.json JSON Schema of recipe files, for editors
 """
 
 
@@ -54,7 +56,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("recipe", help="recipe file (.yaml, .py) or shipped recipe name")
     parser.add_argument(
         "--target",
-        choices=("x86", "vulkan"),
+        choices=TARGET_NAMES,
         help="target to build for (default: the recipe's first)",
     )
     parser.add_argument(
@@ -134,6 +136,7 @@ def make_parser() -> argparse.ArgumentParser:
     report_command.add_parser(sub)
     regress_command.add_parser(sub)
     lower_command.add_parser(sub)
+    schema_command.add_parser(sub)
 
     check = sub.add_parser(
         "check",
@@ -303,6 +306,7 @@ _COMMANDS = {
     "report": report_command.run,
     "regress": regress_command.run,
     "lower": lower_command.run,
+    "schema": schema_command.run,
 }
 
 

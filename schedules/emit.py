@@ -395,6 +395,10 @@ scripts; a graph-level fuse_ext is a stage of its own). Steps without an entry h
 :data:`~.rewrite_stages.REWRITES` fail loudly (``tests/test_step_registry.py``)."""
 
 
+EMITTED_STEPS: frozenset[type[Step]] = frozenset({*_SCRIPT_EMITTERS, *REWRITES, DispatchRegionStep})
+"""Every step type emission knows (graph-level fuse_ext and dispatch_region are stages)."""
+
+
 def _emit_graph(recipe: Recipe, counts: dict[str, set[int]], target: str) -> tuple[GraphStage, ...]:
     """The graph schedule's stages: runs of script steps become one script stage; fuse_ext,
     dispatch_region and the Python rewrites are stages of their own."""

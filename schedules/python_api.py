@@ -57,6 +57,7 @@ from .steps import (
     Step,
     TileStep,
     VectorizeStep,
+    step_info,
 )
 from .values import ROOT, IntOrParam, MatchSpec
 
@@ -164,7 +165,7 @@ class _Schedule:
     def add(self, cls: type[S], **options: Any) -> S:
         """Append a ``cls`` step made from ``options`` (checked by the model), located at
         the user's line."""
-        step = cls(**options, where=_caller())
+        step = cls(**options, where=_caller().child(step_info(cls).primitive))
         self.steps.append(step)
         return step
 

@@ -88,9 +88,8 @@ class StepBase:
         return step_info(self).primitive
 
 
-def _target(default: str | None = ROOT) -> Any:
+def _target(default: str | None = ROOT, doc: str = "handle of the op to act on") -> Any:
     """The ``target`` option: a handle, by default the kernel's root op."""
-    doc = "handle of the op to act on" + (f", default {default}" if default else "")
     return option(doc, Kind.HANDLE, default=default)
 
 
@@ -121,7 +120,9 @@ def _inner_tile(tile: tuple[IntOrParam, ...]) -> str | None:
 class MatchStep(StepBase):
     """Bind a handle to the ops a selection picks inside the schedule's scope."""
 
-    spec: MatchSpec = option("the selection (op, kind, shape, ...)", Kind.MATCH, inline=True)
+    spec: MatchSpec = option(
+        "which ops to bind: any of these keys, as in a kernel's match", Kind.MATCH, inline=True
+    )
     name: str = option("handle name to bind the matched ops to", Kind.HANDLE, key="as")
 
 
@@ -329,7 +330,7 @@ class InterchangeStep(StepBase):
 class VectorizeStep(StepBase):
     """Vectorize the whole kernel (no target), or one op with explicit vector sizes."""
 
-    target: str | None = _target(None)
+    target: str | None = _target(None, "handle of the op to vectorize (unset: the whole kernel)")
     sizes: tuple[IntOrParam, ...] | None = option(
         "vector sizes (with a target)", Kind.INTS, default=None
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tdsched.transform_lib.match import AttrValue, OpKind
+from tdsched.transform_lib.match import OP_KINDS, AttrValue, OpKind
 
 IntOrParam = int | str
 """An integer, or a ``"${NAME}"`` parameter reference awaiting substitution."""
@@ -32,3 +32,17 @@ class MatchSpec:
     dtype: str = "f32"
     attributes: tuple[tuple[str, AttrValue | None], ...] = ()
     layers: tuple[str, ...] = ()
+
+
+MATCH_FIELDS: dict[str, str] = {
+    "op": "operation name, e.g. linalg.matmul",
+    "kind": " or ".join(OP_KINDS),
+    "shape": "static loop bounds, e.g. [M, N, K]",
+    "dtype": "element type, default f32",
+    "attributes": "attributes the op carries: [NAME, ...] (unit) or {NAME: VALUE}",
+    "layer": "model layer name(s) or patterns, e.g. block1.conv1 or [stem, 'block*.conv1']",
+}
+"""The keys of an op selection as recipes write it (``match: {op: ..., kind: ...}``)."""
+
+OPS_FIELDS: dict[str, str] = {k: MATCH_FIELDS[k] for k in ("op", "attributes", "layer")}
+"""The keys of a graph rewrite's ``ops`` selection (kinds and shapes select kernels)."""

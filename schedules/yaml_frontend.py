@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from tdsched.recipes.models import MODELS
 from tdsched.recipes.workloads import GENERATORS
-from tdsched.targets.target import TARGET_NAMES as TARGETS
+from tdsched.targets.target import TARGET_NAMES
 from tdsched.transform_lib.match import OP_KINDS, AttrValue
 
 from .errors import RecipeError, Where
@@ -30,8 +30,51 @@ from .recipe import (
 )
 from .space import Axis, ParamValue, SearchSpace, build_space, int_range, pow2_range
 from .steps import STEPS, Step
-from .values import IntOrParam, MatchSpec
+from .values import MATCH_FIELDS, OPS_FIELDS, IntOrParam, MatchSpec
 from .yaml_nodes import Node, construct, optional
+
+RECIPE_FIELDS = {
+    "name": "recipe name",
+    "description": "free text",
+    "workload": "what to compute",
+    "targets": f"list of {', '.join(TARGET_NAMES)}",
+    "parameters": "NAME: default value",
+    "tolerance": "atol / rtol",
+    "graph": "whole-module schedule steps",
+    "kernels": "kernel schedules",
+    "baseline": "what to time against (default: IREE's default build)",
+    "compile_flags": "extra iree-compile flags for the scheduled build",
+    "metrics": f"extra figures to report: {', '.join(METRICS)}",
+    "space": "values 'tdsched sweep' tries per parameter",
+    "constraints": "expressions every swept candidate must satisfy",
+    "provenance": "where a frozen recipe came from (informational)",
+}
+"""A recipe file's top-level keys (the JSON Schema describes the same keys)."""
+
+WORKLOAD_FIELDS = {
+    "generator": f"a generated kernel: {', '.join(GENERATORS)}",
+    "model": f"a model-builder model: {', '.join(MODELS)} or FILE.py[:FUNCTION]",
+    "args": "generator or model arguments",
+    "via": "how a model is lowered: builder (default) or onnx (export, then import)",
+    "file": "a .mlir (linalg or TOSA) or .onnx file, relative to the recipe",
+    "format": "the file's format: auto (default), linalg, tosa, onnx",
+    "function": "entry function of the file",
+}
+KERNEL_FIELDS = {
+    "name": "kernel schedule name",
+    "match": "which dispatch root ops it applies to",
+    "schedule": "transform-dialect strategy steps",
+    "config": "lowering config for IREE's own pipeline",
+    "workgroup_size": "GPU threads [x, y, z] for a Vulkan strategy",
+    "targets": f"the targets it applies to ({', '.join(TARGET_NAMES)}; default all)",
+}
+CONFIG_FIELDS = {
+    "tile_sizes": "level: sizes, levels workgroup, thread, reduction",
+    "workgroup_size": "GPU workgroup size [x, y, z]",
+    "pipeline": "IREE codegen pipeline name",
+}
+CONFIG_LEVELS = ("workgroup", "thread", "reduction", "vector")
+"""Tiling levels a lowering config names (``workgroup`` is required)."""
 
 
 def load_recipe(path: str | Path) -> Recipe:
@@ -56,32 +99,16 @@ def parse_recipe(text: str, filename: str) -> Recipe:
     if root is None:
         raise RecipeError(Where(filename, 1), "the recipe file is empty")
     top = Node(root, Where(filename, root.start_mark.line + 1)).mapping(
-        {
-            "name": "recipe name",
-            "description": "free text",
-            "workload": "what to compute",
-            "targets": f"list of {', '.join(TARGETS)}",
-            "parameters": "NAME: default value",
-            "tolerance": "atol / rtol",
-            "graph": "whole-module schedule steps",
-            "kernels": "kernel schedules",
-            "baseline": "what to time against (default: IREE's default build)",
-            "compile_flags": "extra iree-compile flags for the scheduled build",
-            "metrics": f"extra figures to report: {', '.join(METRICS)}",
-            "space": "values 'tdsched sweep' tries per parameter",
-            "constraints": "expressions every swept candidate must satisfy",
-            "provenance": "where a frozen recipe came from (informational)",
-        },
-        required=("name", "workload"),
+        RECIPE_FIELDS, required=("name", "workload")
     )
     base = Path(filename).parent
     targets = (
-        tuple(t.choice(TARGETS) for t in top["targets"].sequence())
+        tuple(t.choice(TARGET_NAMES) for t in top["targets"].sequence())
         if "targets" in top
         else ("x86",)
     )
     if not targets:
-        raise top["targets"].fail(f"list at least one target ({', '.join(TARGETS)})")
+        raise top["targets"].fail(f"list at least one target ({', '.join(TARGET_NAMES)})")
     parameters = _parameters(top["parameters"]) if "parameters" in top else ()
     return Recipe(
         name=top["name"].text(),
@@ -181,17 +208,7 @@ def _flags(node: Node) -> tuple[str, ...]:
 
 
 def _workload(node: Node, base: Path) -> WorkloadSpec:
-    f = node.mapping(
-        {
-            "generator": f"a generated kernel: {', '.join(GENERATORS)}",
-            "model": f"a model-builder model: {', '.join(MODELS)} or FILE.py[:FUNCTION]",
-            "args": "generator or model arguments",
-            "via": "how a model is lowered: builder (default) or onnx (export, then import)",
-            "file": "a .mlir (linalg or TOSA) or .onnx file, relative to the recipe",
-            "format": "the file's format: auto (default), linalg, tosa, onnx",
-            "function": "entry function of the file",
-        }
-    )
+    f = node.mapping(WORKLOAD_FIELDS)
     sources = [k for k in ("generator", "model", "file") if k in f]
     if len(sources) != 1:
         raise node.fail("give exactly one of 'generator', 'model' (both with 'args') or 'file'")
@@ -229,16 +246,6 @@ def _arg_names(node: Node) -> list[str]:
     return [str(construct(k, node.where)) for k, _ in node.node.value]
 
 
-_MATCH_FIELDS = {
-    "op": "operation name, e.g. linalg.matmul",
-    "kind": " or ".join(OP_KINDS),
-    "shape": "static loop bounds, e.g. [M, N, K]",
-    "dtype": "element type, default f32",
-    "attributes": "attributes the op carries: [NAME, ...] (unit) or {NAME: VALUE}",
-    "layer": "model layer name(s) or patterns, e.g. block1.conv1 or [stem, 'block*.conv1']",
-}
-
-
 def _match_spec(node: Node, fields: dict[str, Node]) -> MatchSpec:
     kind = optional(fields, "kind", lambda n: n.choice(OP_KINDS), None)
     if not {"op", "attributes", "layer"} & set(fields) and kind is None:
@@ -273,17 +280,7 @@ def _layers(node: Node) -> tuple[str, ...]:
 
 
 def _kernel(node: Node) -> KernelSchedule:
-    f = node.mapping(
-        {
-            "name": "kernel schedule name",
-            "match": "which dispatch root ops it applies to",
-            "schedule": "transform-dialect strategy steps",
-            "config": "lowering config for IREE's own pipeline",
-            "workgroup_size": "GPU threads [x, y, z] for a Vulkan strategy",
-            "targets": f"the targets it applies to ({', '.join(TARGETS)}; default all)",
-        },
-        required=("name", "match"),
-    )
+    f = node.mapping(KERNEL_FIELDS, required=("name", "match"))
     if ("schedule" in f) == ("config" in f):
         raise node.fail(
             "give exactly one of 'schedule' (a strategy) or 'config' (a lowering config)"
@@ -291,11 +288,11 @@ def _kernel(node: Node) -> KernelSchedule:
     match_node = f["match"]
     return KernelSchedule(
         name=f["name"].text(),
-        match=_match_spec(match_node, match_node.mapping(_MATCH_FIELDS)),
+        match=_match_spec(match_node, match_node.mapping(MATCH_FIELDS)),
         steps=tuple(_step(s) for s in f["schedule"].sequence()) if "schedule" in f else (),
         config=_config(f["config"]) if "config" in f else None,
         workgroup_size=optional(f, "workgroup_size", Node.ints, None),
-        targets=tuple(t.choice(TARGETS) for t in f["targets"].sequence())
+        targets=tuple(t.choice(TARGET_NAMES) for t in f["targets"].sequence())
         if "targets" in f
         else None,
         where=node.where,
@@ -303,17 +300,9 @@ def _kernel(node: Node) -> KernelSchedule:
 
 
 def _config(node: Node) -> LoweringConfig:
-    f = node.mapping(
-        {
-            "tile_sizes": "level: sizes, levels workgroup, thread, reduction",
-            "workgroup_size": "GPU workgroup size [x, y, z]",
-            "pipeline": "IREE codegen pipeline name",
-        },
-        required=("tile_sizes",),
-    )
+    f = node.mapping(CONFIG_FIELDS, required=("tile_sizes",))
     levels = f["tile_sizes"].mapping(
-        {"workgroup": "sizes", "thread": "sizes", "reduction": "sizes", "vector": "sizes"},
-        required=("workgroup",),
+        {level: "sizes" for level in CONFIG_LEVELS}, required=("workgroup",)
     )
     return LoweringConfig(
         tile_sizes=tuple((level, sizes.ints()) for level, sizes in levels.items()),
@@ -339,7 +328,7 @@ def _step(node: Node) -> Step:
     options = list(step_options(cls))
     allowed: dict[str, str] = {}
     for opt in options:
-        allowed.update(_MATCH_FIELDS if opt.spec.inline else {opt.key: _describe(opt)})
+        allowed.update(MATCH_FIELDS if opt.spec.inline else {opt.key: _describe(opt)})
     required = tuple(o.key for o in options if o.required and not o.spec.inline)
     fields = step.mapping(allowed, required)
     values = {opt.name: _read_option(opt, step, fields) for opt in options}
@@ -361,14 +350,14 @@ def _read_option(opt: StepOption, step: Node, fields: dict[str, Node]) -> Any:
     """An option's value as its kind reads it from YAML (checks follow in the model)."""
     kind = opt.spec.kind
     if opt.spec.inline:
-        return _match_spec(step, {k: v for k, v in fields.items() if k in _MATCH_FIELDS})
+        return _match_spec(step, {k: v for k, v in fields.items() if k in MATCH_FIELDS})
     node = fields.get(opt.key)
     if node is None:
         return _ABSENT
     if kind is Kind.MATCH:
-        return _match_spec(node, node.mapping(_MATCH_FIELDS))
+        return _match_spec(node, node.mapping(MATCH_FIELDS))
     if kind is Kind.OPS:
-        return _match_spec(node, node.mapping(_OPS_FIELDS))
+        return _match_spec(node, node.mapping(OPS_FIELDS))
     if kind is Kind.INT_GROUPS:
         if isinstance(node.node, yaml.ScalarNode) and node.scalar() == "auto":
             return None
@@ -383,6 +372,3 @@ def _read_option(opt: StepOption, step: Node, fields: dict[str, Node]) -> Any:
         Kind.CHOICE: lambda n: n.choice(opt.spec.choices),
     }
     return readers[kind](node)
-
-
-_OPS_FIELDS = {k: _MATCH_FIELDS[k] for k in ("op", "attributes", "layer")}

@@ -1,0 +1,33 @@
+"""``tdsched schema``: print the JSON Schema of recipe files, for editors and CI linting."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from .files import write_atomically
+from .schema import recipe_schema
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "schema",
+        help="print the JSON Schema of recipe files (editor completion and checks)",
+        description="Print the JSON Schema (draft 2020-12) of YAML recipe files, generated "
+        "from the same step registry and field tables that validate recipes when they load. "
+        "Point an editor at it (docs/commands/schema.md) to complete primitives and options "
+        "and flag unknown keys as you type. The schema checks shapes only: tdsched itself "
+        "still checks tile sizes against the payload, handles, and parameter values.",
+    )
+    p.add_argument("-o", "--output", type=Path, help="write to this file instead of stdout")
+
+
+def run(args: argparse.Namespace) -> int:
+    text = json.dumps(recipe_schema(), indent=2) + "\n"
+    if args.output is None:
+        print(text, end="")
+    else:
+        write_atomically(args.output, text.encode())
+    return 0
