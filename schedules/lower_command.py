@@ -12,13 +12,13 @@ from pathlib import Path
 
 from iree.compiler import ir
 from tdsched.recipes.models import MODELS
-from tdsched.recipes.workloads import Workload
 from tdsched.recipes.workloads.lowered import (
     FILE_FORMATS,
     ROUTES,
     file_workload,
     model_workload,
 )
+from tdsched.targets.workload import Workload
 from tdsched.transform_lib.census import structured_ops
 from tdsched.transform_lib.graph.report import layer_of
 from tdsched.transform_lib.payload import ops_under

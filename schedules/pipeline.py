@@ -18,15 +18,15 @@ from typing import Any
 
 import iree.compiler.version
 import numpy as np
-from tdsched.recipes.workloads import Workload, generate, load_mlir_file, random_inputs
+from tdsched.recipes.workloads import generate
 from tdsched.recipes.workloads.bandwidth_probe import bandwidth_probe
 from tdsched.recipes.workloads.lowered import FILE_FORMATS, ROUTES, file_workload, model_workload
-from tdsched.recipes.workloads.model import WorkloadError
 from tdsched.targets import Target, make_target
 from tdsched.targets.compiler import CompileRequest, CompileResult, probe_compile, run_compile
 from tdsched.targets.ir_eval import evaluate
 from tdsched.targets.runtime import LoadedModule, configure_threads, keep_freed_memory
 from tdsched.targets.timing import Timing, time_interleaved
+from tdsched.targets.workload import Workload, WorkloadError, load_mlir_file, random_inputs
 from tdsched.transform_lib.census import (
     CENSUS_FLAGS,
     StructuredOp,
@@ -47,9 +47,10 @@ from tdsched.transform_lib.remarks import found_remarks, kernel_after_schedule, 
 from .emit import GRAPH_ENTRY, DispatchRegionStage, Marker, Scripts, ScriptStage, emit
 from .errors import RecipeError, ScheduleNotApplied, Where
 from .layers import expand_layers, kernels_by_layer, resolve_kernel_layers, workload_layers
-from .params import ParamValue, resolve
+from .params import resolve
 from .recipe import METRICS, Recipe, Tolerance
 from .rewrite_stages import RewriteStage
+from .space import ParamValue
 
 
 @dataclass(frozen=True)

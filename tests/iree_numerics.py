@@ -10,10 +10,10 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from tdsched.recipes.workloads.model import Workload, random_inputs
 from tdsched.targets import make_target
 from tdsched.targets.compiler import CompileRequest, run_compile
 from tdsched.targets.runtime import LoadedModule
+from tdsched.targets.workload import Workload, random_inputs
 
 
 def run_module(

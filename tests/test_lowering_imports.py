@@ -23,7 +23,7 @@ from tdsched.recipes.lowering import (
     lower_tosa,
     tag_layers,
 )
-from tdsched.recipes.workloads.model import WorkloadError
+from tdsched.targets.workload import WorkloadError
 
 LOWERED_DIALECTS = {"linalg", "tensor", "arith", "func"}
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from tdsched.recipes.workloads import generate, random_inputs
-from tdsched.recipes.workloads.model import WorkloadError, input_types
+from tdsched.recipes.workloads import generate
 from tdsched.schedules.pipeline import plan, run
 from tdsched.schedules.python_api import RecipeBuilder, generator
+from tdsched.targets.workload import WorkloadError, input_types, random_inputs
 
 CASES = [
     ("matmul", {"M": 33, "N": 17, "K": 65}),

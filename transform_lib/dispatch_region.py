@@ -24,10 +24,10 @@ from .fuse_ext.plan import (
     encloses,
     producer_dag,
     root_block,
-    strip_attributes,
 )
 from .interpreter import apply_in_place
 from .match import OpCriteria
+from .payload import strip_attributes
 
 
 @dataclass(frozen=True)

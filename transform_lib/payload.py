@@ -1,10 +1,11 @@
-"""Facts about a payload module that schedules check preconditions against."""
+"""Payload helpers shared by every part of transform_lib: walking a module's ops, removing
+tag attributes, and facts about a module that schedules check preconditions against."""
 
 from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from iree.compiler import ir
 from iree.compiler.passmanager import PassManager
@@ -43,6 +44,18 @@ def ops_under(root: ir.Operation, wanted: Callable[[ir.Operation], bool]) -> lis
 
     root.walk(visit)
     return found
+
+
+def strip_attributes(op: ir.Operation, names: Sequence[str]) -> None:
+    """Remove the attributes ``names`` from ``op`` and every op nested in it."""
+
+    def visit(inner: ir.Operation) -> ir.WalkResult:
+        for name in names:
+            if name in inner.attributes:
+                del inner.attributes[name]
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)
 
 
 def loop_counts(module_text: str) -> dict[str, set[int]]:

@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 from iree.compiler import ir
 from iree.compiler.passmanager import PassManager
+from tdsched.targets.workload import WorkloadError
 
-from ..workloads.model import WorkloadError
 from .layer_tags import iter_locations, location_names
 
 # The file name MLIR records for text parsed in-process (``ir.Module.parse``).

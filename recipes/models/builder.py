@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeGuard, get_args
 
 import numpy as np
-
-from ..workloads.model import Workload, WorkloadError
+from tdsched.targets.workload import Workload, WorkloadError
 
 if TYPE_CHECKING:
     from types import FrameType

@@ -1,6 +1,10 @@
-"""Workloads: linalg-on-tensors modules with seeded inputs and a numpy reference."""
+"""Workloads: linalg-on-tensors modules with seeded inputs and a numpy reference.
 
-from .model import Workload, load_mlir_file, random_inputs
+The workload model itself (:class:`~tdsched.targets.workload.Workload`, file loading,
+seeded random inputs) lives in :mod:`tdsched.targets.workload`; this package holds the
+content: generators, lowered models and files.
+"""
+
 from .registry import GENERATORS, generate
 
-__all__ = ["GENERATORS", "Workload", "generate", "load_mlir_file", "random_inputs"]
+__all__ = ["GENERATORS", "generate"]

@@ -15,8 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-
-from .model import Workload
+from tdsched.targets.workload import Workload
 
 
 def bandwidth_probe(

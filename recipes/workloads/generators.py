@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-
-from .model import Workload, WorkloadError
+from tdsched.targets.workload import Workload, WorkloadError
 
 _FLOAT_TYPES = ("f32", "f16", "f64")
 

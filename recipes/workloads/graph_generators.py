@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from tdsched.targets.workload import Workload
 
 from .generators import _check, reduce_pad_conv, reduce_pad_conv_reference
-from .model import Workload
 
 
 def elementwise_chain(M: int = 4096, N: int = 4096, dtype: str = "f32") -> Workload:

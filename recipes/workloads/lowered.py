@@ -17,8 +17,7 @@ from typing import Literal
 from iree.compiler import ir
 from tdsched.recipes.lowering import looks_like_tosa, lower_onnx, lower_tosa, tag_layers
 from tdsched.recipes.models import MODELS, Model, ModelError
-
-from .model import Workload, WorkloadError, read_text, workload_from_text
+from tdsched.targets.workload import Workload, WorkloadError, read_text, workload_from_text
 
 FileFormat = Literal["auto", "linalg", "tosa", "onnx"]
 FILE_FORMATS: tuple[str, ...] = ("auto", "linalg", "tosa", "onnx")

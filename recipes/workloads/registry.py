@@ -5,9 +5,10 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 
+from tdsched.targets.workload import Workload, WorkloadError
+
 from .generators import conv2d_nhwc, matmul, matmul_bias_relu, matmul_chain, resnet_block
 from .graph_generators import channel_affine, conv_pad_conv, elementwise_chain
-from .model import Workload, WorkloadError
 
 GENERATORS: dict[str, Callable[..., Workload]] = {
     "matmul": matmul,

@@ -11,10 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tdsched.recipes.workloads import generate, random_inputs
+from tdsched.recipes.workloads import generate
 from tdsched.targets import Target
 from tdsched.targets.runtime import LoadedModule
 from tdsched.targets.timing import Timing, time_interleaved
+from tdsched.targets.workload import random_inputs
 
 from ..files import write_atomically
 from ..pipeline import compile_default_workload

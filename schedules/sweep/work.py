@@ -14,7 +14,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from tdsched.recipes.workloads import random_inputs
 from tdsched.targets.compiler import CompileError
 from tdsched.targets.runtime import (
     DeviceError,
@@ -23,6 +22,7 @@ from tdsched.targets.runtime import (
     keep_freed_memory,
 )
 from tdsched.targets.timing import time_interleaved
+from tdsched.targets.workload import random_inputs
 from tdsched.transform_lib.errors import ScheduleError
 
 from ..errors import RecipeError

@@ -1,7 +1,7 @@
 """Checking that a transformed module (AFTER) computes what the original (BEFORE) does.
 
 Both modules are evaluated by the numpy interpreter on the same seeded random inputs
-(:func:`tdsched.recipes.workloads.model.random_inputs`: floats uniform in [-1, 1), small
+(:func:`tdsched.targets.workload.random_inputs`: floats uniform in [-1, 1), small
 integers), and each result of AFTER is compared with BEFORE's. Floats are evaluated in
 float64 for both, so differences come from what the schedule changed, not from rounding.
 Errors are reported absolute and relative to the largest magnitude in BEFORE's result; a
@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 from iree.compiler import ir
-from tdsched.recipes.workloads.model import Workload, random_inputs
 
+from ..workload import Workload, random_inputs
 from .errors import EvalError
 from .evaluator import entry_function, evaluate, parse_module
 

@@ -30,6 +30,7 @@ from iree.compiler import ir
 
 from ..interpreter import apply_in_place
 from ..match import OpCriteria
+from ..payload import strip_attributes
 from . import rewrites, scripts
 from .plan import (
     FID,
@@ -47,7 +48,6 @@ from .plan import (
     make_plan,
     root_block,
     split_tile_sizes,
-    strip_attributes,
 )
 
 LoopKind = Literal["for", "forall"]

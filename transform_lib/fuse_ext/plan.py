@@ -128,18 +128,6 @@ def _defining_op(value: ir.Value) -> ir.Operation | None:
     return owner.operation if isinstance(owner, ir.OpView) else owner
 
 
-def strip_attributes(op: ir.Operation, names: Sequence[str]) -> None:
-    """Remove the attributes ``names`` from ``op`` and every op nested in it."""
-
-    def visit(inner: ir.Operation) -> ir.WalkResult:
-        for name in names:
-            if name in inner.attributes:
-                del inner.attributes[name]
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit)
-
-
 def encloses(op: ir.Operation, inner: ir.Operation) -> bool:
     """Whether ``inner`` is ``op`` or nested in it."""
     current: ir.Operation | None = inner

@@ -27,9 +27,9 @@ from iree.compiler import ir
 from iree.compiler.dialects import arith
 from iree.compiler.dialects.transform import structured
 
-from ..fuse_ext.plan import strip_attributes
 from ..interpreter import apply_in_place
 from ..match import OpCriteria
+from ..payload import strip_attributes
 from ..script import TransformScript, any_op
 from .generic_build import (
     Operand,

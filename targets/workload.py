@@ -1,4 +1,9 @@
-"""The workload model, ``.mlir`` file loading and seeded random inputs."""
+"""The workload model, ``.mlir`` file loading and seeded random inputs.
+
+A :class:`Workload` is what targets compile, run and check. It lives in targets, the
+lowest layer that needs it, so the recipes that generate workloads
+(:mod:`tdsched.recipes.workloads`) and the targets that check them share one definition.
+"""
 
 from __future__ import annotations
 
