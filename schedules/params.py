@@ -13,9 +13,9 @@ from typing import Any, TypeVar
 
 from .errors import RecipeError, Where
 from .recipe import Recipe
+from .space import ParamValue
 
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-ParamValue = int | float | str
 T = TypeVar("T")
 
 

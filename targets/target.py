@@ -25,6 +25,13 @@ class Target:
     def is_gpu(self) -> bool:
         return self.backend != "llvm-cpu"
 
+    @property
+    def open_device_keeps_cpu_busy(self) -> bool:
+        """Whether a process that has opened this target's device keeps CPU cores busy even
+        while idle: a Vulkan device may be Mesa's lavapipe, whose threads spin (measured:
+        200% CPU). Such a process starves compiles running beside it."""
+        return self.driver == "vulkan"
+
 
 def make_target(name: str, *, cpu: str = "host", cpu_features: str | None = None) -> Target:
     """The target called ``name``.

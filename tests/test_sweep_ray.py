@@ -16,7 +16,7 @@ import pytest
 from tdsched.recipes import RECIPES_DIR
 from tdsched.schedules.cli import main
 from tdsched.schedules.sweep.database import ResultsDB
-from tdsched.schedules.sweep.jobs import CompileJob, SweepContext
+from tdsched.schedules.sweep.messages import CompileJob, SweepContext
 from tdsched.schedules.sweep.ray_executor import (
     RayExecutor,
     RayUnavailable,

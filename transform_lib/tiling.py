@@ -16,7 +16,8 @@ from iree.compiler.dialects.transform import structured
 from .errors import ScheduleError
 from .script import LoopHandle, OpHandle, any_op
 
-Mapping = Literal["workgroup", "thread", "none"]
+ForallMapping = Literal["workgroup", "thread", "none"]
+"""What an ``scf.forall`` from tiling is mapped to (``none``: not mapped)."""
 _GPU_DIMS = ("x", "y", "z")
 
 
@@ -50,7 +51,7 @@ def tile_using_for(
     return target.rebound(op.tiled_linalg_op), loops
 
 
-def mapping_attribute(mapping: Mapping, rank: int) -> ir.ArrayAttr | None:
+def mapping_attribute(mapping: ForallMapping, rank: int) -> ir.ArrayAttr | None:
     """The forall mapping for ``rank`` tiled dims: outermost dim gets the highest id.
 
     ``workgroup`` maps to ``#gpu.block`` (IREE distributes it to workgroups on both
@@ -69,7 +70,7 @@ def mapping_attribute(mapping: Mapping, rank: int) -> ir.ArrayAttr | None:
 
 
 def tile_using_forall(
-    target: OpHandle, sizes: Sequence[int], mapping: Mapping
+    target: OpHandle, sizes: Sequence[int], mapping: ForallMapping
 ) -> tuple[OpHandle, LoopHandle]:
     """Tile ``target`` into one ``scf.forall`` over its non-zero sizes, mapped as asked."""
     check_tile_sizes(target, sizes, "tile")

@@ -23,7 +23,7 @@ from ..emit import ScriptStage
 from ..pipeline import Plan, plan
 from ..recipe import Recipe
 from ..space import ParamValue
-from .jobs import SweepContext
+from .messages import SweepContext
 
 KEY_FORMAT = "1"
 

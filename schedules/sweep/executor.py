@@ -6,7 +6,7 @@ the sweep never sees processes, only outcomes. A candidate that crashes its work
 ``crashed`` / ``timeout`` outcome; the worker is replaced and the sweep goes on.
 
 :class:`LocalExecutor` runs ``--jobs`` compile workers and one benchmark worker as
-child processes of the sweep (see :mod:`.worker`). The Ray backend
+child processes of the sweep (see :mod:`.local_worker`). The Ray backend
 (:mod:`.ray_executor`) implements the same interface on a cluster.
 """
 
@@ -25,7 +25,9 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from .jobs import (
+from tdsched.targets import make_target
+
+from .messages import (
     BenchJob,
     BenchOutcome,
     CompileJob,
@@ -112,7 +114,7 @@ class WorkerProcess:
         self._log.seek(0)
         self._log.truncate()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tdsched.schedules.sweep.worker"],
+            [sys.executable, "-m", "tdsched.schedules.sweep.local_worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log,
@@ -209,10 +211,14 @@ class LocalExecutor:
         return self._on_compiler(job.key, {"op": "compile", "job": to_json(job)})
 
     def compile(self, jobs: Sequence[CompileJob]) -> Iterator[CompileOutcome]:
-        if self._bench is not None and self._context and self._context.target == "vulkan":
-            # A process that opened a Vulkan device on Mesa's lavapipe keeps two cores
-            # busy even when idle (measured: 200% CPU), which would starve the
-            # compiles; the benchmark worker is started again when next needed.
+        context = self._context
+        if (
+            self._bench is not None
+            and context is not None
+            and make_target(context.target).open_device_keeps_cpu_busy
+        ):
+            # The benchmark worker has opened the device and would starve the compiles;
+            # it is started again when next needed.
             self._bench.stop()
         with ThreadPoolExecutor(self.jobs) as pool:
             futures = [pool.submit(self._compile_one, job) for job in jobs]

@@ -6,7 +6,7 @@ driver writes them to the candidate's artifact path. No filesystem is shared: th
 file's bytes travel with the work (:class:`ShippedRecipe`), and so do the artifacts.
 
 Benchmarks run on a node that has the target's device: one Ray actor holding a
-:class:`~.work.Bench`, placed on a node that declares the custom resource
+:class:`~.compile_and_bench.Bench`, placed on a node that declares the custom resource
 ``tdsched_<target>`` (``tdsched_x86``, ``tdsched_vulkan``). It receives IREE default's
 build when it is created and each candidate's build with each request.
 
@@ -35,9 +35,10 @@ import iree.compiler.version
 from tdsched.targets.target import TARGET_NAMES
 
 from ..files import write_atomically
+from .compile_and_bench import Bench, compile_candidate, compile_default
 from .executor import Limits, WorkerError, WorkerFailure, guarded_bench
 from .faults import VARIABLE as FAULTS_VARIABLE
-from .jobs import (
+from .messages import (
     BenchJob,
     BenchOutcome,
     CompileJob,
@@ -46,7 +47,6 @@ from .jobs import (
     ConfirmJob,
     SweepContext,
 )
-from .work import Bench, compile_candidate, compile_default
 
 BASELINE_KEY = "baseline"
 
@@ -166,7 +166,7 @@ def worker_error(exc: Any) -> WorkerError:
 
 
 class BenchServer:
-    """Ray actor body: a :class:`~.work.Bench` fed with builds shipped from the driver.
+    """Ray actor body: a :class:`~.compile_and_bench.Bench` fed with builds shipped from the driver.
 
     Received builds live in this process's temporary folder for one request each.
     """

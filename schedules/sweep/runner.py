@@ -31,7 +31,7 @@ from .candidates import baseline_key, content_key, plan_point, result_key
 from .database import Result, ResultsDB
 from .database import drift as baseline_drift
 from .executor import Executor, WorkerError, WorkerFailure
-from .jobs import BenchJob, BenchOutcome, CompileJob, CompileOutcome, ConfirmJob, SweepContext
+from .messages import BenchJob, BenchOutcome, CompileJob, CompileOutcome, ConfirmJob, SweepContext
 from .strategies import Evolutionary, Grid, RandomSample, Strategy
 
 

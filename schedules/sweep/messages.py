@@ -1,4 +1,5 @@
-"""What a sweep asks its workers to do, and what they answer: plain data, JSON-ready.
+"""The messages between a sweep and its workers: what it asks them to do (jobs) and
+what they answer (outcomes), plain data, JSON-ready.
 
 Workers run in other processes (the local pool) or on other machines (Ray), so every
 message is a frozen dataclass of JSON values; :func:`to_json` / ``from_json`` convert.

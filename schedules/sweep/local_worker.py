@@ -1,4 +1,4 @@
-"""A sweep worker process: ``python -m tdsched.schedules.sweep.worker``.
+"""The worker process of the local executor: ``python -m tdsched.schedules.sweep.local_worker``.
 
 Reads one JSON request per line on stdin and answers one JSON line each. The protocol
 uses a private copy of the original stdout; file descriptor 1 is pointed at stderr so
@@ -25,8 +25,8 @@ import time
 import traceback
 from typing import Any
 
-from .jobs import BenchJob, CompileJob, ConfirmJob, SweepContext, from_json, to_json
-from .work import Bench, compile_candidate, compile_default
+from .compile_and_bench import Bench, compile_candidate, compile_default
+from .messages import BenchJob, CompileJob, ConfirmJob, SweepContext, from_json, to_json
 
 
 class _Worker:

@@ -1,4 +1,5 @@
-"""The work a sweep's workers do, in whichever process runs them.
+"""Compiling and benchmarking candidates: the work a sweep's workers do, in whichever
+process runs them (a :mod:`.local_worker` child or a Ray task/actor).
 
 :func:`compile_candidate` builds one candidate with the same pipeline as ``tdsched
 compile`` (every schedule step must apply); :class:`Bench` checks a compiled candidate
@@ -40,7 +41,7 @@ from ..recipe import Recipe
 from ..space import ParamValue
 from .candidates import plan_point
 from .faults import inject
-from .jobs import BenchJob, BenchOutcome, CompileJob, CompileOutcome, ConfirmJob, SweepContext
+from .messages import BenchJob, BenchOutcome, CompileJob, CompileOutcome, ConfirmJob, SweepContext
 
 
 def plan_candidate(context: SweepContext, params: dict[str, ParamValue]) -> Plan:
