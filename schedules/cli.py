@@ -18,10 +18,12 @@ from tdsched.targets.target import TARGET_NAMES
 
 from . import lower_command, schema_command
 from .emit import ScriptStage
+from .evaluation import Status
 from .loading import load
 from .params import parse_override
-from .pipeline import Plan, apply_graph, build, compile_plan, kernels_after_schedule, plan, run
+from .pipeline import Plan, apply_graph, build, compile_plan, kernels_after_schedule, plan
 from .regress import command as regress_command
+from .run_report import RunReport, run
 from .sweep import command as sweep_command
 from .sweep import report_command
 
@@ -251,40 +253,33 @@ def _run(args: argparse.Namespace) -> int:
         p, threads=args.threads, repeats=args.repeats, seed=args.seed, time_it=not args.no_time
     )
     if args.json:
-        print(json.dumps(report, indent=2))
+        print(json.dumps(report.to_json(), indent=2))
     else:
         _print_report(report)
-    return 0 if report["status"] == "ok" else 1
+    return 0 if report.status is Status.OK else 1
 
 
-def _print_report(report: dict[str, object]) -> None:
-    print(f"recipe   {report['recipe']} on {report['target']} ({report['workload']})")
-    print(f"status   {report['status']}", end="")
-    if report.get("max_abs_error") is not None:
+def _print_report(report: RunReport) -> None:
+    print(f"recipe   {report.recipe} on {report.target} ({report.workload})")
+    status = f"status   {report.status}"
+    if report.max_abs_error is not None:
+        status += f"  (max abs error {report.max_abs_error:.3g} vs {report.reference})"
+    print(status)
+    if report.error:
+        print(f"error    {report.error}")
+    if report.evaluated_by:
+        print(f"checked  by the {report.evaluated_by}")
+    if report.time_ms and report.baseline_ms and report.speedup:
+        t, b = report.time_ms, report.baseline_ms
+        print(f"time     {t.median:.3f} ms median (min {t.min:.3f}, max {t.max:.3f})")
+        print(f"baseline {b.median:.3f} ms median ({report.baseline}, same run, interleaved)")
+        print(f"speedup  {report.speedup:.2f}x vs {report.baseline}")
+    bw = report.bandwidth
+    if bw is not None:
         print(
-            f"  (max abs error {report['max_abs_error']:.3g} vs {report.get('reference')})", end=""
-        )
-    print()
-    if report.get("error"):
-        print(f"error    {report['error']}")
-    if report.get("evaluated_by"):
-        print(f"checked  by the {report['evaluated_by']}")
-    time_ms, base_ms = report.get("time_ms"), report.get("baseline_ms")
-    if isinstance(time_ms, dict) and isinstance(base_ms, dict):
-        print(
-            f"time     {time_ms['median']:.3f} ms median "
-            f"(min {time_ms['min']:.3f}, max {time_ms['max']:.3f})"
-        )
-        baseline = report.get("baseline", "iree-default")
-        print(f"baseline {base_ms['median']:.3f} ms median ({baseline}, same run, interleaved)")
-        print(f"speedup  {report['speedup']:.2f}x vs {baseline}")
-    bandwidth = report.get("bandwidth")
-    if isinstance(bandwidth, dict):
-        print(
-            f"traffic  {bandwidth['traffic_bytes'] / 1e6:.1f} MB: scheduled "
-            f"{bandwidth['scheduled_gbps']:.1f} GB/s, baseline {bandwidth['baseline_gbps']:.1f} "
-            f"GB/s, memory probe {bandwidth['probe_gbps']:.1f} GB/s "
-            f"({bandwidth['fraction_of_probe']:.0%} of the probe)"
+            f"traffic  {bw.traffic_bytes / 1e6:.1f} MB: scheduled {bw.scheduled_gbps:.1f} GB/s, "
+            f"baseline {bw.baseline_gbps:.1f} GB/s, memory probe {bw.probe_gbps:.1f} GB/s "
+            f"({bw.fraction_of_probe:.0%} of the probe)"
         )
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tdsched.targets import Target
 from tdsched.transform_lib.cleanup import cleanup
 from tdsched.transform_lib.codegen_tail import cpu_tail, distribute_to_workgroups, gpu_tail
 from tdsched.transform_lib.errors import ScheduleError
@@ -131,13 +132,13 @@ class Scripts:
 
 def emit(
     recipe: Recipe,
-    target: str,
+    target: Target,
     loop_counts: dict[str, set[int]],
     *,
     print_after_schedule: bool = False,
     fusion_plans: Mapping[str, KernelPlan] | None = None,
 ) -> Scripts:
-    """Emit the scripts of a resolved ``recipe`` for ``target`` (``x86`` or ``vulkan``).
+    """Emit the scripts of a resolved ``recipe`` for ``target``.
 
     ``loop_counts`` (from :func:`tdsched.transform_lib.payload.loop_counts`) lets steps
     check tile-size ranks against the workload's ops. ``print_after_schedule`` makes each
@@ -399,7 +400,9 @@ EMITTED_STEPS: frozenset[type[Step]] = frozenset({*_SCRIPT_EMITTERS, *REWRITES, 
 """Every step type emission knows (graph-level fuse_ext and dispatch_region are stages)."""
 
 
-def _emit_graph(recipe: Recipe, counts: dict[str, set[int]], target: str) -> tuple[GraphStage, ...]:
+def _emit_graph(
+    recipe: Recipe, counts: dict[str, set[int]], target: Target
+) -> tuple[GraphStage, ...]:
     """The graph schedule's stages: runs of script steps become one script stage; fuse_ext,
     dispatch_region and the Python rewrites are stages of their own."""
     stages: list[GraphStage] = []
@@ -417,7 +420,7 @@ def _emit_graph(recipe: Recipe, counts: dict[str, set[int]], target: str) -> tup
     return tuple(stages)
 
 
-def _graph_stage(step: Step, target: str) -> GraphStage:
+def _graph_stage(step: Step, target: Target) -> GraphStage:
     """The stage of a graph step that is not part of a transform script."""
     if isinstance(step, FuseExtStep):
         return FuseExtStage(fuse_ext_options(step), step.where)
@@ -481,7 +484,7 @@ _UNMATCHED_KERNEL = (
 
 
 def _emit_kernels(
-    recipe: Recipe, target: str, counts: dict[str, set[int]], print_after: bool, fusion: _Fusion
+    recipe: Recipe, target: Target, counts: dict[str, set[int]], print_after: bool, fusion: _Fusion
 ) -> tuple[str, list[Marker]]:
     library = KernelLibrary()
     markers: list[Marker] = []
@@ -489,7 +492,9 @@ def _emit_kernels(
         criteria = criteria_of(kernel.match, kernel.where.child("match"))
         try:
             if kernel.config is not None:
-                library.add_config(kernel.name, criteria, _compilation_info(kernel.config, target))
+                library.add_config(
+                    kernel.name, criteria, _compilation_info(kernel.config, target.name)
+                )
             else:
                 markers.extend(
                     _add_strategy(library, kernel, criteria, target, counts, print_after, fusion)
@@ -504,7 +509,7 @@ def _add_strategy(
     library: KernelLibrary,
     kernel: KernelSchedule,
     criteria: OpCriteria,
-    target: str,
+    target: Target,
     counts: dict[str, set[int]],
     print_after: bool,
     fusion: _Fusion,
@@ -527,9 +532,9 @@ def _add_strategy(
         if print_after:
             print_ir(emitter.func, kernel_after_schedule(kernel.name))
         for step in kernel.steps:
-            if isinstance(step, TileStep) and step.mapping == "thread" and target != "vulkan":
+            if isinstance(step, TileStep) and step.mapping == "thread" and not target.is_gpu:
                 raise RecipeError(step.where, "mapping: thread needs a GPU target (vulkan)")
-        if target == "vulkan":
+        if target.is_gpu:
             if kernel.workgroup_size is None:
                 raise RecipeError(
                     kernel.where,

@@ -2,8 +2,7 @@
 
 :func:`plan` resolves a recipe for one target and emits its scripts; :func:`build` writes
 the files iree-compile reads; :func:`compile_plan` compiles them and proves every schedule
-step applied; :func:`run` checks numerics against the reference and times the scheduled
-module against IREE's default build of the same workload, interleaved, in one process.
+step applied. Checking and timing build on this in :mod:`.evaluation`.
 """
 
 from __future__ import annotations
@@ -16,17 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import iree.compiler.version
-import numpy as np
 from tdsched.recipes.workloads import generate
-from tdsched.recipes.workloads.bandwidth_probe import bandwidth_probe
 from tdsched.recipes.workloads.lowered import FILE_FORMATS, ROUTES, file_workload, model_workload
 from tdsched.targets import Target, make_target
 from tdsched.targets.compiler import CompileRequest, CompileResult, probe_compile, run_compile
-from tdsched.targets.ir_eval import evaluate
-from tdsched.targets.runtime import LoadedModule, configure_threads, keep_freed_memory
-from tdsched.targets.timing import Timing, time_interleaved
-from tdsched.targets.workload import Workload, WorkloadError, load_mlir_file, random_inputs
+from tdsched.targets.workload import Workload, WorkloadError, load_mlir_file
 from tdsched.transform_lib.census import (
     CENSUS_FLAGS,
     StructuredOp,
@@ -48,7 +41,7 @@ from .emit import GRAPH_ENTRY, DispatchRegionStage, Marker, Scripts, ScriptStage
 from .errors import RecipeError, ScheduleNotApplied, Where
 from .layers import expand_layers, kernels_by_layer, resolve_kernel_layers, workload_layers
 from .params import resolve
-from .recipe import METRICS, Recipe, Tolerance
+from .recipe import METRICS, Recipe
 from .rewrite_stages import RewriteStage
 from .space import ParamValue
 
@@ -133,7 +126,7 @@ def plan(
     notes: list[str] = []
     if kernels_by_layer(resolved):
         resolved, notes = _resolve_kernel_layers(resolved, chosen_target, workload, counts)
-    scripts = emit(resolved, chosen, counts, print_after_schedule=print_after_schedule)
+    scripts = emit(resolved, chosen_target, counts, print_after_schedule=print_after_schedule)
     return Plan(
         resolved, chosen_target, workload, scripts, counts, print_after_schedule, tuple(notes)
     )
@@ -145,7 +138,7 @@ def _resolve_kernel_layers(
     """Kernel matches by layer, rewritten to what the census of the graph-scheduled module
     shows those layers became (see :mod:`tdsched.schedules.layers`)."""
     graph_only = dataclasses.replace(recipe, kernels=())
-    scripts = emit(graph_only, target.name, counts)
+    scripts = emit(graph_only, target, counts)
     module = apply_graph(Plan(graph_only, target, workload, scripts, counts)).module
     census = dispatch_census(module, target, recipe.compile_flags)
     return resolve_kernel_layers(recipe, workload.mlir, census)
@@ -313,7 +306,7 @@ def _plan_kernel_fusions(p: Plan, input_file: Path, out_dir: Path, reports: list
             reports.append(f"kernel '{name}': " + "\n".join(lines))
         scripts = emit(
             p.recipe,
-            p.target.name,
+            p.target,
             p.loop_counts,
             print_after_schedule=p.print_after_schedule,
             fusion_plans=plans,
@@ -378,175 +371,3 @@ def kernels_after_schedule(p: Plan, files: BuildFiles) -> dict[str, str]:
     sections = dict(printed_sections(result.stdout))
     titles = {k.name: kernel_after_schedule(k.name) for k in p.recipe.kernels}
     return {name: sections[title] for name, title in titles.items() if title in sections}
-
-
-def run(
-    p: Plan,
-    *,
-    threads: int = 2,
-    repeats: int = 7,
-    seed: int = 0,
-    out_dir: Path | None = None,
-    time_it: bool = True,
-) -> dict[str, Any]:
-    """Compile, check against the reference and time vs IREE default. Returns the report.
-
-    A graph schedule that leaves host-level loops (graph-level fuse_ext) cannot be
-    compiled; its module is then checked with the numpy IR evaluator and not timed.
-    Never raises for schedule/compile/runtime failures: they become ``status: error``.
-    """
-    report: dict[str, Any] = {
-        "recipe": p.recipe.name,
-        "target": p.target.name,
-        "workload": p.workload.name,
-        "parameters": dict(p.recipe.parameters),
-        "iree_version": iree.compiler.version.VERSION,
-        "threads": threads if not p.target.is_gpu else None,
-        "status": "error",
-        "max_abs_error": None,
-        "time_ms": None,
-        "baseline": p.recipe.baseline.label,
-        "baseline_ms": None,
-        "speedup": None,
-    }
-    with tempfile.TemporaryDirectory(prefix="tdsched-") as tmp:
-        work = out_dir or Path(tmp)
-        try:
-            if p.scripts.has_host_loops:
-                report.update(_evaluate_payload(p, seed))
-                return report
-            configure_threads(threads)
-            keep_freed_memory()
-            files = build(p, work)
-            vmfb = work / f"{p.recipe.name}.{p.target.name}.vmfb"
-            report["compile_command"] = compile_plan(p, files, vmfb).command
-            baseline_vmfb = Path(compile_baseline(p, work).output)
-            checked = load_and_check(p, vmfb, baseline_vmfb, seed)
-            inputs, got = checked.inputs, checked.got
-            report["reference"] = checked.reference
-            report.update(checked.check)
-            if time_it:
-                variants = {
-                    "scheduled": checked.scheduled.runner(inputs),
-                    "baseline": checked.baseline.runner(inputs),
-                }
-                probe = None
-                if "bandwidth" in p.recipe.metrics:
-                    probe, probe_inputs = bandwidth_probe(inputs, got)
-                    probe_vmfb = compile_default_workload(probe, p.target, work)
-                    loaded = LoadedModule(probe_vmfb, p.target.driver, probe.function)
-                    variants["probe"] = loaded.runner(probe_inputs)
-                times = time_interleaved(variants, repeats=repeats)
-                report["time_ms"] = times["scheduled"].as_dict()
-                report["baseline_ms"] = times["baseline"].as_dict()
-                report["speedup"] = times["baseline"].median / times["scheduled"].median
-                if probe is not None:
-                    report["bandwidth"] = _bandwidth(inputs, got, times, probe.name)
-        except (RecipeError, ScheduleError, RuntimeError, ValueError) as exc:
-            report["status"] = "error"
-            report["error"] = str(exc)
-    return report
-
-
-@dataclass(frozen=True)
-class CheckedBuild:
-    """A scheduled build and IREE default's build of its workload, loaded on the
-    target's device, with the scheduled build's results checked (``check``: status,
-    max_abs_error, and error when the results cannot be compared)."""
-
-    scheduled: LoadedModule
-    baseline: LoadedModule
-    inputs: list[np.ndarray]
-    got: list[np.ndarray]
-    reference: str
-    """``numpy`` (the workload's reference) or ``iree-default`` (IREE default's results)."""
-    check: dict[str, Any]
-
-
-def load_and_check(
-    p: Plan,
-    scheduled_vmfb: Path,
-    baseline_vmfb: Path,
-    seed: int,
-    tolerance: Tolerance | None = None,
-) -> CheckedBuild:
-    """Load both builds, run the scheduled one on seeded random inputs and compare its
-    results with the reference within ``tolerance`` (default: the recipe's).
-
-    Preconditions: the device's settings (:func:`configure_threads`) are final.
-    """
-    tol = tolerance or p.recipe.tolerance
-    scheduled = LoadedModule(scheduled_vmfb, p.target.driver, p.workload.function)
-    baseline = LoadedModule(baseline_vmfb, p.target.driver, p.workload.function)
-    inputs = random_inputs(p.workload, seed)
-    got = scheduled.invoke(inputs)
-    reference = p.workload.reference
-    want = reference(inputs) if reference else baseline.invoke(inputs)
-    check = compare_outputs(got, want, tol.atol, tol.rtol)
-    return CheckedBuild(
-        scheduled, baseline, inputs, got, "numpy" if reference else "iree-default", check
-    )
-
-
-def describe_mismatch(check: Mapping[str, Any], tolerance: Tolerance) -> str:
-    """Why ``check`` (from :func:`compare_outputs`) failed, in one sentence."""
-    return check.get("error") or (
-        f"results differ from the reference (max abs error {check['max_abs_error']:.3g}, "
-        f"atol {tolerance.atol}, rtol {tolerance.rtol})"
-    )
-
-
-def _bandwidth(
-    inputs: list[np.ndarray], outputs: list[np.ndarray], times: Mapping[str, Timing], probe: str
-) -> dict[str, Any]:
-    """GB/s of each timed variant on the workload's compulsory traffic (inputs read once,
-    outputs written once), and the scheduled module's fraction of the probe's."""
-    traffic = sum(a.nbytes for a in inputs) + sum(a.nbytes for a in outputs)
-
-    def gbps(name: str) -> float:
-        return traffic / (times[name].median * 1e-3) / 1e9
-
-    return {
-        "traffic_bytes": traffic,
-        "scheduled_gbps": gbps("scheduled"),
-        "baseline_gbps": gbps("baseline"),
-        "probe_gbps": gbps("probe"),
-        "probe": probe,
-        "fraction_of_probe": gbps("scheduled") / gbps("probe"),
-    }
-
-
-def _evaluate_payload(p: Plan, seed: int) -> dict[str, Any]:
-    """Numerics of a graph schedule that left host loops, by evaluating IR in numpy."""
-    after = apply_graph(p).module
-    inputs = random_inputs(p.workload, seed)
-    if p.workload.reference is not None:
-        want = p.workload.reference(inputs)
-    else:
-        want = evaluate(p.workload.mlir, p.workload.function, inputs)
-    got = evaluate(after, p.workload.function, inputs)
-    return {
-        "reference": "numpy" if p.workload.reference else "numpy-ir-evaluator",
-        "evaluated_by": "numpy IR evaluator: the graph schedule leaves host-level loops, "
-        "which IREE cannot compile, so it is checked but not timed",
-        **compare_outputs(got, want, p.recipe.tolerance.atol, p.recipe.tolerance.rtol),
-    }
-
-
-def compare_outputs(
-    got: list[np.ndarray], want: list[np.ndarray], atol: float, rtol: float
-) -> dict[str, Any]:
-    if len(got) != len(want):
-        return {"status": "mismatch", "error": f"{len(got)} results, expected {len(want)}"}
-    worst = 0.0
-    ok = True
-    for g, w in zip(got, want, strict=True):
-        if g.shape != w.shape:
-            return {"status": "mismatch", "error": f"result shape {g.shape}, expected {w.shape}"}
-        if np.isnan(g).any() and not np.isnan(w).any():
-            count = int(np.isnan(g).sum())
-            return {"status": "mismatch", "error": f"{count} of {g.size} results are NaN"}
-        diff = np.abs(g.astype(np.float64) - w.astype(np.float64))
-        worst = max(worst, float(diff.max(initial=0.0)))
-        ok = ok and bool(np.all(diff <= atol + rtol * np.abs(w.astype(np.float64))))
-    return {"status": "ok" if ok else "mismatch", "max_abs_error": worst}

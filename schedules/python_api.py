@@ -24,7 +24,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from tdsched.transform_lib.fuse_ext.plan import Intermediates
 from tdsched.transform_lib.match import AttrValue, OpKind
+from tdsched.transform_lib.script import LoopKind
+from tdsched.transform_lib.tiling import ForallMapping
 
 from .errors import RecipeError, Where
 from .recipe import (
@@ -41,15 +44,12 @@ from .steps import (
     CleanupStep,
     CollapseDimsStep,
     DispatchRegionStep,
-    ForallMapping,
     FuseElementwiseExtStep,
     FuseExtStep,
     FuseIntoStep,
     FusePadStep,
     GeneralizeStep,
     InterchangeStep,
-    Intermediates,
-    LoopKind,
     MatchStep,
     Mmt4dStep,
     ProducerStep,
@@ -395,7 +395,7 @@ class RecipeBuilder:
         self._axes: list[Axis] = []
         self._constraints: list[tuple[str, Where]] = []
 
-    def parameters(self, **defaults: int | float | str) -> RecipeBuilder:
+    def parameters(self, **defaults: ParamValue) -> RecipeBuilder:
         """Declare parameters and their defaults (referenced with ``P("NAME")``)."""
         self._recipe = replace(
             self._recipe, parameters=(*self._recipe.parameters, *defaults.items())

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from tdsched.targets.target import TARGET_NAMES
 
 from .errors import RecipeError, Where
-from .space import SearchSpace
+from .space import ParamValue, SearchSpace
 from .steps import Scope, Step, step_info
 from .values import IntOrParam, MatchSpec
 
@@ -120,7 +120,7 @@ class Recipe:
     workload: WorkloadSpec
     targets: tuple[str, ...] = ("x86",)
     description: str = ""
-    parameters: tuple[tuple[str, int | float | str], ...] = ()
+    parameters: tuple[tuple[str, ParamValue], ...] = ()
     graph: tuple[Step, ...] = ()
     kernels: tuple[KernelSchedule, ...] = ()
     tolerance: Tolerance = field(default_factory=Tolerance)
@@ -143,5 +143,5 @@ class Recipe:
         _check_scope(self.graph, Scope.GRAPH)
 
     @property
-    def parameter_dict(self) -> dict[str, int | float | str]:
+    def parameter_dict(self) -> dict[str, ParamValue]:
         return dict(self.parameters)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from tdsched.targets import Target
 from tdsched.transform_lib.graph.collapse_dims import CollapseDimsOptions, collapse_dims
 from tdsched.transform_lib.graph.fuse_elementwise import (
     FuseElementwiseOptions,
@@ -43,12 +44,12 @@ class RewriteStage:
     where: Where
 
 
-def rewrite_stage(step: Step, target: str) -> RewriteStage:
+def rewrite_stage(step: Step, target: Target) -> RewriteStage:
     """The stage for a resolved graph rewrite step (a type in :data:`REWRITES`)."""
     return REWRITES[type(step)](step, target)
 
 
-def _fuse_elementwise(step: FuseElementwiseExtStep, target: str) -> RewriteStage:
+def _fuse_elementwise(step: FuseElementwiseExtStep, target: Target) -> RewriteStage:
     limit = None
     if step.max_operands is not None:
         limit = as_int(step.max_operands, step.where.child("max_operands"))
@@ -56,7 +57,7 @@ def _fuse_elementwise(step: FuseElementwiseExtStep, target: str) -> RewriteStage
     return _stage(step, partial(fuse_elementwise_ext, options=options))
 
 
-def _collapse_dims(step: CollapseDimsStep, target: str) -> RewriteStage:
+def _collapse_dims(step: CollapseDimsStep, target: Target) -> RewriteStage:
     groups = None
     if step.reassociation is not None:
         where = step.where.child("reassociation")
@@ -65,14 +66,14 @@ def _collapse_dims(step: CollapseDimsStep, target: str) -> RewriteStage:
     return _stage(step, partial(collapse_dims, options=options))
 
 
-def _mmt4d(step: Mmt4dStep, target: str) -> RewriteStage:
+def _mmt4d(step: Mmt4dStep, target: Target) -> RewriteStage:
     m0, n0, k0 = as_ints(step.tile, step.where.child("tile"))
-    lower = step.lower_packs if step.lower_packs is not None else target == "vulkan"
+    lower = step.lower_packs if step.lower_packs is not None else target.needs_lowered_packs
     options = Mmt4dOptions((m0, n0, k0), _ops(step), lower)
     return _stage(step, partial(mmt4d, options=options))
 
 
-def _fuse_pad(step: FusePadStep, target: str) -> RewriteStage:
+def _fuse_pad(step: FusePadStep, target: Target) -> RewriteStage:
     return _stage(step, partial(fuse_pad, options=FusePadOptions(_ops(step))))
 
 
@@ -84,7 +85,7 @@ def _ops(step: GraphRewriteStep) -> OpCriteria | None:
     return payload_criteria(step.ops, step.where.child("ops"), step.primitive)
 
 
-REWRITES: dict[type[Step], Callable[[Any, str], RewriteStage]] = {
+REWRITES: dict[type[Step], Callable[[Any, Target], RewriteStage]] = {
     FuseElementwiseExtStep: _fuse_elementwise,
     CollapseDimsStep: _collapse_dims,
     Mmt4dStep: _mmt4d,

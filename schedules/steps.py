@@ -13,15 +13,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar, get_args
+
+from tdsched.transform_lib.fuse_ext.plan import Intermediates
+from tdsched.transform_lib.script import LoopKind
+from tdsched.transform_lib.tiling import ForallMapping
 
 from .errors import Where
 from .options import Kind, check_options, option
 from .values import ROOT, IntOrParam, MatchSpec
-
-LoopKind = Literal["for", "forall"]
-ForallMapping = Literal["workgroup", "thread", "none"]
-Intermediates = Literal["yield", "recompute"]
 
 
 class Scope(Enum):
@@ -148,12 +148,12 @@ class TileStep(StepBase):
 
     sizes: tuple[IntOrParam, ...] = option("one tile size per loop, 0 = untiled", Kind.INTS)
     target: str = _target()
-    loop: LoopKind = option("loop kind", Kind.CHOICE, default="for", choices=("for", "forall"))
+    loop: LoopKind = option("loop kind", Kind.CHOICE, default="for", choices=get_args(LoopKind))
     mapping: ForallMapping = option(
         "what a forall is mapped to (forall only)",
         Kind.CHOICE,
         default="none",
-        choices=("workgroup", "thread", "none"),
+        choices=get_args(ForallMapping),
     )
     interchange: tuple[IntOrParam, ...] | None = option(
         "loop order (for only)", Kind.INTS, default=None
@@ -202,10 +202,10 @@ class FuseExtStep(StepBase):
         "intermediates used outside: yield them from the loop nest, or recompute",
         Kind.CHOICE,
         default="yield",
-        choices=("yield", "recompute"),
+        choices=get_args(Intermediates),
     )
     loop: LoopKind = option(
-        "loop kind of the fused nest", Kind.CHOICE, default="forall", choices=("for", "forall")
+        "loop kind of the fused nest", Kind.CHOICE, default="forall", choices=get_args(LoopKind)
     )
 
 

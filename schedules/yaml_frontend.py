@@ -172,7 +172,7 @@ def _axis_values(node: Node) -> tuple[ParamValue, ...]:
     return int_range(f["from"].integer(), f["to"].integer(), step, node.where)
 
 
-def _parameters(node: Node) -> tuple[tuple[str, int | float | str], ...]:
+def _parameters(node: Node) -> tuple[tuple[str, ParamValue], ...]:
     params = []
     for name, item in node.entries("NAME: default value").items():
         value = item.scalar()

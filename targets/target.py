@@ -26,6 +26,12 @@ class Target:
         return self.backend != "llvm-cpu"
 
     @property
+    def needs_lowered_packs(self) -> bool:
+        """Whether ``tensor.pack``/``unpack`` dispatches must be lowered (to pad, reshape and
+        transpose) before this target's codegen compiles them: true on Vulkan (SPIR-V)."""
+        return self.backend == "vulkan-spirv"
+
+    @property
     def open_device_keeps_cpu_busy(self) -> bool:
         """Whether a process that has opened this target's device keeps CPU cores busy even
         while idle: a Vulkan device may be Mesa's lavapipe, whose threads spin (measured:

@@ -23,6 +23,10 @@ from iree.compiler.dialects import transform
 ArgEffect = Literal["consumed", "readonly"]
 
 
+LoopKind = Literal["for", "forall"]
+"""The loops tiling makes: ``scf.for`` or ``scf.forall``."""
+
+
 @dataclass(frozen=True)
 class OpHandle:
     """A transform handle to payload operations.
@@ -45,7 +49,7 @@ class LoopHandle:
     """A transform handle to loops produced by tiling (``scf.for`` or ``scf.forall``)."""
 
     value: ir.Value
-    kind: Literal["for", "forall"]
+    kind: LoopKind
     what: str
 
 

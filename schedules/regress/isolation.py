@@ -17,6 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ..evaluation import Status
 from ..files import write_atomically
 from .measure import Measurement, MeasureRequest, measure
 
@@ -38,16 +39,17 @@ def measure_isolated(request: MeasureRequest, timeout_s: float) -> Measurement:
                 code = proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 _kill(proc)
-                return Measurement("timeout", f"no result within {timeout_s:.0f} s")
+                return Measurement(Status.TIMEOUT, f"no result within {timeout_s:.0f} s")
             except BaseException:  # Ctrl-C: the child is in its own session, stop it too
                 _kill(proc)
                 raise
             if result_file.is_file():
-                return Measurement(**json.loads(result_file.read_text()))
+                data = json.loads(result_file.read_text())
+                return Measurement(**{**data, "status": Status(data["status"])})
             log.seek(0)
             tail = [line for line in log.read().splitlines() if line.strip()][-8:]
     cause = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
-    return Measurement("crashed", f"the measuring process died ({cause})\n" + "\n".join(tail))
+    return Measurement(Status.CRASHED, f"the measuring process died ({cause})\n" + "\n".join(tail))
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:

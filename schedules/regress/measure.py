@@ -13,33 +13,21 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import iree.compiler.version
-from tdsched.targets.compiler import CompileError
-from tdsched.targets.runtime import DeviceError, configure_threads, keep_freed_memory
 from tdsched.targets.timing import time_ratio
-from tdsched.transform_lib.errors import ScheduleError
 
-from ..errors import RecipeError, ScheduleNotApplied
+from ..errors import RecipeError
+from ..evaluation import EVALUATION_ERRORS, Status, build_and_check, prepare_device, status_of
 from ..loading import load
-from ..pipeline import (
-    build,
-    compile_baseline,
-    compile_plan,
-    describe_mismatch,
-    load_and_check,
-    plan,
-)
+from ..pipeline import plan
 from ..space import ParamValue
 from .calibration import Calibration, CalibrationDrift
 
 SAMPLE_S = 0.02
 """Seconds per timing sample: short, so each round's two samples are taken close
 together and many rounds fit the time cap."""
-MeasureStatus = Literal[
-    "measured", "not_applied", "wrong", "compile_failed", "error", "crashed", "timeout"
-]
 
 
 @dataclass(frozen=True)
@@ -64,7 +52,8 @@ class MeasureRequest:
 
 @dataclass(frozen=True)
 class Measurement:
-    status: MeasureStatus
+    status: Status
+    """OK (measured), or how the entry failed."""
     error: str | None = None
     recipe_name: str | None = None
     target: str | None = None
@@ -99,26 +88,21 @@ def measure(request: MeasureRequest) -> Measurement:
                 "this graph schedule leaves host-level loops, which IREE cannot compile, "
                 "so it cannot be timed; gate a recipe that schedules kernels",
             )
-        if not p.target.is_gpu:
-            configure_threads(request.threads)
-        keep_freed_memory()
+        prepare_device(p.target, request.threads)
         with tempfile.TemporaryDirectory(prefix="tdsched-regress-") as tmp:
-            work = Path(tmp)
-            files = build(p, work)
-            vmfb = work / "scheduled.vmfb"
-            compile_plan(p, files, vmfb)
-            baseline_vmfb = Path(compile_baseline(p, work).output)
-            checked = load_and_check(p, vmfb, baseline_vmfb, request.seed, tolerance)
-            found = {"max_abs_error": checked.check.get("max_abs_error"), **names}
-            found["reference"] = checked.reference
-            if checked.check["status"] != "ok":
-                error = describe_mismatch(checked.check, tolerance)
-                return Measurement("wrong", error, **found, seconds=_since(start))
+            _, checked = build_and_check(p, Path(tmp), request.seed, tolerance)
+            found = {"max_abs_error": checked.check.max_abs_error, **names}
+            found["reference"] = checked.reference.kind
+            if checked.check.status is not Status.OK:
+                return Measurement(
+                    checked.check.status, checked.check.error, **found, seconds=_since(start)
+                )
             calibration = Calibration(p.target, Path(request.cache_dir))
             before = calibration.time()
+            runners = checked.runners()
             ratio = time_ratio(
-                checked.scheduled.runner(checked.inputs),
-                checked.baseline.runner(checked.inputs),
+                runners["scheduled"],
+                runners["baseline"],
                 precision=request.precision,
                 threshold=request.threshold,
                 time_cap_s=request.time_cap_s,
@@ -127,18 +111,14 @@ def measure(request: MeasureRequest) -> Measurement:
             )
             drift = CalibrationDrift(before, calibration.time())
         return Measurement(
-            "measured",
+            Status.OK,
             speedup=ratio.as_dict(),
             calibration=drift.as_dict(),
             seconds=_since(start),
             **found,
         )
-    except ScheduleNotApplied as exc:
-        return Measurement("not_applied", str(exc), **names, seconds=_since(start))
-    except CompileError as exc:
-        return Measurement("compile_failed", str(exc), **names, seconds=_since(start))
-    except (RecipeError, ScheduleError, DeviceError, RuntimeError, ValueError) as exc:
-        return Measurement("error", str(exc), **names, seconds=_since(start))
+    except EVALUATION_ERRORS as exc:
+        return Measurement(status_of(exc), str(exc), **names, seconds=_since(start))
 
 
 def _since(start: float) -> float:

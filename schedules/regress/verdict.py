@@ -18,6 +18,7 @@ from typing import Literal
 
 from tdsched.targets.timing import relative_half_width
 
+from ..evaluation import Status as Outcome
 from .baseline_file import Settings
 from .measure import Measurement
 
@@ -90,16 +91,17 @@ def gate_text(expected: float, settings: Settings) -> str:
 
 def _failure(measurement: Measurement) -> Verdict | None:
     error = measurement.error or ""
-    if measurement.status == "measured":
+    if measurement.status is Outcome.OK:
         return None
-    if measurement.status == "not_applied":
+    if measurement.status is Outcome.NOT_APPLIED:
         return Verdict("not_applied", f"the schedule did not apply: {error}")
-    if measurement.status == "wrong":
+    if measurement.status is Outcome.WRONG:
         return Verdict("wrong", error)
     what = {
-        "compile_failed": "the build failed",
-        "crashed": "the measuring process crashed",
-        "timeout": "the measurement timed out",
+        Outcome.COMPILE_FAILED: "the build failed",
+        Outcome.RUN_FAILED: "the module could not be run",
+        Outcome.CRASHED: "the measuring process crashed",
+        Outcome.TIMEOUT: "the measurement timed out",
     }.get(measurement.status, "error")
     return Verdict("error", f"{what}: {error}")
 

@@ -15,28 +15,20 @@ import tempfile
 import time
 from pathlib import Path
 
-from tdsched.targets.compiler import CompileError
-from tdsched.targets.runtime import (
-    DeviceError,
-    LoadedModule,
-    configure_threads,
-    keep_freed_memory,
-)
+from tdsched.targets.runtime import LoadedModule
 from tdsched.targets.timing import time_interleaved
-from tdsched.targets.workload import random_inputs
-from tdsched.transform_lib.errors import ScheduleError
 
-from ..errors import RecipeError
+from ..evaluation import (
+    EVALUATION_ERRORS,
+    Reference,
+    Status,
+    compile_scheduled,
+    prepare_device,
+    status_of,
+)
 from ..files import write_atomically
 from ..loading import load
-from ..pipeline import (
-    Plan,
-    build,
-    compare_outputs,
-    compile_baseline,
-    compile_plan,
-    describe_mismatch,
-)
+from ..pipeline import Plan, compile_baseline
 from ..recipe import Recipe
 from ..space import ParamValue
 from .candidates import plan_point
@@ -61,13 +53,11 @@ def compile_candidate(context: SweepContext, job: CompileJob) -> CompileOutcome:
     try:
         p = plan_candidate(context, job.params)
         with tempfile.TemporaryDirectory(prefix="tdsched-sweep-") as tmp:
-            files = build(p, Path(tmp))
-            partial = Path(tmp) / "candidate.vmfb"
-            compile_plan(p, files, partial)
-            write_atomically(Path(job.artifact), partial.read_bytes())
-    except (RecipeError, ScheduleError, CompileError, ValueError) as exc:
-        return CompileOutcome(job.key, "compile_failed", time.perf_counter() - start, str(exc))
-    return CompileOutcome(job.key, "ok", time.perf_counter() - start)
+            built = compile_scheduled(p, Path(tmp), "candidate").output
+            write_atomically(Path(job.artifact), built.read_bytes())
+    except EVALUATION_ERRORS as exc:
+        return CompileOutcome(job.key, status_of(exc), time.perf_counter() - start, str(exc))
+    return CompileOutcome(job.key, Status.OK, time.perf_counter() - start)
 
 
 def compile_default(context: SweepContext, key: str) -> CompileOutcome:
@@ -79,9 +69,9 @@ def compile_default(context: SweepContext, key: str) -> CompileOutcome:
         with tempfile.TemporaryDirectory(prefix="tdsched-sweep-") as tmp:
             built = Path(compile_baseline(p, Path(tmp)).output)
             write_atomically(Path(context.baseline_artifact), built.read_bytes())
-    except (RecipeError, CompileError, ValueError) as exc:
-        return CompileOutcome(key, "compile_failed", time.perf_counter() - start, str(exc))
-    return CompileOutcome(key, "ok", time.perf_counter() - start)
+    except EVALUATION_ERRORS as exc:
+        return CompileOutcome(key, status_of(exc), time.perf_counter() - start, str(exc))
+    return CompileOutcome(key, Status.OK, time.perf_counter() - start)
 
 
 class Bench:
@@ -98,13 +88,10 @@ class Bench:
         self.function = p.workload.function
         self.driver = p.target.driver
         self.tolerance = p.recipe.tolerance
-        if not p.target.is_gpu:
-            configure_threads(context.threads)
-        keep_freed_memory()
-        self.inputs = random_inputs(p.workload, context.seed)
+        prepare_device(p.target, context.threads)
         self.baseline = LoadedModule(Path(context.baseline_artifact), self.driver, self.function)
-        reference = p.workload.reference
-        self.want = reference(self.inputs) if reference else self.baseline.invoke(self.inputs)
+        self.reference = Reference.make(p.workload, self.baseline, context.seed)
+        self.inputs = self.reference.inputs
 
     def time_baseline(self) -> dict[str, float | int]:
         """IREE default's time per call."""
@@ -120,23 +107,21 @@ class Bench:
         inject("run", job.params)
         try:
             module = LoadedModule(Path(job.artifact), self.driver, self.function)
-            got = module.invoke(self.inputs)
-            check = compare_outputs(got, self.want, self.tolerance.atol, self.tolerance.rtol)
-            if check["status"] != "ok":
-                error = describe_mismatch(check, self.tolerance)
-                return BenchOutcome(job.key, "mismatch", None, check.get("max_abs_error"), error)
+            _, check = self.reference.check(module, self.tolerance)
+            if check.status is not Status.OK:
+                return BenchOutcome(job.key, check.status, None, check.max_abs_error, check.error)
             variants = {
                 "candidate": module.runner(self.inputs),
                 "baseline": self.baseline.runner(self.inputs),
             }
             times = time_interleaved(variants, repeats=self.context.repeats)
-        except (DeviceError, RuntimeError, ValueError) as exc:
-            return BenchOutcome(job.key, "run_failed", error=str(exc))
+        except EVALUATION_ERRORS as exc:
+            return BenchOutcome(job.key, Status.RUN_FAILED, error=str(exc))
         return BenchOutcome(
             job.key,
-            "ok",
+            Status.OK,
             times["candidate"].as_dict(),
-            check["max_abs_error"],
+            check.max_abs_error,
             baseline_timing=times["baseline"].as_dict(),
         )
 

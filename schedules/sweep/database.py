@@ -11,8 +11,9 @@ Tables:
 
 * ``sweeps``: one row per sweep (recipe, target, strategy, options, space and pruning,
   status ``running`` / ``done``, start and end time).
-* ``results``: one row per content key: parameters, status (``ok``, ``mismatch``,
-  ``compile_failed``, ``run_failed``, ``timeout``, ``crashed``), median time, the baseline
+* ``results``: one row per content key: parameters, status (a
+  :class:`~..evaluation.Status`; databases written before it may hold ``mismatch`` for
+  ``wrong``), median time, the baseline
   median measured by the same sweep, speedup, error text, artifact path.
 * ``sweep_results``: which results each sweep evaluated (a key once per sweep).
 * ``baselines``: IREE default's median per sweep, measured at the start and the end.

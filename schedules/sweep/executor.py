@@ -23,10 +23,11 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from tdsched.targets import make_target
 
+from ..evaluation import Status
 from .messages import (
     BenchJob,
     BenchOutcome,
@@ -75,9 +76,9 @@ class Executor(Protocol):
 class WorkerFailure(RuntimeError):
     """A worker died or ran out of time; ``status`` is ``crashed`` or ``timeout``."""
 
-    def __init__(self, status: Literal["crashed", "timeout"], message: str) -> None:
+    def __init__(self, status: Status, message: str) -> None:
         super().__init__(message)
-        self.status: Literal["crashed", "timeout"] = status
+        self.status: Status = status
 
 
 class WorkerError(RuntimeError):
@@ -96,7 +97,7 @@ def guarded_bench(key: str, measure: Callable[[], BenchOutcome]) -> BenchOutcome
     except WorkerFailure as exc:
         return BenchOutcome(key, exc.status, error=str(exc))
     except WorkerError as exc:
-        return BenchOutcome(key, "run_failed", error=str(exc))
+        return BenchOutcome(key, Status.RUN_FAILED, error=str(exc))
 
 
 class WorkerProcess:
@@ -148,11 +149,11 @@ class WorkerProcess:
             line = self._answers.get(timeout=timeout_s)
         except queue.Empty:
             self.stop()
-            raise WorkerFailure("timeout", f"no answer within {timeout_s:.0f} s") from None
+            raise WorkerFailure(Status.TIMEOUT, f"no answer within {timeout_s:.0f} s") from None
         except BrokenPipeError:
             line = None
         if line is None:
-            raise WorkerFailure("crashed", self._death())
+            raise WorkerFailure(Status.CRASHED, self._death())
         answer = json.loads(line)
         if "error" in answer:
             raise WorkerError(answer["error"], answer.get("traceback", ""))
@@ -203,7 +204,7 @@ class LocalExecutor:
         except WorkerFailure as exc:
             return CompileOutcome(key, exc.status, self.limits.compile_s, str(exc))
         except WorkerError as exc:
-            return CompileOutcome(key, "compile_failed", 0.0, str(exc))
+            return CompileOutcome(key, Status.COMPILE_FAILED, 0.0, str(exc))
         finally:
             self._compilers.put(worker)
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
+
+from ..evaluation import Status
 
 T = TypeVar("T")
-CompileStatus = Literal["ok", "compile_failed", "timeout", "crashed"]
-BenchStatus = Literal["ok", "mismatch", "run_failed", "timeout", "crashed"]
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,8 @@ class CompileJob:
 @dataclass(frozen=True)
 class CompileOutcome:
     key: str
-    status: CompileStatus
+    status: Status
+    """OK, or a build failure (:data:`~..evaluation.BUILD_FAILURES`), CRASHED, TIMEOUT."""
     seconds: float
     error: str | None = None
 
@@ -66,7 +67,8 @@ class BenchJob:
 @dataclass(frozen=True)
 class BenchOutcome:
     key: str
-    status: BenchStatus
+    status: Status
+    """OK, WRONG, RUN_FAILED, CRASHED or TIMEOUT."""
     timing: dict[str, Any] | None = None
     """Milliseconds per call: median, min, max, samples."""
     max_abs_error: float | None = None
@@ -90,5 +92,7 @@ def to_json(message: Any) -> dict[str, Any]:
 
 
 def from_json(kind: type[T], data: dict[str, Any]) -> T:
-    """Rebuild a message of type ``kind``."""
+    """Rebuild a message of type ``kind`` (a status string becomes a :class:`Status`)."""
+    if "status" in data:
+        data = {**data, "status": Status(data["status"])}
     return kind(**data)

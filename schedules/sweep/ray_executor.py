@@ -34,6 +34,7 @@ from typing import Any
 import iree.compiler.version
 from tdsched.targets.target import TARGET_NAMES
 
+from ..evaluation import Status
 from ..files import write_atomically
 from .compile_and_bench import Bench, compile_candidate, compile_default
 from .executor import Limits, WorkerError, WorkerFailure, guarded_bench
@@ -43,7 +44,6 @@ from .messages import (
     BenchOutcome,
     CompileJob,
     CompileOutcome,
-    CompileStatus,
     ConfirmJob,
     SweepContext,
 )
@@ -146,7 +146,7 @@ def build_remote(
             f"node {socket.gethostname()} has IREE {iree.compiler.version.VERSION}, the "
             f"sweep's driver {iree_version}; install the same IREE on every node"
         )
-        return CompileOutcome(key, "compile_failed", 0.0, message), None
+        return CompileOutcome(key, Status.COMPILE_FAILED, 0.0, message), None
     with tempfile.TemporaryDirectory(prefix="tdsched-ray-") as tmp:
         built = Path(tmp) / "built.vmfb"
         here = replace(context, recipe=recipe.local_path(), baseline_artifact=str(built))
@@ -154,7 +154,7 @@ def build_remote(
             outcome = compile_default(here, key)
         else:
             outcome = compile_candidate(here, replace(job, artifact=str(built)))
-        return outcome, built.read_bytes() if outcome.status == "ok" else None
+        return outcome, built.read_bytes() if outcome.status is Status.OK else None
 
 
 def worker_error(exc: Any) -> WorkerError:
@@ -304,7 +304,7 @@ class RayExecutor:
                         ray.cancel(ref, force=True)
                         del running[ref]
                         yield self._outcome(
-                            job, "timeout", f"no result within {self.limits.compile_s:.0f} s"
+                            job, Status.TIMEOUT, f"no result within {self.limits.compile_s:.0f} s"
                         )
         finally:
             for ref in running:
@@ -316,9 +316,9 @@ class RayExecutor:
         try:
             outcome, data = self._ray.get(ref)
         except exceptions.RayTaskError as exc:
-            return self._outcome(job, "compile_failed", str(worker_error(exc)), seconds)
+            return self._outcome(job, Status.COMPILE_FAILED, str(worker_error(exc)), seconds)
         except exceptions.RayError as exc:
-            return self._outcome(job, "crashed", f"the Ray worker died: {exc}", seconds)
+            return self._outcome(job, Status.CRASHED, f"the Ray worker died: {exc}", seconds)
         if data is not None:
             write_atomically(Path(job.artifact if job else self._ready().baseline_artifact), data)
         assert isinstance(outcome, CompileOutcome)
@@ -327,7 +327,7 @@ class RayExecutor:
     def _outcome(
         self,
         job: CompileJob | None,
-        status: CompileStatus,
+        status: Status,
         error: str,
         seconds: float | None = None,
     ) -> CompileOutcome:
@@ -369,12 +369,12 @@ class RayExecutor:
             return ray.get(ref, timeout=timeout_s)
         except ray.exceptions.GetTimeoutError:
             self._kill_actor()
-            raise WorkerFailure("timeout", f"no answer within {timeout_s:.0f} s") from None
+            raise WorkerFailure(Status.TIMEOUT, f"no answer within {timeout_s:.0f} s") from None
         except ray.exceptions.RayTaskError as exc:
             raise worker_error(exc) from None
         except ray.exceptions.RayError as exc:
             self._kill_actor()
-            raise WorkerFailure("crashed", f"the benchmark actor died: {exc}") from None
+            raise WorkerFailure(Status.CRASHED, f"the benchmark actor died: {exc}") from None
 
     def _bench_actor(self, timeout_s: float) -> Any:
         """The benchmark actor, made when there is none: placed on a node with the

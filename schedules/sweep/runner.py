@@ -24,6 +24,7 @@ from typing import Any
 import iree.compiler.version
 
 from ..errors import RecipeError, Where
+from ..evaluation import BUILD_FAILURES
 from ..loading import find_recipe, load
 from ..recipe import Recipe
 from ..space import Enumeration, ParamValue, Point, SearchSpace
@@ -315,7 +316,7 @@ class Sweep:
     def _reusable(self, recorded: Result) -> bool:
         """Whether a recorded result stands: always, unless --rebench asks to time again
         (a candidate that failed to compile stays failed: compiles are deterministic)."""
-        return not self.options.rebench or recorded.status == "compile_failed"
+        return not self.options.rebench or recorded.status in BUILD_FAILURES
 
     def _time(
         self,

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Literal
 
 from iree.compiler import ir
 
 from ..interpreter import apply_in_place
 from ..match import OpCriteria
 from ..payload import strip_attributes
+from ..script import LoopKind
 from . import rewrites, scripts
 from .plan import (
     FID,
@@ -50,7 +50,6 @@ from .plan import (
     split_tile_sizes,
 )
 
-LoopKind = Literal["for", "forall"]
 _TAGS = (FID, ROOT_TAG, STOP_TAG, scripts.LOOP_TAG)
 
 

@@ -1,0 +1,199 @@
+"""Build → check → time, written once: the evaluation that run, sweep and regress share.
+
+* :class:`Status` is the one vocabulary for how an evaluation ended, in every command's
+  output, the sweep database and regression measurements.
+* :func:`prepare_device` sets up the runtime the same way everywhere (x86 worker threads).
+* :func:`compile_scheduled` builds a plan (every schedule step must apply);
+  :func:`compile_baseline` builds IREE's default of the same workload.
+* :class:`Reference` holds the seeded inputs and the expected results (numpy, or IREE
+  default's results when the workload has no numpy reference) and checks a build's
+  results against them (:class:`Check`).
+* :func:`status_of` names the status of a failure.
+
+``tdsched run`` (:mod:`.run_report`), the sweep's benchmark workers
+(:mod:`.sweep.compile_and_bench`) and ``tdsched regress`` (:mod:`.regress.measure`) are
+built from these parts and differ only in how they time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tdsched.targets import Target
+from tdsched.targets.compiler import CompileError, CompileResult
+from tdsched.targets.runtime import DeviceError, LoadedModule, configure_threads, keep_freed_memory
+from tdsched.targets.workload import Workload, random_inputs
+
+from .errors import ScheduleNotApplied
+from .pipeline import Plan, build, compile_baseline, compile_plan
+from .recipe import Tolerance
+
+
+class Status(StrEnum):
+    """How evaluating one build ended (a string in JSON and databases)."""
+
+    OK = "ok"
+    """Built, every schedule step applied, results right (and timed where asked)."""
+    WRONG = "wrong"
+    """Results differ from the reference beyond the tolerance (or are NaN, or mis-shaped)."""
+    NOT_APPLIED = "not_applied"
+    """A schedule step matched nothing: the build would not be the scheduled one."""
+    COMPILE_FAILED = "compile_failed"
+    """iree-compile failed (or printed an error) on the scheduled build."""
+    RUN_FAILED = "run_failed"
+    """The module was built but could not be loaded or run on the device."""
+    ERROR = "error"
+    """The recipe could not be planned or emitted (an error naming the recipe field)."""
+    CRASHED = "crashed"
+    """The process evaluating it died (a segfault in a compiled module)."""
+    TIMEOUT = "timeout"
+    """It ran past its time limit and was stopped."""
+
+
+BUILD_FAILURES: frozenset[Status] = frozenset(
+    {Status.ERROR, Status.NOT_APPLIED, Status.COMPILE_FAILED}
+)
+"""Statuses decided when building: building again gives the same (compiles are
+deterministic), so a sweep never re-runs them."""
+
+
+def status_of(exc: BaseException) -> Status:
+    """The status of an evaluation that raised ``exc``."""
+    if isinstance(exc, ScheduleNotApplied):
+        return Status.NOT_APPLIED
+    if isinstance(exc, CompileError):
+        return Status.COMPILE_FAILED
+    if isinstance(exc, DeviceError | RuntimeError):
+        return Status.RUN_FAILED
+    return Status.ERROR
+
+
+EVALUATION_ERRORS = (ValueError, CompileError, DeviceError, RuntimeError)
+"""What an evaluation turns into a status instead of raising (RecipeError, ScheduleError
+and workload errors are ValueErrors)."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """A build's results against the reference: ``status`` is OK or WRONG; ``error``
+    says why they are wrong."""
+
+    status: Status
+    max_abs_error: float | None = None
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": str(self.status),
+            "max_abs_error": self.max_abs_error,
+            "error": self.error,
+        }
+
+
+def compare_outputs(got: list[np.ndarray], want: list[np.ndarray], tolerance: Tolerance) -> Check:
+    """Elementwise ``|got - want| <= atol + rtol * |want|`` over every result (float64);
+    a NaN where the reference has none, a missing result or a wrong shape is WRONG."""
+    if len(got) != len(want):
+        return Check(Status.WRONG, error=f"{len(got)} results, expected {len(want)}")
+    worst = 0.0
+    ok = True
+    for g, w in zip(got, want, strict=True):
+        if g.shape != w.shape:
+            return Check(Status.WRONG, error=f"result shape {g.shape}, expected {w.shape}")
+        if np.isnan(g).any() and not np.isnan(w).any():
+            count = int(np.isnan(g).sum())
+            return Check(Status.WRONG, error=f"{count} of {g.size} results are NaN")
+        wide = w.astype(np.float64)
+        diff = np.abs(g.astype(np.float64) - wide)
+        worst = max(worst, float(diff.max(initial=0.0)))
+        ok = ok and bool(np.all(diff <= tolerance.atol + tolerance.rtol * np.abs(wide)))
+    if ok:
+        return Check(Status.OK, worst)
+    return Check(
+        Status.WRONG,
+        worst,
+        f"results differ from the reference (max abs error {worst:.3g}, "
+        f"atol {tolerance.atol}, rtol {tolerance.rtol})",
+    )
+
+
+def prepare_device(target: Target, threads: int) -> None:
+    """Runtime set-up before any module is loaded: ``threads`` task workers on x86 (the
+    GPU ignores it), and freed device memory kept for reuse between timed calls.
+
+    Precondition: call before the first module of this process is loaded.
+    """
+    if not target.is_gpu:
+        configure_threads(threads)
+    keep_freed_memory()
+
+
+def compile_scheduled(p: Plan, work: Path, stem: str = "scheduled") -> CompileResult:
+    """Write the plan's files under ``work`` and compile ``work/<stem>.vmfb``; raises
+    :class:`ScheduleNotApplied` when a schedule step matched nothing."""
+    files = build(p, work)
+    return compile_plan(p, files, work / f"{stem}.vmfb")
+
+
+@dataclass(frozen=True)
+class Reference:
+    """Seeded inputs of a workload and the results a build must reproduce."""
+
+    inputs: list[np.ndarray]
+    want: list[np.ndarray]
+    kind: str
+    """``numpy`` (the workload's own reference) or ``iree-default`` (IREE default's
+    results, for workloads without one, e.g. ``.mlir`` files)."""
+
+    @staticmethod
+    def make(workload: Workload, baseline: LoadedModule, seed: int) -> Reference:
+        inputs = random_inputs(workload, seed)
+        if workload.reference is not None:
+            return Reference(inputs, workload.reference(inputs), "numpy")
+        return Reference(inputs, baseline.invoke(inputs), "iree-default")
+
+    def check(self, module: LoadedModule, tolerance: Tolerance) -> tuple[list[np.ndarray], Check]:
+        """Run ``module`` on the inputs; its results and how they compare."""
+        got = module.invoke(self.inputs)
+        return got, compare_outputs(got, self.want, tolerance)
+
+
+@dataclass(frozen=True)
+class CheckedBuild:
+    """A scheduled build and IREE default's build, loaded, with the scheduled results
+    checked against the reference."""
+
+    scheduled: LoadedModule
+    baseline: LoadedModule
+    reference: Reference
+    got: list[np.ndarray]
+    check: Check
+
+    def runners(self) -> dict[str, Any]:
+        """The two builds as timing variants (``scheduled``, ``baseline``)."""
+        return {
+            "scheduled": self.scheduled.runner(self.reference.inputs),
+            "baseline": self.baseline.runner(self.reference.inputs),
+        }
+
+
+def build_and_check(
+    p: Plan, work: Path, seed: int, tolerance: Tolerance | None = None
+) -> tuple[CompileResult, CheckedBuild]:
+    """Compile the plan and IREE default under ``work``, load both and check the
+    scheduled results within ``tolerance`` (default: the recipe's).
+
+    Precondition: :func:`prepare_device` was called.
+    """
+    result = compile_scheduled(p, work)
+    baseline_vmfb = Path(compile_baseline(p, work).output)
+    function, driver = p.workload.function, p.target.driver
+    scheduled = LoadedModule(result.output, driver, function)
+    baseline = LoadedModule(baseline_vmfb, driver, function)
+    reference = Reference.make(p.workload, baseline, seed)
+    got, check = reference.check(scheduled, tolerance or p.recipe.tolerance)
+    return result, CheckedBuild(scheduled, baseline, reference, got, check)

@@ -1,0 +1,213 @@
+"""``tdsched run``: evaluate one plan and report it (:class:`RunReport`, JSON or text).
+
+Builds the scheduled module and IREE's default (with the recipe's baseline flags), checks
+the scheduled results against the reference and times both, interleaved in one process,
+so the speedup holds however the machine's speed drifts. A graph schedule that leaves
+host-level loops cannot be compiled: its module is checked with the numpy IR evaluator
+and not timed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import iree.compiler.version
+import numpy as np
+from tdsched.recipes.workloads.bandwidth_probe import bandwidth_probe
+from tdsched.targets.ir_eval import evaluate
+from tdsched.targets.runtime import LoadedModule
+from tdsched.targets.timing import Timing, time_interleaved
+from tdsched.targets.workload import random_inputs
+
+from .evaluation import (
+    EVALUATION_ERRORS,
+    Check,
+    Status,
+    build_and_check,
+    compare_outputs,
+    prepare_device,
+    status_of,
+)
+from .pipeline import Plan, apply_graph, compile_default_workload
+
+
+@dataclass(frozen=True)
+class Bandwidth:
+    """GB/s on the workload's compulsory traffic (inputs read once, outputs written once)
+    of the scheduled and baseline builds and of a memory-bound probe of the same size."""
+
+    traffic_bytes: int
+    scheduled_gbps: float
+    baseline_gbps: float
+    probe_gbps: float
+    probe: str
+    fraction_of_probe: float
+
+
+@dataclass
+class RunReport:
+    """What ``tdsched run`` found for one recipe on one target (see docs/commands/run.md)."""
+
+    recipe: str
+    target: str
+    workload: str
+    parameters: dict[str, Any]
+    threads: int | None
+    """x86 worker threads (``None`` on GPU targets)."""
+    baseline: str
+    """What the scheduled build is timed against, e.g. ``iree-default``."""
+    iree_version: str = iree.compiler.version.VERSION
+    status: Status = Status.ERROR
+    error: str | None = None
+    max_abs_error: float | None = None
+    reference: str | None = None
+    evaluated_by: str | None = None
+    compile_command: list[str] | None = None
+    time_ms: Timing | None = None
+    baseline_ms: Timing | None = None
+    speedup: float | None = None
+    bandwidth: Bandwidth | None = None
+
+    def take(self, check: Check) -> None:
+        """Record a numerics check."""
+        self.status, self.max_abs_error, self.error = check.status, check.max_abs_error, check.error
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object of ``tdsched run --json``: every key always present except
+        ``compile_command``, ``reference``, ``error``, ``evaluated_by`` and ``bandwidth``,
+        which appear when known."""
+        data: dict[str, Any] = {
+            "recipe": self.recipe,
+            "target": self.target,
+            "workload": self.workload,
+            "parameters": self.parameters,
+            "iree_version": self.iree_version,
+            "threads": self.threads,
+            "status": str(self.status),
+            "max_abs_error": self.max_abs_error,
+            "time_ms": self.time_ms.as_dict() if self.time_ms else None,
+            "baseline": self.baseline,
+            "baseline_ms": self.baseline_ms.as_dict() if self.baseline_ms else None,
+            "speedup": self.speedup,
+        }
+        optional = {
+            "compile_command": self.compile_command,
+            "reference": self.reference,
+            "error": self.error,
+            "evaluated_by": self.evaluated_by,
+            "bandwidth": dataclasses.asdict(self.bandwidth) if self.bandwidth else None,
+        }
+        data.update({k: v for k, v in optional.items() if v is not None})
+        return data
+
+
+def run(
+    p: Plan,
+    *,
+    threads: int = 2,
+    repeats: int = 7,
+    seed: int = 0,
+    out_dir: Path | None = None,
+    time_it: bool = True,
+) -> RunReport:
+    """Evaluate ``p``: compile, check against the reference and time vs the baseline.
+
+    Never raises for schedule, compile or runtime failures: they become the report's
+    status (:func:`~.evaluation.status_of`) and error.
+    """
+    report = RunReport(
+        recipe=p.recipe.name,
+        target=p.target.name,
+        workload=p.workload.name,
+        parameters=dict(p.recipe.parameters),
+        threads=threads if not p.target.is_gpu else None,
+        baseline=p.recipe.baseline.label,
+    )
+    with tempfile.TemporaryDirectory(prefix="tdsched-") as tmp:
+        work = out_dir or Path(tmp)
+        try:
+            if p.scripts.has_host_loops:
+                _evaluate_payload(p, seed, report)
+                return report
+            prepare_device(p.target, threads)
+            compiled, checked = build_and_check(p, work, seed)
+            report.compile_command = compiled.command
+            report.reference = checked.reference.kind
+            report.take(checked.check)
+            if time_it and checked.check.status is Status.OK:
+                _time(
+                    p,
+                    checked.runners(),
+                    checked.reference.inputs,
+                    checked.got,
+                    repeats,
+                    work,
+                    report,
+                )
+        except EVALUATION_ERRORS as exc:
+            report.status, report.error = status_of(exc), str(exc)
+    return report
+
+
+def _time(
+    p: Plan,
+    variants: dict[str, Any],
+    inputs: list[np.ndarray],
+    got: list[np.ndarray],
+    repeats: int,
+    work: Path,
+    report: RunReport,
+) -> None:
+    """Time the variants interleaved (plus the bandwidth probe when asked)."""
+    probe = None
+    if "bandwidth" in p.recipe.metrics:
+        probe, probe_inputs = bandwidth_probe(inputs, got)
+        probe_vmfb = compile_default_workload(probe, p.target, work)
+        variants["probe"] = LoadedModule(probe_vmfb, p.target.driver, probe.function).runner(
+            probe_inputs
+        )
+    times = time_interleaved(variants, repeats=repeats)
+    report.time_ms, report.baseline_ms = times["scheduled"], times["baseline"]
+    report.speedup = times["baseline"].median / times["scheduled"].median
+    if probe is not None:
+        report.bandwidth = _bandwidth(inputs, got, times, probe.name)
+
+
+def _bandwidth(
+    inputs: list[np.ndarray], outputs: list[np.ndarray], times: Mapping[str, Timing], probe: str
+) -> Bandwidth:
+    traffic = sum(a.nbytes for a in inputs) + sum(a.nbytes for a in outputs)
+
+    def gbps(name: str) -> float:
+        return traffic / (times[name].median * 1e-3) / 1e9
+
+    return Bandwidth(
+        traffic_bytes=traffic,
+        scheduled_gbps=gbps("scheduled"),
+        baseline_gbps=gbps("baseline"),
+        probe_gbps=gbps("probe"),
+        probe=probe,
+        fraction_of_probe=gbps("scheduled") / gbps("probe"),
+    )
+
+
+def _evaluate_payload(p: Plan, seed: int, report: RunReport) -> None:
+    """Numerics of a graph schedule that left host loops, by evaluating IR in numpy."""
+    after = apply_graph(p).module
+    inputs = random_inputs(p.workload, seed)
+    if p.workload.reference is not None:
+        want = p.workload.reference(inputs)
+    else:
+        want = evaluate(p.workload.mlir, p.workload.function, inputs)
+    got = evaluate(after, p.workload.function, inputs)
+    report.reference = "numpy" if p.workload.reference else "numpy-ir-evaluator"
+    report.evaluated_by = (
+        "numpy IR evaluator: the graph schedule leaves host-level loops, which IREE cannot "
+        "compile, so it is checked but not timed"
+    )
+    report.take(compare_outputs(got, want, p.recipe.tolerance))
