@@ -1,14 +1,34 @@
-"""Shared fixtures. Vulkan tests skip without a device unless TDSCHED_REQUIRE_VULKAN=1
-(set by CI), where a missing device fails them instead."""
+"""Shared fixtures, and the two test tiers.
+
+A test that compiles with IREE (iree-compile, in process or through the ``tdsched`` command
+line, a sweep or ``tdsched regress``) or runs a compiled module requests the ``iree`` fixture:
+directly, through another fixture (``vulkan`` and ``target`` request it), or with
+``@pytest.mark.usefixtures("iree")``. Collection marks it ``integration`` (and ``vulkan`` when
+it requests ``vulkan``), so ``pytest -m "not integration"`` is the fast tier. Parsing and
+rewriting MLIR in process with the bindings is not integration.
+
+A test that does not request ``iree`` cannot reach IREE by accident: while it runs,
+``iree-compile`` (found through ``IREE_TOOL_PATH``, inherited by child processes) is a stub
+that refuses, and loading modules or runtime devices raises; either fails the test with
+"this test uses IREE: request the `iree` fixture".
+
+Vulkan tests skip without a device unless TDSCHED_REQUIRE_VULKAN=1 (set by CI), where a
+missing device fails them instead. See docs/testing.md.
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
+import stat
+import tempfile
+from collections.abc import Callable, Generator
 from pathlib import Path
+from typing import Any, NoReturn
 
 import pytest
 from tdsched.recipes import RECIPES_DIR
+from tdsched.targets import compiler, runtime
 from tdsched.targets.runtime import driver_available
 
 REQUIRE_VULKAN = os.environ.get("TDSCHED_REQUIRE_VULKAN") == "1"
@@ -17,17 +37,37 @@ REQUIRE_VULKAN = os.environ.get("TDSCHED_REQUIRE_VULKAN") == "1"
 FIRST = ("test_sweep_ray.py", "test_regress.py")
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by the markers added here
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Run the Ray and the perf regression tests first. Once a process opens a Vulkan
-    device on Mesa's lavapipe it keeps two cores busy for the rest of its life (measured:
-    200% CPU while idle): Ray runs its workers niced, so after any in-process Vulkan test
-    their compiles crawl past the Ray tests' time limits, and the regression tests' timing
-    would share the machine with it."""
+    """Mark tests by the fixtures they request, then run the Ray and the perf regression
+    tests first. Once a process opens a Vulkan device on Mesa's lavapipe it keeps two cores
+    busy for the rest of its life (measured: 200% CPU while idle): Ray runs its workers
+    niced, so after any in-process Vulkan test their compiles crawl past the Ray tests' time
+    limits, and the regression tests' timing would share the machine with it."""
+    for item in items:
+        if "iree" in item.fixturenames:
+            item.add_marker(pytest.mark.integration)
+        elif item.get_closest_marker("integration") is not None:
+            raise pytest.UsageError(
+                f"{item.nodeid}: the integration marker comes from the `iree` fixture; "
+                "request the fixture instead of marking the test"
+            )
+        if "vulkan" in item.fixturenames:
+            item.add_marker(pytest.mark.vulkan)
     items.sort(key=lambda item: FIRST.index(item.path.name) if item.path.name in FIRST else 2)
 
 
 @pytest.fixture(scope="session")
-def vulkan() -> None:
+def iree() -> str:
+    """The test compiles with IREE or runs compiled modules: it is an integration test.
+    Returns the path of iree-compile."""
+    from iree.compiler.tools.binaries import find_tool
+
+    return str(find_tool("iree-compile"))
+
+
+@pytest.fixture(scope="session")
+def vulkan(iree: str) -> None:
     """Require a Vulkan device: skip without one, or fail when CI demands Vulkan."""
     if driver_available("vulkan"):
         return
@@ -35,6 +75,14 @@ def vulkan() -> None:
     if REQUIRE_VULKAN:
         pytest.fail(message + "; TDSCHED_REQUIRE_VULKAN=1 makes this a failure")
     pytest.skip(message)
+
+
+@pytest.fixture(params=["x86", pytest.param("vulkan", marks=pytest.mark.vulkan)])
+def target(request: pytest.FixtureRequest, iree: str) -> str:
+    """Run the test once per target, x86 and Vulkan (which requires a Vulkan device)."""
+    if request.param == "vulkan":
+        request.getfixturevalue("vulkan")
+    return str(request.param)
 
 
 @pytest.fixture(scope="session")
@@ -47,3 +95,109 @@ def iree_opt() -> str:
 @pytest.fixture(scope="session")
 def recipes_dir() -> Path:
     return RECIPES_DIR
+
+
+# ---- the guard: tests that do not request `iree` cannot reach it ----------------------------
+
+GUARD_MESSAGE = (
+    "this test uses IREE: request the `iree` fixture (as an argument, through another "
+    "fixture, or with @pytest.mark.usefixtures('iree')) so that it is marked integration"
+)
+_GUARD_LOG = "TDSCHED_TEST_IREE_GUARD_LOG"
+_STUB = f"""#!/bin/sh
+# iree-compile while a test that did not request the `iree` fixture runs (tests/conftest.py)
+echo "iree-compile in a child process" >> "${_GUARD_LOG}"
+cat >&2 <<'END'
+error: {GUARD_MESSAGE}
+END
+exit 70
+"""
+
+
+class IreeGuardError(RuntimeError):
+    """A test that did not request the `iree` fixture reached IREE."""
+
+
+class _Guard:
+    def __init__(self, stub_dir: Path) -> None:
+        self.stub_dir = stub_dir
+        self.log = stub_dir / "uses.log"
+        self.uses: list[str] = []
+
+    def install(self, mp: pytest.MonkeyPatch) -> None:
+        self.log.write_text("")
+        self.uses.clear()
+        tool_path = os.environ.get("IREE_TOOL_PATH")
+        mp.setenv("IREE_TOOL_PATH", os.pathsep.join(filter(None, [str(self.stub_dir), tool_path])))
+        mp.setenv(_GUARD_LOG, str(self.log))
+        mp.setattr(compiler, "_invoke", self._refuse("iree-compile"))
+        mp.setattr(runtime, "_config", self._refuse("an IREE runtime device"))
+        mp.setattr(runtime.LoadedModule, "__init__", self._refuse("an IREE runtime module"))
+
+    def _refuse(self, what: str) -> Callable[..., NoReturn]:
+        def refuse(*args: Any, **kwargs: Any) -> NoReturn:
+            self.uses.append(what)
+            raise IreeGuardError(f"{GUARD_MESSAGE} (it reached {what})")
+
+        return refuse
+
+    def check(self) -> None:
+        """Fail the test if it reached IREE, even where the error was caught."""
+        children = self.log.read_text().splitlines() if self.log.exists() else []
+        uses = self.uses + children
+        self.uses.clear()
+        self.log.write_text("")
+        if uses:
+            message = f"{GUARD_MESSAGE}; it reached {', '.join(dict.fromkeys(uses))}"
+            raise pytest.fail.Exception(message, pytrace=False) from None
+
+
+_guard: _Guard | None = None
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    global _guard
+    stub_dir = Path(tempfile.mkdtemp(prefix="tdsched-iree-guard-"))
+    stub = stub_dir / "iree-compile"
+    stub.write_text(_STUB)
+    stub.chmod(stub.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    _guard = _Guard(stub_dir)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if _guard is not None:
+        shutil.rmtree(_guard.stub_dir, ignore_errors=True)
+
+
+def _guarded(item: pytest.Item) -> _Guard | None:
+    return _guard if _guard is not None and "iree" not in item.fixturenames else None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None]:
+    guard = _guarded(item)
+    if guard is None:
+        return (yield)
+    with pytest.MonkeyPatch.context() as mp:
+        guard.install(mp)
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None]:
+    guard = _guarded(item)
+    try:
+        return (yield)
+    finally:
+        if guard is not None:
+            guard.check()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None]:
+    guard = _guarded(item)
+    try:
+        return (yield)
+    finally:
+        if guard is not None:
+            guard.check()

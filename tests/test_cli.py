@@ -62,6 +62,7 @@ def test_unknown_recipe_lists_shipped_ones() -> None:
     )
 
 
+@pytest.mark.usefixtures("iree")
 def test_compile_print_command_reproduces_the_build(tmp_path: Path) -> None:
     out = tmp_path / "mm.vmfb"
     proc = tdsched("compile", "matmul_x86", "-o", str(out), "--print-command", *SMALL)
@@ -74,6 +75,7 @@ def test_compile_print_command_reproduces_the_build(tmp_path: Path) -> None:
     assert rebuilt.read_bytes() == out.read_bytes()
 
 
+@pytest.mark.usefixtures("iree")
 def test_run_json_reports_status_error_and_speedup() -> None:
     proc = tdsched("run", "matmul_x86", "--json", "--repeats", "2", *SMALL)
     report = json.loads(proc.stdout)
@@ -100,6 +102,7 @@ kernels:
 """
 
 
+@pytest.mark.usefixtures("iree")
 def test_run_reports_compile_failure_as_status_error(tmp_path: Path) -> None:
     # The matmul does not feed the fill's loop: the strategy fails inside iree-compile.
     recipe = tmp_path / "broken.yaml"
@@ -116,6 +119,7 @@ def test_invalid_parameter_value_is_a_clear_error() -> None:
     assert "matmul_x86.yaml:" in proc.stderr and "tile sizes must be >= 0" in proc.stderr
 
 
+@pytest.mark.usefixtures("iree")
 def test_apply_shows_schedule_and_tile_parameter_changes_kernel() -> None:
     small = tdsched("apply", "matmul_x86", *SMALL, "--param", "TM=32").stdout
     large = tdsched("apply", "matmul_x86", *SMALL, "--param", "TM=128").stdout

@@ -104,6 +104,7 @@ def _ops(text: str, name: str) -> list[dict[str, str]]:
         return found
 
 
+@pytest.mark.usefixtures("iree")
 def test_auto_collapses_nchw_bias_relu_to_three_dims_on_x86() -> None:
     after, report = _run(NCHW_BIAS_RELU)
     assert report.summary == "collapsed 4→3 dims on 1 op"
@@ -122,6 +123,7 @@ def test_auto_collapses_nchw_bias_relu_to_three_dims_on_x86() -> None:
     assert_same_results(NCHW_BIAS_RELU, after, "f", "x86")
 
 
+@pytest.mark.usefixtures("iree")
 def test_explicit_groups_collapse_reductions_and_broadcast_operands_on_x86() -> None:
     after, report = _run(REDUCE_WEIGHTED, reassociation=((0, 1), (2, 3)))
     assert report.summary == "collapsed 4→2 dims on 1 op"

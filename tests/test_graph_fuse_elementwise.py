@@ -169,6 +169,7 @@ def _fuse(module_text: str, **options: object) -> tuple[str, RewriteReport]:
     return rewrite_text(module_text, lambda module: fuse_elementwise_ext(module, opts))
 
 
+@pytest.mark.usefixtures("iree")
 def test_target_workload_becomes_one_generic_reading_x_once() -> None:
     after, report = _fuse(TARGET)
     assert report.summary == "fused 5 generics into 1 (3 producer→consumer, 1 shared-input group)"
@@ -196,6 +197,7 @@ def test_target_workload_numerics_on_vulkan(vulkan: None) -> None:
     assert_same_results(TARGET, after, "main", "vulkan")
 
 
+@pytest.mark.usefixtures("iree")
 def test_returned_intermediate_is_a_result_of_the_fused_generic() -> None:
     after, report = _fuse(RETURNED_INTERMEDIATE)
     [fused] = _linalg_ops(after)
@@ -205,6 +207,7 @@ def test_returned_intermediate_is_a_result_of_the_fused_generic() -> None:
     assert_same_results(RETURNED_INTERMEDIATE, after, "main", "x86")
 
 
+@pytest.mark.usefixtures("iree")
 def test_fused_generic_moves_above_an_earlier_user_and_dependent_ops_stay_apart() -> None:
     after, report = _fuse(USER_BEFORE_CONSUMER, ops=OpCriteria(attributes=(("fuse", None),)))
     assert report.summary == "fused 2 generics into 1 (1 producer→consumer)"
@@ -217,6 +220,7 @@ def test_fused_generic_moves_above_an_earlier_user_and_dependent_ops_stay_apart(
     assert_same_results(USER_BEFORE_CONSUMER, after, "main", "x86")
 
 
+@pytest.mark.usefixtures("iree")
 def test_reduction_consumer_through_a_transpose_remaps_linalg_index() -> None:
     before = _reduction(returns_producer=False)
     after, report = _fuse(before)

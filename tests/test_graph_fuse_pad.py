@@ -105,6 +105,7 @@ def _named(text: str, name: str) -> list[tuple[list[str], list[str]]]:
     return [(types, producers) for n, types, producers in _ops(text) if n == name]
 
 
+@pytest.mark.usefixtures("iree")
 def test_bottleneck_pad_becomes_one_fill_and_the_generic_writes_its_interior_on_x86() -> None:
     after, report = _run(BOTTLENECK)
     assert report.summary == "fused 1 pad into its producer (1 linalg.generic)"
@@ -128,6 +129,7 @@ def test_fused_pads_match_on_vulkan(vulkan: None) -> None:
         assert_same_results(text, after, function, "vulkan")
 
 
+@pytest.mark.usefixtures("iree")
 def test_matmuls_get_their_init_in_the_interior_before_writing_it_on_x86() -> None:
     after, report = _run(MATMULS)
     assert report.summary == "fused 2 pads into their producers (2 linalg.matmul)"
@@ -142,6 +144,7 @@ def test_matmuls_get_their_init_in_the_interior_before_writing_it_on_x86() -> No
     assert_same_results(MATMULS, after, "mm", "x86")
 
 
+@pytest.mark.usefixtures("iree")
 def test_named_elementwise_and_conv_producers_on_x86() -> None:
     after, report = _run(ELEMENTWISE_AND_CONV)
     assert report.summary == (

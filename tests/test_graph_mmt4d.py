@@ -121,6 +121,7 @@ def test_matmul_becomes_pack_mmt4d_unpack() -> None:
     [(128, 96, 64, (8, 32, 1)), (100, 50, 30, (16, 16, 4))],
     ids=["divisible", "padded"],
 )
+@pytest.mark.usefixtures("iree")
 def test_matmul_numerics_x86(m: int, n: int, k: int, tile: tuple[int, int, int]) -> None:
     before = matmul(m, n, k)
     after, _ = rewrite(before, tile)
@@ -136,6 +137,7 @@ def test_padding_is_reported() -> None:
     assert shapes(only(module, "linalg.mmt4d")) == [[7, 8, 16, 4], [4, 8, 16, 4], [7, 4, 16, 16]]
 
 
+@pytest.mark.usefixtures("iree")
 def test_batch_matmul_becomes_batch_mmt4d() -> None:
     after, report = rewrite(BATCH, (8, 16, 2))
     assert report.summary == (
@@ -151,6 +153,7 @@ def test_batch_matmul_becomes_batch_mmt4d() -> None:
     assert_same_results(BATCH, after, "main", "x86", atol=1e-4)
 
 
+@pytest.mark.usefixtures("iree")
 def test_ops_selects_by_attribute() -> None:
     text, report = rewrite(TWO, (8, 8, 1), ops=OpCriteria(attributes=(("pick", None),)))
     assert report.summary.startswith("rewrote 1 linalg.matmul ")

@@ -145,12 +145,7 @@ def test_unknown_metric_from_python_is_an_error() -> None:
         plan(r.build())
 
 
-@pytest.mark.parametrize("target", ["x86", "vulkan"])
-def test_generalize_then_specialize_round_trips_and_reports_op_counts(
-    target: str, request: pytest.FixtureRequest
-) -> None:
-    if target == "vulkan":
-        request.getfixturevalue("vulkan")
+def test_generalize_then_specialize_round_trips_and_reports_op_counts(target: str) -> None:
     r = RecipeBuilder("s", workload=generator("matmul", M=32, N=32, K=32), targets=[target])
     r.graph.match("linalg.matmul", name="mm").generalize()
     r.graph.fuse_pad()  # a rewrite stage between the two scripts: each reports separately
@@ -198,6 +193,7 @@ SHAPE = {
 
 
 @pytest.mark.parametrize("name", sorted(SMALL))
+@pytest.mark.usefixtures("iree")
 def test_graph_rewrite_recipes_on_x86(name: str, tmp_path: Path) -> None:
     p = plan(load(name), "x86", SMALL[name])
     files = build(p, tmp_path)
@@ -218,6 +214,7 @@ def test_graph_rewrite_recipes_on_vulkan(name: str, tmp_path: Path, vulkan: None
     assert report["status"] == "ok", report
 
 
+@pytest.mark.usefixtures("iree")
 def test_bandwidth_metric_reports_gbps_against_a_probe_with_the_same_traffic() -> None:
     p = plan(load("elementwise_chain_x86"), "x86", {"M": 256, "N": 256})
     report = run(p, repeats=1)
@@ -230,6 +227,7 @@ def test_bandwidth_metric_reports_gbps_against_a_probe_with_the_same_traffic() -
     assert bw["fraction_of_probe"] == pytest.approx(bw["scheduled_gbps"] / bw["probe_gbps"])
 
 
+@pytest.mark.usefixtures("iree")
 def test_baseline_and_compile_flags_reach_their_builds(tmp_path: Path) -> None:
     r = RecipeBuilder("b", workload=generator("matmul", M=64, N=64, K=64))
     r.baseline(flags=["--iree-opt-data-tiling"]).compile_flags(

@@ -114,6 +114,7 @@ KERNEL = """\
     """
 
 
+@pytest.mark.usefixtures("iree")
 def test_kernel_match_by_layer_resolves_through_the_dispatch_census(tmp_path: Path) -> None:
     p = plan(load(recipe(tmp_path, KERNEL % "{layer: c2}")))
     (note,) = p.notes
@@ -126,6 +127,7 @@ def test_kernel_match_by_layer_resolves_through_the_dispatch_census(tmp_path: Pa
     assert by_value.notes[0].startswith("kernel 'conv': layer c1 -> ")
 
 
+@pytest.mark.usefixtures("iree")
 def test_kernel_match_by_one_of_two_lookalike_layers_is_refused(tmp_path: Path) -> None:
     # c1 (4 -> 8 channels) and c2 (8 -> 8) differ; two convs of equal shape do not.
     same = NET.replace('"c1", attrs={"hot": True}', '"c1"').replace(
@@ -137,6 +139,7 @@ def test_kernel_match_by_one_of_two_lookalike_layers_is_refused(tmp_path: Path) 
         plan(load(path))
 
 
+@pytest.mark.usefixtures("iree")  # the dispatch census compiles
 def test_kernel_match_by_layers_of_different_shapes_is_refused(tmp_path: Path) -> None:
     with pytest.raises(RecipeError, match=r"different ops.*one kernel schedule per shape"):
         plan(load(recipe(tmp_path, KERNEL % "{layer: 'c*'}")))
@@ -187,6 +190,7 @@ def test_lower_cli_builder_onnx_tosa_and_layers(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("via", ["builder", "onnx"])
+@pytest.mark.usefixtures("iree")
 def test_small_cnn_recipe_on_x86_matches_numpy(via: str) -> None:
     proc = tdsched("run", "small_cnn_x86", "--param", f"VIA={via}", "--no-time", "--json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -200,6 +204,7 @@ def test_small_cnn_recipe_on_vulkan_matches_numpy(vulkan: None, via: str) -> Non
     assert '"reference": "numpy"' in proc.stdout and '"status": "ok"' in proc.stdout
 
 
+@pytest.mark.usefixtures("iree")
 def test_small_cnn_schedule_applied_where_the_recipe_says() -> None:
     proc = tdsched("apply", "small_cnn_x86")
     assert proc.returncode == 0, proc.stderr

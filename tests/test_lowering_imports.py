@@ -194,6 +194,7 @@ def _assert_plain_linalg(text: str) -> None:
 # -- TOSA -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("iree")
 def test_tosa_net_lowers_to_linalg_and_matches_numpy_on_x86() -> None:
     lowered = lower_tosa(TOSA_NET, "net.mlir")
     _assert_plain_linalg(lowered)
@@ -317,6 +318,7 @@ def test_tag_layers_reads_nested_name_locations() -> None:
 # -- ONNX ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("iree")
 def test_onnx_cnn_matches_numpy_on_x86(cnn: tuple[str, np.ndarray, np.ndarray]) -> None:
     lowered, x, want = cnn
     _assert_plain_linalg(lowered)

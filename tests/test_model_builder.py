@@ -53,6 +53,7 @@ def _constant_value(value: ir.Value) -> float:
 
 
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.usefixtures("iree")
 def test_conv_stride_dilation_asymmetric_padding_matches_reference(layout: str) -> None:
     m = Model("conv", _image(layout, 3, 11, 10), layout=layout)
     y = m.conv2d(m.input, 5, kernel=(3, 2), stride=2, padding=(1, 0, 2, 1), dilation=2)
@@ -65,6 +66,7 @@ def test_conv_stride_dilation_asymmetric_padding_matches_reference(layout: str) 
     _check_on(m)
 
 
+@pytest.mark.usefixtures("iree")
 def test_max_pool_pads_with_minus_infinity() -> None:
     """All inputs negative: a zero padding would win the max at the borders."""
     m = Model("maxpool", (1, 2, 7, 6))
@@ -82,6 +84,7 @@ def test_max_pool_pads_with_minus_infinity() -> None:
 
 
 @pytest.mark.parametrize("count_include_pad", [True, False])
+@pytest.mark.usefixtures("iree")
 def test_avg_pool_count_include_pad(count_include_pad: bool) -> None:
     m = Model("avgpool", (1, 5, 5, 2), layout="NHWC")
     m.output(m.avg_pool(m.input, 3, stride=1, padding=1, count_include_pad=count_include_pad))
@@ -105,6 +108,7 @@ def test_avg_pool_count_include_pad(count_include_pad: bool) -> None:
     assert [c.tolist() for c in counts] == [e.tolist() for e in expected]
 
 
+@pytest.mark.usefixtures("iree")
 def test_flatten_linear_adaptive_pool_relu_add_nhwc() -> None:
     """NHWC flatten keeps the H, W, C element order; linear is x @ W.T + b."""
     m = Model("head", (2, 4, 6, 3), layout="NHWC")
@@ -190,6 +194,7 @@ def test_every_op_of_a_layer_carries_its_attributes_and_location() -> None:
 
 
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.usefixtures("iree")
 def test_small_cnn_matches_reference_on_x86(layout: str) -> None:
     m = MODELS["small_cnn"](layout=layout, size=16, channels=8)
     assert m.input.shape == _image(layout, 3, 16, 16)

@@ -18,7 +18,7 @@ import yaml
 from tdsched.recipes import RECIPES_DIR
 from tdsched.schedules.cli import main
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.usefixtures("iree")
 pytest_plugins = ["pytester"]
 
 SIZE = {"M": 256, "N": 256, "K": 256}

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from tdsched.schedules.cli import main
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.usefixtures("iree")
 
 RECIPE = """\
 name: split_k
@@ -178,7 +178,6 @@ def _count(db: Path, query: str) -> int:
         return int(conn.execute(query).fetchone()[0])
 
 
-@pytest.mark.vulkan
 def test_vulkan_sweep_and_its_best_recipe(
     vulkan: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -26,8 +26,6 @@ from tdsched.schedules.sweep.ray_executor import (
     worker_error,
 )
 
-pytestmark = pytest.mark.integration
-
 try:
     import ray
 except ImportError:  # pragma: no cover - the test extra installs Ray
@@ -61,6 +59,7 @@ def no_ray_left() -> Iterator[None]:
 
 
 @needs_ray
+@pytest.mark.usefixtures("iree")
 def test_ray_sweep_records_what_it_measured(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], no_ray_left: None
 ) -> None:
@@ -109,9 +108,10 @@ def test_an_address_nothing_answers_at_is_a_clear_cli_error(
 
 
 @pytest.fixture(scope="module")
-def running_ray() -> Iterator[None]:
+def running_ray(iree: str) -> Iterator[None]:
     """One Ray instance for the fault tests, started before their fault rules are set:
-    the rules must reach the workers through the tasks' runtime environment."""
+    the rules must reach the workers through the tasks' runtime environment. Its workers
+    compile with IREE."""
     start_local(2)
     yield
     ray.shutdown()
@@ -192,6 +192,7 @@ def _context(recipe: str, **fixed: int) -> SweepContext:
     return SweepContext(recipe=recipe, target="x86", fixed={"M": 64, "N": 64, "K": 64, **fixed})
 
 
+@pytest.mark.usefixtures("iree")
 def test_a_node_without_the_recipe_file_builds_from_the_shipped_bytes(
     tmp_path: Path, node_tmp: None
 ) -> None:

@@ -351,6 +351,7 @@ def test_database_without_sweeps_and_foreign_files(
     assert f"{junk}: not a tdsched results database" in err
 
 
+@pytest.mark.usefixtures("iree")
 def test_reports_a_real_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "sweeps.db"
     sweep = ["sweep", "matmul_x86", "--param", "M=128", "--param", "N=128", "--param", "K=128"]
