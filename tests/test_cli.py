@@ -103,13 +103,13 @@ kernels:
 
 
 @pytest.mark.usefixtures("iree")
-def test_run_reports_compile_failure_as_status_error(tmp_path: Path) -> None:
+def test_run_reports_compile_failure_as_status_compile_failed(tmp_path: Path) -> None:
     # The matmul does not feed the fill's loop: the strategy fails inside iree-compile.
     recipe = tmp_path / "broken.yaml"
     recipe.write_text(BROKEN)
     proc = tdsched("run", str(recipe), "--json", "--no-time", check=False)
     report = json.loads(proc.stdout)
-    assert proc.returncode == 1 and report["status"] == "error"
+    assert proc.returncode == 1 and report["status"] == "compile_failed"
     assert "iree-compile failed" in report["error"]
 
 

@@ -10,15 +10,16 @@ import pytest
 from tdsched.schedules.cli import main
 from tdsched.schedules.errors import RecipeError
 from tdsched.schedules.loading import load
-from tdsched.schedules.pipeline import build, plan, run
+from tdsched.schedules.pipeline import build, plan
 from tdsched.schedules.python_api import Match, RecipeBuilder, generator
+from tdsched.schedules.run_report import run
 
 MBR_SMALL = {"M": 256, "N": 256, "K": 256}
 
 
 def _ok(report: dict[str, object]) -> None:
-    assert report["status"] == "ok", report
-    assert isinstance(report["max_abs_error"], float) and report["max_abs_error"] < 1e-3
+    assert report.status == "ok", report
+    assert isinstance(report.max_abs_error, float) and report.max_abs_error < 1e-3
 
 
 def _graph_recipe(tmp_path: Path, step: str) -> Path:
@@ -36,8 +37,8 @@ def test_graph_level_fuse_ext_is_checked_by_the_numpy_evaluator(tmp_path: Path) 
     step = "fuse_ext: {root: {op: linalg.generic}, tile_sizes: [8, 16], loop: for}"
     report = run(plan(load(str(_graph_recipe(tmp_path, step)))), time_it=False)
     _ok(report)
-    assert "numpy IR evaluator" in str(report["evaluated_by"])
-    assert report["time_ms"] is None
+    assert "numpy IR evaluator" in str(report.evaluated_by)
+    assert report.time_ms is None
 
 
 def test_apply_prints_what_graph_level_fuse_ext_fused(

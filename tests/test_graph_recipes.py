@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from tdsched.schedules.errors import RecipeError
 from tdsched.schedules.loading import load
-from tdsched.schedules.pipeline import apply_graph, build, compile_baseline, plan, run
+from tdsched.schedules.pipeline import apply_graph, build, compile_baseline, plan
 from tdsched.schedules.python_api import Match, RecipeBuilder, generator
+from tdsched.schedules.run_report import run
 from tdsched.schedules.steps import (
     CollapseDimsStep,
     FuseElementwiseExtStep,
@@ -157,7 +158,7 @@ def test_generalize_then_specialize_round_trips_and_reports_op_counts(target: st
     assert generalized.endswith("linalg.generic 0→1, linalg.matmul 1→0")
     assert pads.startswith("fuse_pad: changed nothing")
     assert specialized.endswith("linalg.generic 1→0, linalg.matmul 0→1")
-    assert run(plan(r.build()), time_it=False)["status"] == "ok"
+    assert run(plan(r.build()), time_it=False).status == "ok"
 
 
 def test_kernel_schedule_for_a_target_the_recipe_lacks_is_an_error() -> None:
@@ -200,7 +201,7 @@ def test_graph_rewrite_recipes_on_x86(name: str, tmp_path: Path) -> None:
     assert SHAPE[name](files.input_file.read_text())
     assert len(files.reports) == 1 and "changed nothing" not in files.reports[0]
     report = run(p, time_it=False)
-    assert report["status"] == "ok", report
+    assert report.status == "ok", report
 
 
 @pytest.mark.parametrize("name", sorted(SMALL))
@@ -211,20 +212,20 @@ def test_graph_rewrite_recipes_on_vulkan(name: str, tmp_path: Path, vulkan: None
     if name == "matmul_mmt4d_x86":  # packs are lowered on Vulkan, which cannot compile them
         assert "linalg.pack" not in module and "linalg.unpack" not in module
     report = run(p, time_it=False)
-    assert report["status"] == "ok", report
+    assert report.status == "ok", report
 
 
 @pytest.mark.usefixtures("iree")
 def test_bandwidth_metric_reports_gbps_against_a_probe_with_the_same_traffic() -> None:
     p = plan(load("elementwise_chain_x86"), "x86", {"M": 256, "N": 256})
     report = run(p, repeats=1)
-    assert report["status"] == "ok", report
-    bw = report["bandwidth"]
+    assert report.status == "ok", report
+    bw = report.bandwidth
     # x read once (plus the two broadcast vectors), two results written
-    assert bw["traffic_bytes"] == 4 * (256 * 256 + 256 + 256) + 2 * 4 * 256 * 256
-    assert bw["probe"] == "bandwidth_probe_1r2w_65536"
-    assert bw["scheduled_gbps"] > 0 and bw["probe_gbps"] > 0
-    assert bw["fraction_of_probe"] == pytest.approx(bw["scheduled_gbps"] / bw["probe_gbps"])
+    assert bw.traffic_bytes == 4 * (256 * 256 + 256 + 256) + 2 * 4 * 256 * 256
+    assert bw.probe == "bandwidth_probe_1r2w_65536"
+    assert bw.scheduled_gbps > 0 and bw.probe_gbps > 0
+    assert bw.fraction_of_probe == pytest.approx(bw.scheduled_gbps / bw.probe_gbps)
 
 
 @pytest.mark.usefixtures("iree")
@@ -238,7 +239,7 @@ def test_baseline_and_compile_flags_reach_their_builds(tmp_path: Path) -> None:
     assert "--iree-opt-data-tiling" in baseline_command
     assert "--iree-llvmcpu-enable-ukernels=none" not in baseline_command
     report = run(p, repeats=1)
-    assert report["status"] == "ok", report
-    assert report["baseline"] == "iree-default --iree-opt-data-tiling"
-    assert "--iree-llvmcpu-enable-ukernels=none" in report["compile_command"]
-    assert "--iree-opt-data-tiling" not in report["compile_command"]
+    assert report.status == "ok", report
+    assert report.baseline == "iree-default --iree-opt-data-tiling"
+    assert "--iree-llvmcpu-enable-ukernels=none" in report.compile_command
+    assert "--iree-opt-data-tiling" not in report.compile_command

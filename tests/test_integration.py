@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from tdsched.schedules.errors import RecipeError
 from tdsched.schedules.loading import load
-from tdsched.schedules.pipeline import build, compile_plan, plan, run
+from tdsched.schedules.pipeline import build, compile_plan, plan
 from tdsched.schedules.python_api import Match, RecipeBuilder, generator
+from tdsched.schedules.run_report import run
 from tdsched.targets.compiler import CompileError, CompileRequest, run_compile
 
 pytestmark = pytest.mark.usefixtures("iree")
@@ -21,9 +22,9 @@ SMALL = {"M": 256, "N": 256, "K": 256}
 
 def _run_ok(recipe_name: str, target: str | None = None, **overrides: int) -> dict[str, object]:
     report = run(plan(load(recipe_name), target, {**SMALL, **overrides}), time_it=False)
-    assert report["status"] == "ok", report
-    assert report["reference"] == "numpy"
-    assert isinstance(report["max_abs_error"], float) and report["max_abs_error"] < 1e-3
+    assert report.status == "ok", report
+    assert report.reference == "numpy"
+    assert isinstance(report.max_abs_error, float) and report.max_abs_error < 1e-3
     return report
 
 
@@ -52,7 +53,7 @@ def test_x86_config_only_kernel() -> None:
         tile_sizes={"workgroup": [32, 32, 0], "vector": [8, 16, 0], "reduction": [0, 0, 1]},
     )
     report = run(plan(r.build()), time_it=False)
-    assert report["status"] == "ok", report
+    assert report.status == "ok", report
 
 
 def test_graph_schedule_generalizes_before_dispatch_formation(target: str, tmp_path: Path) -> None:
@@ -64,18 +65,16 @@ def test_graph_schedule_generalizes_before_dispatch_formation(target: str, tmp_p
     text = files.input_file.read_text()
     assert "linalg.matmul" not in text and text.count("linalg.generic") == 2
     assert "affine_map<(d0, d1, d2) -> (d1, d2)>" in text  # loops interchanged
-    assert run(p, time_it=False)["status"] == "ok"
+    assert run(p, time_it=False).status == "ok"
 
 
 def test_graph_match_of_nothing_is_an_error() -> None:
     r = RecipeBuilder("g", workload=generator("matmul", M=64, N=64, K=64))
     r.graph.match("linalg.conv_2d_nhwc_hwcf").generalize()
     report = run(plan(r.build()), time_it=False)
-    assert report["status"] == "error"
-    assert (
-        "test_integration.py:" in report["error"]
-        and "matched no op in the module" in report["error"]
-    )
+    assert report.status == "not_applied"
+    assert report.error is not None
+    assert "test_integration.py:" in report.error and "matched no op in the module" in report.error
 
 
 def test_unmatched_kernel_schedule_is_an_error(tmp_path: Path) -> None:
@@ -117,7 +116,7 @@ def test_strategy_failure_is_an_error() -> None:
     loops = fill.tile([16, 16], loop="forall", mapping="workgroup")
     k.root.fuse_into(loops)
     report = run(plan(r.build()), time_it=False)
-    assert report["status"] == "error" and "iree-compile" in report["error"]
+    assert report.status == "compile_failed" and "iree-compile" in str(report.error)
 
 
 def test_mlir_file_workload_uses_iree_default_as_reference(tmp_path: Path) -> None:
@@ -125,17 +124,17 @@ def test_mlir_file_workload_uses_iree_default_as_reference(tmp_path: Path) -> No
     source.write_text(plan(load("matmul_x86"), overrides=SMALL).workload.mlir)
     p = plan(load("matmul_x86"), overrides=SMALL, input_file=source)
     report = run(p, time_it=False)
-    assert report["status"] == "ok" and report["reference"] == "iree-default"
+    assert report.status == "ok" and report.reference == "iree-default"
 
 
 def test_run_report_has_timing_fields() -> None:
     report = run(plan(load("matmul_x86"), overrides={"M": 128, "N": 128, "K": 128}), repeats=2)
-    assert report["status"] == "ok"
-    for key in ("time_ms", "baseline_ms"):
-        value = report[key]
-        assert isinstance(value, dict) and value["min"] <= value["median"] <= value["max"]
-    assert isinstance(report["speedup"], float) and report["speedup"] > 0
-    assert report["threads"] == 2 and str(report["iree_version"]).startswith("3.13")
+    assert report.status == "ok"
+    for value in (report.time_ms, report.baseline_ms):
+        assert value is not None and value.min <= value.median <= value.max
+    assert report.to_json()["time_ms"]["samples"] == 2
+    assert isinstance(report.speedup, float) and report.speedup > 0
+    assert report.threads == 2 and str(report.iree_version).startswith("3.13")
 
 
 def test_scheduled_module_differs_from_default(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from tdsched.schedules.errors import RecipeError
+from tdsched.schedules.evaluation import Status
 from tdsched.schedules.regress.baseline_file import Settings, dump, load_baseline
 from tdsched.schedules.regress.isolation import measure_isolated
 from tdsched.schedules.regress.measure import Measurement, MeasureRequest
@@ -32,7 +33,7 @@ def measured(median: float, low: float, high: float, drift: float = 0.0) -> Meas
         "drift": drift,
     }
     speedup = {"median": median, "low": low, "high": high, "rounds": 40, "seconds": 30.0}
-    return Measurement("measured", speedup=speedup, calibration=calibration)
+    return Measurement(Status.OK, speedup=speedup, calibration=calibration)
 
 
 @pytest.mark.parametrize(
@@ -58,10 +59,10 @@ def test_a_moving_calibration_kernel_makes_any_measurement_inconclusive() -> Non
 
 
 def test_failures_of_the_build_come_before_timing() -> None:
-    not_applied = Measurement("not_applied", "r.yaml:27: kernels[0].schedule[0].match: ...")
+    not_applied = Measurement(Status.NOT_APPLIED, "r.yaml:27: kernels[0].schedule[0].match: ...")
     assert judge(not_applied, 1.0, SETTINGS).status == "not_applied"
-    assert judge(Measurement("wrong", "results differ"), 1.0, SETTINGS).status == "wrong"
-    crashed = judge(Measurement("crashed", "killed by SIGSEGV"), 1.0, SETTINGS)
+    assert judge(Measurement(Status.WRONG, "results differ"), 1.0, SETTINGS).status == "wrong"
+    crashed = judge(Measurement(Status.CRASHED, "killed by SIGSEGV"), 1.0, SETTINGS)
     assert crashed.status == "error" and "crashed" in crashed.reason
 
 

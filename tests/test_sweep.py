@@ -69,7 +69,7 @@ def test_wrong_kernels_are_rejected_and_the_best_recipe_runs(
     db = tmp_path / "s.db"
     code, report = sweep(capsys, str(recipe), "--db", str(db), "--param", "TM=16")
     assert code == 0
-    assert statuses(report) == {(16, 0): "ok", (16, 32): "mismatch"}
+    assert statuses(report) == {(16, 0): "ok", (16, 32): "wrong"}
     assert [r["params"]["SPLITK"] for r in report["ranked"]] == [0]
     assert report["failed"][0]["max_abs_error"] > 1.0
     assert "results differ from the reference" in report["failed"][0]["error"]

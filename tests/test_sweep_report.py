@@ -32,7 +32,7 @@ SPEEDUPS = {
 CONFIRMED = (16, 64, 16)  # re-timed: confirmed 1.9x, so it ranks first
 FAILED = {
     (32, 64, 16): ("compile_failed", "error: tile too large\n  at line 3"),
-    (8, 64, 32): ("mismatch", "max abs error 0.5 > 0.001"),
+    (8, 64, 32): ("wrong", "max abs error 0.5 > 0.001"),
 }
 
 
@@ -87,7 +87,7 @@ def db_path(tmp_path: Path) -> Path:
             params=_params(point),
             status=status,
             error=error,
-            max_abs_error=0.5 if status == "mismatch" else None,
+            max_abs_error=0.5 if status == "wrong" else None,
         )
         db.record(result, sweep)
     db.record_baseline(sweep, "end", {"median": 2.1})
@@ -128,7 +128,7 @@ def test_table_shows_header_and_ranks_confirmed_first(
     assert out.startswith("sweep 1: matmul_x86 on x86 (grid), done\n")
     assert "fixed     K=64, M=64, N=64" in out
     assert "space     12 candidates (TM x TN x RN), 8 valid; pruned 4 by 'TM * TN <= 1024'" in out
-    assert "evaluated 7: 5 correct, 2 failed (1 compile_failed, 1 mismatch)" in out
+    assert "evaluated 7: 5 correct, 2 failed (1 compile_failed, 1 wrong)" in out
     assert "IREE default 2 ms at the start, 2.1 ms at the end (drift +5.0%)" in out
     rows = _table_rows(out)
     # Confirmed first, then the rest by sweep speedup.
@@ -141,7 +141,7 @@ def test_table_shows_header_and_ranks_confirmed_first(
     ]
     assert rows[0][5:7] == ["1.100x", "1.900x"]
     assert "compile_failed: 1 (e.g. TM=32, TN=64, RN=16: error: tile too large)" in out
-    assert "mismatch: 1 (e.g. TM=8, TN=64, RN=32: max abs error 0.5 > 0.001)" in out
+    assert "wrong: 1 (e.g. TM=8, TN=64, RN=32: max abs error 0.5 > 0.001)" in out
 
 
 def test_top_limits_the_table(db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -243,7 +243,7 @@ def test_json_has_metadata_baselines_and_results(
     assert [r["key"] for r in report["ranked"]][:2] == [_key(CONFIRMED), _key((8, 32, 32))]
     assert report["best"] == report["ranked"][0]
     assert report["best"]["confirmed_speedup"] == 1.9
-    assert sorted(r["status"] for r in report["failed"]) == ["compile_failed", "mismatch"]
+    assert sorted(r["status"] for r in report["failed"]) == ["compile_failed", "wrong"]
     assert set(report["ranked"][0]) >= {"params", "time_ms", "speedup", "max_abs_error"}
 
 
@@ -257,7 +257,7 @@ def test_heatmap_cells_take_the_best_over_other_parameters(db_path: Path) -> Non
         (16, 64): 1.1,  # the sweep's speedup, not the confirmation's
         (32, 32): 1.3,
         (32, 64): None,  # only a compile failure there
-        (8, 64): None,  # only a mismatch
+        (8, 64): None,  # only a wrong result
     }
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 from tdsched.recipes.workloads import generate
-from tdsched.schedules.pipeline import plan, run
+from tdsched.schedules.pipeline import plan
 from tdsched.schedules.python_api import RecipeBuilder, generator
+from tdsched.schedules.run_report import run
 from tdsched.targets.workload import WorkloadError, input_types, random_inputs
 
 CASES = [
@@ -21,7 +22,7 @@ def test_reference_matches_iree_default(name: str, args: dict[str, int], target:
         f"{name}_default", workload=generator(name, **args), targets=[target]
     ).build()
     report = run(plan(recipe), time_it=False)  # no schedules: IREE's default vs numpy
-    assert report["status"] == "ok", report
+    assert report.status == "ok", report
 
 
 def test_conv_shapes_and_padding() -> None:
