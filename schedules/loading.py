@@ -6,8 +6,10 @@ import runpy
 from pathlib import Path
 
 from tdsched.recipes import RECIPES_DIR
+from tdsched.recipes.user_code import describe_failure, failing_line
 
 from .errors import RecipeError, Where
+from .files import read_user_text
 from .recipe import Recipe
 from .yaml_frontend import load_recipe as load_yaml
 
@@ -33,8 +35,7 @@ def load(spec: str) -> Recipe:
     if path.suffix in (".yaml", ".yml"):
         return load_yaml(path)
     if path.suffix == ".py":
-        namespace = runpy.run_path(str(path))
-        recipe = namespace.get("recipe")
+        recipe = _run_python_recipe(path).get("recipe")
         if not isinstance(recipe, Recipe):
             raise RecipeError(
                 Where(str(path)),
@@ -42,3 +43,17 @@ def load(spec: str) -> Recipe:
             )
         return recipe
     raise RecipeError(Where(str(path)), "recipes are .yaml, .yml or .py files")
+
+
+def _run_python_recipe(path: Path) -> dict[str, object]:
+    """Run a Python recipe file; whatever goes wrong in it (an exception, a syntax error,
+    null bytes, sys.exit) is a RecipeError naming its line. Errors tdsched raised about
+    a step already name the step's line and pass through as they are."""
+    read_user_text(path, "Python recipe")  # names the file and line of a non-UTF-8 byte
+    try:
+        return runpy.run_path(str(path))
+    except RecipeError:
+        raise
+    except (Exception, SystemExit) as exc:
+        where = Where(str(path), failing_line(path, exc))
+        raise RecipeError(where, describe_failure("running the Python recipe", exc)) from exc

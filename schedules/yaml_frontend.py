@@ -18,6 +18,7 @@ from tdsched.targets.target import TARGET_NAMES
 from tdsched.transform_lib.match import OP_KINDS, AttrValue
 
 from .errors import RecipeError, Where
+from .files import read_user_text
 from .options import Kind, StepOption, step_options
 from .recipe import (
     METRICS,
@@ -80,11 +81,7 @@ CONFIG_LEVELS = ("workgroup", "thread", "reduction", "vector")
 def load_recipe(path: str | Path) -> Recipe:
     """Load and validate a YAML recipe file."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise RecipeError(Where(str(path)), f"cannot read recipe: {exc.strerror}") from exc
-    return parse_recipe(text, str(path))
+    return parse_recipe(read_user_text(path, "recipe"), str(path))
 
 
 def parse_recipe(text: str, filename: str) -> Recipe:

@@ -88,7 +88,7 @@ def test_errors_name_file_line_and_field(text: str, expected: str) -> None:
 
 
 def test_unreadable_file_is_a_recipe_error(tmp_path: Path) -> None:
-    with pytest.raises(RecipeError, match="cannot read recipe"):
+    with pytest.raises(RecipeError, match="cannot read the recipe"):
         load_recipe(tmp_path / "missing.yaml")
 
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
-import traceback
 from pathlib import Path
 from typing import Literal
 
 from iree.compiler import ir
 from tdsched.recipes.lowering import looks_like_tosa, lower_onnx, lower_tosa, tag_layers
 from tdsched.recipes.models import MODELS, Model, ModelError
+from tdsched.recipes.user_code import user_code_failure
 from tdsched.targets.workload import Workload, WorkloadError, read_text, workload_from_text
 
 FileFormat = Literal["auto", "linalg", "tosa", "onnx"]
@@ -74,7 +74,7 @@ def _load_function(path: Path, function: str) -> object:
     try:
         spec.loader.exec_module(module)
     except Exception as exc:
-        raise WorkloadError(_user_failure(path, "loading the model file", exc)) from exc
+        raise WorkloadError(user_code_failure(path, "loading the model file", exc)) from exc
     found = getattr(module, function, None)
     if not callable(found):
         defined = [n for n, v in vars(module).items() if inspect.isfunction(v)]
@@ -99,15 +99,10 @@ def _call(function: object, what: str, args: dict[str, int | str]) -> Model:
     except ModelError:
         raise
     except Exception as exc:
-        raise WorkloadError(_user_failure(Path(what.partition(":")[0]), "building", exc)) from exc
+        raise WorkloadError(
+            user_code_failure(Path(what.partition(":")[0]), "building", exc)
+        ) from exc
     return built
-
-
-def _user_failure(path: Path, doing: str, exc: Exception) -> str:
-    """One line naming the deepest frame of ``path`` in ``exc``'s traceback."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == path]
-    where = f"{path}:{frames[-1].lineno}" if frames else str(path)
-    return f"{where}: {doing} failed: {type(exc).__name__}: {exc}"
 
 
 def file_workload(path: Path, function: str | None = None, fmt: FileFormat = "auto") -> Workload:

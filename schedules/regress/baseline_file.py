@@ -30,6 +30,7 @@ import yaml
 from tdsched.targets.target import TARGET_NAMES
 
 from ..errors import RecipeError, Where
+from ..files import read_user_text
 from ..space import ParamValue
 from ..yaml_nodes import Node, optional
 
@@ -148,14 +149,13 @@ _ENTRY_FIELDS = {
 def load_baseline(path: str | Path) -> BaselineFile:
     """Read and validate a baseline file (``.yaml``, ``.yml`` or ``.json``)."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
+    if not path.exists():
         raise RecipeError(
             Where(str(path)),
-            f"cannot read the baseline file: {exc.strerror}; create one with entries "
-            "(see docs/commands/regress.md) and bless it with 'tdsched regress FILE --update'",
-        ) from exc
+            "cannot read the baseline file: no such file; create one with entries (see "
+            "docs/commands/regress.md) and bless it with 'tdsched regress FILE --update'",
+        )
+    text = read_user_text(path, "baseline file")
     try:
         document = yaml.compose(text)
     except yaml.YAMLError as exc:

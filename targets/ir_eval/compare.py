@@ -155,6 +155,8 @@ def check_files(
             texts.append(path.read_text())
         except OSError as exc:
             raise EvalError(f"{path}: cannot read: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise EvalError(f"{path}: not UTF-8 text; give an .mlir file") from None
     before_text, after_text = texts
     return check_equivalent(
         before_text, after_text, function, seed, rtol, atol, str(before), str(after)

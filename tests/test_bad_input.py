@@ -1,0 +1,69 @@
+"""Bad input from the command line: one clear line naming the file (and line), exit status
+2, never a Python traceback (issue: product hardening)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PYTHON_RECIPES = {
+    "raises.py": ('raise RuntimeError("boom")\n', r"raises.py:1: .*RuntimeError: boom"),
+    "syntax.py": ("def f(:\n", r"syntax.py:1: .*SyntaxError"),
+    "nul.py": ("x = 1\x00\n", r"nul.py(:1)?: .*null bytes"),
+    "exits.py": ("import sys\nsys.exit(7)\n", r"exits.py:2: .*called sys.exit\(7\)"),
+    "bad_step.py": (
+        "from tdsched.schedules.python_api import RecipeBuilder, generator\n"
+        'r = RecipeBuilder("x", workload=generator("matmul", M=8, N=8, K=8))\n'
+        "r.graph.mmt4d([4, 4])\n",
+        r"bad_step.py:3: mmt4d.tile: expected the inner tile \[M0, N0, K0\], got 2 sizes",
+    ),
+}
+
+
+def tdsched(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tdsched.schedules.cli", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("command", ["show", "apply", "compile", "run", "sweep"])
+@pytest.mark.parametrize("name", sorted(PYTHON_RECIPES))
+def test_a_failing_python_recipe_is_one_line_naming_its_line(
+    tmp_path: Path, name: str, command: str
+) -> None:
+    text, expected = PYTHON_RECIPES[name]
+    recipe = tmp_path / name
+    recipe.write_text(text)
+    extra = ["-o", str(tmp_path / "x.vmfb")] if command == "compile" else []
+    if command == "sweep":
+        extra = ["--db", str(tmp_path / "s.db")]
+    proc = tdsched(command, str(recipe), *extra)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("tdsched: error: ")
+    assert re.search(expected, line), line
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".py"])
+def test_a_file_that_is_not_utf8_is_named(tmp_path: Path, suffix: str) -> None:
+    recipe = tmp_path / f"latin{suffix}"
+    recipe.write_bytes(b"x = 1\n# caf\xe9\n")
+    proc = tdsched("show", str(recipe))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"latin{suffix}:2:" in proc.stderr
+
+
+def test_a_baseline_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    baseline = tmp_path / "perf.yaml"
+    baseline.write_bytes(b"entries:\n  - recipe: caf\xe9\n")
+    proc = tdsched("regress", str(baseline))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "perf.yaml:2: the baseline file is not UTF-8 text (byte 0xe9)" in proc.stderr
