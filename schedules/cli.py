@@ -17,6 +17,7 @@ from tdsched.targets.runtime import DeviceError
 from tdsched.targets.target import TARGET_NAMES
 
 from . import lower_command, schema_command
+from .cli_types import non_negative_float, non_negative_int, positive_int
 from .emit import ScriptStage
 from .evaluation import Status
 from .loading import load
@@ -127,11 +128,15 @@ def make_parser() -> argparse.ArgumentParser:
     )
     _add_common(runp)
     runp.add_argument("--json", action="store_true", help="print one JSON object")
-    runp.add_argument("--threads", type=int, default=2, help="x86 worker threads (default 2)")
     runp.add_argument(
-        "--repeats", type=int, default=7, help="timed samples per variant (default 7)"
+        "--threads", type=positive_int, default=2, help="x86 worker threads (default 2)"
     )
-    runp.add_argument("--seed", type=int, default=0, help="random input seed (default 0)")
+    runp.add_argument(
+        "--repeats", type=positive_int, default=7, help="timed samples per variant (default 7)"
+    )
+    runp.add_argument(
+        "--seed", type=non_negative_int, default=0, help="random input seed (default 0)"
+    )
     runp.add_argument("--no-time", action="store_true", help="check numerics only")
 
     sweep_command.add_parser(sub)
@@ -153,16 +158,18 @@ def make_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--function", help="public entry function (default: BEFORE's only public one)"
     )
-    check.add_argument("--seed", type=int, default=0, help="random input seed (default 0)")
+    check.add_argument(
+        "--seed", type=non_negative_int, default=0, help="random input seed (default 0)"
+    )
     check.add_argument(
         "--rtol",
-        type=float,
+        type=non_negative_float,
         default=DEFAULT_RTOL,
         help=f"tolerance relative to max|BEFORE result| (default {DEFAULT_RTOL:g})",
     )
     check.add_argument(
         "--atol",
-        type=float,
+        type=non_negative_float,
         default=DEFAULT_ATOL,
         help=f"absolute tolerance (default {DEFAULT_ATOL:g})",
     )

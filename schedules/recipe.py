@@ -11,6 +11,7 @@ recipes.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from tdsched.targets.target import TARGET_NAMES
@@ -19,6 +20,20 @@ from .errors import RecipeError, Where
 from .space import ParamValue, SearchSpace
 from .steps import Scope, Step, step_info
 from .values import IntOrParam, MatchSpec
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
+
+
+def name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a recipe, or None. Names become file names (sweep results,
+    frozen best recipes), so only letters, digits and ``_ . + -`` are allowed, starting
+    with a letter or digit: no path separators, ``..`` or control characters."""
+    if _NAME.fullmatch(name) and ".." not in name:
+        return None
+    return (
+        f"{name!r} cannot name a recipe: use letters, digits and _ . + - (starting with a "
+        "letter or digit, no '..'); the name is used in file names"
+    )
 
 
 def _check_scope(steps: tuple[Step, ...], scope: Scope) -> None:
@@ -134,6 +149,9 @@ class Recipe:
     source: str | None = None
 
     def __post_init__(self) -> None:
+        problem = name_problem(self.name)
+        if problem:
+            raise RecipeError(Where(self.source, None, "name"), problem)
         for target in self.targets:
             if target not in TARGET_NAMES:
                 raise RecipeError(

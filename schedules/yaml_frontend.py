@@ -28,6 +28,7 @@ from .recipe import (
     Recipe,
     Tolerance,
     WorkloadSpec,
+    name_problem,
 )
 from .space import Axis, ParamValue, SearchSpace, build_space, int_range, pow2_range
 from .steps import STEPS, Step
@@ -108,7 +109,7 @@ def parse_recipe(text: str, filename: str) -> Recipe:
         raise top["targets"].fail(f"list at least one target ({', '.join(TARGET_NAMES)})")
     parameters = _parameters(top["parameters"]) if "parameters" in top else ()
     return Recipe(
-        name=top["name"].text(),
+        name=_name(top["name"]),
         description=optional(top, "description", Node.text, ""),
         workload=_workload(top["workload"], base),
         targets=targets,
@@ -124,6 +125,15 @@ def parse_recipe(text: str, filename: str) -> Recipe:
         space=_space(top.get("space"), top.get("constraints"), dict(parameters)),
         source=filename,
     )
+
+
+def _name(node: Node) -> str:
+    """The recipe name, checked here too so that the error names its line."""
+    name = node.text()
+    problem = name_problem(name)
+    if problem:
+        raise node.fail(problem)
+    return name
 
 
 def _space(

@@ -67,3 +67,46 @@ def test_a_baseline_that_is_not_utf8_is_named(tmp_path: Path) -> None:
     proc = tdsched("regress", str(baseline))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "perf.yaml:2: the baseline file is not UTF-8 text (byte 0xe9)" in proc.stderr
+
+
+@pytest.mark.parametrize("name", ["../escaped", "a/b", "tab\there", "", ".hidden"])
+def test_recipe_names_that_would_escape_a_folder_are_refused(tmp_path: Path, name: str) -> None:
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(
+        f"name: {name!r}\nworkload: {{generator: matmul, args: {{M: 8, N: 8, K: 8}}}}\n"
+    )
+    proc = tdsched("sweep", str(recipe), "--db", str(tmp_path / "s.db"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "r.yaml:1: name:" in proc.stderr
+    assert not (tmp_path.parent / "escaped.x86.best.yaml").exists()
+
+
+def test_python_recipe_names_are_checked_too() -> None:
+    from tdsched.schedules.errors import RecipeError
+    from tdsched.schedules.python_api import RecipeBuilder, generator
+
+    with pytest.raises(RecipeError, match="cannot name a recipe"):
+        RecipeBuilder("a/b", workload=generator("matmul", M=8, N=8, K=8))
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ["run", "matmul_x86", "--threads", "0"],
+            "argument --threads: expected an integer >= 1, got 0",
+        ),
+        (["sweep", "matmul_x86", "--jobs", "0"], "argument --jobs: expected an integer >= 1"),
+        (["sweep", "matmul_x86", "--compile-timeout", "-1"], "expected a number > 0, got -1"),
+        (["sweep", "matmul_x86", "--budget", "-2"], "argument --budget: expected a number > 0"),
+        (["check", "a.mlir", "b.mlir", "--atol", "-1"], "argument --atol: expected a number >= 0"),
+        (
+            ["check", "a.mlir", "b.mlir", "--rtol=-1e-3"],
+            "argument --rtol: expected a number >= 0",
+        ),
+        (["regress", "--time-cap", "0"], "argument --time-cap: expected a number > 0"),
+    ],
+)
+def test_out_of_range_numbers_are_refused_when_parsed(args: list[str], expected: str) -> None:
+    proc = tdsched(*args)
+    assert proc.returncode == 2 and expected in proc.stderr, proc.stderr

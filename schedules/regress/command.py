@@ -9,6 +9,7 @@ from typing import Any
 
 from tdsched.targets.target import TARGET_NAMES
 
+from ..cli_types import positive_float
 from .baseline_file import load_baseline
 from .output import as_json, markdown, table
 from .runner import (
@@ -91,7 +92,10 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--target", choices=TARGET_NAMES, help="only entries that build for this target")
     p.add_argument(
-        "--time-cap", type=float, metavar="S", help="seconds of timing per entry (overrides)"
+        "--time-cap",
+        type=positive_float,
+        metavar="S",
+        help="seconds of timing per entry (overrides)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON document, not a table")
     p.add_argument(

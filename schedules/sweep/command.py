@@ -13,6 +13,7 @@ from typing import Any
 
 import iree.compiler.version
 
+from ..cli_types import non_negative_int, positive_float, positive_int
 from ..params import parse_override
 from .database import ResultsDB
 from .executor import Executor, Limits, LocalExecutor
@@ -72,25 +73,43 @@ def add_parser(sub: Any) -> None:
         help="fix a parameter for every candidate (a swept one leaves the space)",
     )
     p.add_argument("--strategy", choices=STRATEGIES, default="grid", help="default: grid")
-    p.add_argument("--samples", type=int, default=20, help="random: candidates (default 20)")
+    p.add_argument(
+        "--samples", type=positive_int, default=20, help="random: candidates (default 20)"
+    )
     p.add_argument(
         "--budget",
-        type=float,
+        type=positive_float,
         default=0.3,
         help="adaptive: candidates to evaluate, a count or a fraction of the valid ones "
         "(default 0.3)",
     )
-    p.add_argument("--seed", type=int, default=0, help="random/adaptive and input seed")
     p.add_argument(
-        "--jobs", type=int, default=os.cpu_count() or 1, help="parallel compiles (default: cores)"
+        "--seed", type=non_negative_int, default=0, help="random/adaptive and input seed"
     )
-    p.add_argument("--repeats", type=int, default=5, help="timed samples per candidate (5)")
-    p.add_argument("--threads", type=int, default=2, help="x86 runtime threads (default 2)")
     p.add_argument(
-        "--confirm", type=int, default=3, help="re-time the best N interleaved (default 3)"
+        "--jobs",
+        type=positive_int,
+        default=os.cpu_count() or 1,
+        help="parallel compiles (default: cores)",
     )
-    p.add_argument("--compile-timeout", type=float, default=300.0, help="seconds (default 300)")
-    p.add_argument("--run-timeout", type=float, default=120.0, help="seconds (default 120)")
+    p.add_argument(
+        "--repeats", type=positive_int, default=5, help="timed samples per candidate (5)"
+    )
+    p.add_argument(
+        "--threads", type=positive_int, default=2, help="x86 runtime threads (default 2)"
+    )
+    p.add_argument(
+        "--confirm",
+        type=non_negative_int,
+        default=3,
+        help="re-time the best N interleaved (default 3)",
+    )
+    p.add_argument(
+        "--compile-timeout", type=positive_float, default=300.0, help="seconds (default 300)"
+    )
+    p.add_argument(
+        "--run-timeout", type=positive_float, default=120.0, help="seconds (default 120)"
+    )
     p.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"results (default {DEFAULT_DB})")
     p.add_argument("--resume", action="store_true", help="continue an interrupted sweep")
     p.add_argument("--rebench", action="store_true", help="time again even when recorded")
@@ -104,7 +123,7 @@ def add_parser(sub: Any) -> None:
         type=Path,
         help="frozen best recipe (default: DB's folder/RECIPE.TARGET.best.yaml)",
     )
-    p.add_argument("--top", type=int, default=10, help="rows of the ranked table (10)")
+    p.add_argument("--top", type=positive_int, default=10, help="rows of the ranked table (10)")
     p.add_argument("--json", action="store_true", help="print one JSON object at the end")
     p.add_argument("--executor", choices=EXECUTORS, default="local", help="default: local")
     p.add_argument("--ray-address", help="ray: cluster address (default: start a local one)")

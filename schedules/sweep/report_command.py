@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..cli_types import positive_int
 from .database import DatabaseError, ResultsDB, Sweep
 from .report import (
     ReportError,
@@ -57,9 +58,13 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("db", type=Path, metavar="DB", help="results database of tdsched sweep")
     which = p.add_mutually_exclusive_group()
-    which.add_argument("--sweep", type=int, metavar="ID", help="sweep id (default: the newest)")
+    which.add_argument(
+        "--sweep", type=positive_int, metavar="ID", help="sweep id (default: the newest)"
+    )
     which.add_argument("--all", action="store_true", help="list every sweep in DB")
-    p.add_argument("--top", type=int, default=10, metavar="N", help="rows of the table (10)")
+    p.add_argument(
+        "--top", type=positive_int, default=10, metavar="N", help="rows of the table (10)"
+    )
     p.add_argument("--csv", metavar="FILE", help="write one row per candidate ('-': stdout)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--plot", type=Path, metavar="PNG", help="write a plot (needs tdsched[plot])")

@@ -1,0 +1,29 @@
+"""Argument types for the command line: numbers checked when parsed, so ``--jobs 0`` or
+``--atol -1`` is refused with the option's name and the allowed range, before any work."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+
+def _number(
+    kind: Callable[[str], float], low: float, inclusive: bool, what: str
+) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if value < low or (value == low and not inclusive):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text}")
+        return value
+
+    parse.__name__ = what  # argparse names the type in its messages
+    return parse
+
+
+positive_int = _number(int, 1, True, "an integer >= 1")
+non_negative_int = _number(int, 0, True, "an integer >= 0")
+positive_float = _number(float, 0, False, "a number > 0")
+non_negative_float = _number(float, 0, True, "a number >= 0")
