@@ -4,6 +4,7 @@ schedule recipes, and lower models to the linalg they schedule."""
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import os
 import sys
@@ -11,12 +12,13 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+import iree.compiler.version
 from tdsched.targets.compiler import CompileError, format_command
 from tdsched.targets.ir_eval import DEFAULT_ATOL, DEFAULT_RTOL, check_files
 from tdsched.targets.runtime import DeviceError
 from tdsched.targets.target import TARGET_NAMES
 
-from . import lower_command, schema_command
+from . import list_command, lower_command, schema_command
 from .cli_types import non_negative_float, non_negative_int, positive_int
 from .emit import ScriptStage
 from .evaluation import Status
@@ -51,8 +53,19 @@ examples:
   tdsched report tdsched-sweeps.db --plot s.png --x TM --y TN
   tdsched regress perf.yaml                    gate recipes against a committed baseline
   tdsched lower small_cnn --layers             a model lowered to linalg (builder, ONNX, TOSA)
+  tdsched list                                 the shipped recipes
   tdsched schema -o tdsched-recipe.schema.json JSON Schema of recipe files, for editors
 """
+
+
+def _version() -> str:
+    """``tdsched X (IREE Y, Python Z)``: what a bug report needs."""
+    try:
+        ours = importlib.metadata.version("tdsched")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout, not installed
+        ours = "unknown"
+    python = ".".join(map(str, sys.version_info[:3]))
+    return f"tdsched {ours} (IREE {iree.compiler.version.VERSION}, Python {python})"
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -81,6 +94,7 @@ def make_parser() -> argparse.ArgumentParser:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     show = sub.add_parser(
@@ -144,6 +158,7 @@ def make_parser() -> argparse.ArgumentParser:
     regress_command.add_parser(sub)
     lower_command.add_parser(sub)
     schema_command.add_parser(sub)
+    list_command.add_parser(sub)
 
     check = sub.add_parser(
         "check",
@@ -309,6 +324,7 @@ _COMMANDS = {
     "regress": regress_command.run,
     "lower": lower_command.run,
     "schema": schema_command.run,
+    "list": list_command.run,
 }
 
 

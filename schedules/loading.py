@@ -6,7 +6,7 @@ import runpy
 from pathlib import Path
 
 from tdsched.recipes import RECIPES_DIR
-from tdsched.recipes.user_code import describe_failure, failing_line
+from tdsched.recipes.workloads.user_code import describe_failure, failing_line
 
 from .errors import RecipeError, Where
 from .files import read_user_text
@@ -23,10 +23,15 @@ def find_recipe(spec: str) -> Path:
         shipped = RECIPES_DIR / f"{spec}{suffix}"
         if shipped.is_file():
             return shipped
-    names = sorted(p.stem for p in RECIPES_DIR.glob("*.yaml")) + sorted(
+    names = shipped_recipe_names()
+    raise RecipeError(Where(spec), f"no such recipe file; shipped recipes: {', '.join(names)}")
+
+
+def shipped_recipe_names() -> list[str]:
+    """The names of the shipped recipes (YAML first, then Python), each sorted."""
+    return sorted(p.stem for p in RECIPES_DIR.glob("*.yaml")) + sorted(
         p.stem for p in RECIPES_DIR.glob("*.py") if not p.name.startswith("_")
     )
-    raise RecipeError(Where(spec), f"no such recipe file; shipped recipes: {', '.join(names)}")
 
 
 def load(spec: str) -> Recipe:

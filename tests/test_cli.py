@@ -129,3 +129,21 @@ def test_apply_shows_schedule_and_tile_parameter_changes_kernel() -> None:
     kernel = small.split("after its schedule steps")[1]
     # reduction-aware: the zero init is written before the k loop, never inside it
     assert kernel.index("vector.transfer_write %cst") < kernel.index("vector.contract")
+
+
+def test_version_names_tdsched_and_iree() -> None:
+    out = tdsched("--version").stdout
+    assert out.startswith("tdsched ") and "IREE 3.13" in out
+
+
+def test_list_shows_every_shipped_recipe_with_targets() -> None:
+    from tdsched.schedules.loading import shipped_recipe_names
+
+    rows = json.loads(tdsched("list", "--json").stdout)
+    assert [r["name"] for r in rows] == shipped_recipe_names()
+    assert all(r["targets"] and r["description"] for r in rows), rows
+    by_name = {r["name"]: r for r in rows}
+    assert by_name["matmul_x86"]["targets"] == ["x86"] and by_name["matmul_x86"]["sweepable"]
+    table = tdsched("list").stdout.splitlines()
+    assert table[0].split() == ["recipe", "targets", "sweep", "description"]
+    assert any(line.startswith("matmul_vulkan ") and " vulkan " in line for line in table)

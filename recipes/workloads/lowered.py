@@ -16,7 +16,7 @@ from typing import Literal
 from iree.compiler import ir
 from tdsched.recipes.lowering import looks_like_tosa, lower_onnx, lower_tosa, tag_layers
 from tdsched.recipes.models import MODELS, Model, ModelError
-from tdsched.recipes.user_code import user_code_failure
+from tdsched.recipes.workloads.user_code import user_code_failure
 from tdsched.targets.workload import Workload, WorkloadError, read_text, workload_from_text
 
 FileFormat = Literal["auto", "linalg", "tosa", "onnx"]
