@@ -19,7 +19,7 @@ from tdsched.recipes.workloads import generate
 from tdsched.recipes.workloads.lowered import FILE_FORMATS, ROUTES, file_workload, model_workload
 from tdsched.targets import Target, make_target
 from tdsched.targets.compiler import CompileRequest, CompileResult, probe_compile, run_compile
-from tdsched.targets.workload import Workload, WorkloadError, load_mlir_file
+from tdsched.targets.workload import Workload, WorkloadError, check_memory, load_mlir_file
 from tdsched.transform_lib.census import (
     CENSUS_FLAGS,
     StructuredOp,
@@ -120,6 +120,7 @@ def plan(
         kernels=tuple(k for k in resolved.kernels if k.targets is None or chosen in k.targets),
     )
     workload = load_mlir_file(input_file) if input_file else build_workload(resolved)
+    check_memory(workload)
     resolved = expand_layers(resolved, workload_layers(workload.mlir))
     counts = loop_counts(workload.mlir)
     chosen_target = make_target(chosen, cpu=cpu, cpu_features=cpu_features)

@@ -7,9 +7,12 @@ lowest layer that needs it, so the recipes that generate workloads
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from iree.compiler import ir
@@ -108,22 +111,74 @@ def _func_name(op: func.FuncOp) -> str:
 
 def input_types(workload: Workload) -> list[tuple[tuple[int, ...], str]]:
     """Shapes and element types (``f32``, ...) of the entry function's arguments."""
+    return _signature(workload)[0]
+
+
+def _signature(
+    workload: Workload,
+) -> tuple[list[tuple[tuple[int, ...], str]], list[tuple[tuple[int, ...], str]]]:
+    """Shapes and element types of the entry function's arguments and results."""
     with ir.Context():
         module = ir.Module.parse(workload.mlir)
         entry = next(f for f in _public_functions(module) if _func_name(f) == workload.function)
         ftype = ir.FunctionType(ir.TypeAttr(entry.operation.attributes["function_type"]).value)
-        result = []
-        for t in ftype.inputs:
-            if not isinstance(t, ir.RankedTensorType):
-                raise WorkloadError(
-                    f"{workload.name}: argument type {t} is not a ranked tensor; "
-                    "tdsched feeds static-shaped tensors"
-                )
-            tensor = t
-            if not tensor.has_static_shape:
-                raise WorkloadError(f"{workload.name}: argument {t} has dynamic dims")
-            result.append((tuple(tensor.shape), str(tensor.element_type)))
-        return result
+        return _static(workload, ftype.inputs, "argument"), _static(
+            workload, ftype.results, "result"
+        )
+
+
+def _static(workload: Workload, types: Any, what: str) -> list[tuple[tuple[int, ...], str]]:
+    result = []
+    for t in types:
+        if not isinstance(t, ir.RankedTensorType):
+            raise WorkloadError(
+                f"{workload.name}: {what} type {t} is not a ranked tensor; "
+                "tdsched feeds static-shaped tensors"
+            )
+        if not t.has_static_shape:
+            raise WorkloadError(f"{workload.name}: {what} {t} has dynamic dims")
+        result.append((tuple(t.shape), str(t.element_type)))
+    return result
+
+
+HOST_MEMORY_FRACTION = 0.8
+"""A workload whose estimated footprint exceeds this share of the machine's memory is
+refused before anything is compiled or allocated."""
+
+
+def memory_estimate(workload: Workload) -> int:
+    """Rough bytes a check and timing of ``workload`` needs: every argument and result
+    held on the host and on the device in its own type, plus float64 temporaries (random
+    generation, numpy references)."""
+    inputs, results = _signature(workload)
+    total = 0
+    for shape, elem in (*inputs, *results):
+        itemsize = np.dtype(_NUMPY_DTYPES.get(elem, np.float64)).itemsize
+        total += math.prod(shape) * (2 * itemsize + 8)
+    return total
+
+
+def check_memory(workload: Workload, available: int | None = None) -> None:
+    """Refuse a workload too large for this machine, with the figures, before anything
+    is compiled or allocated (``available``: bytes of memory, default this machine's)."""
+    if available is None:
+        available = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    needed = memory_estimate(workload)
+    if needed > HOST_MEMORY_FRACTION * available:
+        raise WorkloadError(
+            f"{workload.name}: its tensors need about {_size(needed)} (arguments and results on "
+            f"the host and device, plus float64 temporaries); this machine has "
+            f"{_size(available)}: use smaller sizes"
+        )
+
+
+def _size(count: int) -> str:
+    value = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if value < 1024 or unit == "PiB":
+            return f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
 
 
 def random_inputs(workload: Workload, seed: int = 0) -> list[np.ndarray]:

@@ -110,3 +110,37 @@ def test_python_recipe_names_are_checked_too() -> None:
 def test_out_of_range_numbers_are_refused_when_parsed(args: list[str], expected: str) -> None:
     proc = tdsched(*args)
     assert proc.returncode == 2 and expected in proc.stderr, proc.stderr
+
+
+def test_sweep_db_that_is_not_a_database_is_one_line(tmp_path: Path) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_text("hello\n")
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    for db, expected in [
+        (text, "notes.txt: not a tdsched results database"),
+        (folder, "folder: is a folder; give a database file"),
+        (text / "x.db", "x.db: cannot create the folder it goes in"),
+    ]:
+        proc = tdsched("sweep", "matmul_x86", "--db", str(db))
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert expected in proc.stderr
+    assert text.read_text() == "hello\n"
+
+
+def test_a_workload_too_large_for_the_machine_is_refused_with_the_figure() -> None:
+    proc = tdsched("run", "matmul_x86", "--param", "M=1000000000")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "its tensors need about 29.8 TiB" in proc.stderr and "use smaller sizes" in proc.stderr
+
+
+def test_memory_estimate_counts_arguments_and_results() -> None:
+    from tdsched.recipes.workloads import generate
+    from tdsched.targets.workload import WorkloadError, check_memory, memory_estimate
+
+    mm = generate("matmul", {"M": 64, "N": 32, "K": 16, "dtype": "f32"})
+    elements = 64 * 16 + 16 * 32 + 64 * 32
+    assert memory_estimate(mm) == elements * (2 * 4 + 8)
+    check_memory(mm, available=10 * memory_estimate(mm))
+    with pytest.raises(WorkloadError, match="need about"):
+        check_memory(mm, available=memory_estimate(mm))

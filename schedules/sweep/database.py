@@ -81,8 +81,9 @@ CREATE TABLE IF NOT EXISTS baselines (
 OK = "ok"
 
 
-class DatabaseError(RuntimeError):
-    """The file is not a tdsched results database, or is from another schema version."""
+class DatabaseError(ValueError):
+    """The path is not (and cannot become) a tdsched results database, or the database is
+    from another schema version. A ValueError: bad input, reported in one line."""
 
 
 @dataclass(frozen=True)
@@ -154,7 +155,16 @@ class ResultsDB:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_dir():
+            raise DatabaseError(
+                f"{path}: is a folder; give a database file, e.g. {path / 'tdsched-sweeps.db'}"
+            )
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DatabaseError(
+                f"{path}: cannot create the folder it goes in ({exc.strerror}: {exc.filename})"
+            ) from exc
         try:
             self._conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None)
             self._conn.execute("PRAGMA journal_mode=WAL")
