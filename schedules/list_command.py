@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from .errors import RecipeError
@@ -22,29 +24,41 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON list")
 
 
-def run(args: argparse.Namespace) -> int:
-    rows = []
+@dataclass(frozen=True)
+class ShippedRecipe:
+    """One line of ``tdsched list``."""
+
+    name: str
+    targets: tuple[str, ...]
+    sweepable: bool
+    description: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "targets": list(self.targets)}
+
+
+def shipped_recipes() -> list[ShippedRecipe]:
+    """Every shipped recipe; one that cannot load says why in its description."""
+    found = []
     for name in shipped_recipe_names():
         try:
             recipe = load(name)
-        except RecipeError as exc:  # a broken shipped recipe is reported, not fatal
-            rows.append({"name": name, "targets": [], "description": f"cannot load: {exc}"})
+        except RecipeError as exc:
+            found.append(ShippedRecipe(name, (), False, f"cannot load: {exc}"))
             continue
-        rows.append(
-            {
-                "name": name,
-                "targets": list(recipe.targets),
-                "sweepable": bool(recipe.space.axes),
-                "description": recipe.description,
-            }
-        )
+        sweepable = bool(recipe.space.axes)
+        found.append(ShippedRecipe(name, recipe.targets, sweepable, recipe.description))
+    return found
+
+
+def run(args: argparse.Namespace) -> int:
+    rows = shipped_recipes()
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps([r.to_json() for r in rows], indent=2))
         return 0
     table = [["recipe", "targets", "sweep", "description"]]
     table += [
-        [r["name"], ",".join(r["targets"]), "yes" if r.get("sweepable") else "", r["description"]]
-        for r in rows
+        [r.name, ",".join(r.targets), "yes" if r.sweepable else "", r.description] for r in rows
     ]
     print("\n".join(aligned(table)))
     return 0
