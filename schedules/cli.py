@@ -26,7 +26,7 @@ from .loading import load
 from .params import parse_override
 from .pipeline import Plan, apply_graph, build, compile_plan, kernels_after_schedule, plan
 from .regress import command as regress_command
-from .run_report import RunReport, run
+from .run_report import RunReport, RunRequest, run_isolated
 from .sweep import command as sweep_command
 from .sweep import report_command
 
@@ -270,10 +270,18 @@ def _compile(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    p = _plan(args)
-    report = run(
-        p, threads=args.threads, repeats=args.repeats, seed=args.seed, time_it=not args.no_time
+    request = RunRequest(
+        recipe=args.recipe,
+        target=args.target,
+        params=dict(parse_override(text) for text in args.param),
+        cpu=args.cpu,
+        cpu_features=args.cpu_features,
+        threads=args.threads,
+        repeats=args.repeats,
+        seed=args.seed,
+        time_it=not args.no_time,
     )
+    report = run_isolated(request)
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,10 @@ from .evaluation import (
     prepare_device,
     status_of,
 )
-from .pipeline import Plan, apply_graph, compile_default_workload
+from .isolation import ChildFailure, Progress, call_isolated
+from .loading import load
+from .pipeline import Plan, apply_graph, compile_default_workload, plan
+from .space import ParamValue
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,19 @@ class RunReport:
     baseline_ms: Timing | None = None
     speedup: float | None = None
     bandwidth: Bandwidth | None = None
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> RunReport:
+        """The report :meth:`to_json` wrote (read back from a child process)."""
+        fields = {f.name for f in dataclasses.fields(RunReport)}
+        report = RunReport(**{k: v for k, v in data.items() if k in fields})
+        report.status = Status(data["status"])
+        for name in ("time_ms", "baseline_ms"):
+            if data.get(name):
+                setattr(report, name, Timing(**data[name]))
+        if data.get("bandwidth"):
+            report.bandwidth = Bandwidth(**data["bandwidth"])
+        return report
 
     def take(self, check: Check) -> None:
         """Record a numerics check."""
@@ -114,12 +130,15 @@ def run(
     seed: int = 0,
     out_dir: Path | None = None,
     time_it: bool = True,
+    stage: Callable[[RunReport, str], None] | None = None,
 ) -> RunReport:
     """Evaluate ``p``: compile, check against the reference and time vs the baseline.
 
     Never raises for schedule, compile or runtime failures: they become the report's
-    status (:func:`~.evaluation.status_of`) and error.
+    status (:func:`~.evaluation.status_of`) and error. ``stage`` hears which stage
+    starts (``building and checking``, ``timing``), with the report so far.
     """
+    stage = stage or (lambda report, name: None)
     report = RunReport(
         recipe=p.recipe.name,
         target=p.target.name,
@@ -134,12 +153,14 @@ def run(
             if p.scripts.has_host_loops:
                 _evaluate_payload(p, seed, report)
                 return report
+            stage(report, "building and checking")
             prepare_device(p.target, threads)
             compiled, checked = build_and_check(p, work, seed)
             report.compile_command = compiled.command
             report.reference = checked.reference.kind
             report.take(checked.check)
             if time_it and checked.check.status is Status.OK:
+                stage(report, "timing")
                 _time(
                     p,
                     checked.runners(),
@@ -211,3 +232,60 @@ def _evaluate_payload(p: Plan, seed: int, report: RunReport) -> None:
         "compile, so it is checked but not timed"
     )
     report.take(compare_outputs(got, want, p.recipe.tolerance))
+
+
+class PlanError(ValueError):
+    """The recipe did not plan (in the child process): the message is the error's own."""
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What ``tdsched run`` evaluates, as plain JSON values (it crosses to a child)."""
+
+    recipe: str
+    target: str | None
+    params: dict[str, ParamValue]
+    cpu: str
+    cpu_features: str | None
+    threads: int
+    repeats: int
+    seed: int
+    time_it: bool
+
+
+ENTRY = "tdsched.schedules.run_report:run_json"
+
+
+def run_isolated(request: RunRequest) -> RunReport:
+    """Plan and :func:`run` ``request`` in a child process: a module that crashes (an
+    out-of-bounds write: SIGSEGV) gives a ``crashed`` report naming the stage it died
+    in, not a dead command. A recipe that does not plan raises its RecipeError here."""
+    result = call_isolated(ENTRY, dataclasses.asdict(request))
+    if isinstance(result, ChildFailure):
+        progress = result.progress or {}
+        if "report" not in progress:
+            raise PlanError(f"{request.recipe}: while planning, {result.message}")
+        report = RunReport.from_json(progress["report"])
+        report.status = result.status
+        report.error = f"while {progress['stage']}, {result.message}"
+        return report
+    if "plan_error" in result:
+        raise PlanError(result["plan_error"])
+    return RunReport.from_json(result)
+
+
+def run_json(request: dict[str, Any], progress: Progress) -> dict[str, Any]:
+    """The child's side of :func:`run_isolated`: plan, then run, reporting each stage."""
+    r = RunRequest(**request)
+    try:
+        p = plan(load(r.recipe), r.target, r.params, cpu=r.cpu, cpu_features=r.cpu_features)
+    except EVALUATION_ERRORS as exc:
+        return {"plan_error": str(exc)}
+
+    def stage(report: RunReport, name: str) -> None:
+        progress({"report": report.to_json(), "stage": name})
+
+    report = run(
+        p, threads=r.threads, repeats=r.repeats, seed=r.seed, time_it=r.time_it, stage=stage
+    )
+    return report.to_json()

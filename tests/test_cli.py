@@ -147,3 +147,32 @@ def test_list_shows_every_shipped_recipe_with_targets() -> None:
     table = tdsched("list").stdout.splitlines()
     assert table[0].split() == ["recipe", "targets", "sweep", "description"]
     assert any(line.startswith("matmul_vulkan ") and " vulkan " in line for line in table)
+
+
+CRASHING_RUN = """\
+import os, signal
+import tdsched.schedules.evaluation as evaluation
+from tdsched.schedules.python_api import Match, RecipeBuilder, generator
+
+def crash(*args, **kwargs):  # stands in for a module that writes out of bounds
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+evaluation.Reference.make = staticmethod(crash)
+r = RecipeBuilder("crashes", workload=generator("matmul", M=64, N=64, K=64))
+r.kernel("mm", match=Match(kind="contraction")).root.tile([16, 16, 0], loop="forall", mapping="workgroup")
+recipe = r.build()
+"""
+
+
+@pytest.mark.usefixtures("iree")
+def test_run_reports_a_crashing_module_as_crashed(tmp_path: Path) -> None:
+    recipe = tmp_path / "crashes.py"
+    recipe.write_text(CRASHING_RUN)
+    proc = tdsched("run", str(recipe), "--json", "--no-time", check=False)
+    assert proc.returncode == 1, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["status"] == "crashed" and report["recipe"] == "crashes"
+    assert report["error"].startswith("while building and checking, the process died")
+    assert "killed by SIGSEGV" in report["error"]
+    text = tdsched("run", str(recipe), "--no-time", check=False).stdout
+    assert "status   crashed" in text and "SIGSEGV" in text

@@ -20,6 +20,7 @@ from tdsched.targets.timing import time_ratio
 
 from ..errors import RecipeError
 from ..evaluation import EVALUATION_ERRORS, Status, build_and_check, prepare_device, status_of
+from ..isolation import Progress
 from ..loading import load
 from ..pipeline import plan
 from ..space import ParamValue
@@ -67,6 +68,13 @@ class Measurement:
     """:meth:`CalibrationDrift.as_dict`."""
     iree_version: str = field(default_factory=lambda: iree.compiler.version.VERSION)
     seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "status": str(self.status)}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> Measurement:
+        return Measurement(**{**data, "status": Status(data["status"])})
 
 
 def measure(request: MeasureRequest) -> Measurement:
@@ -119,6 +127,11 @@ def measure(request: MeasureRequest) -> Measurement:
         )
     except EVALUATION_ERRORS as exc:
         return Measurement(status_of(exc), str(exc), **names, seconds=_since(start))
+
+
+def measure_json(request: dict[str, Any], progress: Progress) -> dict[str, Any]:
+    """:func:`measure` over JSON, the entry point of the child process that measures."""
+    return measure(MeasureRequest(**request)).to_json()
 
 
 def _since(start: float) -> float:

@@ -52,7 +52,7 @@ class EntryResult:
             "expected_speedup": self.entry.expected_speedup,
             "gate": self.gate,
             "tolerance": self.settings.tolerance,
-            "measurement": dataclasses.asdict(self.measurement),
+            "measurement": self.measurement.to_json(),
         }
 
 
