@@ -269,7 +269,7 @@ class _Emitter:
         emit(self, step)
 
     def _match(self, step: MatchStep) -> None:
-        criteria = criteria_of(step.spec, step.where)
+        criteria = criteria_of(step.spec, step.where, self.counts)
         found = match_ops(self.func, criteria, _known_loops(self.counts, step.spec))
         self._bind(step.name, found, step)
 
@@ -489,7 +489,7 @@ def _emit_kernels(
     library = KernelLibrary()
     markers: list[Marker] = []
     for kernel in recipe.kernels:
-        criteria = criteria_of(kernel.match, kernel.where.child("match"))
+        criteria = criteria_of(kernel.match, kernel.where.child("match"), counts)
         try:
             if kernel.config is not None:
                 library.add_config(

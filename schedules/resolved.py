@@ -6,9 +6,10 @@ the wrong type (``--param TM=abc``): every read checks and names the recipe fiel
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import difflib
+from collections.abc import Collection, Sequence
 
-from tdsched.transform_lib.match import OpCriteria
+from tdsched.transform_lib.match import OpCriteria, is_registered_op
 
 from .errors import RecipeError, Where
 from .values import MatchSpec
@@ -25,8 +26,17 @@ def as_ints(values: Sequence[object] | None, where: Where) -> list[int]:
     return [as_int(v, where) for v in values or ()]
 
 
-def criteria_of(spec: MatchSpec, where: Where) -> OpCriteria:
-    """The transform_lib criteria for a resolved match spec."""
+def criteria_of(spec: MatchSpec, where: Where, present: Collection[str] = ()) -> OpCriteria:
+    """The transform_lib criteria for a resolved match spec. An ``op`` that names no
+    operation at all (a typo) is refused before anything is compiled, listing the ops
+    ``present`` in the workload."""
+    if spec.op is not None and not is_registered_op(spec.op):
+        close = difflib.get_close_matches(spec.op, sorted(present), n=3)
+        hint = f"did you mean {' or '.join(close)}? " if close else ""
+        listed = f"ops in the workload: {', '.join(sorted(present))}" if present else ""
+        raise RecipeError(
+            where.child("op"), f"no operation is called {spec.op!r}; {hint}{listed}".rstrip("; ")
+        )
     shape = None
     if spec.shape is not None:
         shape = tuple(as_int(v, where.child("shape")) for v in spec.shape)

@@ -144,3 +144,17 @@ def test_memory_estimate_counts_arguments_and_results() -> None:
     check_memory(mm, available=10 * memory_estimate(mm))
     with pytest.raises(WorkloadError, match="need about"):
         check_memory(mm, available=memory_estimate(mm))
+
+
+def test_a_misspelled_op_is_refused_before_compiling_with_the_ops_present(tmp_path: Path) -> None:
+    from tdsched.recipes import RECIPES_DIR
+
+    text = (RECIPES_DIR / "matmul_x86.yaml").read_text()
+    recipe = tmp_path / "typo.yaml"
+    recipe.write_text(text.replace("{op: linalg.fill, as: fill}", "{op: linalg.fil, as: fill}"))
+    proc = tdsched("compile", str(recipe), "-o", str(tmp_path / "x.vmfb"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "kernels[0].schedule[0].match.op: no operation is called 'linalg.fil'" in proc.stderr
+    assert "did you mean linalg.fill" in proc.stderr
+    assert "ops in the workload: linalg.fill, linalg.matmul" in proc.stderr
+    assert not (tmp_path / "x.vmfb").exists()

@@ -8,6 +8,7 @@ script, ``transform.structured.match`` selects ops under a scope.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -217,3 +218,15 @@ def _match_loop_bounds(op: ir.Value, shape: Sequence[int]) -> None:
         ).result
         iree_match.MatchDimsEqualOp(dims, list(shape))
         ir.Operation.create("transform.match.structured.yield", operands=[])
+
+
+@functools.lru_cache(maxsize=256)
+def is_registered_op(name: str) -> bool:
+    """Whether an operation called ``name`` exists (in IREE's MLIR: every upstream and
+    IREE dialect); a typo such as ``linalg.fil`` does not."""
+    return bool(_registry_context().is_registered_operation(name))
+
+
+@functools.lru_cache(maxsize=1)
+def _registry_context() -> ir.Context:
+    return ir.Context()
