@@ -152,6 +152,12 @@ def make_parser() -> argparse.ArgumentParser:
         "--seed", type=non_negative_int, default=0, help="random input seed (default 0)"
     )
     runp.add_argument("--no-time", action="store_true", help="check numerics only")
+    runp.add_argument(
+        "--keep-temps",
+        action="store_true",
+        help="keep the build files (input module, scripts, .vmfb) and print their folder; "
+        "the report's compile_command then re-runs as it is",
+    )
 
     sweep_command.add_parser(sub)
     report_command.add_parser(sub)
@@ -280,8 +286,11 @@ def _run(args: argparse.Namespace) -> int:
         repeats=args.repeats,
         seed=args.seed,
         time_it=not args.no_time,
+        out_dir=tempfile.mkdtemp(prefix="tdsched-run-") if args.keep_temps else None,
     )
     report = run_isolated(request)
+    if request.out_dir:
+        print(f"tdsched: build files kept in {request.out_dir}", file=sys.stderr)
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:

@@ -251,6 +251,8 @@ class RunRequest:
     repeats: int
     seed: int
     time_it: bool
+    out_dir: str | None = None
+    """Where the build files go and stay (``--keep-temps``); ``None``: a temporary folder."""
 
 
 ENTRY = "tdsched.schedules.run_report:run_json"
@@ -286,6 +288,12 @@ def run_json(request: dict[str, Any], progress: Progress) -> dict[str, Any]:
         progress({"report": report.to_json(), "stage": name})
 
     report = run(
-        p, threads=r.threads, repeats=r.repeats, seed=r.seed, time_it=r.time_it, stage=stage
+        p,
+        threads=r.threads,
+        repeats=r.repeats,
+        seed=r.seed,
+        time_it=r.time_it,
+        out_dir=Path(r.out_dir) if r.out_dir else None,
+        stage=stage,
     )
     return report.to_json()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -176,3 +177,15 @@ def test_run_reports_a_crashing_module_as_crashed(tmp_path: Path) -> None:
     assert "killed by SIGSEGV" in report["error"]
     text = tdsched("run", str(recipe), "--no-time", check=False).stdout
     assert "status   crashed" in text and "SIGSEGV" in text
+
+
+@pytest.mark.usefixtures("iree")
+def test_keep_temps_keeps_a_build_whose_compile_command_reruns(tmp_path: Path) -> None:
+    proc = tdsched("run", "matmul_x86", *SMALL, "--no-time", "--keep-temps", "--json")
+    kept = Path(proc.stderr.strip().rsplit(" ", 1)[-1])
+    report = json.loads(proc.stdout)
+    assert report["status"] == "ok" and kept.is_dir()
+    rerun = subprocess.run(report["compile_command"], capture_output=True, text=True, check=False)
+    assert rerun.returncode == 0, rerun.stderr
+    assert any(kept.glob("*.vmfb")) and any(kept.glob("*.kernels.mlir"))
+    shutil.rmtree(kept)
