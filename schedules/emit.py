@@ -28,6 +28,7 @@ from tdsched.transform_lib.fuse_ext.scripts import fuse_in_strategy
 from tdsched.transform_lib.kernel_library import KernelLibrary
 from tdsched.transform_lib.lowering_config import compilation_info
 from tdsched.transform_lib.match import OpCriteria, match_ops, producer_of
+from tdsched.transform_lib.op_forms import generalize, interchange, specialize
 from tdsched.transform_lib.remarks import (
     emit_remark,
     kernel_after_schedule,
@@ -35,15 +36,14 @@ from tdsched.transform_lib.remarks import (
     print_ir,
     step_matched,
 )
-from tdsched.transform_lib.rewrite import generalize, interchange, specialize
 from tdsched.transform_lib.script import LoopHandle, OpHandle, TransformScript
 from tdsched.transform_lib.tiling import fuse_into, tile_using_for, tile_using_forall
 from tdsched.transform_lib.vectorize import vectorize_all, vectorize_op
 
 from .errors import RecipeError, Where
+from .graph_rewrites import REWRITES, RewriteStage, rewrite_stage
 from .recipe import KernelSchedule, LoweringConfig, Recipe
 from .resolved import as_int, as_ints, criteria_of, payload_criteria
-from .rewrite_stages import REWRITES, RewriteStage, rewrite_stage
 from .steps import (
     CleanupStep,
     DispatchRegionStep,
@@ -393,7 +393,7 @@ _SCRIPT_EMITTERS: dict[type[Step], Callable[[_Emitter, Any], None]] = {
 }
 """How each step that becomes transform IR is emitted (kernel strategies and graph
 scripts; a graph-level fuse_ext is a stage of its own). Steps without an entry here or in
-:data:`~.rewrite_stages.REWRITES` fail loudly (``tests/test_step_registry.py``)."""
+:data:`~.graph_rewrites.REWRITES` fail loudly (``tests/test_step_registry.py``)."""
 
 
 EMITTED_STEPS: frozenset[type[Step]] = frozenset({*_SCRIPT_EMITTERS, *REWRITES, DispatchRegionStep})

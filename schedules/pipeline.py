@@ -39,10 +39,10 @@ from tdsched.transform_lib.remarks import found_remarks, kernel_after_schedule, 
 
 from .emit import GRAPH_ENTRY, DispatchRegionStage, Marker, Scripts, ScriptStage, emit
 from .errors import RecipeError, ScheduleNotApplied, Where
+from .graph_rewrites import RewriteStage
 from .layers import expand_layers, kernels_by_layer, resolve_kernel_layers, workload_layers
 from .params import resolve
 from .recipe import METRICS, Recipe
-from .rewrite_stages import RewriteStage
 from .space import ParamValue
 
 

@@ -4,7 +4,7 @@ Each step's fields are declared once with :func:`~.options.option`; that metadat
 the YAML front end, validation (every step checks its options when it is made and again
 when parameters are substituted, whichever front end made it), the Python API's generic
 ``step()``, the docs' option tables and the JSON Schema. Adding a primitive means adding
-its class here (``@register``), its emitter (``emit.py`` or ``rewrite_stages.py``), its
+its class here (``@register``), its emitter (``emit.py`` or ``graph_rewrites.py``), its
 doc page and its tests; see ``docs/architecture.md``.
 """
 

@@ -120,9 +120,9 @@ class Bench:
         return BenchOutcome(
             job.key,
             Status.OK,
-            times["candidate"].as_dict(),
+            times["candidate"],
             check.max_abs_error,
-            baseline_timing=times["baseline"].as_dict(),
+            baseline_timing=times["baseline"],
         )
 
     def confirm(self, job: ConfirmJob) -> dict[str, float]:

@@ -11,6 +11,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from tdsched.targets.timing import Timing
+
 from ..evaluation import Status
 
 T = TypeVar("T")
@@ -69,11 +71,11 @@ class BenchOutcome:
     key: str
     status: Status
     """OK, WRONG, RUN_FAILED, CRASHED or TIMEOUT."""
-    timing: dict[str, Any] | None = None
-    """Milliseconds per call: median, min, max, samples."""
+    timing: Timing | None = None
+    """Milliseconds per call of the candidate."""
     max_abs_error: float | None = None
     error: str | None = None
-    baseline_timing: dict[str, Any] | None = None
+    baseline_timing: Timing | None = None
     """IREE default, timed interleaved with the candidate (the speedup's denominator)."""
 
 
@@ -92,7 +94,12 @@ def to_json(message: Any) -> dict[str, Any]:
 
 
 def from_json(kind: type[T], data: dict[str, Any]) -> T:
-    """Rebuild a message of type ``kind`` (a status string becomes a :class:`Status`)."""
+    """Rebuild a message of type ``kind`` (a status string becomes a :class:`Status`, a
+    timing a :class:`~tdsched.targets.timing.Timing`)."""
+    data = dict(data)
     if "status" in data:
-        data = {**data, "status": Status(data["status"])}
+        data["status"] = Status(data["status"])
+    for name in ("timing", "baseline_timing"):
+        if data.get(name) is not None:
+            data[name] = Timing(**data[name])
     return kind(**data)

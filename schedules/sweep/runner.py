@@ -330,7 +330,7 @@ class Sweep:
         measured = self.executor.bench(job)
         if measured.baseline_timing is not None and "start" not in outcome.baseline_ms:
             if "start" not in self.db.baselines(sweep_id):  # a resumed sweep keeps its own
-                self.db.record_baseline(sweep_id, "start", measured.baseline_timing)
+                self.db.record_baseline(sweep_id, "start", measured.baseline_timing.as_dict())
             outcome.baseline_ms = self.db.baselines(sweep_id)
         result = self._bench_result(job, measured)
         self.db.record(result, sweep_id)
@@ -384,9 +384,9 @@ class Sweep:
         )
 
     def _bench_result(self, job: BenchJob, measured: BenchOutcome) -> Result:
-        median = measured.timing["median"] if measured.timing else None
+        median = measured.timing.median if measured.timing else None
         base = measured.baseline_timing
-        baseline = base["median"] if base else None
+        baseline = base.median if base else None
         return Result(
             key=job.key,
             recipe=self.recipe.name,
@@ -394,7 +394,7 @@ class Sweep:
             params={**self.options.fixed, **job.params},
             status=measured.status,
             time_ms=median,
-            timing=measured.timing,
+            timing=measured.timing.as_dict() if measured.timing else None,
             baseline_ms=baseline,
             speedup=baseline / median if median and baseline else None,
             max_abs_error=measured.max_abs_error,

@@ -1,4 +1,5 @@
-"""Structural rewrites of linalg ops: generalize, specialize, interchange."""
+"""The form of a linalg op: named or generic (generalize, specialize) and its loop order
+(interchange), as transform ops."""
 
 from __future__ import annotations
 
