@@ -14,7 +14,7 @@ import statistics
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 
 @dataclass(frozen=True)
@@ -136,6 +136,13 @@ class Ratio:
     seconds: float
     stopped: Literal["decided", "precise", "time_cap", "max_rounds"]
     times: dict[str, Timing]
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any]) -> Ratio:
+        """The ratio :meth:`as_dict` wrote."""
+        times = {n: Timing(**t) for n, t in data["times_ms"].items()}
+        fields = ("median", "low", "high", "rounds", "seconds", "stopped")
+        return Ratio(**{k: data[k] for k in fields}, times=times)
 
     def as_dict(self) -> dict[str, object]:
         return {

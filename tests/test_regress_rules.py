@@ -11,28 +11,24 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from tdsched.schedules.errors import RecipeError
 from tdsched.schedules.evaluation import Status
 from tdsched.schedules.regress.baseline_file import Settings, dump, load_baseline
+from tdsched.schedules.regress.calibration import CalibrationDrift
 from tdsched.schedules.regress.isolation import measure_isolated
 from tdsched.schedules.regress.measure import Measurement, MeasureRequest
 from tdsched.schedules.regress.runner import entry_target
 from tdsched.schedules.regress.verdict import judge
-from tdsched.targets.timing import median_interval
+from tdsched.targets.timing import Ratio, Timing, median_interval
 
 SETTINGS = Settings(tolerance=0.25, precision=0.05, calibration_tolerance=0.25)
 
 
 def measured(median: float, low: float, high: float, drift: float = 0.0) -> Measurement:
-    calibration: dict[str, Any] = {
-        "before_ms": {"median": 1.0},
-        "after_ms": {"median": 1.0 + drift},
-        "drift": drift,
-    }
-    speedup = {"median": median, "low": low, "high": high, "rounds": 40, "seconds": 30.0}
+    calibration = CalibrationDrift(Timing(1.0, 1.0, 1.0, 5), Timing(1.0 + drift, 1.0, 1.0, 5))
+    speedup = Ratio(median, low, high, rounds=40, seconds=30.0, stopped="decided", times={})
     return Measurement(Status.OK, speedup=speedup, calibration=calibration)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tdsched.recipes.workloads import generate
 from tdsched.targets import Target
@@ -34,6 +35,11 @@ class CalibrationDrift:
     def drift(self) -> float:
         """Relative change of the calibration kernel's median time (after vs before)."""
         return self.after.median / self.before.median - 1.0
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> CalibrationDrift:
+        """The drift :meth:`as_dict` wrote."""
+        return CalibrationDrift(Timing(**data["before_ms"]), Timing(**data["after_ms"]))
 
     def as_dict(self) -> dict[str, object]:
         return {

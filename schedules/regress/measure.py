@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import iree.compiler.version
-from tdsched.targets.timing import time_ratio
+from tdsched.targets.timing import Ratio, time_ratio
 
 from ..errors import RecipeError
 from ..evaluation import EVALUATION_ERRORS, Status, build_and_check, prepare_device, status_of
@@ -62,19 +62,32 @@ class Measurement:
     """The tolerance the check used."""
     max_abs_error: float | None = None
     reference: str | None = None
-    speedup: dict[str, Any] | None = None
-    """:meth:`Ratio.as_dict`: median, low, high, rounds, seconds, stopped, times_ms."""
-    calibration: dict[str, Any] | None = None
-    """:meth:`CalibrationDrift.as_dict`."""
+    speedup: Ratio | None = None
+    """The scheduled build's speedup over IREE default, with its interval."""
+    calibration: CalibrationDrift | None = None
+    """The calibration kernel before and after the timing."""
     iree_version: str = field(default_factory=lambda: iree.compiler.version.VERSION)
     seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "status": str(self.status)}
+        return {
+            **{f.name: getattr(self, f.name) for f in dataclasses.fields(self)},
+            "status": str(self.status),
+            "speedup": self.speedup.as_dict() if self.speedup else None,
+            "calibration": self.calibration.as_dict() if self.calibration else None,
+        }
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> Measurement:
-        return Measurement(**{**data, "status": Status(data["status"])})
+        speedup, calibration = data.get("speedup"), data.get("calibration")
+        return Measurement(
+            **{
+                **data,
+                "status": Status(data["status"]),
+                "speedup": Ratio.from_dict(speedup) if speedup else None,
+                "calibration": CalibrationDrift.from_dict(calibration) if calibration else None,
+            }
+        )
 
 
 def measure(request: MeasureRequest) -> Measurement:
@@ -120,8 +133,8 @@ def measure(request: MeasureRequest) -> Measurement:
             drift = CalibrationDrift(before, calibration.time())
         return Measurement(
             Status.OK,
-            speedup=ratio.as_dict(),
-            calibration=drift.as_dict(),
+            speedup=ratio,
+            calibration=drift,
             seconds=_since(start),
             **found,
         )

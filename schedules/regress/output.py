@@ -22,7 +22,7 @@ def _speedup(result: EntryResult) -> str:
     s = result.measurement.speedup
     if s is None:
         return "-"
-    return f"{s['median']:.3f}x [{s['low']:.3f}, {s['high']:.3f}]"
+    return f"{s.median:.3f}x [{s.low:.3f}, {s.high:.3f}]"
 
 
 def _gate(result: EntryResult) -> str:
@@ -32,7 +32,7 @@ def _gate(result: EntryResult) -> str:
 
 def _rounds(result: EntryResult) -> str:
     s = result.measurement.speedup
-    return "-" if s is None else f"{s['rounds']} ({s['seconds']:.0f} s)"
+    return "-" if s is None else f"{s.rounds} ({s.seconds:.0f} s)"
 
 
 def _row(result: EntryResult) -> list[str]:

@@ -147,11 +147,11 @@ def blessed_file(baseline: BaselineFile, results: Sequence[EntryResult]) -> Base
         entry = result.entry
         replaced[id(entry)] = dataclasses.replace(
             entry,
-            expected_speedup=round(m.speedup["median"], 3),
+            expected_speedup=round(m.speedup.median, 3),
             numerics=m.numerics,
             blessed={
-                "interval": [round(m.speedup["low"], 3), round(m.speedup["high"], 3)],
-                "rounds": m.speedup["rounds"],
+                "interval": [round(m.speedup.low, 3), round(m.speedup.high, 3)],
+                "rounds": m.speedup.rounds,
                 "iree": m.iree_version,
                 "date": today,
             },

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from tdsched.targets.timing import relative_half_width
+from tdsched.targets.timing import Ratio, relative_half_width
 
 from ..evaluation import Status as Outcome
 from .baseline_file import Settings
@@ -44,17 +44,17 @@ def judge(
         return failed
     speedup, calibration = measurement.speedup, measurement.calibration
     assert speedup is not None and calibration is not None
-    drift = calibration["drift"]
+    drift = calibration.drift
     if abs(drift) > settings.calibration_tolerance:
-        before = calibration["before_ms"]["median"]
-        after = calibration["after_ms"]["median"]
+        before = calibration.before.median
+        after = calibration.after.median
         return Verdict(
             "inconclusive",
             f"the calibration kernel took {before:.3f} ms before and {after:.3f} ms after "
             f"({drift:+.0%}, allowed ±{settings.calibration_tolerance:.0%}): the machine's "
             "load changed during the measurement; re-run on a quieter machine",
         )
-    median, low, high = speedup["median"], speedup["low"], speedup["high"]
+    median, low, high = speedup.median, speedup.low, speedup.high
     measured = f"{median:.3f}x, 95% interval [{low:.3f}, {high:.3f}]"
     precise = relative_half_width(median, low, high) <= settings.precision
     if bless:
@@ -106,10 +106,10 @@ def _failure(measurement: Measurement) -> Verdict | None:
     return Verdict("error", f"{what}: {error}")
 
 
-def _imprecise(speedup: dict[str, float], settings: Settings, purpose: str) -> Verdict:
+def _imprecise(speedup: Ratio, settings: Settings, purpose: str) -> Verdict:
     return Verdict(
         "inconclusive",
-        f"after {speedup['rounds']:.0f} rounds ({speedup['seconds']:.0f} s) the speedup's 95% "
-        f"interval [{speedup['low']:.3f}, {speedup['high']:.3f}] is too wide {purpose} "
+        f"after {speedup.rounds:.0f} rounds ({speedup.seconds:.0f} s) the speedup's 95% "
+        f"interval [{speedup.low:.3f}, {speedup.high:.3f}] is too wide {purpose} "
         f"(precision {settings.precision:.0%}); raise time_cap_s or re-run on a quieter machine",
     )
