@@ -139,7 +139,7 @@ def test_table_shows_header_and_ranks_confirmed_first(
         (8, 32, 16),
         (16, 32, 16),
     ]
-    assert rows[0][5:7] == ["1.100x", "1.900x"]
+    assert rows[0][5:8] == ["2", "1.100x", "1.900x"]  # base_ms, speedup, confirmed
     assert "compile_failed: 1 (e.g. TM=32, TN=64, RN=16: error: tile too large)" in out
     assert "wrong: 1 (e.g. TM=8, TN=64, RN=32: max abs error 0.5 > 0.001)" in out
 

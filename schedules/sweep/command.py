@@ -17,7 +17,7 @@ from ..cli_types import non_negative_int, positive_float, positive_int
 from ..params import parse_override
 from .database import ResultsDB
 from .executor import Executor, Limits, LocalExecutor
-from .freeze import write_frozen
+from .freeze import recorded_sweep, write_frozen
 from .runner import Sweep, SweepOptions, SweepOutcome, SweepState
 from .strategies import STRATEGIES
 from .table import baseline_line, ranked_table
@@ -210,10 +210,10 @@ def _write_best(sweep: Sweep, outcome: SweepOutcome, args: argparse.Namespace) -
     if not outcome.ranked:
         return None
     best = outcome.ranked[0]
-    out = args.best_out or args.db.parent / f"{outcome.recipe.name}.{outcome.target}.best.yaml"
+    out = args.best_out or _best_path(args.db, outcome, sweep.path.suffix)
     provenance = {
-        "swept_recipe": str(sweep.path),
-        "database": str(args.db),
+        "swept_recipe": _relative(sweep.path, out.parent),
+        "database": _relative(args.db, out.parent),
         "sweep": outcome.sweep_id,
         "key": best.key,
         "speedup": round(best.best_speedup or 0.0, 4),
@@ -222,6 +222,30 @@ def _write_best(sweep: Sweep, outcome: SweepOutcome, args: argparse.Namespace) -
     }
     params = {**sweep.options.fixed, **best.params}
     return write_frozen(sweep.path, out, params, outcome.target, provenance)
+
+
+def _best_path(db: Path, outcome: SweepOutcome, suffix: str) -> Path:
+    """``<recipe>.<target>.best.yaml`` (``.py`` for Python recipes) beside the database,
+    unless that file holds something else than this sweep's best (another sweep's, or a
+    file of the user's): then ``...sweep<ID>.best.yaml``, so a sweep never overwrites
+    another result (a note says where it went)."""
+    stem = f"{outcome.recipe.name}.{outcome.target}"
+    suffix = ".py" if suffix == ".py" else ".yaml"
+    out = db.parent / f"{stem}.best{suffix}"
+    written_by = recorded_sweep(out)
+    if written_by is None or written_by == (_relative(db, out.parent), outcome.sweep_id):
+        return out
+    other = db.parent / f"{stem}.sweep{outcome.sweep_id}.best{suffix}"
+    print(
+        f"note: {out} holds the best of another sweep; this sweep's best goes to {other}",
+        file=sys.stderr,
+    )
+    return other
+
+
+def _relative(path: Path, folder: Path) -> str:
+    """``path`` relative to ``folder`` (frozen recipes move with their folder)."""
+    return os.path.relpath(path.resolve(), folder.resolve())
 
 
 def _summary(outcome: SweepOutcome, best_file: Path | None, top: int) -> str:
@@ -238,6 +262,13 @@ def _summary(outcome: SweepOutcome, best_file: Path | None, top: int) -> str:
     lines.append(ranked_table(outcome.ranked, outcome.failed, e.names, top))
     if best_file is not None:
         lines.append(f"best recipe: {best_file}  (tdsched run {best_file})")
+        best = outcome.ranked[0].best_speedup
+        if best is not None and best < 1.0:
+            lines.append(
+                f"warning: the best candidate is slower than {outcome.recipe.baseline.label} "
+                f"({best:.3f}x): no schedule in this space pays off here; keep IREE's build, "
+                "or widen the space"
+            )
     else:
         lines.append("no candidate compiled and matched the reference")
     return "\n".join(lines)

@@ -2,13 +2,16 @@
 
 A frozen recipe is the swept recipe with the winning values as its parameter defaults,
 no space or constraints, the swept target first (so ``tdsched run FILE`` runs it there),
-workload files as absolute paths, and a ``provenance`` block saying where it came from.
+workload files as paths relative to the frozen recipe, and a ``provenance`` block saying
+where it came from.
 YAML recipes are re-written as YAML (comments are not kept); Python recipes are copied
 with a last statement that freezes the built recipe.
 """
 
 from __future__ import annotations
 
+import ast
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -32,12 +35,16 @@ def write_frozen(
         out.write_text(_frozen_python(source, params, target, provenance))
     else:
         out = out.with_suffix(".yaml")
-        out.write_text(_frozen_yaml(source, params, target, provenance))
+        out.write_text(_frozen_yaml(source, out.parent, params, target, provenance))
     return out
 
 
 def _frozen_yaml(
-    source: Path, params: Mapping[str, ParamValue], target: str, provenance: Mapping[str, Any]
+    source: Path,
+    out_folder: Path,
+    params: Mapping[str, ParamValue],
+    target: str,
+    provenance: Mapping[str, Any],
 ) -> str:
     document = yaml.safe_load(source.read_text())
     if not isinstance(document, dict):
@@ -48,8 +55,10 @@ def _frozen_yaml(
     targets = document.get("targets") or ["x86"]
     document["targets"] = [target, *(t for t in targets if t != target)]
     workload = document.get("workload") or {}
-    if "file" in workload:
-        workload["file"] = str((source.parent / workload["file"]).resolve())
+    for key in ("file", "model"):
+        if _is_path(workload, key):
+            found = (source.parent / workload[key]).resolve()
+            workload[key] = os.path.relpath(found, out_folder.resolve())
     document["provenance"] = dict(provenance)
     header = (
         f"# Frozen by tdsched sweep from {source}: the best candidate's parameters.\n"
@@ -68,3 +77,38 @@ def _frozen_python(
         + f"PROVENANCE = {dict(provenance)!r}\n"
         + f"recipe = _frozen(recipe, {dict(params)!r}, {target!r})\n"
     )
+
+
+def _is_path(workload: Mapping[str, Any], key: str) -> bool:
+    """Whether ``workload[key]`` names a file beside the recipe (a ``file``, or a model
+    given as ``FILE.py[:FUNCTION]``), not a shipped name."""
+    value = workload.get(key)
+    if not isinstance(value, str):
+        return False
+    return key == "file" or value.partition(":")[0].endswith(".py")
+
+
+def recorded_sweep(path: Path) -> tuple[str, int] | None:
+    """The (database, sweep id) a frozen recipe at ``path`` came from; ``None`` when there
+    is no file, ``("", -1)`` when the file is not a frozen recipe (the user's own)."""
+    if not path.is_file():
+        return None
+    try:
+        if path.suffix == ".py":
+            line = next(
+                ln for ln in path.read_text().splitlines() if ln.startswith("PROVENANCE = ")
+            )
+            provenance = ast.literal_eval(line.removeprefix("PROVENANCE = "))
+        else:
+            provenance = (yaml.safe_load(path.read_text()) or {}).get("provenance")
+        return str(provenance["database"]), int(provenance["sweep"])
+    except (
+        StopIteration,
+        ValueError,
+        SyntaxError,
+        TypeError,
+        KeyError,
+        AttributeError,
+        yaml.YAMLError,
+    ):
+        return ("", -1)

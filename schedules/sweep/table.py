@@ -17,16 +17,17 @@ def ranked_table(
 ) -> str:
     """The best ``top`` correct candidates, then a line per failure kind.
 
-    Columns: rank, each swept parameter, median ms, speedup over IREE default measured in
-    the sweep, speedup from the confirmation round (interleaved with IREE default), and
-    the largest error against the reference.
+    Columns: rank, each swept parameter, median ms, IREE default's median ms timed beside
+    it, speedup over IREE default measured in the sweep, speedup from the confirmation
+    round (interleaved with IREE default), and the largest error against the reference.
     """
-    header = ["#", *names, "ms", "speedup", "confirmed", "max_err"]
+    header = ["#", *names, "ms", "base_ms", "speedup", "confirmed", "max_err"]
     rows = [
         [
             str(i + 1),
             *(str(r.params.get(n, "")) for n in names),
             _fmt(r.time_ms, ".4g"),
+            _fmt(r.baseline_ms, ".4g"),
             _fmt(r.speedup, ".3f") + ("x" if r.speedup is not None else ""),
             _fmt(r.confirmed_speedup, ".3f") + ("x" if r.confirmed_speedup is not None else ""),
             _fmt(r.max_abs_error, ".2g"),
