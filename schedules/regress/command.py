@@ -10,6 +10,7 @@ from typing import Any
 from tdsched.targets.target import TARGET_NAMES
 
 from ..cli_types import positive_float
+from .adding import with_added
 from .baseline_file import load_baseline
 from .output import as_json, markdown, table
 from .runner import (
@@ -79,6 +80,15 @@ def add_parser(sub: Any) -> None:
         help=f"baseline file, .yaml or .json (default: {DEFAULT_BASELINE})",
     )
     p.add_argument(
+        "--add",
+        action="append",
+        default=[],
+        metavar="RECIPE",
+        help="add an entry for RECIPE (e.g. a sweep's RECIPE.TARGET.best.yaml, by a path "
+        "relative to BASELINE; a new file is created) and stop; with --update, then bless "
+        "(repeatable)",
+    )
+    p.add_argument(
         "--update",
         action="store_true",
         help="re-bless: write each cleanly measured entry's speedup into the file",
@@ -116,9 +126,18 @@ def _progress(result: EntryResult) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.json and args.markdown == "-":
         raise ValueError("--json and --markdown - both write to stdout; give --markdown a file")
+    if args.add:
+        added = with_added(args.baseline, args.add)
+        write_baseline(added)
+        count = len(args.add)
+        print(
+            f"regress: added {count} {'entry' if count == 1 else 'entries'} to {args.baseline}"
+            + ("" if args.update else "; bless with 'tdsched regress BASELINE --update'"),
+            file=sys.stderr,
+        )
+        if not args.update:
+            return 0
     baseline = load_baseline(args.baseline)
-    if args.time_cap is not None and args.time_cap <= 0:
-        raise ValueError(f"--time-cap must be positive, got {args.time_cap}")
     results = run_baseline(
         baseline,
         update=args.update,

@@ -218,6 +218,7 @@ def _write_best(sweep: Sweep, outcome: SweepOutcome, args: argparse.Namespace) -
         "key": best.key,
         "speedup": round(best.best_speedup or 0.0, 4),
         "target": outcome.target,
+        "threads": sweep.options.threads,
         "iree_version": iree.compiler.version.VERSION,
     }
     params = {**sweep.options.fixed, **best.params}

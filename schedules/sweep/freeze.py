@@ -88,27 +88,30 @@ def _is_path(workload: Mapping[str, Any], key: str) -> bool:
     return key == "file" or value.partition(":")[0].endswith(".py")
 
 
+def read_provenance(path: Path) -> dict[str, Any] | None:
+    """The ``provenance`` a frozen recipe at ``path`` carries (YAML block, or the Python
+    ``PROVENANCE = {...}`` line); ``None`` when the file is not a frozen recipe."""
+    try:
+        text = path.read_text()
+        if path.suffix == ".py":
+            line = next(ln for ln in text.splitlines() if ln.startswith("PROVENANCE = "))
+            found = ast.literal_eval(line.removeprefix("PROVENANCE = "))
+        else:
+            found = (yaml.safe_load(text) or {}).get("provenance")
+    except (OSError, UnicodeDecodeError, StopIteration, ValueError, SyntaxError, AttributeError):
+        return None
+    except yaml.YAMLError:
+        return None
+    return found if isinstance(found, dict) else None
+
+
 def recorded_sweep(path: Path) -> tuple[str, int] | None:
     """The (database, sweep id) a frozen recipe at ``path`` came from; ``None`` when there
     is no file, ``("", -1)`` when the file is not a frozen recipe (the user's own)."""
     if not path.is_file():
         return None
+    provenance = read_provenance(path) or {}
     try:
-        if path.suffix == ".py":
-            line = next(
-                ln for ln in path.read_text().splitlines() if ln.startswith("PROVENANCE = ")
-            )
-            provenance = ast.literal_eval(line.removeprefix("PROVENANCE = "))
-        else:
-            provenance = (yaml.safe_load(path.read_text()) or {}).get("provenance")
         return str(provenance["database"]), int(provenance["sweep"])
-    except (
-        StopIteration,
-        ValueError,
-        SyntaxError,
-        TypeError,
-        KeyError,
-        AttributeError,
-        yaml.YAMLError,
-    ):
+    except (KeyError, TypeError, ValueError):
         return ("", -1)
