@@ -226,3 +226,23 @@ def test_python_recipe_is_frozen_as_python(
     assert ran["status"] == "ok"
     chosen = report["best"]["params"]
     assert {k: ran["parameters"][k] for k in chosen} == chosen
+
+
+def test_a_sweep_stopped_in_its_confirmation_round_is_finished_on_resume(
+    recipe: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "s.db"
+    args = (str(recipe), "--db", str(db), "--param", "SPLITK=0", "--strategy", "random")
+    _, first = sweep(capsys, *args, "--samples", "2")
+    assert all(r["confirmed_speedup"] for r in first["ranked"])
+    # What a kill during the confirmation round leaves: every candidate recorded, no end
+    # baseline, nothing confirmed, the sweep still running.
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE results SET confirmed_speedup=NULL")
+        conn.execute("DELETE FROM baselines WHERE phase='end'")
+        conn.execute("UPDATE sweeps SET status='running', finished=NULL")
+    _, resumed = sweep(capsys, *args, "--samples", "2", "--resume")
+    assert (resumed["sweep"], resumed["reused"], resumed["timed"]) == (1, 2, 0)
+    assert set(resumed["baseline_ms"]) == {"start", "end"}
+    assert all(r["confirmed_speedup"] for r in resumed["ranked"])
+    assert _count(db, "SELECT COUNT(*) FROM sweeps WHERE status='done'") == 1

@@ -184,6 +184,8 @@ class Sweep:
         self.chunk = max(8, 2 * jobs)
         """Candidates compiled before the timing of that group: large enough to keep every
         compile worker busy, small enough that results (and best-so-far) come steadily."""
+        self._resumed = False
+        """Whether this run continues an interrupted sweep (see :meth:`run`)."""
         self._artifacts: dict[str, Path] = {}
         """result key → the compiled candidate (shared by keys that differ in threads)."""
 
@@ -235,7 +237,9 @@ class Sweep:
                 for start_at in range(0, len(batch), self.chunk):
                     chunk = batch[start_at : start_at + self.chunk]
                     self._evaluate(chunk, sweep_id, history, outcome)
-            if outcome.timed:
+            if outcome.timed or self._resumed:
+                # A resumed sweep may have been stopped in its confirmation round, after
+                # every candidate was recorded: finish it, not report an unconfirmed best.
                 self._finish_timing(sweep_id, outcome)
         finally:
             self.executor.close()
@@ -251,6 +255,7 @@ class Sweep:
             previous = self.db.unfinished_sweep(signature)
             if previous is not None:
                 self._note(f"resuming sweep {previous.id}")
+                self._resumed = True
                 return previous.id
             self._note("no interrupted sweep of this recipe and space to resume; starting one")
         return self.db.start_sweep(
@@ -356,6 +361,7 @@ class Sweep:
 
     def _finish_timing(self, sweep_id: int, outcome: SweepOutcome) -> None:
         """IREE default again (drift), then the confirmation round of the best."""
+        self._default_built()
         self.db.record_baseline(sweep_id, "end", self._time_default())
         best = sorted(
             (r for r in self.db.results(sweep_id) if r.ok and r.speedup),
