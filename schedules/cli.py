@@ -1,9 +1,11 @@
+# PYTHON_ARGCOMPLETE_OK
 """The ``tdsched`` command line: show, apply, compile, run, sweep and regression-gate
 schedule recipes, and lower models to the linalg they schedule."""
 
 from __future__ import annotations
 
 import argparse
+import glob
 import importlib.metadata
 import json
 import os
@@ -12,8 +14,9 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+import argcomplete
 import iree.compiler.version
-from tdsched.targets.compiler import CompileError, format_command
+from tdsched.targets.compiler import VERBOSE_ENV, CompileError, format_command
 from tdsched.targets.ir_eval import DEFAULT_ATOL, DEFAULT_RTOL, check_files
 from tdsched.targets.runtime import DeviceError
 from tdsched.targets.target import TARGET_NAMES
@@ -22,7 +25,7 @@ from . import list_command, lower_command, schema_command
 from .cli_types import non_negative_float, non_negative_int, positive_int
 from .emit import ScriptStage
 from .evaluation import Status
-from .loading import load
+from .loading import load, shipped_recipe_names
 from .params import parse_override
 from .pipeline import Plan, apply_graph, build, compile_plan, kernels_after_schedule, plan
 from .regress import command as regress_command
@@ -68,8 +71,17 @@ def _version() -> str:
     return f"tdsched {ours} (IREE {iree.compiler.version.VERSION}, Python {python})"
 
 
+def _complete_recipe(prefix: str, **_: object) -> list[str]:
+    """Shell completion of a RECIPE: shipped names, then recipe files and folders."""
+    names = [n for n in shipped_recipe_names() if n.startswith(prefix)]
+    paths = sorted(glob.glob(prefix + "*"))
+    files = [p + "/" if os.path.isdir(p) else p for p in paths]
+    return names + [f for f in files if f.endswith(("/", ".yaml", ".yml", ".py"))]
+
+
 def _add_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("recipe", help="recipe file (.yaml, .py) or shipped recipe name")
+    recipe = parser.add_argument("recipe", help="recipe file (.yaml, .py) or shipped recipe name")
+    recipe.completer = _complete_recipe  # type: ignore[attr-defined]
     parser.add_argument(
         "--target",
         choices=TARGET_NAMES,
@@ -95,6 +107,13 @@ def make_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=_version())
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="print every iree-compile command line to stderr as it runs (also in the "
+        "child processes of run, sweep and regress)",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     show = sub.add_parser(
@@ -347,7 +366,11 @@ _COMMANDS = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tdsched`` console script."""
-    args = make_parser().parse_args(argv)
+    parser = make_parser()
+    argcomplete.autocomplete(parser)
+    args = parser.parse_args(argv)
+    if args.verbose:
+        os.environ[VERBOSE_ENV] = "1"
     try:
         return _COMMANDS[args.command](args)
     # RecipeError, ScheduleError and workload errors are ValueErrors.

@@ -9,9 +9,11 @@ print (``transform.print`` titles, on stdout) are collected for the caller to re
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,7 +84,14 @@ def format_command(command: Sequence[str]) -> str:
     return shlex.join(command)
 
 
+VERBOSE_ENV = "TDSCHED_VERBOSE"
+"""Set to 1 (``tdsched -v``) to print every iree-compile command line to stderr before it
+runs; an environment variable so that child processes (run, sweep workers) inherit it."""
+
+
 def _invoke(command: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
+    if os.environ.get(VERBOSE_ENV) == "1":
+        print(f"tdsched: iree-compile: {format_command(command)}", file=sys.stderr, flush=True)
     try:
         return subprocess.run(
             command, capture_output=True, text=True, timeout=timeout_s, check=False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
 import subprocess
@@ -189,3 +190,43 @@ def test_keep_temps_keeps_a_build_whose_compile_command_reruns(tmp_path: Path) -
     assert rerun.returncode == 0, rerun.stderr
     assert any(kept.glob("*.vmfb")) and any(kept.glob("*.kernels.mlir"))
     shutil.rmtree(kept)
+
+
+def _complete(line: str, tmp_path: Path) -> list[str]:
+    """What bash completion offers for ``line`` (argcomplete's protocol, as the shell
+    hook runs it)."""
+    out = tmp_path / "completions"
+    env = {
+        **os.environ,
+        "_ARGCOMPLETE": "1",
+        "_ARGCOMPLETE_IFS": "\n",
+        "_ARGCOMPLETE_STDOUT_FILENAME": str(out),
+        "COMP_LINE": line,
+        "COMP_POINT": str(len(line)),
+    }
+    subprocess.run(
+        [sys.executable, "-m", "tdsched.schedules.cli"],
+        env=env,
+        capture_output=True,
+        check=False,
+        cwd=tmp_path,
+    )
+    return [word.strip() for word in out.read_text().split("\n")]
+
+
+def test_shell_completion_offers_commands_options_and_recipes(tmp_path: Path) -> None:
+    assert "sweep" in _complete("tdsched sw", tmp_path)
+    assert "--threads" in _complete("tdsched run matmul_x86 --thr", tmp_path)
+    assert _complete("tdsched run matmul_x8", tmp_path) == ["matmul_x86", "matmul_x86_py"]
+
+
+@pytest.mark.usefixtures("iree")
+def test_verbose_prints_each_iree_compile_command(tmp_path: Path) -> None:
+    out = tmp_path / "mm.vmfb"
+    proc = tdsched("-v", "compile", "matmul_x86", *SMALL, "-o", str(out))
+    printed = [ln for ln in proc.stderr.splitlines() if ln.startswith("tdsched: iree-compile: ")]
+    assert len(printed) == 1 and str(out) in printed[0]
+    assert (
+        "tdsched: iree-compile:"
+        not in tdsched("compile", "matmul_x86", *SMALL, "-o", str(out)).stderr
+    )
