@@ -36,7 +36,7 @@ from tdsched.transform_lib.remarks import (
     print_ir,
     step_matched,
 )
-from tdsched.transform_lib.script import LoopHandle, OpHandle, TransformScript
+from tdsched.transform_lib.script import LoopHandle, OpHandle, TransformScript, located
 from tdsched.transform_lib.tiling import fuse_into, tile_using_for, tile_using_forall
 from tdsched.transform_lib.vectorize import vectorize_all, vectorize_op
 
@@ -254,7 +254,8 @@ class _Emitter:
     def run(self, steps: Sequence[Step]) -> None:
         for step in steps:
             try:
-                self._step(step)
+                with located(step.primitive, step.where.file, step.where.line):
+                    self._step(step)
             except ScheduleError as exc:
                 raise RecipeError(step.where, str(exc)) from exc
 

@@ -113,6 +113,8 @@ def test_run_reports_compile_failure_as_status_compile_failed(tmp_path: Path) ->
     report = json.loads(proc.stdout)
     assert proc.returncode == 1 and report["status"] == "compile_failed"
     assert "iree-compile failed" in report["error"]
+    # IREE's diagnostic names the recipe step (every transform op carries its location).
+    assert "broken.yaml:9:1: error: could not find next producer to fuse" in report["error"]
 
 
 def test_invalid_parameter_value_is_a_clear_error() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -30,11 +31,34 @@ def _parses(iree_opt: str, text: str, tmp_path: Path) -> None:
     assert "error" not in proc.stderr
 
 
+def _without_locations(script: str | None) -> str:
+    """The script without its recipe locations (they name each front end's own file)."""
+    assert script is not None
+    lines = [ln for ln in script.splitlines() if not ln.startswith("#loc")]
+    return re.sub(r" loc\((#loc\d*|unknown)\)", "", "\n".join(lines))
+
+
 def test_python_and_yaml_recipes_emit_identical_scripts() -> None:
     yaml_plan = plan(load("matmul_x86"))
     py_plan = plan(load("matmul_x86_py"))
-    assert yaml_plan.scripts.kernel_library == py_plan.scripts.kernel_library
-    assert yaml_plan.scripts.kernel_library is not None
+    yaml_text = _without_locations(yaml_plan.scripts.kernel_library)
+    assert yaml_text == _without_locations(py_plan.scripts.kernel_library)
+    assert "loc(" not in yaml_text and "tile_using_forall" in yaml_text
+
+
+def test_every_transform_op_carries_its_recipe_step_location() -> None:
+    library = plan(load("matmul_x86")).scripts.kernel_library
+    assert library is not None
+    lines = library.splitlines()
+    tile = next(ln for ln in lines if "tile_using_forall" in ln)
+    alias = re.search(r"loc\((#loc\d+)\)", tile)
+    assert alias is not None
+    named = next(ln for ln in lines if ln.startswith(alias.group(1) + " = "))
+    assert named.startswith(f'{alias.group(1)} = loc("tile"(#loc')
+    file_alias = re.search(r'"tile"\((#loc\d+)\)', named)
+    assert file_alias is not None
+    file_loc = next(ln for ln in lines if ln.startswith(file_alias.group(1) + " = "))
+    assert file_loc.endswith('matmul_x86.yaml":28:1)')  # the tile step's line in the recipe
 
 
 @pytest.mark.parametrize("name", SHIPPED)

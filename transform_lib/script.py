@@ -112,6 +112,18 @@ class NamedSequence:
             transform.YieldOp(list(results))
 
 
+@contextmanager
+def located(name: str, file: str | None, line: int | None) -> Iterator[None]:
+    """Give the transform ops built inside the location of the recipe step that asked for
+    them (``loc("tile"("recipe.yaml":27:1))``): IREE's diagnostics then name the step."""
+    if file is None:
+        with ir.Location.name(name):
+            yield
+        return
+    with ir.Location.name(name, childLoc=ir.Location.file(file, line or 1, 1)):
+        yield
+
+
 _LOCAL = threading.local()
 
 
@@ -157,8 +169,9 @@ class TransformScript:
         return NamedSequence(self, op)
 
     def text(self) -> str:
-        """The script as MLIR text (verified first, so a broken script never escapes)."""
+        """The script as MLIR text, with the recipe locations of its ops (verified first,
+        so a broken script never escapes)."""
         with self.context:
             if not self.module.operation.verify():
                 raise AssertionError("tdsched built a transform script that does not verify")
-            return str(self.module)
+            return str(self.module.operation.get_asm(enable_debug_info=True))
