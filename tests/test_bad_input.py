@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from tdsched.schedules.cli import main
 
 PYTHON_RECIPES = {
     "raises.py": ('raise RuntimeError("boom")\n', r"raises.py:1: .*RuntimeError: boom"),
@@ -24,19 +25,31 @@ PYTHON_RECIPES = {
 }
 
 
-def tdsched(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tdsched.schedules.cli", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+@dataclass
+class Outcome:
+    returncode: int
+    stderr: str
+
+
+@pytest.fixture
+def tdsched(capsys: pytest.CaptureFixture[str]) -> Callable[..., Outcome]:
+    """The command line, in this process (an uncaught exception fails the test, as a
+    traceback would); argparse's own errors exit 2."""
+
+    def call(*args: str) -> Outcome:
+        try:
+            code = main(list(args))
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+        return Outcome(code, capsys.readouterr().err)
+
+    return call
 
 
 @pytest.mark.parametrize("command", ["show", "apply", "compile", "run", "sweep"])
 @pytest.mark.parametrize("name", sorted(PYTHON_RECIPES))
 def test_a_failing_python_recipe_is_one_line_naming_its_line(
-    tmp_path: Path, name: str, command: str
+    tdsched: Callable[..., Outcome], tmp_path: Path, name: str, command: str
 ) -> None:
     text, expected = PYTHON_RECIPES[name]
     recipe = tmp_path / name
@@ -53,7 +66,9 @@ def test_a_failing_python_recipe_is_one_line_naming_its_line(
 
 
 @pytest.mark.parametrize("suffix", [".yaml", ".py"])
-def test_a_file_that_is_not_utf8_is_named(tmp_path: Path, suffix: str) -> None:
+def test_a_file_that_is_not_utf8_is_named(
+    tdsched: Callable[..., Outcome], tmp_path: Path, suffix: str
+) -> None:
     recipe = tmp_path / f"latin{suffix}"
     recipe.write_bytes(b"x = 1\n# caf\xe9\n")
     proc = tdsched("show", str(recipe))
@@ -61,7 +76,9 @@ def test_a_file_that_is_not_utf8_is_named(tmp_path: Path, suffix: str) -> None:
     assert f"latin{suffix}:2:" in proc.stderr
 
 
-def test_a_baseline_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+def test_a_baseline_that_is_not_utf8_is_named(
+    tdsched: Callable[..., Outcome], tmp_path: Path
+) -> None:
     baseline = tmp_path / "perf.yaml"
     baseline.write_bytes(b"entries:\n  - recipe: caf\xe9\n")
     proc = tdsched("regress", str(baseline))
@@ -70,7 +87,9 @@ def test_a_baseline_that_is_not_utf8_is_named(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["../escaped", "a/b", "tab\there", "", ".hidden"])
-def test_recipe_names_that_would_escape_a_folder_are_refused(tmp_path: Path, name: str) -> None:
+def test_recipe_names_that_would_escape_a_folder_are_refused(
+    tdsched: Callable[..., Outcome], tmp_path: Path, name: str
+) -> None:
     recipe = tmp_path / "r.yaml"
     recipe.write_text(
         f"name: {name!r}\nworkload: {{generator: matmul, args: {{M: 8, N: 8, K: 8}}}}\n"
@@ -107,12 +126,16 @@ def test_python_recipe_names_are_checked_too() -> None:
         (["regress", "--time-cap", "0"], "argument --time-cap: expected a number > 0"),
     ],
 )
-def test_out_of_range_numbers_are_refused_when_parsed(args: list[str], expected: str) -> None:
+def test_out_of_range_numbers_are_refused_when_parsed(
+    tdsched: Callable[..., Outcome], args: list[str], expected: str
+) -> None:
     proc = tdsched(*args)
     assert proc.returncode == 2 and expected in proc.stderr, proc.stderr
 
 
-def test_sweep_db_that_is_not_a_database_is_one_line(tmp_path: Path) -> None:
+def test_sweep_db_that_is_not_a_database_is_one_line(
+    tdsched: Callable[..., Outcome], tmp_path: Path
+) -> None:
     text = tmp_path / "notes.txt"
     text.write_text("hello\n")
     folder = tmp_path / "folder"
@@ -128,7 +151,9 @@ def test_sweep_db_that_is_not_a_database_is_one_line(tmp_path: Path) -> None:
     assert text.read_text() == "hello\n"
 
 
-def test_a_workload_too_large_for_the_machine_is_refused_with_the_figure() -> None:
+def test_a_workload_too_large_for_the_machine_is_refused_with_the_figure(
+    tdsched: Callable[..., Outcome],
+) -> None:
     proc = tdsched("run", "matmul_x86", "--param", "M=1000000000")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "its tensors need about 29.8 TiB" in proc.stderr and "use smaller sizes" in proc.stderr
@@ -146,7 +171,9 @@ def test_memory_estimate_counts_arguments_and_results() -> None:
         check_memory(mm, available=memory_estimate(mm))
 
 
-def test_a_misspelled_op_is_refused_before_compiling_with_the_ops_present(tmp_path: Path) -> None:
+def test_a_misspelled_op_is_refused_before_compiling_with_the_ops_present(
+    tdsched: Callable[..., Outcome], tmp_path: Path
+) -> None:
     from tdsched.recipes import RECIPES_DIR
 
     text = (RECIPES_DIR / "matmul_x86.yaml").read_text()

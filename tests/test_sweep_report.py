@@ -366,8 +366,8 @@ def test_reports_a_real_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "evaluated 2: 2 correct, 0 failed" in out
     rows = _table_rows(out)
     assert len(rows) == 2
-    assert rows[0][7].endswith("x")  # the best was confirmed
-    assert rows[1][7] == "-"
+    assert rows[0][8].endswith("x")  # the best was confirmed (after ms, base_ms, speedup)
+    assert rows[1][8] == "-"
 
     code, out, _ = _report(capsys, str(db), "--json")
     report = json.loads(out)
