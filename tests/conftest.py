@@ -183,21 +183,21 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         return (yield)
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Generator[None]:
+def _checked(item: pytest.Item) -> Generator[None]:
+    """Run the wrapped phase, then fail the test if it reached IREE unguarded."""
     guard = _guarded(item)
     try:
         return (yield)
     finally:
         if guard is not None:
             guard.check()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None]:
+    return (yield from _checked(item))
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None]:
-    guard = _guarded(item)
-    try:
-        return (yield)
-    finally:
-        if guard is not None:
-            guard.check()
+    return (yield from _checked(item))

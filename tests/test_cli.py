@@ -11,20 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_process import tdsched as run_tdsched
 
 SMALL = ["--param", "M=256", "--param", "N=256", "--param", "K=256"]
 
 
 def tdsched(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "tdsched.schedules.cli", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if check:
-        assert proc.returncode == 0, proc.stderr
-    return proc
+    return run_tdsched(*args, check=check)
 
 
 def test_help_explains_commands() -> None:

@@ -3,13 +3,12 @@ selected by layer name and attribute values, in graph and kernel schedules."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_process import tdsched
 from tdsched.schedules.errors import RecipeError
 from tdsched.schedules.loading import load
 from tdsched.schedules.pipeline import apply_graph, plan
@@ -38,15 +37,6 @@ def recipe(tmp_path: Path, body: str) -> Path:
     path = tmp_path / "r.yaml"
     path.write_text(textwrap.dedent(body))
     return path
-
-
-def tdsched(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tdsched.schedules.cli", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
 
 
 def test_graph_rewrite_selects_ops_by_layer_pattern_and_attribute_value(tmp_path: Path) -> None:

@@ -3,22 +3,12 @@ relative path, the sweep's thread count and a note of where it came from."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
+from cli_process import tdsched
 from tdsched.recipes import RECIPES_DIR
 from tdsched.schedules.regress.baseline_file import load_baseline
 from tdsched.schedules.sweep.freeze import write_frozen
-
-
-def tdsched(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tdsched.schedules.cli", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
 
 
 def test_a_sweeps_best_is_added_relative_with_its_threads(tmp_path: Path) -> None:
