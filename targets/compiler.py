@@ -136,8 +136,30 @@ def probe_compile(request: CompileRequest, timeout_s: float = 600.0) -> str:
     return _invoke(compile_command(request), timeout_s).stdout
 
 
+_STACK_LIMIT = re.compile(r"exceeded stack allocation limit of (\d+) bytes.*?Got (\d+)", re.S)
+
+
+def explain(stderr: str) -> str | None:
+    """tdsched's words for an IREE error whose cause is not obvious from its text, or
+    ``None``. The stack-allocation limit: IREE keeps each thread's tiles (vectors, and the
+    buffers a kernel allocates) on the stack, so the innermost tiles must fit in it."""
+    found = _STACK_LIMIT.search(stderr)
+    if found is None:
+        return None
+    limit, got = int(found.group(1)), int(found.group(2))
+    return (
+        f"the schedule's innermost tiles need {got} bytes of stack per thread, and IREE "
+        f"allows {limit}: make the last tile sizes before 'vectorize' (register tiles, and "
+        f"the reduction tile) smaller, so that for each operand the product of its tile "
+        f"sizes times the element size (4 bytes for f32) stays within {limit}, e.g. "
+        f"RM * RN * 4 <= {limit}; in a sweep, add it as a constraint"
+    )
+
+
 def _error_excerpt(stderr: str, limit: int = 40) -> str:
+    hint = explain(stderr)
     lines = [ln for ln in stderr.splitlines() if ln.strip()]
     errors = [i for i, ln in enumerate(lines) if "error" in ln]
     start = max(0, errors[0] - 2) if errors else max(0, len(lines) - limit)
-    return "\n".join(lines[start : start + limit])
+    excerpt = "\n".join(lines[start : start + limit])
+    return f"{hint}\n{excerpt}" if hint else excerpt

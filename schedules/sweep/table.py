@@ -43,11 +43,21 @@ def ranked_table(
     for status, results in sorted(kinds.items()):
         example = results[0]
         params = ", ".join(f"{n}={example.params.get(n)}" for n in names)
-        first = (example.error or "").strip().splitlines()
-        lines.append(
-            f"{status}: {len(results)} (e.g. {params}: {first[0] if first else 'no message'})"
-        )
+        lines.append(f"{status}: {len(results)} (e.g. {params}: {cause(example.error)})")
     return "\n".join(lines)
+
+
+def cause(error: str | None) -> str:
+    """One line saying why a candidate failed: the error's first line, and when that only
+    introduces what follows (``iree-compile failed (exit 1):``), the first line after it
+    that says what went wrong."""
+    lines = [ln.strip() for ln in (error or "").splitlines() if ln.strip()]
+    if not lines:
+        return "no message"
+    if not lines[0].endswith(":") or len(lines) == 1:
+        return lines[0]
+    detail = next((ln for ln in lines[1:] if "error:" in ln), lines[1])
+    return f"{lines[0]} {detail}"
 
 
 def baseline_line(baselines: Mapping[str, float]) -> str:

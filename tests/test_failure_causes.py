@@ -1,0 +1,30 @@
+"""Failures say their cause in tdsched's words: IREE's stack-allocation limit explained,
+and a sweep's failure summary names the error, not only that iree-compile failed."""
+
+from __future__ import annotations
+
+from tdsched.schedules.sweep.table import cause
+from tdsched.targets.compiler import _error_excerpt, explain
+
+STACK = """\
+/tmp/x/r.input.mlir:3:8: error: 'func.func' op exceeded stack allocation limit of 32768 bytes for function. Got 65536 bytes
+  %c = linalg.matmul ins(%a, %b : tensor<64x64xf32>, tensor<64x64xf32>)
+"""
+
+
+def test_the_stack_allocation_limit_is_explained_with_the_bound() -> None:
+    hint = explain(STACK)
+    assert hint is not None
+    assert "need 65536 bytes of stack per thread, and IREE allows 32768" in hint
+    assert "RM * RN * 4 <= 32768" in hint
+    assert _error_excerpt(STACK).startswith(hint + "\n/tmp/x/r.input.mlir:3:8: error:")
+    assert explain("error: something else") is None
+
+
+def test_a_failure_summary_names_the_error_after_an_introduction() -> None:
+    error = (
+        "iree-compile failed (exit 1):\n\nr.yaml:9:1: error: could not fuse\n  - fuse_into: {}\n"
+    )
+    assert cause(error) == "iree-compile failed (exit 1): r.yaml:9:1: error: could not fuse"
+    assert cause("max abs error 0.5 > 0.001") == "max abs error 0.5 > 0.001"
+    assert cause(None) == "no message"
