@@ -173,3 +173,22 @@ def test_kernel_names_must_be_unique_identifiers() -> None:
             r.kernel(name, match=Match(op="linalg.matmul")).root.tile([8, 8, 0])
         with pytest.raises(RecipeError, match=message):
             plan(r.build())
+
+
+def test_loop_counts_allow_the_dispatch_view_of_ops_with_unit_loops() -> None:
+    from tdsched.transform_lib.payload import loop_counts
+
+    conv = """\
+func.func @f(%i: tensor<1x16x16x8xf32>, %w: tensor<3x3x8x4xf32>, %o: tensor<1x14x14x4xf32>) -> tensor<1x14x14x4xf32> {
+  %0 = linalg.conv_2d_nhwc_hwcf ins(%i, %w : tensor<1x16x16x8xf32>, tensor<3x3x8x4xf32>) outs(%o : tensor<1x14x14x4xf32>) -> tensor<1x14x14x4xf32>
+  return %0 : tensor<1x14x14x4xf32>
+}
+"""
+    counts = loop_counts(conv)
+    assert counts == {"linalg.conv_2d_nhwc_hwcf": {6, 7}}  # as written, and without n = 1
+    r = _builder()
+    r.kernel("mm", match=Match(op="linalg.matmul")).root.tile([8, 8], loop="forall")
+    with pytest.raises(
+        RecipeError, match="which has 3 loops \\(counted on the op as the workload writes it"
+    ):
+        plan(r.build())

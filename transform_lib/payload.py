@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterator, Sequence
 from iree.compiler import ir
 from iree.compiler.passmanager import PassManager
 
+from .graph.generic_build import static_loop_ranges
+
 _NOT_STRUCTURED = {"linalg.yield", "linalg.index"}
 
 
@@ -59,7 +61,9 @@ def strip_attributes(op: ir.Operation, names: Sequence[str]) -> None:
 
 
 def loop_counts(module_text: str) -> dict[str, set[int]]:
-    """Map each linalg op name in the module to the loop counts its instances have.
+    """Map each linalg op name in the module to the loop counts its instances may have:
+    as written, and without their unit-extent loops (which IREE may drop inside a
+    dispatch). Tile-size counts are checked only where this leaves one answer.
 
     Named ops are generalized on a copy to read their iterator types, so the answer is
     exact for every structured op, including ones tdsched has never heard of. Answers
@@ -84,6 +88,12 @@ def _loop_counts(module_text: str) -> tuple[tuple[str, frozenset[int]], ...]:
                 continue
             n = len(ir.ArrayAttr(generic.attributes["iterator_types"]))
             counts.setdefault(named.name, set()).add(n)
+            # Inside a dispatch IREE may drop unit-extent loops (a conv with a batch of 1
+            # has 7 loops here, 6 in its dispatch): both counts are possible there.
+            ranges = static_loop_ranges(generic)
+            units = sum(r == 1 for r in ranges) if ranges else 0
+            if units:
+                counts[named.name].add(n - units)
         return tuple((name, frozenset(found)) for name, found in counts.items())
 
 

@@ -30,7 +30,8 @@ def check_tile_sizes(target: OpHandle, sizes: Sequence[int], primitive: str) -> 
     if target.num_loops is not None and len(sizes) != target.num_loops:
         raise ScheduleError(
             f"{primitive}: {len(sizes)} tile sizes given for {target.what}, which has "
-            f"{target.num_loops} loops; give one size per loop (0 leaves a loop untiled)"
+            f"{target.num_loops} loops (counted on the op as the workload writes it; 'tdsched "
+            "apply' shows it in its dispatch); give one size per loop (0 leaves a loop untiled)"
         )
     if not any(sizes):
         raise ScheduleError(f"{primitive}: all tile sizes are 0, so nothing would be tiled")

@@ -25,7 +25,8 @@ def vectorize_op(target: OpHandle, vector_sizes: Sequence[int]) -> None:
     if target.num_loops is not None and len(vector_sizes) != target.num_loops:
         raise ScheduleError(
             f"vectorize: {len(vector_sizes)} vector sizes for {target.what}, which has "
-            f"{target.num_loops} loops; give one size per loop"
+            f"{target.num_loops} loops (counted on the op as the workload writes it); give one "
+            "size per loop"
         )
     if any(s <= 0 for s in vector_sizes):
         raise ScheduleError(f"vectorize: vector sizes must be > 0, got {list(vector_sizes)}")
