@@ -244,3 +244,39 @@ def test_bad_markers_are_usage_errors(pytester: pytest.Pytester) -> None:
         consecutive=False,
     )
     assert result.ret != 0
+
+
+def test_a_marker_can_take_its_entry_from_a_baseline_file(pytester: pytest.Pytester) -> None:
+    pytester.path.joinpath("perf.yaml").write_text(
+        "entries:\n"
+        "  - {recipe: matmul_x86, params: {M: 256, N: 256, K: 256}, expected_speedup: 0.2}\n"
+        "  - {recipe: matmul_vulkan, params: {M: 256, N: 256, K: 256}}\n"
+    )
+    pytester.makepyfile(
+        test_from_file="""
+        import pytest
+
+        @pytest.mark.tdsched_perf(baseline="perf.yaml", entry="matmul_x86")
+        def test_gated(tdsched_perf):
+            assert tdsched_perf.entry.expected_speedup == 0.2
+            assert tdsched_perf.settings.tolerance == 0.25  # the file's defaults
+            assert tdsched_perf.verdict.status in ("pass", "inconclusive")
+
+        @pytest.mark.tdsched_perf(baseline="perf.yaml", entry="matmul_vulkan")
+        def test_unblessed():
+            pass
+
+        @pytest.mark.tdsched_perf(baseline="perf.yaml", entry="conv")
+        def test_missing():
+            pass
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--tdsched-inconclusive=pass")
+    result.stdout.fnmatch_lines(
+        [
+            "*perf.yaml: matmul_vulkan M=256,N=256,K=256 is not blessed yet; bless it with*",
+            "*no entry of *perf.yaml match 'conv'; entries: matmul_x86 M=256*",
+        ],
+        consecutive=False,
+    )
+    result.assert_outcomes(passed=1, errors=2)

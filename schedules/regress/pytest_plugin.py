@@ -24,7 +24,8 @@ from typing import Any
 
 import pytest
 
-from .baseline_file import Entry, Settings, recipe_beside, setting_problem
+from ..errors import RecipeError
+from .baseline_file import Entry, Settings, load_baseline, recipe_beside, setting_problem
 from .output import table
 from .runner import EntryResult, measure_entry
 
@@ -34,7 +35,9 @@ MARKER_HELP = (
     "precision=0.05, calibration_tolerance=0.25, threads=1, seed=0): fail the test when "
     "the recipe's speedup over IREE default falls below min_speedup (or "
     "expected_speedup x (1 - tolerance)), when its results are wrong, or when its "
-    "schedule does not apply"
+    "schedule does not apply; or tdsched_perf(baseline=FILE, entry=TEXT): the entry of "
+    "the baseline file FILE (relative to the test file) whose label contains TEXT, gated "
+    "as tdsched regress gates it"
 )
 _SETTINGS = ("precision", "time_cap_s", "calibration_tolerance", "threads", "seed")
 _RESULT = pytest.StashKey[EntryResult]()
@@ -114,6 +117,37 @@ def entry_from_marker(marker: pytest.Mark) -> Entry:
     )
 
 
+def entry_from_baseline(marker: pytest.Mark, folder: Path) -> tuple[str, Entry, Settings]:
+    """The recipe, entry and settings that ``tdsched_perf(baseline=FILE, entry=TEXT)``
+    names: so the expected speedups live in the baseline file that ``tdsched regress``
+    gates and ``--update`` blesses, not in the test."""
+    unknown = sorted(set(marker.kwargs) - {"baseline", "entry"})
+    if marker.args or unknown or "entry" not in marker.kwargs:
+        raise pytest.UsageError(
+            "tdsched_perf: with baseline=FILE give only entry=TEXT (part of the entry's "
+            "label, e.g. 'matmul_x86@x86')"
+        )
+    try:
+        baseline = load_baseline(folder / str(marker.kwargs["baseline"]))
+    except RecipeError as exc:
+        raise pytest.UsageError(f"tdsched_perf: {exc}") from exc
+    text = str(marker.kwargs["entry"])
+    found = [e for e in baseline.entries if text in e.label]
+    labels = ", ".join(e.label for e in baseline.entries) or "none"
+    if len(found) != 1:
+        how = "no entry" if not found else f"{len(found)} entries"
+        raise pytest.UsageError(
+            f"tdsched_perf: {how} of {baseline.path} match {text!r}; entries: {labels}"
+        )
+    (entry,) = found
+    if entry.expected_speedup is None:
+        raise pytest.UsageError(
+            f"tdsched_perf: {baseline.path}: {entry.label} is not blessed yet; bless it with "
+            f"'tdsched regress {baseline.path} --update'"
+        )
+    return baseline.resolve_recipe(entry), entry, entry.settings(baseline.defaults)
+
+
 def _cache_dir(config: pytest.Config) -> Path:
     if _CACHE not in config.stash:
         config.stash[_CACHE] = tempfile.TemporaryDirectory(prefix="tdsched-perf-")
@@ -126,12 +160,16 @@ def tdsched_perf(request: pytest.FixtureRequest) -> EntryResult | None:
     marker = request.node.get_closest_marker("tdsched_perf")
     if marker is None:
         return None
-    entry = entry_from_marker(marker)
-    settings = entry.settings(Settings())
+    here = Path(request.node.path).parent
+    if "baseline" in marker.kwargs:
+        recipe, entry, settings = entry_from_baseline(marker, here)
+    else:
+        entry = entry_from_marker(marker)
+        settings = entry.settings(Settings())
+        recipe = recipe_beside(here, entry.recipe)
     time_cap = request.config.getoption("--tdsched-time-cap")
     if time_cap is not None:
         settings = dataclasses.replace(settings, time_cap_s=time_cap)
-    recipe = recipe_beside(Path(request.node.path).parent, entry.recipe)
     result = measure_entry(recipe, entry, settings, _cache_dir(request.config))
     request.node.stash[_RESULT] = result
     request.config.stash[_RESULTS].append(result)
