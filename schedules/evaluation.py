@@ -86,13 +86,6 @@ class Check:
     max_abs_error: float | None = None
     error: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "status": str(self.status),
-            "max_abs_error": self.max_abs_error,
-            "error": self.error,
-        }
-
 
 def compare_outputs(got: list[np.ndarray], want: list[np.ndarray], tolerance: Tolerance) -> Check:
     """Elementwise ``|got - want| <= atol + rtol * |want|`` over every result (float64);

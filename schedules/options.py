@@ -32,7 +32,7 @@ class Kind(Enum):
     OPS = "op selection by op, attributes, layer"
 
 
-Check = Callable[[Any], str | None]
+ValueCheck = Callable[[Any], str | None]
 """A check of a value beyond its kind: a message when it is wrong. It runs on creation
 and again after parameter substitution, so it skips ``${...}`` entries it cannot judge."""
 
@@ -41,14 +41,14 @@ and again after parameter substitution, so it skips ``${...}`` entries it cannot
 class Option:
     """What one step field is: ``doc`` (one line), ``kind``, ``choices`` (``CHOICE``),
     ``key`` (its YAML key when the Python name differs, e.g. ``as``), ``inline`` (a
-    ``MATCH`` whose keys sit in the step's own mapping) and ``check`` (see :data:`Check`)."""
+    ``MATCH`` whose keys sit in the step's own mapping) and ``check`` (see :data:`ValueCheck`)."""
 
     doc: str
     kind: Kind
     choices: tuple[str, ...] = ()
     key: str | None = None
     inline: bool = False
-    check: Check | None = None
+    check: ValueCheck | None = None
 
 
 def option(
@@ -59,7 +59,7 @@ def option(
     choices: tuple[str, ...] = (),
     key: str | None = None,
     inline: bool = False,
-    check: Check | None = None,
+    check: ValueCheck | None = None,
 ) -> Any:
     """Declare a step field (a dataclass ``field``) with its :class:`Option` metadata.
     Without ``default`` the option is required."""
