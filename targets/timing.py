@@ -52,6 +52,7 @@ class RoundTimer:
         self.names = list(variants)
         self.samples: dict[str, list[float]] = {n: [] for n in self.names}
         self._inner: dict[str, int] = {}
+        self._rounds = 0
         for name, run in self.variants.items():
             for _ in range(warmup):
                 run()
@@ -62,7 +63,7 @@ class RoundTimer:
 
     @property
     def rounds(self) -> int:
-        return len(self.samples[self.names[0]]) if self.names else 0
+        return self._rounds
 
     def round(self) -> dict[str, float]:
         """Run one round; each variant's milliseconds per call in it (also kept in
@@ -76,7 +77,12 @@ class RoundTimer:
                 run()
             result[name] = (time.perf_counter() - start) / count * 1e3
             self.samples[name].append(result[name])
+        self._rounds += 1
         return result
+
+    def drop(self, name: str) -> None:
+        """Stop timing ``name`` from the next round on (its samples are kept)."""
+        self.names.remove(name)
 
     def timings(self) -> dict[str, Timing]:
         return {n: Timing.of(s) for n, s in self.samples.items()}

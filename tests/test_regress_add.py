@@ -31,7 +31,7 @@ def test_a_sweeps_best_is_added_relative_with_its_threads(tmp_path: Path) -> Non
     assert entry.recipe == "../sweeps/matmul_x86.x86.best.yaml"
     assert entry.target == "x86" and entry.overrides == {"threads": 2}
     assert entry.expected_speedup is None
-    assert entry.note == "best of sweep 4 (s.db), confirmed 1.23x on x86"
+    assert entry.note == "best of sweep 4 (s.db), raced at 1.23x on x86"
 
     proc = tdsched("regress", str(baseline), "--add", "matmul_vulkan")
     assert proc.returncode == 0, proc.stderr

@@ -42,7 +42,7 @@ kernels:
       - fuse_into: {producer: fill, loop: wg}
       - vectorize: {}
 """
-FAST = ["--jobs", "2", "--repeats", "2", "--confirm", "2", "-q"]
+FAST = ["--jobs", "2", "--repeats", "2", "--race", "2", "--race-time", "2", "-q"]
 
 
 @pytest.fixture
@@ -75,6 +75,7 @@ def test_wrong_kernels_are_rejected_and_the_best_recipe_runs(
     assert "results differ from the reference" in report["failed"][0]["error"]
     assert report["baseline_ms"]["start"] > 0 and report["baseline_ms"]["end"] > 0
     assert report["ranked"][0]["confirmed_speedup"] > 0
+    assert report["decision"]["verdict"] == "alone"  # the only correct candidate
     best = Path(report["best_recipe"])
     assert best.suffix == ".yaml" and "provenance" in best.read_text()
     assert "space" not in best.read_text()
@@ -228,21 +229,23 @@ def test_python_recipe_is_frozen_as_python(
     assert {k: ran["parameters"][k] for k in chosen} == chosen
 
 
-def test_a_sweep_stopped_in_its_confirmation_round_is_finished_on_resume(
+def test_a_sweep_stopped_in_its_race_is_finished_on_resume(
     recipe: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "s.db"
     args = (str(recipe), "--db", str(db), "--param", "SPLITK=0", "--strategy", "random")
     _, first = sweep(capsys, *args, "--samples", "2")
-    assert all(r["confirmed_speedup"] for r in first["ranked"])
-    # What a kill during the confirmation round leaves: every candidate recorded, no end
-    # baseline, nothing confirmed, the sweep still running.
+    assert first["best"]["race"]["place"] == 1
+    # What a kill during the race leaves: every candidate recorded, no end baseline, no
+    # race result, the sweep still running.
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE results SET confirmed_speedup=NULL")
+        conn.execute("UPDATE sweeps SET decision=NULL")
         conn.execute("DELETE FROM baselines WHERE phase='end'")
         conn.execute("UPDATE sweeps SET status='running', finished=NULL")
     _, resumed = sweep(capsys, *args, "--samples", "2", "--resume")
     assert (resumed["sweep"], resumed["reused"], resumed["timed"]) == (1, 2, 0)
     assert set(resumed["baseline_ms"]) == {"start", "end"}
-    assert all(r["confirmed_speedup"] for r in resumed["ranked"])
+    assert resumed["best"]["race"]["place"] == 1 and resumed["best"]["confirmed_speedup"]
+    assert resumed["decision"]["rounds"] >= 5
     assert _count(db, "SELECT COUNT(*) FROM sweeps WHERE status='done'") == 1

@@ -1,7 +1,7 @@
 """``tdsched report``: header, ranked table, --all, CSV, JSON, plots and errors.
 
 Most tests build a results database with ``ResultsDB`` directly (known speedups, failures,
-baselines and a confirmation), then call the CLI's ``main`` so its wiring is tested too.
+baselines and a race), then call the CLI's ``main`` so its wiring is tested too.
 The last one reports a real sweep compiled and timed by IREE.
 """
 
@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from tdsched.schedules.cli import main
 from tdsched.schedules.sweep.database import Result, ResultsDB
+from tdsched.schedules.sweep.racing import Decision, Interval, RaceResult, Standing
 from tdsched.schedules.sweep.report import RESULT_COLUMNS, best_cells
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -29,7 +30,8 @@ SPEEDUPS = {
     (16, 64, 16): 1.1,
     (32, 32, 16): 1.3,
 }
-CONFIRMED = (16, 64, 16)  # re-timed: confirmed 1.9x, so it ranks first
+CONFIRMED = (16, 64, 16)  # won the race at 1.9x, so it ranks first
+RUNNER_UP = (8, 32, 32)  # raced, eliminated after round 6
 FAILED = {
     (32, 64, 16): ("compile_failed", "error: tile too large\n  at line 3"),
     (8, 64, 32): ("wrong", "max abs error 0.5 > 0.001"),
@@ -75,6 +77,8 @@ def db_path(tmp_path: Path) -> Path:
             time_ms=2.0 / speedup,
             baseline_ms=2.0,
             speedup=speedup,
+            speedup_low=speedup - 0.1,
+            speedup_high=speedup + 0.1,
             max_abs_error=1e-6,
             compile_s=0.5,
         )
@@ -91,7 +95,18 @@ def db_path(tmp_path: Path) -> Path:
         )
         db.record(result, sweep)
     db.record_baseline(sweep, "end", {"median": 2.1})
-    db.confirm(_key(CONFIRMED), 1.9)
+    race = RaceResult(
+        (
+            Standing(_key(CONFIRMED), 1, Interval(1.9, 1.85, 1.95), 12, None, None),
+            Standing(_key(RUNNER_UP), 2, Interval(1.45, 1.4, 1.5), 6, 6, Interval(1.3, 1.2, 1.4)),
+        ),
+        "decided",
+        12,
+        3.0,
+    )
+    db.record_raced(_key(CONFIRMED), 1.9)
+    db.record_raced(_key(RUNNER_UP), 1.45)
+    db.record_decision(sweep, Decision(race, (), 4.0).as_dict())
     db.finish_sweep(sweep)
     later = db.start_sweep(
         recipe="matmul_x86",
@@ -120,7 +135,7 @@ def _table_rows(text: str) -> list[list[str]]:
     return [line.split() for line in lines[start + 1 :] if line.split()[0].isdigit()]
 
 
-def test_table_shows_header_and_ranks_confirmed_first(
+def test_table_shows_header_and_ranks_the_race_first(
     db_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, out, _ = _report(capsys, str(db_path), "--sweep", "1")
@@ -131,7 +146,7 @@ def test_table_shows_header_and_ranks_confirmed_first(
     assert "evaluated 7: 5 correct, 2 failed (1 compile_failed, 1 wrong)" in out
     assert "IREE default 2 ms at the start, 2.1 ms at the end (drift +5.0%)" in out
     rows = _table_rows(out)
-    # Confirmed first, then the rest by sweep speedup.
+    # The race's standings first, then the rest by screening speedup.
     assert [tuple(int(v) for v in row[1:4]) for row in rows] == [
         CONFIRMED,
         (8, 32, 32),
@@ -139,7 +154,14 @@ def test_table_shows_header_and_ranks_confirmed_first(
         (8, 32, 16),
         (16, 32, 16),
     ]
-    assert rows[0][5:8] == ["2", "1.100x", "1.900x"]  # base_ms, speedup, confirmed
+    # base_ms, screened [interval], raced [interval], race state
+    assert rows[0][5:11] == ["2", "1.100x", "[1.000,1.200]", "1.900x", "[1.850,1.950]", "best"]
+    assert rows[1][8:11] == ["1.450x", "[1.400,1.500]", "out@6"]
+    assert rows[2][8:10] == ["-", "-"]
+    assert (
+        "race: decided: TM=16, TN=64, RN=16 is the fastest, at least 20.0% ahead of the "
+        "runner-up (2 raced, 12 rounds, 3.0 s)"
+    ) in out
     assert "compile_failed: 1 (e.g. TM=32, TN=64, RN=16: error: tile too large)" in out
     assert "wrong: 1 (e.g. TM=8, TN=64, RN=32: max abs error 0.5 > 0.001)" in out
 
@@ -158,6 +180,7 @@ def test_default_is_the_newest_sweep(db_path: Path, capsys: pytest.CaptureFixtur
     assert "finished -" in out
     assert "IREE default not timed" in out
     assert [row[1:4] for row in _table_rows(out)] == [["8", "32", "32"]]
+    assert "no race was run: the best is a screening measurement" in out
 
 
 def test_all_lists_every_sweep(db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -178,7 +201,7 @@ def test_all_lists_every_sweep(db_path: Path, capsys: pytest.CaptureFixture[str]
     assert first[:5] == ["1", "matmul_x86", "x86", "grid", "done"]
     assert first[-2:] == ["7", "1.900x"]
     assert second[:5] == ["2", "matmul_x86", "x86", "random", "running"]
-    assert second[-2:] == ["1", "1.500x"]
+    assert second[-2:] == ["1", "1.500x"]  # not raced in sweep 2: its screening
     code, out, _ = _report(capsys, str(db_path), "--all", "--json")
     assert [(s["sweep"], s["evaluated"], s["best_speedup"]) for s in json.loads(out)] == [
         (1, 7, 1.9),
@@ -209,7 +232,8 @@ def test_csv_has_a_row_per_result_that_parses_back(
         assert float(row["compile_s"]) == 0.5
         assert row["error"] == ""
     assert float(rows[_key(CONFIRMED)]["confirmed_speedup"]) == 1.9
-    assert rows[_key((8, 32, 32))]["confirmed_speedup"] == ""
+    assert rows[_key((8, 32, 16))]["confirmed_speedup"] == ""
+    assert float(rows[_key((8, 32, 16))]["speedup_low"]) == pytest.approx(1.1)
     failed = rows[_key((32, 64, 16))]
     assert failed["status"] == "compile_failed"
     assert failed["time_ms"] == failed["speedup"] == ""
@@ -243,6 +267,12 @@ def test_json_has_metadata_baselines_and_results(
     assert [r["key"] for r in report["ranked"]][:2] == [_key(CONFIRMED), _key((8, 32, 32))]
     assert report["best"] == report["ranked"][0]
     assert report["best"]["confirmed_speedup"] == 1.9
+    assert report["best"]["race"]["speedup"] == [1.9, 1.85, 1.95]
+    assert report["ranked"][1]["race"]["eliminated_after"] == 6
+    assert report["ranked"][2]["race"] is None
+    assert report["decision"]["verdict"] == "decided"
+    assert report["decision"]["margin"] == pytest.approx(0.2)
+    assert report["decision"]["text"].startswith("race: decided: TM=16, TN=64, RN=16")
     assert sorted(r["status"] for r in report["failed"]) == ["compile_failed", "wrong"]
     assert set(report["ranked"][0]) >= {"params", "time_ms", "speedup", "max_abs_error"}
 
@@ -356,7 +386,7 @@ def test_reports_a_real_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     db = tmp_path / "sweeps.db"
     sweep = ["sweep", "matmul_x86", "--param", "M=128", "--param", "N=128", "--param", "K=128"]
     options = ["--strategy", "random", "--samples", "2", "--jobs", "1", "--repeats", "2"]
-    assert main([*sweep, *options, "--confirm", "1", "--db", str(db), "-q"]) == 0
+    assert main([*sweep, *options, "--race", "2", "--db", str(db), "-q"]) == 0
     capsys.readouterr()
 
     code, out, _ = _report(capsys, str(db))
@@ -366,14 +396,15 @@ def test_reports_a_real_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "evaluated 2: 2 correct, 0 failed" in out
     rows = _table_rows(out)
     assert len(rows) == 2
-    assert rows[0][8].endswith("x")  # the best was confirmed (after ms, base_ms, speedup)
-    assert rows[1][8] == "-"
+    assert rows[0][11] == "best"  # it raced (after ms, base_ms and two intervals)
+    assert rows[0][9].endswith("x")
 
     code, out, _ = _report(capsys, str(db), "--json")
     report = json.loads(out)
     assert report["evaluated"] == 2 and len(report["ranked"]) == 2
     assert set(report["baseline_ms"]) == {"start", "end"}
     assert report["ranked"][0]["confirmed_speedup"] > 0
+    assert report["decision"]["standings"][0]["key"] == report["best"]["key"]
     best_params = report["best"]["params"]
     assert " ".join(str(best_params[n]) for n in ("TM", "TN", "TK", "RN")) == " ".join(rows[0][1:5])
 

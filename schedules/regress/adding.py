@@ -2,7 +2,7 @@
 
 The entry names the recipe by a path relative to the baseline file (the two move
 together), on the recipe's first target (a frozen best lists the swept one first). A
-frozen best also carries the sweep's thread count and confirmed speedup in its
+frozen best also carries the sweep's thread count and raced speedup in its
 ``provenance``: the entry is measured with the same threads, so the gate judges the
 configuration the sweep chose, and its note says where it came from. It is added
 unblessed: ``--update`` measures and blesses it.
@@ -54,6 +54,6 @@ def _entry_for(spec: str, folder: Path) -> Entry:
             overrides["threads"] = provenance["threads"]
         note = (
             f"best of sweep {provenance.get('sweep')} ({provenance.get('database')}), "
-            f"confirmed {provenance.get('speedup')}x on {provenance.get('target')}"
+            f"raced at {provenance.get('speedup')}x on {provenance.get('target')}"
         )
     return Entry(recipe=name, target=recipe.targets[0], overrides=overrides, note=note)

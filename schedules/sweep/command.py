@@ -20,7 +20,13 @@ from .executor import Executor, Limits, LocalExecutor
 from .freeze import recorded_sweep, write_frozen
 from .runner import Sweep, SweepOptions, SweepOutcome, SweepState
 from .strategies import STRATEGIES
-from .table import baseline_line, ranked_table
+from .table import (
+    baseline_line,
+    decision_json,
+    decision_line,
+    ranked_table,
+    result_json,
+)
 
 DEFAULT_DB = Path("tdsched-sweeps.db")
 EXECUTORS = ("local", "ray")
@@ -31,9 +37,13 @@ fastest correct candidate on this machine and target.
 
 Candidates that violate a constraint are pruned before compiling (the sweep says how
 many, by which constraint). The rest are proposed by the strategy, compiled in parallel
-(--jobs), then checked against the reference and timed one at a time with no compile
-running. IREE's default build is timed first and at the end (drift is reported); the
-best --confirm candidates are re-timed interleaved with it. A candidate that fails to
+(--jobs), then checked against the reference and screened one at a time with no compile
+running (--repeats rounds, each paired with IREE default, giving a speedup and its 95%
+interval). IREE's default build is timed first and at the end (drift is reported). The
+candidates screening cannot tell apart from the leader (at most --race) then race: they
+and IREE default are timed round after round in one process, and a candidate clearly
+slower than the leader drops out, until one is left, the rest are within 2% of it, or
+--race-time / --race-rounds run out ("undecided between A and B"). A candidate that fails to
 compile, crashes, hangs (--compile-timeout, --run-timeout) or computes wrong results is
 recorded as failed and never ranked; the sweep goes on.
 
@@ -93,16 +103,38 @@ def add_parser(sub: Any) -> None:
         help="parallel compiles (default: cores)",
     )
     p.add_argument(
-        "--repeats", type=positive_int, default=5, help="timed samples per candidate (5)"
+        "--repeats",
+        type=positive_int,
+        default=5,
+        help="screening rounds per candidate, each paired with IREE default (5)",
+    )
+    p.add_argument(
+        "--sample-ms",
+        type=positive_float,
+        default=20.0,
+        help="milliseconds of back-to-back calls per timing sample (20)",
     )
     p.add_argument(
         "--threads", type=positive_int, default=2, help="x86 runtime threads (default 2)"
     )
     p.add_argument(
+        "--race",
         "--confirm",
-        type=non_negative_int,
-        default=3,
-        help="re-time the best N interleaved (default 3)",
+        type=positive_int,
+        default=8,
+        help="at most N candidates race for the best (default 8)",
+    )
+    p.add_argument(
+        "--race-time",
+        type=positive_float,
+        default=10.0,
+        help="seconds of timing after which the race stops, decided or not (10)",
+    )
+    p.add_argument(
+        "--race-rounds",
+        type=positive_int,
+        default=40,
+        help="rounds after which the race stops, decided or not (40)",
     )
     p.add_argument(
         "--compile-timeout", type=positive_float, default=300.0, help="seconds (default 300)"
@@ -177,8 +209,11 @@ def run(args: argparse.Namespace) -> int:
         budget=args.budget,
         seed=args.seed,
         repeats=args.repeats,
+        sample_s=args.sample_ms / 1e3,
         threads=args.threads,
-        confirm=args.confirm,
+        race=args.race,
+        race_time_s=args.race_time,
+        race_rounds=args.race_rounds,
         rebench=args.rebench,
         resume=args.resume,
         bench_during_compile=args.bench_during_compile,
@@ -211,12 +246,26 @@ def _write_best(sweep: Sweep, outcome: SweepOutcome, args: argparse.Namespace) -
         return None
     best = outcome.ranked[0]
     out = args.best_out or _best_path(args.db, outcome, sweep.path.suffix)
-    provenance = {
+    decision = outcome.decision
+    standing = decision.standing(best.key) if decision else None
+    provenance: dict[str, Any] = {
         "swept_recipe": _relative(sweep.path, out.parent),
         "database": _relative(args.db, out.parent),
         "sweep": outcome.sweep_id,
         "key": best.key,
-        "speedup": round(best.best_speedup or 0.0, 4),
+        "speedup": round(standing.speedup.median if standing else best.speedup or 0.0, 4),
+    }
+    if decision and standing:
+        margin = decision.race.margin
+        provenance["certainty"] = {
+            "interval": [round(standing.speedup.low, 4), round(standing.speedup.high, 4)],
+            "rounds": standing.rounds,
+            "verdict": decision.race.verdict,
+            "margin": None if margin is None else round(margin, 4),
+        }
+    else:
+        provenance["certainty"] = {"verdict": "not raced"}
+    provenance |= {
         "target": outcome.target,
         "threads": sweep.options.threads,
         "iree_version": iree.compiler.version.VERSION,
@@ -260,10 +309,12 @@ def _summary(outcome: SweepOutcome, best_file: Path | None, top: int) -> str:
     ]
     if outcome.timed or outcome.baseline_ms:
         lines.append(baseline_line(outcome.baseline_ms))
-    lines.append(ranked_table(outcome.ranked, outcome.failed, e.names, top))
+    lines.append(ranked_table(outcome.ranked, outcome.failed, e.names, top, outcome.decision))
+    if outcome.ranked:
+        lines.append(decision_line(outcome.decision, outcome.results, e.names))
     if best_file is not None:
         lines.append(f"best recipe: {best_file}  (tdsched run {best_file})")
-        best = outcome.ranked[0].best_speedup
+        best = _best_speedup(outcome)
         if best is not None and best < 1.0:
             lines.append(
                 f"warning: the best candidate is slower than {outcome.recipe.baseline.label} "
@@ -294,8 +345,18 @@ def _as_json(outcome: SweepOutcome, best_file: Path | None) -> dict[str, Any]:
         "elapsed_s": outcome.elapsed_s,
         "baseline_ms": outcome.baseline_ms,
         "drift": outcome.drift,
-        "ranked": [r.as_dict() for r in outcome.ranked],
+        "ranked": [result_json(r, outcome.decision) for r in outcome.ranked],
         "failed": [r.as_dict() for r in outcome.failed],
-        "best": outcome.ranked[0].as_dict() if outcome.ranked else None,
+        "best": result_json(outcome.ranked[0], outcome.decision) if outcome.ranked else None,
+        "decision": decision_json(outcome.decision, outcome.results, e.names),
         "best_recipe": str(best_file) if best_file else None,
     }
+
+
+def _best_speedup(outcome: SweepOutcome) -> float | None:
+    """The best candidate's speedup: raced when it raced, else screened."""
+    if not outcome.ranked:
+        return None
+    best = outcome.ranked[0]
+    standing = outcome.decision.standing(best.key) if outcome.decision else None
+    return standing.speedup.median if standing else best.speedup

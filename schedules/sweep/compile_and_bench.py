@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from tdsched.targets.runtime import LoadedModule
-from tdsched.targets.timing import time_interleaved
+from tdsched.targets.timing import RoundTimer, Timing, time_interleaved
 
 from ..evaluation import (
     EVALUATION_ERRORS,
@@ -33,7 +33,8 @@ from ..recipe import Recipe
 from ..space import ParamValue
 from .candidates import plan_point
 from .faults import inject
-from .messages import BenchJob, BenchOutcome, CompileJob, CompileOutcome, ConfirmJob, SweepContext
+from .messages import BenchJob, BenchOutcome, CompileJob, CompileOutcome, RaceJob, SweepContext
+from .racing import BASELINE, Interval, RaceResult, RaceSettings, run_race
 
 
 def plan_candidate(context: SweepContext, params: dict[str, ParamValue]) -> Plan:
@@ -101,36 +102,43 @@ class Bench:
         ].as_dict()
 
     def run(self, job: BenchJob) -> BenchOutcome:
-        """Check ``job``'s candidate; time it only when its results are right, round by
-        round interleaved with IREE default, so their ratio holds however the machine's
-        speed drifts during a sweep."""
+        """Check ``job``'s candidate; time it only when its results are right (screening):
+        ``repeats`` rounds interleaved with IREE default, so each round's ratio holds
+        however the machine's speed drifts during a sweep."""
         inject("run", job.params)
         try:
             module = LoadedModule(Path(job.artifact), self.driver, self.function)
             _, check = self.reference.check(module, self.tolerance)
             if check.status is not Status.OK:
                 return BenchOutcome(job.key, check.status, None, check.max_abs_error, check.error)
+            start = time.perf_counter()
             variants = {
                 "candidate": module.runner(self.inputs),
-                "baseline": self.baseline.runner(self.inputs),
+                BASELINE: self.baseline.runner(self.inputs),
             }
-            times = time_interleaved(variants, repeats=self.context.repeats)
+            timer = RoundTimer(variants, min_sample_s=self.context.sample_s)
+            for _ in range(self.context.repeats):
+                timer.round()
+            seconds = time.perf_counter() - start
         except EVALUATION_ERRORS as exc:
             return BenchOutcome(job.key, Status.RUN_FAILED, error=str(exc))
+        samples = timer.samples
+        ratios = [b / c for b, c in zip(samples[BASELINE], samples["candidate"], strict=True)]
         return BenchOutcome(
             job.key,
             Status.OK,
-            times["candidate"],
+            Timing.of(samples["candidate"]),
             check.max_abs_error,
-            baseline_timing=times["baseline"],
+            baseline_timing=Timing.of(samples[BASELINE]),
+            speedup=Interval.of(ratios, 0.95).as_list(),
+            timing_s=seconds,
         )
 
-    def confirm(self, job: ConfirmJob) -> dict[str, float]:
-        """Speedup of each candidate over IREE default, all timed interleaved."""
-        variants = {"baseline": self.baseline.runner(self.inputs)}
-        for key, artifact in job.artifacts.items():
-            module = LoadedModule(Path(artifact), self.driver, self.function)
-            variants[key] = module.runner(self.inputs)
-        times = time_interleaved(variants, repeats=job.repeats)
-        base = times["baseline"].median
-        return {key: base / times[key].median for key in job.artifacts}
+    def race(self, job: RaceJob) -> RaceResult:
+        """Race the candidates of ``job`` against each other and IREE default."""
+        runners = {
+            key: LoadedModule(Path(artifact), self.driver, self.function).runner(self.inputs)
+            for key, artifact in job.artifacts.items()
+        }
+        settings = RaceSettings(**job.settings)
+        return run_race(runners, self.baseline.runner(self.inputs), settings)

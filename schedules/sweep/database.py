@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sweeps (
@@ -44,7 +44,8 @@ CREATE TABLE IF NOT EXISTS sweeps (
     space TEXT NOT NULL,
     status TEXT NOT NULL,
     started REAL NOT NULL,
-    finished REAL
+    finished REAL,
+    decision TEXT
 );
 CREATE TABLE IF NOT EXISTS results (
     key TEXT PRIMARY KEY,
@@ -62,7 +63,10 @@ CREATE TABLE IF NOT EXISTS results (
     compile_s REAL,
     artifact TEXT,
     iree_version TEXT NOT NULL,
-    recorded REAL NOT NULL
+    recorded REAL NOT NULL,
+    speedup_low REAL,
+    speedup_high REAL,
+    timing_s REAL
 );
 CREATE TABLE IF NOT EXISTS sweep_results (
     sweep_id INTEGER NOT NULL REFERENCES sweeps(id),
@@ -78,6 +82,16 @@ CREATE TABLE IF NOT EXISTS baselines (
     PRIMARY KEY (sweep_id, phase)
 );
 """
+_MIGRATIONS = {
+    "1": [
+        "ALTER TABLE sweeps ADD COLUMN decision TEXT",
+        "ALTER TABLE results ADD COLUMN speedup_low REAL",
+        "ALTER TABLE results ADD COLUMN speedup_high REAL",
+        "ALTER TABLE results ADD COLUMN timing_s REAL",
+    ]
+}
+"""Schema version → the statements that bring it to :data:`SCHEMA_VERSION` (added columns
+only: every recorded result is kept)."""
 OK = "ok"
 
 
@@ -99,21 +113,23 @@ class Result:
     timing: dict[str, Any] | None = None
     baseline_ms: float | None = None
     speedup: float | None = None
+    """Screening: the median of the per-round ratios IREE default / candidate."""
     confirmed_speedup: float | None = None
+    """The race's median speedup, when the candidate raced (see :mod:`.racing`)."""
     max_abs_error: float | None = None
     error: str | None = None
     compile_s: float | None = None
     artifact: str | None = None
     iree_version: str = ""
+    speedup_low: float | None = None
+    speedup_high: float | None = None
+    """The screening speedup's 95% interval (None in databases from before racing)."""
+    timing_s: float | None = None
+    """Wall seconds the screening timing took."""
 
     @property
     def ok(self) -> bool:
         return self.status == OK
-
-    @property
-    def best_speedup(self) -> float | None:
-        """The confirmation round's speedup when there was one, else the sweep's."""
-        return self.confirmed_speedup if self.confirmed_speedup is not None else self.speedup
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -125,6 +141,8 @@ class Result:
             "time_ms": self.time_ms,
             "baseline_ms": self.baseline_ms,
             "speedup": self.speedup,
+            "speedup_low": self.speedup_low,
+            "speedup_high": self.speedup_high,
             "confirmed_speedup": self.confirmed_speedup,
             "max_abs_error": self.max_abs_error,
             "error": self.error,
@@ -148,6 +166,8 @@ class Sweep:
     status: str
     started: float
     finished: float | None
+    decision: dict[str, Any] | None = None
+    """The race that picked the best (a :class:`~.racing.Decision` as a dict)."""
 
 
 class ResultsDB:
@@ -177,6 +197,12 @@ class ResultsDB:
                 row = self._conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
                 if row is None:
                     self._conn.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+                elif row[0] in _MIGRATIONS:
+                    for statement in _MIGRATIONS[row[0]]:
+                        self._conn.execute(statement)
+                    self._conn.execute(
+                        "UPDATE meta SET value=? WHERE key='schema'", (SCHEMA_VERSION,)
+                    )
                 elif row[0] != SCHEMA_VERSION:
                     raise DatabaseError(
                         f"{path}: results database schema {row[0]}, this tdsched reads "
@@ -265,8 +291,8 @@ class ResultsDB:
         """Insert or replace ``result`` and link it to ``sweep_id``, in one transaction."""
         with self._transaction():
             self._conn.execute(
-                "INSERT OR REPLACE INTO results VALUES "
-                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT OR REPLACE INTO results ({', '.join(_RESULT_COLUMNS)}) VALUES "
+                f"({', '.join('?' * len(_RESULT_COLUMNS))})",
                 (
                     result.key,
                     result.recipe,
@@ -284,6 +310,9 @@ class ResultsDB:
                     result.artifact,
                     result.iree_version,
                     time.time(),
+                    result.speedup_low,
+                    result.speedup_high,
+                    result.timing_s,
                 ),
             )
             if sweep_id is not None:
@@ -297,10 +326,18 @@ class ResultsDB:
     def _link(self, sweep_id: int, key: str) -> None:
         self._conn.execute("INSERT OR IGNORE INTO sweep_results VALUES (?, ?)", (sweep_id, key))
 
-    def confirm(self, key: str, speedup: float) -> None:
-        """Store the confirmation round's speedup of ``key``."""
+    def record_raced(self, key: str, speedup: float) -> None:
+        """Store the speedup ``key`` raced at."""
         with self._transaction():
             self._conn.execute("UPDATE results SET confirmed_speedup=? WHERE key=?", (speedup, key))
+
+    def record_decision(self, sweep_id: int, decision: Mapping[str, Any]) -> None:
+        """Store how the sweep's race ended (replacing an earlier race of the sweep)."""
+        with self._transaction():
+            self._conn.execute(
+                "UPDATE sweeps SET decision=? WHERE id=?",
+                (json.dumps(dict(decision), sort_keys=True), sweep_id),
+            )
 
     def result(self, key: str) -> Result | None:
         row = self._conn.execute("SELECT * FROM results WHERE key=?", (key,)).fetchone()
@@ -335,6 +372,29 @@ class ResultsDB:
         return {phase: median for phase, median in rows}
 
 
+_RESULT_COLUMNS = (
+    "key",
+    "recipe",
+    "target",
+    "params",
+    "status",
+    "time_ms",
+    "timing",
+    "baseline_ms",
+    "speedup",
+    "confirmed_speedup",
+    "max_abs_error",
+    "error",
+    "compile_s",
+    "artifact",
+    "iree_version",
+    "recorded",
+    "speedup_low",
+    "speedup_high",
+    "timing_s",
+)
+
+
 def drift(baselines: Mapping[str, float]) -> float | None:
     """Relative change of IREE default's median from a sweep's start to its end."""
     start, end = baselines.get("start"), baselines.get("end")
@@ -354,6 +414,7 @@ def _sweep(row: tuple[Any, ...]) -> Sweep:
         status=row[8],
         started=row[9],
         finished=row[10],
+        decision=json.loads(row[11]) if row[11] else None,
     )
 
 
@@ -374,4 +435,7 @@ def _result(row: tuple[Any, ...]) -> Result:
         compile_s=row[12],
         artifact=row[13],
         iree_version=row[14],
+        speedup_low=row[16],
+        speedup_high=row[17],
+        timing_s=row[18],
     )

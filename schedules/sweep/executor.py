@@ -33,11 +33,12 @@ from .messages import (
     BenchOutcome,
     CompileJob,
     CompileOutcome,
-    ConfirmJob,
+    RaceJob,
     SweepContext,
     from_json,
     to_json,
 )
+from .racing import RaceResult
 
 
 @dataclass(frozen=True)
@@ -66,8 +67,8 @@ class Executor(Protocol):
     def time_baseline(self) -> dict[str, Any]:
         """IREE default's timing (median, min, max, samples in ms)."""
 
-    def confirm(self, job: ConfirmJob) -> dict[str, float]:
-        """Re-time candidates interleaved with IREE default: key → speedup."""
+    def race(self, job: RaceJob) -> RaceResult:
+        """Race candidates against each other and IREE default (see :mod:`.racing`)."""
 
     def close(self) -> None:
         """Stop every worker."""
@@ -246,12 +247,10 @@ class LocalExecutor:
         result: dict[str, Any] = self._bench_worker().request({"op": "baseline"}, self.limits.run_s)
         return result
 
-    def confirm(self, job: ConfirmJob) -> dict[str, float]:
-        limit = self.limits.run_s * max(1, len(job.artifacts))
-        result: dict[str, float] = self._bench_worker().request(
-            {"op": "confirm", "job": to_json(job)}, limit
-        )
-        return result
+    def race(self, job: RaceJob) -> RaceResult:
+        limit = self.limits.run_s * max(1, len(job.artifacts)) + job.settings["time_cap_s"]
+        result = self._bench_worker().request({"op": "race", "job": to_json(job)}, limit)
+        return RaceResult.from_dict(result)
 
     def close(self) -> None:
         while not self._compilers.empty():

@@ -9,7 +9,7 @@ nothing a library prints can corrupt it. Requests:
 * ``{"op": "compile_default"}`` → CompileOutcome (IREE default into the context's path);
 * ``{"op": "bench", "job": BenchJob}`` → BenchOutcome;
 * ``{"op": "baseline"}`` → IREE default's timing;
-* ``{"op": "confirm", "job": ConfirmJob}`` → key → speedup.
+* ``{"op": "race", "job": RaceJob}`` → RaceResult (as a dict).
 
 An answer is ``{"result": ...}``, or ``{"error": "...", "traceback": "..."}`` for an
 unexpected exception.
@@ -26,7 +26,7 @@ import traceback
 from typing import Any
 
 from .compile_and_bench import Bench, compile_candidate, compile_default
-from .messages import BenchJob, CompileJob, ConfirmJob, SweepContext, from_json, to_json
+from .messages import BenchJob, CompileJob, RaceJob, SweepContext, from_json, to_json
 
 
 class _Worker:
@@ -53,8 +53,8 @@ class _Worker:
             return to_json(self.bench.run(from_json(BenchJob, request["job"])))
         if op == "baseline":
             return self.bench.time_baseline()
-        if op == "confirm":
-            return self.bench.confirm(from_json(ConfirmJob, request["job"]))
+        if op == "race":
+            return self.bench.race(from_json(RaceJob, request["job"])).as_dict()
         raise RuntimeError(f"unknown request {op!r}")
 
 

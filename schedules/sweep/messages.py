@@ -31,6 +31,9 @@ class SweepContext:
     fixed: dict[str, Any] = field(default_factory=dict)
     threads: int = 1
     repeats: int = 5
+    """Screening rounds per candidate (each: the candidate, then IREE default, or back)."""
+    sample_s: float = 0.02
+    """Seconds of back-to-back calls per timing sample."""
     seed: int = 0
     cpu: str = "host"
     cpu_features: str | None = None
@@ -77,15 +80,20 @@ class BenchOutcome:
     error: str | None = None
     baseline_timing: Timing | None = None
     """IREE default, timed interleaved with the candidate (the speedup's denominator)."""
+    speedup: list[float] | None = None
+    """Median, low and high of the per-round ratio IREE default / candidate (95%)."""
+    timing_s: float = 0.0
+    """Wall seconds spent timing (both variants)."""
 
 
 @dataclass(frozen=True)
-class ConfirmJob:
-    """Time candidates and IREE default interleaved, round after round (ranking check)."""
+class RaceJob:
+    """Race candidates against each other and IREE default (see :mod:`.racing`)."""
 
     artifacts: dict[str, str]
     """key → artifact."""
-    repeats: int
+    settings: dict[str, Any]
+    """A :class:`~.racing.RaceSettings` as keywords."""
 
 
 def to_json(message: Any) -> dict[str, Any]:

@@ -44,9 +44,10 @@ from .messages import (
     BenchOutcome,
     CompileJob,
     CompileOutcome,
-    ConfirmJob,
+    RaceJob,
     SweepContext,
 )
+from .racing import RaceResult
 
 BASELINE_KEY = "baseline"
 
@@ -191,13 +192,13 @@ class BenchServer:
     def time_baseline(self) -> dict[str, float | int]:
         return self._bench.time_baseline()
 
-    def confirm(self, artifacts: Mapping[str, bytes], repeats: int) -> dict[str, float]:
+    def race(self, artifacts: Mapping[str, bytes], settings: dict[str, Any]) -> dict[str, Any]:
         with tempfile.TemporaryDirectory(dir=self._folder.name) as tmp:
             paths = {}
             for number, (key, data) in enumerate(artifacts.items()):
                 paths[key] = str(Path(tmp) / f"{number}.vmfb")
                 Path(paths[key]).write_bytes(data)
-            return self._bench.confirm(ConfirmJob(paths, repeats))
+            return self._bench.race(RaceJob(paths, settings)).as_dict()
 
 
 class RayExecutor:
@@ -353,11 +354,10 @@ class RayExecutor:
         timing: dict[str, Any] = self._call("time_baseline", self.limits.run_s)
         return timing
 
-    def confirm(self, job: ConfirmJob) -> dict[str, float]:
+    def race(self, job: RaceJob) -> RaceResult:
         artifacts = {key: Path(path).read_bytes() for key, path in job.artifacts.items()}
-        limit = self.limits.run_s * max(1, len(artifacts))
-        speedups: dict[str, float] = self._call("confirm", limit, artifacts, job.repeats)
-        return speedups
+        limit = self.limits.run_s * max(1, len(artifacts)) + job.settings["time_cap_s"]
+        return RaceResult.from_dict(self._call("race", limit, artifacts, job.settings))
 
     def _call(self, method: str, timeout_s: float, *args: Any) -> Any:
         """Run ``method`` on the benchmark actor. A timeout or the actor's death kills it

@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ..text_table import aligned
 from .database import Result, Sweep, drift
+from .racing import Decision
 from .runner import rank
-from .table import baseline_line, ranked_table
+from .table import baseline_line, decision_json, decision_line, ranked_table, result_json
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -32,6 +33,8 @@ RESULT_COLUMNS = (
     "time_ms",
     "baseline_ms",
     "speedup",
+    "speedup_low",
+    "speedup_high",
     "confirmed_speedup",
     "max_abs_error",
     "compile_s",
@@ -54,8 +57,24 @@ class SweepData:
     baselines: dict[str, float]
 
     @property
+    def decision(self) -> Decision | None:
+        """The race that picked the sweep's best (None before it ran)."""
+        recorded = self.sweep.decision
+        return Decision.from_dict(recorded) if recorded else None
+
+    @property
     def ranked(self) -> list[Result]:
-        return rank(self.results)
+        return rank(self.results, self.decision)
+
+    @property
+    def best_speedup(self) -> float | None:
+        """The best candidate's speedup: raced when it raced, else screened."""
+        ranked = self.ranked
+        if not ranked:
+            return None
+        decision = self.decision
+        standing = decision.standing(ranked[0].key) if decision else None
+        return standing.speedup.median if standing else ranked[0].speedup
 
     @property
     def failed(self) -> list[Result]:
@@ -128,14 +147,16 @@ def header_lines(data: SweepData) -> list[str]:
 
 def text_report(data: SweepData, top: int) -> str:
     """The header, then the ranked table of the best ``top`` and the failures."""
-    table = ranked_table(data.ranked, data.failed, data.names, top)
-    return "\n".join([*header_lines(data), "", table])
+    table = ranked_table(data.ranked, data.failed, data.names, top, data.decision)
+    lines = [*header_lines(data), "", table]
+    if data.ranked:
+        lines.append(decision_line(data.decision, data.results, data.names))
+    return "\n".join(lines)
 
 
 def summary(data: SweepData) -> dict[str, Any]:
     """One sweep in brief, for ``--all``: what ran and the best it found."""
     s = data.sweep
-    ranked = data.ranked
     return {
         "sweep": s.id,
         "recipe": s.recipe,
@@ -144,7 +165,7 @@ def summary(data: SweepData) -> dict[str, Any]:
         "status": s.status,
         "started": s.started,
         "evaluated": len(data.results),
-        "best_speedup": ranked[0].best_speedup if ranked else None,
+        "best_speedup": data.best_speedup,
     }
 
 
@@ -211,9 +232,10 @@ def as_json(data: SweepData) -> dict[str, Any]:
         "evaluated": len(data.results),
         "baseline_ms": data.baselines,
         "drift": data.drift,
-        "ranked": [r.as_dict() for r in ranked],
+        "ranked": [result_json(r, data.decision) for r in ranked],
         "failed": [r.as_dict() for r in data.failed],
-        "best": ranked[0].as_dict() if ranked else None,
+        "best": result_json(ranked[0], data.decision) if ranked else None,
+        "decision": decision_json(data.decision, data.results, data.names),
     }
 
 

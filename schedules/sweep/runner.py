@@ -4,10 +4,12 @@ The sweep enumerates the space (pruning by constraints, reported), lets a strate
 propose batches, and for each proposed candidate plans it here (to get its content key),
 reuses a recorded result when the database has one, else compiles it on the executor's
 workers in parallel, then checks and times the compiled candidates one at a time with
-no compile running. IREE's default build is timed before the first candidate and again
-at the end (the drift between the two says how much the machine changed), and the best
-few candidates are re-timed interleaved with IREE default to confirm the ranking. Every
-outcome is recorded the moment it is known, so an interrupted sweep resumes where it was.
+no compile running (screening: a few rounds each, paired with IREE default). IREE's
+default build is timed before the first candidate and again at the end (the drift
+between the two says how much the machine changed), and the candidates that screening
+cannot tell apart from the leader race each other (:mod:`.racing`) to decide the best.
+Every outcome is recorded the moment it is known, so an interrupted sweep resumes where
+it was.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from .candidates import baseline_key, content_key, plan_point, result_key
 from .database import Result, ResultsDB
 from .database import drift as baseline_drift
 from .executor import Executor, WorkerError, WorkerFailure
-from .messages import BenchJob, BenchOutcome, CompileJob, CompileOutcome, ConfirmJob, SweepContext
+from .messages import BenchJob, BenchOutcome, CompileJob, CompileOutcome, RaceJob, SweepContext
+from .racing import Decision, Interval, RaceSettings, entrants
 from .strategies import Evolutionary, Grid, RandomSample, Strategy
 
 
@@ -52,8 +55,13 @@ class SweepOptions:
     """adaptive: candidates to evaluate, a count (>= 1) or a fraction of the valid ones."""
     seed: int = 0
     repeats: int = 5
+    """Screening rounds per candidate."""
+    sample_s: float = 0.02
     threads: int = 2
-    confirm: int = 3
+    race: int = 8
+    """At most this many candidates race for the best."""
+    race_time_s: float = 10.0
+    race_rounds: int = 40
     rebench: bool = False
     resume: bool = False
     bench_during_compile: bool = False
@@ -75,12 +83,14 @@ class SweepOutcome:
     timed: int = 0
     baseline_ms: dict[str, float] = field(default_factory=dict)
     elapsed_s: float = 0.0
+    decision: Decision | None = None
+    """The race that picked the best (None when no candidate was timed)."""
 
     @property
     def ranked(self) -> list[Result]:
-        """Correct candidates, fastest first: those the confirmation round re-timed (by
-        their confirmed speedup), then the others by their sweep speedup."""
-        return rank(self.results)
+        """Correct candidates, fastest first: those that raced (by their place), then the
+        others by their screening speedup."""
+        return rank(self.results, self.decision)
 
     @property
     def failed(self) -> list[Result]:
@@ -92,12 +102,12 @@ class SweepOutcome:
         return baseline_drift(self.baseline_ms)
 
 
-def rank(results: list[Result]) -> list[Result]:
-    """Correct candidates, best first; confirmed speedups outrank single measurements."""
+def rank(results: list[Result], decision: Decision | None) -> list[Result]:
+    """Correct candidates, best first: the race's standings (winner first), then the
+    candidates that did not race by their screening speedup."""
     ok = [r for r in results if r.ok and r.speedup is not None]
-    return sorted(
-        ok, key=lambda r: (r.confirmed_speedup is not None, r.best_speedup or 0.0), reverse=True
-    )
+    places = {s.key: s.place for s in decision.race.standings} if decision else {}
+    return sorted(ok, key=lambda r: (places.get(r.key, len(places) + 1), -(r.speedup or 0.0)))
 
 
 Progress = Callable[[str, "SweepState"], None]
@@ -172,6 +182,7 @@ class Sweep:
             fixed=dict(options.fixed),
             threads=options.threads,
             repeats=options.repeats,
+            sample_s=options.sample_s,
             seed=options.seed,
             cpu=options.cpu,
             cpu_features=options.cpu_features,
@@ -184,8 +195,6 @@ class Sweep:
         self.chunk = max(8, 2 * jobs)
         """Candidates compiled before the timing of that group: large enough to keep every
         compile worker busy, small enough that results (and best-so-far) come steadily."""
-        self._resumed = False
-        """Whether this run continues an interrupted sweep (see :meth:`run`)."""
         self._artifacts: dict[str, Path] = {}
         """result key → the compiled candidate (shared by keys that differ in threads)."""
 
@@ -237,15 +246,17 @@ class Sweep:
                 for start_at in range(0, len(batch), self.chunk):
                     chunk = batch[start_at : start_at + self.chunk]
                     self._evaluate(chunk, sweep_id, history, outcome)
-            if outcome.timed or self._resumed:
-                # A resumed sweep may have been stopped in its confirmation round, after
-                # every candidate was recorded: finish it, not report an unconfirmed best.
-                self._finish_timing(sweep_id, outcome)
+            if outcome.timed or self.db.sweep(sweep_id).decision is None:
+                # A resumed sweep may have been stopped in its race, after every candidate
+                # was recorded: finish it, never report a best that did not race.
+                self._finish_timing(sweep_id)
         finally:
             self.executor.close()
         self.db.finish_sweep(sweep_id)
         outcome.results = self.db.results(sweep_id)
         outcome.baseline_ms = self.db.baselines(sweep_id) or outcome.baseline_ms
+        recorded = self.db.sweep(sweep_id).decision
+        outcome.decision = Decision.from_dict(recorded) if recorded else None
         outcome.elapsed_s = time.monotonic() - start
         return outcome
 
@@ -255,7 +266,6 @@ class Sweep:
             previous = self.db.unfinished_sweep(signature)
             if previous is not None:
                 self._note(f"resuming sweep {previous.id}")
-                self._resumed = True
                 return previous.id
             self._note("no interrupted sweep of this recipe and space to resume; starting one")
         return self.db.start_sweep(
@@ -359,21 +369,31 @@ class Sweep:
                 f"IREE's default build could not be run on {self.target}: {exc}"
             ) from exc
 
-    def _finish_timing(self, sweep_id: int, outcome: SweepOutcome) -> None:
-        """IREE default again (drift), then the confirmation round of the best."""
+    def _finish_timing(self, sweep_id: int) -> None:
+        """IREE default again (drift), then the race of the candidates screening could not
+        tell apart from the leader."""
+        results = self.db.results(sweep_id)
+        screened = [
+            (r.key, screening_interval(r))
+            for r in results
+            if r.ok and r.speedup and r.artifact and Path(r.artifact).is_file()
+        ]
+        if not screened:
+            return
         self._default_built()
         self.db.record_baseline(sweep_id, "end", self._time_default())
-        best = sorted(
-            (r for r in self.db.results(sweep_id) if r.ok and r.speedup),
-            key=lambda r: r.speedup or 0.0,
-            reverse=True,
-        )[: self.options.confirm]
-        artifacts = {r.key: r.artifact for r in best if r.artifact and Path(r.artifact).is_file()}
-        if len(artifacts) > 0:
-            self._note(f"confirming the best {len(artifacts)} interleaved with IREE default")
-            confirmed = self.executor.confirm(ConfirmJob(artifacts, max(3, self.options.repeats)))
-            for key, speedup in confirmed.items():
-                self.db.confirm(key, speedup)
+        racing, left_out = entrants(screened, self.options.race)
+        artifacts = {r.key: str(r.artifact) for r in results if r.key in racing}
+        o = self.options
+        settings = RaceSettings(
+            max_rounds=o.race_rounds, time_cap_s=o.race_time_s, sample_s=o.sample_s
+        )
+        self._note(f"racing the best {len(racing)} against each other and IREE default")
+        race = self.executor.race(RaceJob(artifacts, dataclasses.asdict(settings)))
+        for standing in race.standings:
+            self.db.record_raced(standing.key, standing.speedup.median)
+        screening_s = sum(r.timing_s or 0.0 for r in results)
+        self.db.record_decision(sweep_id, Decision(race, tuple(left_out), screening_s).as_dict())
 
     # -- records --------------------------------------------------------------------
 
@@ -393,6 +413,7 @@ class Sweep:
         median = measured.timing.median if measured.timing else None
         base = measured.baseline_timing
         baseline = base.median if base else None
+        speedup = Interval.from_list(measured.speedup) if measured.speedup else None
         return Result(
             key=job.key,
             recipe=self.recipe.name,
@@ -402,7 +423,10 @@ class Sweep:
             time_ms=median,
             timing=measured.timing.as_dict() if measured.timing else None,
             baseline_ms=baseline,
-            speedup=baseline / median if median and baseline else None,
+            speedup=speedup.median if speedup else None,
+            speedup_low=speedup.low if speedup else None,
+            speedup_high=speedup.high if speedup else None,
+            timing_s=measured.timing_s,
             max_abs_error=measured.max_abs_error,
             error=measured.error,
             compile_s=self._compile_s.get(job.key),
@@ -422,6 +446,15 @@ class Sweep:
     def _note(self, message: str) -> None:
         self.state.message = message
         self.progress("note", self.state)
+
+
+def screening_interval(result: Result) -> Interval:
+    """A result's screening speedup and interval (a point for results recorded before
+    intervals were)."""
+    speedup = result.speedup or 0.0
+    low = result.speedup_low if result.speedup_low is not None else speedup
+    high = result.speedup_high if result.speedup_high is not None else speedup
+    return Interval(speedup, low, high)
 
 
 def _narrowed(recipe: Recipe, fixed: dict[str, ParamValue]) -> SearchSpace:

@@ -3,37 +3,70 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..text_table import aligned
 from .database import Result, drift
+from .racing import Decision, Interval, Standing
 
 
 def _fmt(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
+def _interval(value: Interval) -> str:
+    return f"{value.median:.3f}x [{value.low:.3f},{value.high:.3f}]"
+
+
+def _screened(r: Result) -> str:
+    if r.speedup is None:
+        return "-"
+    if r.speedup_low is None or r.speedup_high is None:
+        return f"{r.speedup:.3f}x"
+    return _interval(Interval(r.speedup, r.speedup_low, r.speedup_high))
+
+
+def _race_state(standing: Standing | None) -> str:
+    if standing is None:
+        return "-"
+    if standing.place == 1:
+        return "best"
+    if standing.eliminated_after is None:
+        return "close"
+    return f"out@{standing.eliminated_after}"
+
+
 def ranked_table(
-    ranked: Sequence[Result], failed: Sequence[Result], names: Sequence[str], top: int
+    ranked: Sequence[Result],
+    failed: Sequence[Result],
+    names: Sequence[str],
+    top: int,
+    decision: Decision | None,
 ) -> str:
     """The best ``top`` correct candidates, then a line per failure kind.
 
-    Columns: rank, each swept parameter, median ms, IREE default's median ms timed beside
-    it, speedup over IREE default measured in the sweep, speedup from the confirmation
-    round (interleaved with IREE default), and the largest error against the reference.
+    Columns: rank, each swept parameter, median ms and IREE default's median ms timed
+    beside it (screening), the screening speedup over IREE default and its 95% interval,
+    the race's speedup and interval, how the candidate ended the race (``best``;
+    ``close``: not separable from the best; ``out@R``: clearly slower, dropped after
+    round R; ``-``: did not race), and the largest error against the reference.
     """
-    header = ["#", *names, "ms", "base_ms", "speedup", "confirmed", "max_err"]
-    rows = [
-        [
-            str(i + 1),
-            *(str(r.params.get(n, "")) for n in names),
-            _fmt(r.time_ms, ".4g"),
-            _fmt(r.baseline_ms, ".4g"),
-            _fmt(r.speedup, ".3f") + ("x" if r.speedup is not None else ""),
-            _fmt(r.confirmed_speedup, ".3f") + ("x" if r.confirmed_speedup is not None else ""),
-            _fmt(r.max_abs_error, ".2g"),
-        ]
-        for i, r in enumerate(ranked[:top])
-    ]
+    header = ["#", *names, "ms", "base_ms", "screened [95%]", "raced [95%]", "race", "max_err"]
+    rows = []
+    for i, r in enumerate(ranked[:top]):
+        standing = decision.standing(r.key) if decision else None
+        rows.append(
+            [
+                str(i + 1),
+                *(str(r.params.get(n, "")) for n in names),
+                _fmt(r.time_ms, ".4g"),
+                _fmt(r.baseline_ms, ".4g"),
+                _screened(r),
+                _interval(standing.speedup) if standing else "-",
+                _race_state(standing),
+                _fmt(r.max_abs_error, ".2g"),
+            ]
+        )
     lines = aligned([header, *rows], right=True)
     if len(ranked) > top:
         lines.append(f"... {len(ranked) - top} more correct candidates (--top N shows more)")
@@ -71,3 +104,38 @@ def baseline_line(baselines: Mapping[str, float]) -> str:
         else ""
     )
     return f"IREE default {baselines['start']:.4g} ms at the start{end}"
+
+
+def label(result: Result | None, names: Sequence[str]) -> str:
+    """A candidate by its swept parameters: ``TM=32, TN=128``."""
+    if result is None:
+        return "?"
+    return ", ".join(f"{n}={result.params.get(n)}" for n in names) or result.key[:12]
+
+
+def decision_line(
+    decision: Decision | None, results: Sequence[Result], names: Sequence[str]
+) -> str:
+    """How the best was picked, for people (or why there is no race to show)."""
+    if decision is None:
+        return "no race was run: the best is a screening measurement ('sweep --resume' races)"
+    by_key = {r.key: r for r in results}
+    return "race: " + decision.describe(lambda key: label(by_key.get(key), names))
+
+
+def result_json(result: Result, decision: Decision | None) -> dict[str, Any]:
+    """A result as JSON, with its standing in the sweep's race (``race``: place, speedup
+    ``[median, low, high]``, rounds, eliminated_after, behind_leader; None if it did not
+    race)."""
+    standing = decision.standing(result.key) if decision else None
+    return {**result.as_dict(), "race": standing.as_dict() if standing else None}
+
+
+def decision_json(
+    decision: Decision | None, results: Sequence[Result], names: Sequence[str]
+) -> dict[str, Any] | None:
+    """The race as JSON: verdict, rounds, seconds, margin, standings, left_out,
+    screening_s, and the ``text`` people read."""
+    if decision is None:
+        return None
+    return {**decision.as_dict(), "text": decision_line(decision, results, names)}

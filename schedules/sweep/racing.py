@@ -1,0 +1,356 @@
+"""Racing: deciding which of a sweep's leading candidates is really the fastest.
+
+A screening measurement (a few rounds per candidate, each paired with IREE default) ranks
+the whole space; the leaders then *race*: they and IREE default are timed round after
+round in one process, every variant once per round in alternating order, so each round
+is a set of samples taken moments apart and the machine's drift cancels in their ratios.
+
+After each round (from ``min_rounds`` on) the race compares every runner with the
+leader (the runner with the best median speedup over IREE default) on the per-round
+ratio ``runner's time / leader's time``: when the distribution-free confidence interval
+of that ratio's median lies wholly above 1, the runner is clearly slower and leaves the
+race (successive elimination, as F-race does with its pairwise tests). The test is
+repeated after every round, so it uses a stricter confidence (99%) than the intervals
+reported (95%): simulated with 15% noise, two equally fast candidates were told apart
+(one wrongly eliminated) in 8% of races at 99%, 18% at 95%. The race stops
+
+* ``decided``: one runner is left;
+* ``tie``: every runner left is within ``tie`` of the leader (interval inside
+  ``[1 - tie, 1 + tie]``): they are equally fast as far as timing can tell;
+* ``undecided``: ``max_rounds`` or ``time_cap_s`` ran out first; the verdict names the
+  runners left and how far apart they may be;
+* ``alone``: only one candidate entered (it is still timed for its interval).
+
+:class:`Race` is the bookkeeping alone, a pure function of the rounds it is given (tested
+with synthetic rounds); :func:`run_race` drives it with a real timer.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from tdsched.targets.timing import RoundTimer, median_interval
+
+BASELINE = "baseline"
+"""The name IREE default runs under in a race's rounds."""
+
+Verdict = Literal["decided", "tie", "undecided", "alone"]
+
+
+@dataclass(frozen=True)
+class RaceSettings:
+    """How long a race may go on and what it takes to decide it."""
+
+    min_rounds: int = 5
+    """Rounds before anyone is eliminated (a median interval needs a few samples)."""
+    max_rounds: int = 40
+    time_cap_s: float = 10.0
+    """Seconds of timing after which the race stops, decided or not."""
+    sample_s: float = 0.02
+    """Seconds of back-to-back calls per variant per round."""
+    confidence: float = 0.95
+    """Of the intervals reported."""
+    eliminate_confidence: float = 0.99
+    """Of the interval that must lie above 1 to eliminate a runner."""
+    tie: float = 0.02
+    """Runners whose ratio to the leader is known to within this are equally fast."""
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A median and its confidence interval."""
+
+    median: float
+    low: float
+    high: float
+
+    @staticmethod
+    def of(values: Sequence[float], confidence: float) -> Interval:
+        low, high = median_interval(list(values), confidence)
+        return Interval(statistics.median(values), low, high)
+
+    def as_list(self) -> list[float]:
+        return [round(self.median, 4), round(self.low, 4), round(self.high, 4)]
+
+    @staticmethod
+    def from_list(values: Sequence[float]) -> Interval:
+        median, low, high = values
+        return Interval(median, low, high)
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Where one candidate finished."""
+
+    key: str
+    place: int
+    """1 for the winner; runners still in the race at the end come before those
+    eliminated, each group by median speedup."""
+    speedup: Interval
+    """Over IREE default: the per-round ratio ``IREE default / candidate``."""
+    rounds: int
+    eliminated_after: int | None
+    """The round after which it was found clearly slower than the leader."""
+    behind_leader: Interval | None
+    """``its time / the winner's time`` per round, over the rounds it raced (None for the
+    winner)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "place": self.place,
+            "speedup": self.speedup.as_list(),
+            "rounds": self.rounds,
+            "eliminated_after": self.eliminated_after,
+            "behind_leader": self.behind_leader.as_list() if self.behind_leader else None,
+        }
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any]) -> Standing:
+        behind = data.get("behind_leader")
+        return Standing(
+            key=data["key"],
+            place=data["place"],
+            speedup=Interval.from_list(data["speedup"]),
+            rounds=data["rounds"],
+            eliminated_after=data.get("eliminated_after"),
+            behind_leader=Interval.from_list(behind) if behind else None,
+        )
+
+
+@dataclass(frozen=True)
+class RaceResult:
+    """How a race ended: the standings (winner first) and the verdict."""
+
+    standings: tuple[Standing, ...]
+    verdict: Verdict
+    rounds: int
+    seconds: float
+    """Wall time of the race's timing."""
+
+    @property
+    def winner(self) -> Standing:
+        return self.standings[0]
+
+    @property
+    def contenders(self) -> tuple[Standing, ...]:
+        """The runners not eliminated (the winner included)."""
+        return tuple(s for s in self.standings if s.eliminated_after is None)
+
+    @property
+    def margin(self) -> float | None:
+        """For ``tie`` / ``undecided``: how far (a fraction) a remaining runner may be from
+        the winner either way; for ``decided``: how much faster the winner is at least than
+        the closest eliminated runner; None when nobody else raced."""
+        others = [s.behind_leader for s in self.standings[1:] if s.behind_leader]
+        if not others:
+            return None
+        if self.verdict == "decided":
+            return min(b.low for b in others) - 1.0
+        left = [s.behind_leader for s in self.contenders[1:] if s.behind_leader]
+        return max(max(1.0 - b.low, b.high - 1.0) for b in left)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "rounds": self.rounds,
+            "seconds": round(self.seconds, 3),
+            "standings": [s.as_dict() for s in self.standings],
+        }
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any]) -> RaceResult:
+        return RaceResult(
+            standings=tuple(Standing.from_dict(s) for s in data["standings"]),
+            verdict=data["verdict"],
+            rounds=data["rounds"],
+            seconds=data["seconds"],
+        )
+
+
+class Race:
+    """The race's bookkeeping: feed it rounds, ask whom to drop and whether it is over."""
+
+    def __init__(self, keys: Sequence[str], settings: RaceSettings) -> None:
+        if not keys:
+            raise ValueError("a race needs at least one candidate")
+        if BASELINE in keys:
+            raise ValueError(f"{BASELINE!r} names IREE default in a race")
+        self.settings = settings
+        self.running = list(keys)
+        self.times: dict[str, list[float]] = {k: [] for k in keys}
+        self.baseline: list[float] = []
+        self.eliminated: dict[str, int] = {}
+        self.alone = len(keys) == 1
+
+    @property
+    def rounds(self) -> int:
+        return len(self.baseline)
+
+    def add_round(self, times: Mapping[str, float]) -> None:
+        """One round's milliseconds per call: IREE default and every runner."""
+        self.baseline.append(times[BASELINE])
+        for key in self.running:
+            self.times[key].append(times[key])
+
+    def speedup(self, key: str) -> Interval:
+        """``key``'s speedup over IREE default, over the rounds it raced."""
+        ratios = [b / t for b, t in zip(self.baseline, self.times[key], strict=False)]
+        return Interval.of(ratios, self.settings.confidence)
+
+    def leader(self) -> str:
+        return max(self.running, key=lambda k: self.speedup(k).median)
+
+    def behind(self, key: str, leader: str, confidence: float | None = None) -> Interval:
+        """``key``'s time over ``leader``'s, round by round, over the rounds both raced."""
+        ratios = [t / lead for t, lead in zip(self.times[key], self.times[leader], strict=False)]
+        return Interval.of(ratios, confidence or self.settings.confidence)
+
+    def eliminate(self) -> list[str]:
+        """Drop (and return) the runners clearly slower than the leader."""
+        if self.rounds < self.settings.min_rounds or len(self.running) < 2:
+            return []
+        leader = self.leader()
+        strict = self.settings.eliminate_confidence
+        slower = [
+            k for k in self.running if k != leader and self.behind(k, leader, strict).low > 1.0
+        ]
+        for key in slower:
+            self.running.remove(key)
+            self.eliminated[key] = self.rounds
+        return slower
+
+    def verdict(self, elapsed_s: float) -> Verdict | None:
+        """How the race ends now, or None while it should go on."""
+        s = self.settings
+        if self.rounds < s.min_rounds:
+            return None
+        if self.alone:
+            return "alone"
+        if len(self.running) == 1:
+            return "decided"
+        leader = self.leader()
+        close = all(
+            1.0 - s.tie <= b.low and b.high <= 1.0 + s.tie
+            for b in (self.behind(k, leader) for k in self.running if k != leader)
+        )
+        if close:
+            return "tie"
+        if self.rounds >= s.max_rounds or elapsed_s >= s.time_cap_s:
+            return "undecided"
+        return None
+
+    def result(self, verdict: Verdict, seconds: float) -> RaceResult:
+        """The standings: runners left by median speedup, then the eliminated ones."""
+        by_speed = sorted(self.times, key=lambda k: self.speedup(k).median, reverse=True)
+        order = [k for k in by_speed if k in self.running]
+        order += [k for k in by_speed if k not in self.running]
+        winner = order[0]
+        standings = tuple(
+            Standing(
+                key=key,
+                place=place,
+                speedup=self.speedup(key),
+                rounds=len(self.times[key]),
+                eliminated_after=self.eliminated.get(key),
+                behind_leader=None if key == winner else self.behind(key, winner),
+            )
+            for place, key in enumerate(order, start=1)
+        )
+        return RaceResult(standings, verdict, self.rounds, seconds)
+
+
+def run_race(
+    runners: Mapping[str, Callable[[], None]],
+    baseline: Callable[[], None],
+    settings: RaceSettings,
+) -> RaceResult:
+    """Race ``runners`` (key → one call) against each other and IREE default."""
+    start = time.perf_counter()
+    race = Race(list(runners), settings)
+    timer = RoundTimer({BASELINE: baseline, **runners}, 1, settings.sample_s)
+    while True:
+        race.add_round(timer.round())
+        for key in race.eliminate():
+            timer.drop(key)
+        verdict = race.verdict(time.perf_counter() - start)
+        if verdict is not None:
+            return race.result(verdict, time.perf_counter() - start)
+
+
+def entrants(screened: Sequence[tuple[str, Interval]], limit: int) -> tuple[list[str], list[str]]:
+    """Who races: the screened candidates (key, speedup interval), best median first,
+    whose interval reaches the screening leader's lower bound, at most ``limit`` of
+    them. Returns (entrants, left_out): ``left_out`` are candidates that could not be
+    told apart from the leader but did not fit in ``limit``."""
+    ordered = sorted(screened, key=lambda item: item[1].median, reverse=True)
+    if not ordered:
+        return [], []
+    floor = ordered[0][1].low
+    close = [key for key, interval in ordered if interval.high >= floor]
+    return close[:limit], close[limit:]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """How a sweep picked its best: the race, who could not race, the timing spent."""
+
+    race: RaceResult
+    left_out: tuple[str, ...] = ()
+    """Candidates as fast as the screening leader within their intervals that did not
+    fit the race's size limit."""
+    screening_s: float = 0.0
+    """Wall seconds the sweep's screening timing took (candidates it timed itself)."""
+
+    def standing(self, key: str) -> Standing | None:
+        return next((s for s in self.race.standings if s.key == key), None)
+
+    def describe(self, label: Callable[[str], str]) -> str:
+        """One line for people; ``label`` names a candidate by its key."""
+        race = self.race
+        winner = race.winner
+        spent = f"{race.rounds} rounds, {race.seconds:.1f} s"
+        raced = f"{len(race.standings)} raced"
+        margin = race.margin
+        if race.verdict == "alone":
+            text = f"one candidate raced: {label(winner.key)} ({spent})"
+        elif race.verdict == "decided":
+            text = (
+                f"decided: {label(winner.key)} is the fastest, at least {margin or 0.0:.1%} "
+                f"ahead of the runner-up ({raced}, {spent})"
+            )
+        else:
+            names = " and ".join(label(s.key) for s in race.contenders[:3])
+            more = len(race.contenders) - 3
+            names += f" and {more} more" if more > 0 else ""
+            kind = "tie" if race.verdict == "tie" else "undecided"
+            text = (
+                f"{kind} between {names} (within {margin or 0.0:.1%}); the best median "
+                f"is taken ({raced}, {spent})"
+            )
+        if self.left_out:
+            text += (
+                f"; {len(self.left_out)} more candidates were as fast in screening but did "
+                "not fit the race (raise --race)"
+            )
+        return text
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            **self.race.as_dict(),
+            "margin": None if self.race.margin is None else round(self.race.margin, 4),
+            "left_out": list(self.left_out),
+            "screening_s": round(self.screening_s, 3),
+        }
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any]) -> Decision:
+        return Decision(
+            RaceResult.from_dict(data),
+            tuple(data.get("left_out", ())),
+            data.get("screening_s", 0.0),
+        )
