@@ -118,6 +118,14 @@ def test_python_recipe_names_are_checked_too() -> None:
         (["sweep", "matmul_x86", "--jobs", "0"], "argument --jobs: expected an integer >= 1"),
         (["sweep", "matmul_x86", "--compile-timeout", "-1"], "expected a number > 0, got -1"),
         (["sweep", "matmul_x86", "--budget", "-2"], "argument --budget: expected a number > 0"),
+        (
+            ["sweep", "matmul_x86", "--race", "0"],
+            "argument --race/--confirm: expected an integer >= 1",
+        ),
+        (
+            ["sweep", "matmul_x86", "--sample-ms", "0"],
+            "argument --sample-ms: expected a number > 0",
+        ),
         (["check", "a.mlir", "b.mlir", "--atol", "-1"], "argument --atol: expected a number >= 0"),
         (
             ["check", "a.mlir", "b.mlir", "--rtol=-1e-3"],

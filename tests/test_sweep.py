@@ -249,3 +249,19 @@ def test_a_sweep_stopped_in_its_race_is_finished_on_resume(
     assert resumed["best"]["race"]["place"] == 1 and resumed["best"]["confirmed_speedup"]
     assert resumed["decision"]["rounds"] >= 5
     assert _count(db, "SELECT COUNT(*) FROM sweeps WHERE status='done'") == 1
+
+
+def test_model_strategy_sweeps_with_what_the_database_holds(
+    recipe: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "s.db"
+    sweep(capsys, str(recipe), "--db", str(db), "--strategy", "random", "--samples", "3")
+    code, report = sweep(
+        capsys, str(recipe), "--db", str(db), "--strategy", "model", "--budget", "5"
+    )
+    assert code == 0
+    assert report["evaluated"] == 5
+    assert report["best"]["params"]["SPLITK"] == 0  # wrong candidates never win
+    assert report["decision"]["verdict"] in {"decided", "tie", "undecided", "alone"}
+    strategies = sqlite3.connect(db).execute("SELECT strategy FROM sweeps ORDER BY id").fetchall()
+    assert strategies == [("random",), ("model",)]

@@ -36,7 +36,7 @@ needs_ray = pytest.mark.skipif(
 )
 
 SIZES = ["--param", "M=128", "--param", "N=128", "--param", "K=128"]
-RAY = ["--executor", "ray", "--jobs", "2", "--repeats", "2", "--json", "-q"]
+RAY = ["--executor", "ray", "--jobs", "2", "--repeats", "2", "--race-time", "2", "--json", "-q"]
 RECIPE = RECIPES_DIR / "matmul_x86.yaml"
 IREE = str(iree.compiler.version.VERSION)
 

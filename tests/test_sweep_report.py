@@ -386,6 +386,7 @@ def test_reports_a_real_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     db = tmp_path / "sweeps.db"
     sweep = ["sweep", "matmul_x86", "--param", "M=128", "--param", "N=128", "--param", "K=128"]
     options = ["--strategy", "random", "--samples", "2", "--jobs", "1", "--repeats", "2"]
+    options += ["--race-time", "2"]
     assert main([*sweep, *options, "--race", "2", "--db", str(db), "-q"]) == 0
     capsys.readouterr()
 

@@ -1,13 +1,16 @@
-"""Strategies: what they propose, reproducibility, and the adaptive one's hit rate."""
+"""Strategies: what they propose, reproducibility, and the adaptive and model hit rates."""
 
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from tdsched.schedules.loading import load
 from tdsched.schedules.space import Point
+from tdsched.schedules.sweep.cost_model import Featurizer, ModelGuided, ModelUnavailable
 from tdsched.schedules.sweep.strategies import Evolutionary, Grid, RandomSample, Strategy
 
 
@@ -77,3 +80,47 @@ def test_adaptive_is_reproducible_and_beats_random_on_average() -> None:
     adaptive = sum(best_of(Evolutionary(points, axes, budget, s)) for s in range(10))
     random = sum(best_of(RandomSample(points, budget, s)) for s in range(10))
     assert adaptive > random
+
+
+def _model(seed: int, budget: int, prior: list[tuple[dict[str, Any], float | None]]) -> Any:
+    r = load("matmul_x86")
+    defaults = {**r.parameter_dict, "M": 512, "N": 512, "K": 512}
+    points, _ = matmul_space()
+    features = Featurizer(["TM", "TN", "TK", "RN"], defaults)
+    return ModelGuided(points, features, budget, seed, batch=4, prior=prior)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_model_gets_within_5_percent_of_grid_best_with_20_percent(seed: int) -> None:
+    points, _ = matmul_space()
+    best = max(s for s in map(tile_model, points) if s is not None)
+    budget = int(0.2 * len(points))
+    history = drive(_model(seed, budget, []), tile_model)
+    assert len(history) == budget
+    found = max(s for s in history.values() if s is not None)
+    assert found >= 0.95 * best, (found, best)
+
+
+def test_model_learns_from_recorded_results_of_other_sweeps() -> None:
+    """With the grid recorded at another shape (the same landscape here), a sweep of this
+    shape finds the best within two batches; without it, it does not."""
+    points, _ = matmul_space()
+    names = ("TM", "TN", "TK", "RN")
+    prior = [
+        ({**dict(zip(names, p, strict=True)), "M": 256, "N": 256, "K": 256}, tile_model(p))
+        for p in points
+    ]
+    best = max(s for s in map(tile_model, points) if s is not None)
+    history = drive(_model(0, 8, prior), tile_model)
+    found = max(s for s in history.values() if s is not None)
+    assert found == best, (found, best)
+    alone = drive(_model(0, 8, []), tile_model)
+    assert max(s for s in alone.values() if s is not None) < best
+
+
+def test_model_without_scikit_learn_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "sklearn.ensemble", None)
+    with pytest.raises(ModelUnavailable, match=r"pip install 'tdsched\[model\]'"):
+        _model(0, 10, [])

@@ -57,6 +57,7 @@ EPILOG = """\
 examples:
   tdsched sweep matmul_x86 --param M=512 --param N=512 --param K=512
   tdsched sweep matmul_x86 --strategy adaptive --budget 0.3 --seed 1
+  tdsched sweep matmul_x86 --strategy model --budget 0.2     (pip install 'tdsched[model]')
   tdsched sweep matmul_x86 --strategy random --samples 24 --json
   tdsched sweep matmul_vulkan --target vulkan --db vk.db
   tdsched sweep matmul_x86 --resume            continue after an interruption
@@ -90,11 +91,11 @@ def add_parser(sub: Any) -> None:
         "--budget",
         type=positive_float,
         default=0.3,
-        help="adaptive: candidates to evaluate, a count or a fraction of the valid ones "
-        "(default 0.3)",
+        help="adaptive/model: candidates to evaluate, a count or a fraction of the valid "
+        "ones (default 0.3)",
     )
     p.add_argument(
-        "--seed", type=non_negative_int, default=0, help="random/adaptive and input seed"
+        "--seed", type=non_negative_int, default=0, help="random/adaptive/model and input seed"
     )
     p.add_argument(
         "--jobs",
@@ -185,9 +186,9 @@ def _progress(quiet: bool) -> Any:
         eta = state.eta_s()
         best = state.best
         best_text = (
-            f"best {best.speedup:.3f}x ({', '.join(f'{k}={v}' for k, v in best.params.items())})"
+            f"leader {best.speedup:.3f}x ({', '.join(f'{k}={v}' for k, v in best.params.items())})"
             if best and best.speedup
-            else "best -"
+            else "leader -"
         )
         line = (
             f"[{state.done}/{state.planned}] {event:8s} failed {state.failed}  "

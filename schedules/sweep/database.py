@@ -10,11 +10,15 @@ recording duplicates.
 Tables:
 
 * ``sweeps``: one row per sweep (recipe, target, strategy, options, space and pruning,
-  status ``running`` / ``done``, start and end time).
+  status ``running`` / ``done``, start and end time, and the race that picked the best:
+  ``decision``, JSON).
 * ``results``: one row per content key: parameters, status (a
   :class:`~..evaluation.Status`; databases written before it may hold ``mismatch`` for
-  ``wrong``), median time, the baseline
-  median measured by the same sweep, speedup, error text, artifact path.
+  ``wrong``), median time, the baseline median measured by the same sweep, the
+  screening speedup and its 95% interval, the speedup it last raced at
+  (``confirmed_speedup``), error text, artifact path.
+
+Databases of schema 1 (before racing) are upgraded in place when opened.
 * ``sweep_results``: which results each sweep evaluated (a key once per sweep).
 * ``baselines``: IREE default's median per sweep, measured at the start and the end.
 """

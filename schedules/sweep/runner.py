@@ -31,6 +31,7 @@ from ..loading import find_recipe, load
 from ..recipe import Recipe
 from ..space import Enumeration, ParamValue, Point, SearchSpace
 from .candidates import baseline_key, content_key, plan_point, result_key
+from .cost_model import Featurizer, ModelGuided
 from .database import Result, ResultsDB
 from .database import drift as baseline_drift
 from .executor import Executor, WorkerError, WorkerFailure
@@ -133,20 +134,31 @@ class SweepState:
 
 
 def make_strategy(
-    options: SweepOptions, enumeration: Enumeration, space: SearchSpace, jobs: int
+    options: SweepOptions,
+    enumeration: Enumeration,
+    space: SearchSpace,
+    jobs: int,
+    defaults: dict[str, ParamValue],
+    prior: list[tuple[dict[str, Any], float | None]],
 ) -> Strategy:
-    """The strategy ``options.strategy`` names, over the valid candidates."""
+    """The strategy ``options.strategy`` names, over the valid candidates (``defaults``:
+    every parameter's value unless swept; ``prior``: recorded results of this recipe on
+    this target, for the cost model)."""
     points = enumeration.valid
     if options.strategy == "grid":
         return Grid(points)
     if options.strategy == "random":
         return RandomSample(points, options.samples, options.seed)
+    budget = options.budget
+    count = int(budget) if budget >= 1 else max(1, round(budget * len(points)))
+    batch = max(2, 2 * jobs)
     if options.strategy == "adaptive":
-        budget = options.budget
-        count = int(budget) if budget >= 1 else max(1, round(budget * len(points)))
         axes = [a.values for a in space.axes if a.name in enumeration.names]
-        return Evolutionary(points, axes, count, options.seed, batch=max(2, 2 * jobs))
-    raise ValueError(f"unknown strategy {options.strategy!r}; use grid, random or adaptive")
+        return Evolutionary(points, axes, count, options.seed, batch=batch)
+    if options.strategy == "model":
+        features = Featurizer(enumeration.names, defaults)
+        return ModelGuided(points, features, count, options.seed, batch, prior)
+    raise ValueError(f"unknown strategy {options.strategy!r}; use grid, random, adaptive or model")
 
 
 class Sweep:
@@ -187,7 +199,12 @@ class Sweep:
             cpu=options.cpu,
             cpu_features=options.cpu_features,
         )
-        self.strategy = make_strategy(options, self.enumeration, self.space, jobs)
+        prior = [
+            (r.params, r.speedup if r.ok else None)
+            for r in db.results()
+            if r.recipe == self.recipe.name and r.target == self.target
+        ]
+        self.strategy = make_strategy(options, self.enumeration, self.space, jobs, defaults, prior)
         self.state = SweepState(self.strategy.planned)
         self._keys: dict[Point, str] = {}
         self._workload: str | None = None

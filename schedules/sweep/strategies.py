@@ -13,6 +13,8 @@ far, and proposes an empty batch when it is done. Proposals never repeat a point
   additive cost model fitted to everything measured (each axis value scores the mean
   speedup of the candidates that have it). Tile-size spaces are smooth along each axis
   and dominated by per-parameter effects; see ``docs/benchmarks.md`` for its hit rate.
+* ``model`` (:class:`~.cost_model.ModelGuided`): a learned cost model ranks the
+  candidates; it learns from the whole results database.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Protocol
 from ..space import ParamValue, Point
 
 History = Mapping[Point, float | None]
-STRATEGIES = ("grid", "random", "adaptive")
+STRATEGIES = ("grid", "random", "adaptive", "model")
 
 
 class Strategy(Protocol):

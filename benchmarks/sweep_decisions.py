@@ -1,0 +1,231 @@
+"""Decision quality of ``tdsched sweep``: is the candidate it calls best really the best?
+
+For each case (a recipe and a space of at least 50 candidates):
+
+1. **Grid.** ``tdsched sweep`` over the whole space: compiles every candidate (kept in the
+   database's artifacts, so later runs only time) and screens it.
+2. **Decisions.** Each policy runs ``--seeds`` times with ``--rebench`` (every candidate
+   timed again, inputs drawn with the seed), and its chosen best is recorded with the
+   timing it spent (screening plus race, wall seconds of timing in the benchmark
+   worker). Policies: ``racing`` (the defaults) and ``confirm3`` (tdsched before
+   racing: 50 ms samples, the best 3 re-timed for 5 interleaved rounds).
+3. **Reference.** Every correct candidate of the space is timed with IREE default, all
+   interleaved in one process, ``--reference-rounds`` rounds of 50 ms samples (long:
+   with 1 thread each candidate's median paired speedup is known to a few percent; the
+   JSON gives every interval). A decision is a hit when its candidate's reference
+   speedup is within 5% of the best reference speedup.
+4. **Strategies replayed** on the reference (no timing): how many evaluations
+   ``random``, ``adaptive`` and ``model`` need until they have seen a candidate within
+   5% of the reference best, per seed, as a fraction of the grid. A failed candidate
+   counts as an evaluation that found nothing.
+
+Usage: python benchmarks/sweep_decisions.py --work DIR [--case NAME ...] [--seeds 5]
+           [--replay-seeds 20] [--threads 1] [--no-decisions] [--out result.json]
+(``--no-decisions``: grid, reference and replay only, for a large space.)
+Run on a quiet machine (nothing else running): every figure is a timing. ``--threads``
+defaults to 1: on a 2-core VM, 2 runtime threads beside the timing thread make a module
+timed against itself vary by 12% (standard deviation of the per-round ratio) against 3%
+with 1 thread, too much for a reference that must separate candidates 5% apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tdsched.schedules.loading import find_recipe, load
+from tdsched.schedules.params import parse_override
+from tdsched.schedules.space import Point
+from tdsched.schedules.sweep.compile_and_bench import Bench
+from tdsched.schedules.sweep.cost_model import Featurizer, ModelGuided
+from tdsched.schedules.sweep.database import ResultsDB
+from tdsched.schedules.sweep.messages import SweepContext
+from tdsched.schedules.sweep.racing import BASELINE, Interval
+from tdsched.schedules.sweep.strategies import Evolutionary, RandomSample, Strategy
+from tdsched.targets.runtime import LoadedModule
+from tdsched.targets.timing import RoundTimer
+
+CASES = {
+    "matmul_256": ["matmul_x86", "M=256", "N=256", "K=256", "RN=32"],
+    "matmul_bias_relu_256": ["matmul_bias_relu_fuse_ext_x86", "M=256", "N=256", "K=256", "RN=32"],
+    "matmul_512": ["matmul_x86", "M=512", "N=512", "K=512"],
+}
+DEFAULT_CASES = ["matmul_256", "matmul_bias_relu_256"]
+POLICIES = {
+    "racing": [],
+    "confirm3": ["--race", "3", "--race-rounds", "5", "--sample-ms", "50"],
+}
+HIT = 0.95
+
+
+def sweep(db: Path, recipe: str, params: list[str], threads: int, *extra: str) -> dict[str, Any]:
+    """``tdsched sweep`` in a new process; its JSON report."""
+    command = [sys.executable, "-m", "tdsched.schedules.cli", "sweep", recipe, "--db", str(db)]
+    command += [arg for p in params for arg in ("--param", p)]
+    command += ["--json", "-q", "--best-out", str(db.with_suffix(".best.yaml"))]
+    command += ["--threads", str(threads), *extra]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    report: dict[str, Any] = json.loads(done.stdout)
+    return report
+
+
+def reference(
+    db: Path, recipe: str, params: list[str], keys: list[str], rounds: int, threads: int
+) -> dict[str, Interval]:
+    """Each key's speedup over IREE default, timed all together, interleaved."""
+    results = {r.key: r for r in ResultsDB(db).results()}
+    (baseline,) = db.with_name(db.name + ".artifacts").glob("baseline-*.vmfb")
+    fixed = dict(parse_override(p) for p in params)
+    context = SweepContext(
+        recipe=str(find_recipe(recipe).resolve()),
+        target="x86",
+        fixed=fixed,
+        threads=threads,
+        baseline_artifact=str(baseline),
+    )
+    bench = Bench(context)
+    variants = {BASELINE: bench.baseline.runner(bench.inputs)}
+    for key in keys:
+        module = LoadedModule(Path(str(results[key].artifact)), bench.driver, bench.function)
+        variants[key] = module.runner(bench.inputs)
+    timer = RoundTimer(variants, min_sample_s=0.05)
+    for _ in range(rounds):
+        timer.round()
+    base = timer.samples[BASELINE]
+    return {
+        key: Interval.of([b / t for b, t in zip(base, timer.samples[key], strict=True)], 0.95)
+        for key in keys
+    }
+
+
+def replay(
+    recipe: str, params: list[str], grid: dict[str, Any], ref: dict[str, Interval], seeds: int
+) -> dict[str, Any]:
+    """Evaluations each strategy needs to see a candidate within 5% of the reference
+    best, every candidate scored by its reference speedup."""
+    r = load(recipe)
+    fixed = dict(parse_override(p) for p in params)
+    names = [n for n in grid["space"]["parameters"]]
+    measured: dict[Point, float | None] = {}
+    for row in grid["ranked"] + grid["failed"]:
+        point = tuple(row["params"][n] for n in names)
+        measured[point] = ref[row["key"]].median if row["key"] in ref else None
+    points = list(measured)
+    best = max(v for v in measured.values() if v is not None)
+    defaults = {**r.parameter_dict, **fixed}
+    axes = [
+        sorted({p[i] for p in points}, key=lambda v: (isinstance(v, str), v))
+        for i in range(len(names))
+    ]
+    makers: dict[str, Callable[[int], Strategy]] = {
+        "random": lambda seed: RandomSample(points, len(points), seed),
+        "adaptive": lambda seed: Evolutionary(points, axes, len(points), seed, batch=4),
+        "model": lambda seed: ModelGuided(
+            points, Featurizer(names, defaults), len(points), seed, batch=4
+        ),
+    }
+    out: dict[str, Any] = {"grid_evaluations": len(points), "reference_best": best}
+    for name, make in makers.items():
+        needed = []
+        for seed in range(seeds):
+            strategy, history = make(seed), {}
+            count = None
+            while count is None and (batch := strategy.propose(history)):
+                for point in batch:
+                    history[point] = measured[point]
+                    score = measured[point]
+                    if count is None and score is not None and score >= HIT * best:
+                        count = len(history)
+            needed.append(count or len(points))
+        out[name] = {
+            "evaluations_per_seed": needed,
+            "median_fraction_of_grid": statistics.median(needed) / len(points),
+            "max_fraction_of_grid": max(needed) / len(points),
+        }
+    return out
+
+
+def run_case(name: str, spec: list[str], work: Path, args: argparse.Namespace) -> dict[str, Any]:
+    recipe, params = spec[0], spec[1:]
+    seeds, rounds, threads = args.seeds, args.reference_rounds, args.threads
+    db = work / f"{name}.db"
+    start = time.perf_counter()
+    grid = sweep(db, recipe, params, threads)
+    result: dict[str, Any] = {
+        "recipe": recipe,
+        "params": params,
+        "threads": threads,
+        "space": grid["space"],
+        "grid": {
+            "wall_s": time.perf_counter() - start,
+            "ranked": len(grid["ranked"]),
+            "failed": len(grid["failed"]),
+        },
+        "decisions": {},
+    }
+    for policy, options in POLICIES.items() if args.decisions else ():
+        runs = []
+        for seed in range(seeds):
+            report = sweep(db, recipe, params, threads, "--rebench", "--seed", str(seed), *options)
+            decision = report["decision"]
+            runs.append(
+                {
+                    "seed": seed,
+                    "best": report["best"]["key"],
+                    "best_params": report["best"]["params"],
+                    "claimed_speedup": report["best"]["race"]["speedup"],
+                    "verdict": decision["verdict"],
+                    "race_rounds": decision["rounds"],
+                    "timing_s": decision["screening_s"] + decision["seconds"],
+                }
+            )
+        result["decisions"][policy] = runs
+    keys = [r["key"] for r in grid["ranked"]]
+    ref = reference(db, recipe, params, keys, rounds, threads)
+    best = max(i.median for i in ref.values())
+    result["reference"] = {
+        "rounds": rounds,
+        "best": max(ref, key=lambda k: ref[k].median),
+        "grid_screening_best": grid["ranked"][0]["key"] if grid["ranked"] else None,
+        "speedups": {k: i.as_list() for k, i in ref.items()},
+    }
+    for policy, runs in result["decisions"].items():
+        for run in runs:
+            run["of_reference_best"] = round(ref[run["best"]].median / best, 4)
+            run["hit"] = ref[run["best"]].median >= HIT * best
+        result[f"{policy}_hits"] = f"{sum(r['hit'] for r in runs)}/{len(runs)}"
+        result[f"{policy}_median_timing_s"] = statistics.median(r["timing_s"] for r in runs)
+    result["replay"] = replay(recipe, params, grid, ref, args.replay_seeds)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--work", type=Path, required=True, help="folder for the databases")
+    parser.add_argument("--seeds", type=int, default=5, help="decision runs per policy (5)")
+    parser.add_argument("--replay-seeds", type=int, default=20, help="replays per strategy")
+    parser.add_argument("--no-decisions", dest="decisions", action="store_false")
+    parser.add_argument("--reference-rounds", type=int, default=30)
+    parser.add_argument("--threads", type=int, default=1, help="x86 runtime threads (1)")
+    parser.add_argument("--case", choices=sorted(CASES), action="append", help="repeatable")
+    parser.add_argument("--out", type=Path, help="also write the JSON here")
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    results = {
+        name: run_case(name, CASES[name], args.work, args) for name in args.case or DEFAULT_CASES
+    }
+    text = json.dumps(results, indent=2)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
