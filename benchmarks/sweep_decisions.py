@@ -14,13 +14,16 @@ For each case (a recipe and a space of at least 50 candidates):
    with 1 thread each candidate's median paired speedup is known to a few percent; the
    JSON gives every interval). A decision is a hit when its candidate's reference
    speedup is within 5% of the best reference speedup.
-4. **Strategies replayed** on the reference (no timing): how many evaluations
-   ``random``, ``adaptive`` and ``model`` need until they have seen a candidate within
-   5% of the reference best, per seed, as a fraction of the grid. A failed candidate
+4. **Strategies replayed** on the reference (no timing): ``random``, ``adaptive`` and
+   ``model`` with 10%, 15% and 25% of the grid's evaluations, each candidate scored by
+   its reference speedup: the best each saw, as a fraction of the reference best, per
+   seed. ``--replay-from RESULT.json`` recomputes the replays of a saved result (its
+   databases must be in ``--work``) without timing anything. A failed candidate
    counts as an evaluation that found nothing.
 
 Usage: python benchmarks/sweep_decisions.py --work DIR [--case NAME ...] [--seeds 5]
-           [--replay-seeds 20] [--threads 1] [--no-decisions] [--out result.json]
+           [--replay-seeds 20] [--threads 1] [--no-decisions] [--replay-from RESULT.json]
+           [--out result.json]
 (``--no-decisions``: grid, reference and replay only, for a large space.)
 Run on a quiet machine (nothing else running): every figure is a timing. ``--threads``
 defaults to 1: on a 2-core VM, 2 runtime threads beside the timing thread make a module
@@ -63,6 +66,8 @@ POLICIES = {
     "confirm3": ["--race", "3", "--race-rounds", "5", "--sample-ms", "50"],
 }
 HIT = 0.95
+REPLAY_BUDGETS = (0.10, 0.15, 0.25)
+"""Replays run each strategy with these fractions of the grid's evaluations."""
 
 
 def sweep(db: Path, recipe: str, params: list[str], threads: int, *extra: str) -> dict[str, Any]:
@@ -105,50 +110,53 @@ def reference(
     }
 
 
-def replay(
-    recipe: str, params: list[str], grid: dict[str, Any], ref: dict[str, Interval], seeds: int
-) -> dict[str, Any]:
-    """Evaluations each strategy needs to see a candidate within 5% of the reference
-    best, every candidate scored by its reference speedup."""
+def replay(db: Path, recipe: str, params: list[str], ref: dict[str, Interval], seeds: int) -> Any:
+    """Each strategy at budgets of 10%, 15% and 25% of the grid, every candidate it
+    proposes scored by its reference speedup (failed ones by nothing): the best it saw
+    as a fraction of the reference best, per seed; how often it saw a candidate within
+    1% of the best, and the best itself."""
     r = load(recipe)
-    fixed = dict(parse_override(p) for p in params)
-    names = [n for n in grid["space"]["parameters"]]
+    names = [a.name for a in r.space.axes if a.name not in dict(parse_override(p) for p in params)]
     measured: dict[Point, float | None] = {}
-    for row in grid["ranked"] + grid["failed"]:
-        point = tuple(row["params"][n] for n in names)
-        measured[point] = ref[row["key"]].median if row["key"] in ref else None
+    for row in ResultsDB(db).results():
+        point = tuple(row.params.get(n) for n in names)
+        if row.recipe == r.name and all(
+            row.params.get(k) == v for k, v in (parse_override(p) for p in params)
+        ):
+            measured[point] = ref[row.key].median if row.key in ref else None
     points = list(measured)
     best = max(v for v in measured.values() if v is not None)
-    defaults = {**r.parameter_dict, **fixed}
+    defaults = {**r.parameter_dict, **dict(parse_override(p) for p in params)}
     axes = [
         sorted({p[i] for p in points}, key=lambda v: (isinstance(v, str), v))
         for i in range(len(names))
     ]
-    makers: dict[str, Callable[[int], Strategy]] = {
-        "random": lambda seed: RandomSample(points, len(points), seed),
-        "adaptive": lambda seed: Evolutionary(points, axes, len(points), seed, batch=4),
-        "model": lambda seed: ModelGuided(
-            points, Featurizer(names, defaults), len(points), seed, batch=4
-        ),
-    }
     out: dict[str, Any] = {"grid_evaluations": len(points), "reference_best": best}
-    for name, make in makers.items():
-        needed = []
-        for seed in range(seeds):
-            strategy, history = make(seed), {}
-            count = None
-            while count is None and (batch := strategy.propose(history)):
-                for point in batch:
-                    history[point] = measured[point]
-                    score = measured[point]
-                    if count is None and score is not None and score >= HIT * best:
-                        count = len(history)
-            needed.append(count or len(points))
-        out[name] = {
-            "evaluations_per_seed": needed,
-            "median_fraction_of_grid": statistics.median(needed) / len(points),
-            "max_fraction_of_grid": max(needed) / len(points),
+    for fraction in REPLAY_BUDGETS:
+        budget = max(1, round(fraction * len(points)))
+        makers: dict[str, Callable[[int, int], Strategy]] = {
+            "random": lambda seed, n: RandomSample(points, n, seed),
+            "adaptive": lambda seed, n: Evolutionary(points, axes, n, seed, batch=4),
+            "model": lambda seed, n: ModelGuided(
+                points, Featurizer(names, defaults), n, seed, batch=4
+            ),
         }
+        found: dict[str, Any] = {}
+        for name, make in makers.items():
+            shares = []
+            for seed in range(seeds):
+                strategy, history = make(seed, budget), {}
+                while batch := strategy.propose(history):
+                    history.update({point: measured[point] for point in batch})
+                shares.append(max((v for v in history.values() if v), default=0.0) / best)
+            found[name] = {
+                "of_best_per_seed": [round(x, 4) for x in shares],
+                "median_of_best": round(statistics.median(shares), 4),
+                "worst_of_best": round(min(shares), 4),
+                "within_1pct": f"{sum(x >= 0.99 for x in shares)}/{seeds}",
+                "found_the_best": f"{sum(x >= 1.0 for x in shares)}/{seeds}",
+            }
+        out[f"budget_{round(fraction * 100)}pct"] = {"evaluations": budget, **found}
     return out
 
 
@@ -202,7 +210,7 @@ def run_case(name: str, spec: list[str], work: Path, args: argparse.Namespace) -
             run["hit"] = ref[run["best"]].median >= HIT * best
         result[f"{policy}_hits"] = f"{sum(r['hit'] for r in runs)}/{len(runs)}"
         result[f"{policy}_median_timing_s"] = statistics.median(r["timing_s"] for r in runs)
-    result["replay"] = replay(recipe, params, grid, ref, args.replay_seeds)
+    result["replay"] = replay(db, recipe, params, ref, args.replay_seeds)
     return result
 
 
@@ -212,15 +220,24 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5, help="decision runs per policy (5)")
     parser.add_argument("--replay-seeds", type=int, default=20, help="replays per strategy")
     parser.add_argument("--no-decisions", dest="decisions", action="store_false")
+    parser.add_argument("--replay-from", type=Path, help="a saved result: replays only")
     parser.add_argument("--reference-rounds", type=int, default=30)
     parser.add_argument("--threads", type=int, default=1, help="x86 runtime threads (1)")
     parser.add_argument("--case", choices=sorted(CASES), action="append", help="repeatable")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    results = {
-        name: run_case(name, CASES[name], args.work, args) for name in args.case or DEFAULT_CASES
-    }
+    if args.replay_from:
+        results = json.loads(args.replay_from.read_text())
+        for name, case in results.items():
+            ref = {k: Interval.from_list(v) for k, v in case["reference"]["speedups"].items()}
+            db = args.work / f"{name}.db"
+            case["replay"] = replay(db, case["recipe"], case["params"], ref, args.replay_seeds)
+    else:
+        results = {
+            name: run_case(name, CASES[name], args.work, args)
+            for name in args.case or DEFAULT_CASES
+        }
     text = json.dumps(results, indent=2)
     print(text)
     if args.out:
