@@ -22,7 +22,8 @@ For each case (a recipe and a space of at least 50 candidates):
    counts as an evaluation that found nothing.
 
 Usage: python benchmarks/sweep_decisions.py --work DIR [--case NAME ...] [--seeds 5]
-           [--replay-seeds 20] [--threads 1] [--no-decisions] [--replay-from RESULT.json]
+           [--replay-seeds 20] [--threads 1] [--policy P ...] [--no-decisions]
+           [--replay-from RESULT.json]
            [--out result.json]
 (``--no-decisions``: grid, reference and replay only, for a large space.)
 Run on a quiet machine (nothing else running): every figure is a timing. ``--threads``
@@ -178,7 +179,8 @@ def run_case(name: str, spec: list[str], work: Path, args: argparse.Namespace) -
         },
         "decisions": {},
     }
-    for policy, options in POLICIES.items() if args.decisions else ():
+    for policy in args.policy or list(POLICIES) if args.decisions else ():
+        options = POLICIES[policy]
         runs = []
         for seed in range(seeds):
             report = sweep(db, recipe, params, threads, "--rebench", "--seed", str(seed), *options)
@@ -220,6 +222,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5, help="decision runs per policy (5)")
     parser.add_argument("--replay-seeds", type=int, default=20, help="replays per strategy")
     parser.add_argument("--no-decisions", dest="decisions", action="store_false")
+    parser.add_argument("--policy", choices=sorted(POLICIES), action="append", help="repeatable")
     parser.add_argument("--replay-from", type=Path, help="a saved result: replays only")
     parser.add_argument("--reference-rounds", type=int, default=30)
     parser.add_argument("--threads", type=int, default=1, help="x86 runtime threads (1)")

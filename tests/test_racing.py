@@ -122,3 +122,20 @@ def test_a_race_needs_real_candidate_names() -> None:
         Race([], SETTINGS)
     with pytest.raises(ValueError, match="IREE default"):
         Race([BASELINE], SETTINGS)
+
+
+def test_a_wide_field_is_cut_to_keep_after_min_rounds() -> None:
+    settings = RaceSettings(min_rounds=5, keep=2, time_cap_s=1e9)
+    speeds = {"a": 1.3, "b": 1.25, "c": 1.0, "d": 0.9, "e": 1.1}
+    race = Race(list(speeds), settings)
+    for i in range(settings.min_rounds):
+        drift = 1.0 + 0.1 * (i % 3)
+        race.add_round({BASELINE: drift, **{k: drift / v for k, v in speeds.items()}})
+        dropped = race.eliminate()
+    # c, d, e are cut (not among the 2 best medians); b, noise-free 4% slower than a
+    # in every round, is then clearly slower and eliminated too.
+    assert dropped[:3] == ["e", "c", "d"] and dropped[3:] == ["b"]
+    assert race.running == ["a"] and race.verdict(0.0) == "decided"
+    result = race.result("decided", 1.0)
+    assert [s.key for s in result.standings] == ["a", "b", "e", "c", "d"]
+    assert all(s.eliminated_after == 5 for s in result.standings[1:])

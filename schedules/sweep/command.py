@@ -40,9 +40,10 @@ many, by which constraint). The rest are proposed by the strategy, compiled in p
 (--jobs), then checked against the reference and screened one at a time with no compile
 running (--repeats rounds, each paired with IREE default, giving a speedup and its 95%
 interval). IREE's default build is timed first and at the end (drift is reported). The
-candidates screening cannot tell apart from the leader (at most --race) then race: they
-and IREE default are timed round after round in one process, and a candidate clearly
-slower than the leader drops out, until one is left, the rest are within 2% of it, or
+candidates screening cannot tell apart from the leader (at most 4 x --race) then race:
+they and IREE default are timed round after round in one process; after 5 rounds the
+best --race go on, and a candidate clearly slower than the leader drops out, until one
+is left, the rest are within 2% of it, or
 --race-time / --race-rounds run out ("undecided between A and B"). A candidate that fails to
 compile, crashes, hangs (--compile-timeout, --run-timeout) or computes wrong results is
 recorded as failed and never ranked; the sweep goes on.
@@ -123,7 +124,7 @@ def add_parser(sub: Any) -> None:
         "--confirm",
         type=positive_int,
         default=8,
-        help="at most N candidates race for the best (default 8)",
+        help="candidates that race on after the first 5 rounds; up to 4N enter (default 8)",
     )
     p.add_argument(
         "--race-time",

@@ -5,6 +5,11 @@ the whole space; the leaders then *race*: they and IREE default are timed round 
 round in one process, every variant once per round in alternating order, so each round
 is a set of samples taken moments apart and the machine's drift cancels in their ratios.
 
+A race may start with a wide field: after ``min_rounds`` rounds it keeps the ``keep``
+runners with the best median speedups and drops the rest (the first cut of successive
+halving), so screening's short measurement only has to place the best within a field,
+not within the ``keep`` that race on.
+
 After each round (from ``min_rounds`` on) the race compares every runner with the
 leader (the runner with the best median speedup over IREE default) on the per-round
 ratio ``runner's time / leader's time``: when the distribution-free confidence interval
@@ -47,6 +52,8 @@ class RaceSettings:
 
     min_rounds: int = 5
     """Rounds before anyone is eliminated (a median interval needs a few samples)."""
+    keep: int = 8
+    """Runners kept after ``min_rounds`` rounds (the best medians); the rest are cut."""
     max_rounds: int = 40
     time_cap_s: float = 10.0
     """Seconds of timing after which the race stops, decided or not."""
@@ -211,9 +218,15 @@ class Race:
         return Interval.of(ratios, confidence or self.settings.confidence)
 
     def eliminate(self) -> list[str]:
-        """Drop (and return) the runners clearly slower than the leader."""
+        """Drop (and return) the runners cut from a wide field, then those clearly slower
+        than the leader."""
         if self.rounds < self.settings.min_rounds or len(self.running) < 2:
             return []
+        by_speed = sorted(self.running, key=lambda k: self.speedup(k).median, reverse=True)
+        cut = by_speed[self.settings.keep :]
+        for key in cut:
+            self.running.remove(key)
+            self.eliminated[key] = self.rounds
         leader = self.leader()
         strict = self.settings.eliminate_confidence
         slower = [
@@ -222,7 +235,7 @@ class Race:
         for key in slower:
             self.running.remove(key)
             self.eliminated[key] = self.rounds
-        return slower
+        return cut + slower
 
     def verdict(self, elapsed_s: float) -> Verdict | None:
         """How the race ends now, or None while it should go on."""
@@ -285,8 +298,9 @@ def run_race(
 def entrants(screened: Sequence[tuple[str, Interval]], limit: int) -> tuple[list[str], list[str]]:
     """Who races: the screened candidates (key, speedup interval), best median first,
     whose interval reaches the screening leader's lower bound, at most ``limit`` of
-    them. Returns (entrants, left_out): ``left_out`` are candidates that could not be
-    told apart from the leader but did not fit in ``limit``."""
+    them (the field; the race cuts it to its ``keep`` best). Returns (entrants,
+    left_out): ``left_out`` are candidates that could not be told apart from the leader
+    but did not fit in ``limit``."""
     ordered = sorted(screened, key=lambda item: item[1].median, reverse=True)
     if not ordered:
         return [], []
@@ -335,7 +349,7 @@ class Decision:
         if self.left_out:
             text += (
                 f"; {len(self.left_out)} more candidates were as fast in screening but did "
-                "not fit the race (raise --race)"
+                "not fit the race's field (raise --race)"
             )
         return text
 

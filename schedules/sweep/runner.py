@@ -39,6 +39,10 @@ from .messages import BenchJob, BenchOutcome, CompileJob, CompileOutcome, RaceJo
 from .racing import Decision, Interval, RaceSettings, entrants
 from .strategies import Evolutionary, Grid, RandomSample, Strategy
 
+FIELD = 4
+"""A race's field is up to this many times ``--race`` candidates (those screening cannot
+separate from its leader); the race cuts it to ``--race`` after its first rounds."""
+
 
 class SweepError(ValueError):
     """The sweep cannot go on (IREE default does not build or run here)."""
@@ -60,7 +64,7 @@ class SweepOptions:
     sample_s: float = 0.02
     threads: int = 2
     race: int = 8
-    """At most this many candidates race for the best."""
+    """Runners that race on after the first cut; the field is up to ``FIELD * race``."""
     race_time_s: float = 10.0
     race_rounds: int = 40
     rebench: bool = False
@@ -399,13 +403,16 @@ class Sweep:
             return
         self._default_built()
         self.db.record_baseline(sweep_id, "end", self._time_default())
-        racing, left_out = entrants(screened, self.options.race)
-        artifacts = {r.key: str(r.artifact) for r in results if r.key in racing}
         o = self.options
+        racing, left_out = entrants(screened, FIELD * o.race)
+        artifacts = {r.key: str(r.artifact) for r in results if r.key in racing}
         settings = RaceSettings(
-            max_rounds=o.race_rounds, time_cap_s=o.race_time_s, sample_s=o.sample_s
+            keep=o.race, max_rounds=o.race_rounds, time_cap_s=o.race_time_s, sample_s=o.sample_s
         )
-        self._note(f"racing the best {len(racing)} against each other and IREE default")
+        self._note(
+            f"racing {len(racing)} candidates against each other and IREE default "
+            f"(the best {min(len(racing), o.race)} go on after {settings.min_rounds} rounds)"
+        )
         race = self.executor.race(RaceJob(artifacts, dataclasses.asdict(settings)))
         for standing in race.standings:
             self.db.record_raced(standing.key, standing.speedup.median)
