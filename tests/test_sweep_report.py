@@ -18,7 +18,7 @@ import pytest
 from tdsched.schedules.cli import main
 from tdsched.schedules.sweep.database import Result, ResultsDB
 from tdsched.schedules.sweep.racing import Decision, Interval, RaceResult, Standing
-from tdsched.schedules.sweep.report import RESULT_COLUMNS, best_cells
+from tdsched.schedules.sweep.report import RESULT_COLUMNS, best_cells, centred_norm
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -308,6 +308,16 @@ def test_heatmap_png(db_path: Path, tmp_path: Path, capsys: pytest.CaptureFixtur
     assert f"wrote {png}" in err
     width, height = _png_size(png)
     assert width >= 500 and height >= 400
+
+
+@pytest.mark.parametrize("values", [[1.2, 1.5, 2.3], [0.6, 0.8], [0.8, 1.0, 1.9], [1.0]])
+def test_heatmap_colours_are_centred_on_iree_default(values: list[float]) -> None:
+    """Whatever the range (all faster, all slower, both, only 1.0), 1.0 is the middle
+    colour, faster is above it and slower below."""
+    pytest.importorskip("matplotlib")
+    norm = centred_norm(values)
+    assert float(norm(1.0)) == pytest.approx(0.5)
+    assert float(norm(1.05)) > 0.5 > float(norm(0.95))
 
 
 def test_scatter_png_by_index_and_by_parameter(

@@ -311,14 +311,14 @@ def _heatmap(fig: Figure, data: SweepData, x: str, y: str) -> None:
     grid = [[cells.get((xv, yv)) or float("nan") for xv in xs] for yv in ys]
     fig.set_size_inches(max(6.0, 0.8 * len(xs) + 2.5), max(4.0, 0.6 * len(ys) + 2.0))
     ax = fig.add_subplot()
-    image = ax.imshow(grid, origin="lower", cmap="viridis", aspect="auto")
-    fig.colorbar(image, ax=ax, label="best speedup vs IREE default")
-    low, high = image.get_clim()
+    norm = centred_norm([v for v in cells.values() if v is not None])
+    image = ax.imshow(grid, origin="lower", cmap="RdBu", norm=norm, aspect="auto")
+    fig.colorbar(image, ax=ax, label="best speedup vs IREE default (white: 1.0, as fast)")
     for i, yv in enumerate(ys):
         for j, xv in enumerate(xs):
             value = cells.get((xv, yv))
             if value is not None:
-                dark = high == low or (value - low) / (high - low) < 0.6
+                dark = abs(float(norm(value)) - 0.5) > 0.3
                 ax.text(
                     j,
                     i,
@@ -335,6 +335,18 @@ def _heatmap(fig: Figure, data: SweepData, x: str, y: str) -> None:
     ax.set_xlabel(x)
     ax.set_ylabel(y)
     ax.set_title(f"{data.title}\nbest over the other parameters; blank: not evaluated")
+
+
+def centred_norm(values: Sequence[float]) -> Any:
+    """A colour scale with IREE default's speed (1.0) at its centre, so blue reads
+    faster and red slower whatever the range, symmetric in ratio (TwoSlopeNorm; needs
+    matplotlib)."""
+    from matplotlib.colors import TwoSlopeNorm
+
+    low = min([*values, 0.99])
+    high = max([*values, 1.01])
+    # As far below 1.0 as above (in ratio), so 2x faster and 2x slower look as strong.
+    return TwoSlopeNorm(vcenter=1.0, vmin=min(low, 1.0 / high), vmax=max(high, 1.0 / low))
 
 
 def _scatter(fig: Figure, data: SweepData, x: str | None) -> None:
