@@ -51,10 +51,10 @@ from tdsched.schedules.sweep.compile_and_bench import Bench
 from tdsched.schedules.sweep.cost_model import Featurizer, ModelGuided
 from tdsched.schedules.sweep.database import ResultsDB
 from tdsched.schedules.sweep.messages import SweepContext
-from tdsched.schedules.sweep.racing import BASELINE, Interval
+from tdsched.schedules.sweep.racing import BASELINE
 from tdsched.schedules.sweep.strategies import Evolutionary, RandomSample, Strategy
 from tdsched.targets.runtime import LoadedModule
-from tdsched.targets.timing import RoundTimer
+from tdsched.targets.timing import Interval, RoundTimer
 
 CASES = {
     "matmul_256": ["matmul_x86", "M=256", "N=256", "K=256", "RN=32"],
@@ -102,13 +102,9 @@ def reference(
         module = LoadedModule(Path(str(results[key].artifact)), bench.driver, bench.function)
         variants[key] = module.runner(bench.inputs)
     timer = RoundTimer(variants, min_sample_s=0.05)
-    for _ in range(rounds):
-        timer.round()
+    timer.run(rounds)
     base = timer.samples[BASELINE]
-    return {
-        key: Interval.of([b / t for b, t in zip(base, timer.samples[key], strict=True)], 0.95)
-        for key in keys
-    }
+    return {key: Interval.of_ratios(base, timer.samples[key], 0.95) for key in keys}
 
 
 def replay(db: Path, recipe: str, params: list[str], ref: dict[str, Interval], seeds: int) -> Any:

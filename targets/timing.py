@@ -9,10 +9,11 @@ decide against a threshold (``tdsched regress``). Both drive one :class:`RoundTi
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -80,6 +81,11 @@ class RoundTimer:
         self._rounds += 1
         return result
 
+    def run(self, rounds: int) -> None:
+        """Run ``rounds`` rounds."""
+        for _ in range(rounds):
+            self.round()
+
     def drop(self, name: str) -> None:
         """Stop timing ``name`` from the next round on (its samples are kept)."""
         self.names.remove(name)
@@ -98,8 +104,7 @@ def time_interleaved(
     if repeats < 1:
         raise ValueError("repeats must be >= 1")
     timer = RoundTimer(variants, warmup, min_sample_s)
-    for _ in range(repeats):
-        timer.round()
+    timer.run(repeats)
     return timer.timings()
 
 
@@ -123,6 +128,37 @@ def median_interval(values: list[float], confidence: float = 0.95) -> tuple[floa
         k += 1
     k = max(k, 1)
     return ordered[k - 1], ordered[n - k]
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A median and its distribution-free confidence interval (:func:`median_interval`)."""
+
+    median: float
+    low: float
+    high: float
+
+    @staticmethod
+    def of(values: Sequence[float], confidence: float) -> Interval:
+        low, high = median_interval(list(values), confidence)
+        return Interval(statistics.median(values), low, high)
+
+    @staticmethod
+    def of_ratios(
+        numerators: Sequence[float], denominators: Sequence[float], confidence: float
+    ) -> Interval:
+        """Of the per-round ratios ``numerator / denominator`` over the rounds both have
+        (a variant dropped from a :class:`RoundTimer` has fewer)."""
+        pairs = zip(numerators, denominators, strict=False)
+        return Interval.of([n / d for n, d in pairs], confidence)
+
+    def as_list(self) -> list[float]:
+        return [round(self.median, 4), round(self.low, 4), round(self.high, 4)]
+
+    @staticmethod
+    def from_list(values: Sequence[float]) -> Interval:
+        median, low, high = values
+        return Interval(median, low, high)
 
 
 def relative_half_width(median: float, low: float, high: float) -> float:
@@ -191,8 +227,7 @@ def time_ratio(
     while True:
         sample = timer.round()
         ratios.append(sample[bottom] / sample[top])
-        median = statistics.median(ratios)
-        low, high = median_interval(ratios, confidence)
+        median, low, high = dataclasses.astuple(Interval.of(ratios, confidence))
         elapsed = time.perf_counter() - start
         stopped: Literal["decided", "precise", "time_cap", "max_rounds"] | None = None
         if len(ratios) >= min_rounds:

@@ -9,12 +9,12 @@ import pytest
 from tdsched.schedules.sweep.racing import (
     BASELINE,
     Decision,
-    Interval,
     Race,
     RaceResult,
     RaceSettings,
     entrants,
 )
+from tdsched.targets.timing import Interval
 
 SETTINGS = RaceSettings(min_rounds=5, max_rounds=40, time_cap_s=1e9, tie=0.02)
 

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 from tdsched.schedules.cli import main
 from tdsched.schedules.sweep.database import Result, ResultsDB
-from tdsched.schedules.sweep.racing import Decision, Interval, RaceResult, Standing
+from tdsched.schedules.sweep.racing import Decision, RaceResult, Standing
 from tdsched.schedules.sweep.report import RESULT_COLUMNS, best_cells, centred_norm
+from tdsched.targets.timing import Interval
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -18,6 +18,7 @@ from ..params import parse_override
 from .database import ResultsDB
 from .executor import Executor, Limits, LocalExecutor
 from .freeze import recorded_sweep, write_frozen
+from .racing import RaceSettings
 from .runner import Sweep, SweepOptions, SweepOutcome, SweepState
 from .strategies import STRATEGIES
 from .table import (
@@ -211,11 +212,13 @@ def run(args: argparse.Namespace) -> int:
         budget=args.budget,
         seed=args.seed,
         repeats=args.repeats,
-        sample_s=args.sample_ms / 1e3,
         threads=args.threads,
-        race=args.race,
-        race_time_s=args.race_time,
-        race_rounds=args.race_rounds,
+        race=RaceSettings(
+            keep=args.race,
+            max_rounds=args.race_rounds,
+            time_cap_s=args.race_time,
+            sample_s=args.sample_ms / 1e3,
+        ),
         rebench=args.rebench,
         resume=args.resume,
         bench_during_compile=args.bench_during_compile,

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from tdsched.targets.runtime import LoadedModule
-from tdsched.targets.timing import RoundTimer, Timing, time_interleaved
+from tdsched.targets.timing import Interval, RoundTimer, Timing, time_interleaved
 
 from ..evaluation import (
     EVALUATION_ERRORS,
@@ -34,7 +34,7 @@ from ..space import ParamValue
 from .candidates import plan_point
 from .faults import inject
 from .messages import BenchJob, BenchOutcome, CompileJob, CompileOutcome, RaceJob, SweepContext
-from .racing import BASELINE, Interval, RaceResult, RaceSettings, run_race
+from .racing import BASELINE, RaceResult, RaceSettings, run_race
 
 
 def plan_candidate(context: SweepContext, params: dict[str, ParamValue]) -> Plan:
@@ -117,20 +117,19 @@ class Bench:
                 BASELINE: self.baseline.runner(self.inputs),
             }
             timer = RoundTimer(variants, min_sample_s=self.context.sample_s)
-            for _ in range(self.context.repeats):
-                timer.round()
+            timer.run(self.context.repeats)
             seconds = time.perf_counter() - start
         except EVALUATION_ERRORS as exc:
             return BenchOutcome(job.key, Status.RUN_FAILED, error=str(exc))
         samples = timer.samples
-        ratios = [b / c for b, c in zip(samples[BASELINE], samples["candidate"], strict=True)]
+        speedup = Interval.of_ratios(samples[BASELINE], samples["candidate"], 0.95)
         return BenchOutcome(
             job.key,
             Status.OK,
             Timing.of(samples["candidate"]),
             check.max_abs_error,
             baseline_timing=Timing.of(samples[BASELINE]),
-            speedup=Interval.of(ratios, 0.95).as_list(),
+            speedup=speedup.as_list(),
             timing_s=seconds,
         )
 

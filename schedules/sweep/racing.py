@@ -32,13 +32,12 @@ with synthetic rounds); :func:`run_race` drives it with a real timer.
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from tdsched.targets.timing import RoundTimer, median_interval
+from tdsched.targets.timing import Interval, RoundTimer
 
 BASELINE = "baseline"
 """The name IREE default runs under in a race's rounds."""
@@ -65,28 +64,6 @@ class RaceSettings:
     """Of the interval that must lie above 1 to eliminate a runner."""
     tie: float = 0.02
     """Runners whose ratio to the leader is known to within this are equally fast."""
-
-
-@dataclass(frozen=True)
-class Interval:
-    """A median and its confidence interval."""
-
-    median: float
-    low: float
-    high: float
-
-    @staticmethod
-    def of(values: Sequence[float], confidence: float) -> Interval:
-        low, high = median_interval(list(values), confidence)
-        return Interval(statistics.median(values), low, high)
-
-    def as_list(self) -> list[float]:
-        return [round(self.median, 4), round(self.low, 4), round(self.high, 4)]
-
-    @staticmethod
-    def from_list(values: Sequence[float]) -> Interval:
-        median, low, high = values
-        return Interval(median, low, high)
 
 
 @dataclass(frozen=True)
@@ -206,16 +183,15 @@ class Race:
 
     def speedup(self, key: str) -> Interval:
         """``key``'s speedup over IREE default, over the rounds it raced."""
-        ratios = [b / t for b, t in zip(self.baseline, self.times[key], strict=False)]
-        return Interval.of(ratios, self.settings.confidence)
+        return Interval.of_ratios(self.baseline, self.times[key], self.settings.confidence)
 
     def leader(self) -> str:
         return max(self.running, key=lambda k: self.speedup(k).median)
 
     def behind(self, key: str, leader: str, confidence: float | None = None) -> Interval:
         """``key``'s time over ``leader``'s, round by round, over the rounds both raced."""
-        ratios = [t / lead for t, lead in zip(self.times[key], self.times[leader], strict=False)]
-        return Interval.of(ratios, confidence or self.settings.confidence)
+        confidence = confidence or self.settings.confidence
+        return Interval.of_ratios(self.times[key], self.times[leader], confidence)
 
     def eliminate(self) -> list[str]:
         """Drop (and return) the runners cut from a wide field, then those clearly slower

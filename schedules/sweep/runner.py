@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import iree.compiler.version
+from tdsched.targets.timing import Interval
 
 from ..errors import RecipeError, Where
 from ..evaluation import BUILD_FAILURES
@@ -36,7 +37,7 @@ from .database import Result, ResultsDB
 from .database import drift as baseline_drift
 from .executor import Executor, WorkerError, WorkerFailure
 from .messages import BenchJob, BenchOutcome, CompileJob, CompileOutcome, RaceJob, SweepContext
-from .racing import Decision, Interval, RaceSettings, entrants
+from .racing import Decision, RaceSettings, entrants
 from .strategies import Evolutionary, Grid, RandomSample, Strategy
 
 FIELD = 4
@@ -60,13 +61,11 @@ class SweepOptions:
     """adaptive: candidates to evaluate, a count (>= 1) or a fraction of the valid ones."""
     seed: int = 0
     repeats: int = 5
-    """Screening rounds per candidate."""
-    sample_s: float = 0.02
+    """Screening rounds per candidate (their samples last ``race.sample_s`` too)."""
     threads: int = 2
-    race: int = 8
-    """Runners that race on after the first cut; the field is up to ``FIELD * race``."""
-    race_time_s: float = 10.0
-    race_rounds: int = 40
+    race: RaceSettings = field(default_factory=RaceSettings)
+    """How the leaders race; ``race.keep`` go on after the first cut, and the field is up
+    to ``FIELD * race.keep``."""
     rebench: bool = False
     resume: bool = False
     bench_during_compile: bool = False
@@ -198,14 +197,14 @@ class Sweep:
             fixed=dict(options.fixed),
             threads=options.threads,
             repeats=options.repeats,
-            sample_s=options.sample_s,
+            sample_s=options.race.sample_s,
             seed=options.seed,
             cpu=options.cpu,
             cpu_features=options.cpu_features,
         )
         prior = [
             (r.params, r.speedup if r.ok else None)
-            for r in db.results()
+            for r in (db.results() if options.strategy == "model" else ())
             if r.recipe == self.recipe.name and r.target == self.target
         ]
         self.strategy = make_strategy(options, self.enumeration, self.space, jobs, defaults, prior)
@@ -403,15 +402,12 @@ class Sweep:
             return
         self._default_built()
         self.db.record_baseline(sweep_id, "end", self._time_default())
-        o = self.options
-        racing, left_out = entrants(screened, FIELD * o.race)
+        settings = self.options.race
+        racing, left_out = entrants(screened, FIELD * settings.keep)
         artifacts = {r.key: str(r.artifact) for r in results if r.key in racing}
-        settings = RaceSettings(
-            keep=o.race, max_rounds=o.race_rounds, time_cap_s=o.race_time_s, sample_s=o.sample_s
-        )
         self._note(
-            f"racing {len(racing)} candidates against each other and IREE default "
-            f"(the best {min(len(racing), o.race)} go on after {settings.min_rounds} rounds)"
+            f"racing {len(racing)} candidates against each other and IREE default (the best "
+            f"{min(len(racing), settings.keep)} go on after {settings.min_rounds} rounds)"
         )
         race = self.executor.race(RaceJob(artifacts, dataclasses.asdict(settings)))
         for standing in race.standings:

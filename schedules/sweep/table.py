@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tdsched.targets.timing import Interval
+
 from ..text_table import aligned
 from .database import Result, drift
-from .racing import Decision, Interval, Standing
+from .racing import Decision, Standing
 
 
 def _fmt(value: float | None, spec: str) -> str:
