@@ -136,17 +136,31 @@ def test_update_blesses_what_measured_cleanly_and_keeps_the_rest(
 def test_a_noisy_machine_is_inconclusive_with_its_own_exit_status(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # No calibration drift is allowed, so any change in the machine's speed (there is
-    # always some) makes the measurement inconclusive.
-    entry = {"recipe": "matmul_x86", "params": SIZE, "expected_speedup": 1.0}
-    baseline = write_baseline(tmp_path / "b.yaml", [{**entry, "calibration_tolerance": 0}])
+    # No calibration drift is allowed and nothing is expected, so any change in the
+    # machine's speed (there is always some) makes blessing inconclusive.
+    entry = {"recipe": "matmul_x86", "params": SIZE, "calibration_tolerance": 0}
+    baseline = write_baseline(tmp_path / "b.yaml", [entry])
     summary = tmp_path / "summary.md"
-    code = main(["regress", str(baseline), "--markdown", str(summary)])
+    code = main(["regress", str(baseline), "--update", "--markdown", str(summary)])
     out = capsys.readouterr().out
     assert code == 3
     assert "INCONCLUSIVE" in out and "the machine's load changed" in out
     assert summary.read_text().startswith("### tdsched regress: 1 entry: 1 inconclusive")
     assert "| ⚠️ | INCONCLUSIVE | matmul_x86 M=256,N=256,K=256 | x86 |" in summary.read_text()
+    assert "expected_speedup" not in baseline.read_text()  # nothing was blessed
+
+
+def test_a_gross_regression_is_caught_while_the_load_changes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The 1x1 register tiles are ~50x slower: no load change on this machine explains that.
+    entry = {"recipe": "matmul_x86", "params": SLOW, "expected_speedup": 1.0}
+    baseline = write_baseline(tmp_path / "b.yaml", [{**entry, "calibration_tolerance": 0}])
+    code, results = regress(capsys, str(baseline))
+    (result,) = results.values()
+    assert result["status"] == "regressed", result["reason"]
+    assert "even with the interval widened to" in result["reason"]
+    assert code == 1
 
 
 def test_vulkan_entries_are_gated_on_lavapipe(

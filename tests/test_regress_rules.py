@@ -48,10 +48,28 @@ def test_the_gate_is_expected_times_one_minus_tolerance(
     assert judge(measured(median, low, high), 1.0, SETTINGS).status == status
 
 
-def test_a_moving_calibration_kernel_makes_any_measurement_inconclusive() -> None:
-    verdict = judge(measured(0.3, 0.29, 0.31, drift=-0.4), 1.0, SETTINGS)
-    assert verdict.status == "inconclusive"
+@pytest.mark.parametrize(
+    ("median", "low", "high", "status"),
+    [
+        (0.50, 0.49, 0.51, "inconclusive"),  # widened to [0.294, 0.850]: may reach 0.75
+        (0.20, 0.19, 0.21, "regressed"),  # widened high 0.35 is still below the gate
+        (2.00, 1.90, 2.10, "pass"),  # widened low 1.14 still clears it
+        (0.80, 0.78, 0.82, "inconclusive"),  # precise, but the load change could flip it
+    ],
+)
+def test_a_moving_calibration_kernel_widens_the_interval_by_its_change(
+    median: float, low: float, high: float, status: str
+) -> None:
+    verdict = judge(measured(median, low, high, drift=-0.4), 1.0, SETTINGS)
+    assert verdict.status == status, verdict.reason
     assert "calibration kernel took 1.000 ms before and 0.600 ms after (-40%" in verdict.reason
+    if status == "regressed":
+        assert "widened to [0.114, 0.350]" in verdict.reason
+
+
+def test_any_load_change_blocks_blessing() -> None:
+    verdict = judge(measured(5.0, 4.99, 5.01, drift=0.3), None, SETTINGS, bless=True)
+    assert verdict.status == "inconclusive" and "(+30%, allowed ±25%)" in verdict.reason
 
 
 def test_failures_of_the_build_come_before_timing() -> None:

@@ -48,7 +48,8 @@ class Settings:
     inconclusive."""
     calibration_tolerance: float = 0.25
     """A calibration kernel timed before and after; a larger change in its time means
-    the machine's load changed during the measurement: inconclusive."""
+    the machine's load changed during the measurement: inconclusive, unless the speedup's
+    interval widened by that change still clears the gate."""
     threads: int = 1
     """x86 worker threads. One by default: on a small CI machine, as many workers as
     cores compete with the host thread and the OS, and the measured speedup wanders

@@ -32,7 +32,9 @@ check its results against the reference on seeded random inputs, then time it an
 default interleaved, round after round, until the speedup's 95% interval is within
 'precision' or clears the gate, or 'time_cap_s' runs out. A calibration kernel is timed
 before and after; if its time moved more than 'calibration_tolerance', the machine's
-load changed and the entry is inconclusive. Each entry runs in a process of its own.
+load changed: the speedup's interval is widened by that change, and the entry is
+inconclusive unless the widened interval still clears the gate on one side. Each entry
+runs in a process of its own.
 
 An entry fails when its speedup is below expected_speedup x (1 - tolerance), its results
 are wrong, a schedule step matched nothing ("not applied"), it does not build or run,
