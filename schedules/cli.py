@@ -21,7 +21,7 @@ from tdsched.targets.ir_eval import DEFAULT_ATOL, DEFAULT_RTOL, check_files
 from tdsched.targets.runtime import DeviceError
 from tdsched.targets.target import TARGET_NAMES
 
-from . import list_command, lower_command, schema_command
+from . import list_command, lower_command, peak_command, schema_command
 from .cli_types import non_negative_float, non_negative_int, positive_int
 from .emit import ScriptStage
 from .evaluation import Status
@@ -157,7 +157,13 @@ def make_parser() -> argparse.ArgumentParser:
         "workloads, IREE default for .mlir files) on seeded random inputs, and time both, "
         "interleaved in one process. The baseline takes the recipe's 'baseline: {flags: "
         "[...]}' (e.g. --iree-opt-data-tiling); 'metrics: [bandwidth]' adds GB/s against a "
-        "memory probe timed in the same run. Exit status is 0 only when status is ok.",
+        "memory probe timed in the same run. Workloads that do arithmetic get GFLOP/s and "
+        "the share of this machine's FMA peak, measured once per machine, thread count and "
+        "IREE version and cached (see 'tdsched peak'). --peers also builds, checks and "
+        "times, in the same interleaved run, what a user would pick instead: IREE with "
+        "data tiling, with and without microkernels (x86), and numpy where the workload "
+        "has an equivalent (matmul, matmul_bias_relu). Exit status is 0 only when status "
+        "is ok.",
     )
     _add_common(runp)
     runp.add_argument("--json", action="store_true", help="print one JSON object")
@@ -172,6 +178,18 @@ def make_parser() -> argparse.ArgumentParser:
     )
     runp.add_argument("--no-time", action="store_true", help="check numerics only")
     runp.add_argument(
+        "--peers",
+        action="store_true",
+        help="also time IREE data tiling (with and without microkernels, x86) and numpy "
+        "(where the workload has an equivalent) in the same run",
+    )
+    runp.add_argument(
+        "--no-peak",
+        action="store_true",
+        help="do not report GFLOP/s against the machine's measured FMA peak (skips "
+        "measuring it when it is not cached yet)",
+    )
+    runp.add_argument(
         "--keep-temps",
         action="store_true",
         help="keep the build files (input module, scripts, .vmfb) and print their folder; "
@@ -184,6 +202,7 @@ def make_parser() -> argparse.ArgumentParser:
     lower_command.add_parser(sub)
     schema_command.add_parser(sub)
     list_command.add_parser(sub)
+    peak_command.add_parser(sub)
 
     check = sub.add_parser(
         "check",
@@ -305,6 +324,8 @@ def _run(args: argparse.Namespace) -> int:
         repeats=args.repeats,
         seed=args.seed,
         time_it=not args.no_time,
+        peers=args.peers,
+        peak=not args.no_peak,
         out_dir=tempfile.mkdtemp(prefix="tdsched-run-") if args.keep_temps else None,
     )
     report = run_isolated(request)
@@ -339,6 +360,33 @@ def _print_report(report: RunReport) -> None:
             f"baseline {bw.baseline_gbps:.1f} GB/s, memory probe {bw.probe_gbps:.1f} GB/s "
             f"({bw.fraction_of_probe:.0%} of the probe)"
         )
+    _print_throughput(report)
+
+
+def _print_throughput(report: RunReport) -> None:
+    tp = report.throughput
+    if tp is not None:
+        bound = (
+            " (a lower bound: " + ", ".join(tp.uncounted) + " not counted)" if tp.uncounted else ""
+        )
+        print(
+            f"compute  {tp.flops / 1e9:.3g} GFLOP{bound}: scheduled {tp.scheduled_gflops:.1f} "
+            f"GFLOP/s, baseline {tp.baseline_gflops:.1f} GFLOP/s"
+        )
+        print(
+            f"peak     {tp.fraction_of_fma_peak:.0%} of this machine's FMA peak "
+            f"({tp.peak.fma_gflops:.1f} GFLOP/s measured at {tp.peak.threads or '-'} threads, "
+            f"memory {tp.peak.bandwidth_gbps:.1f} GB/s)"
+        )
+    for peer in report.peers or []:
+        if peer.time_ms is None or peer.speedup is None:
+            print(f"peer     {peer.name}: {peer.status} ({peer.error}), not timed")
+            continue
+        rate = f", {peer.gflops:.1f} GFLOP/s" if peer.gflops else ""
+        print(
+            f"peer     {peer.name}: {peer.time_ms.median:.3f} ms{rate}; "
+            f"scheduled is {peer.speedup:.2f}x vs it"
+        )
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -361,6 +409,7 @@ _COMMANDS = {
     "lower": lower_command.run,
     "schema": schema_command.run,
     "list": list_command.run,
+    "peak": peak_command.run,
 }
 
 

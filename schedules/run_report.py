@@ -23,6 +23,7 @@ from tdsched.targets.ir_eval import evaluate
 from tdsched.targets.runtime import LoadedModule
 from tdsched.targets.timing import Timing, time_interleaved
 from tdsched.targets.workload import random_inputs
+from tdsched.transform_lib.work import count_work_of_text
 
 from .evaluation import (
     EVALUATION_ERRORS,
@@ -35,6 +36,8 @@ from .evaluation import (
 )
 from .isolation import ChildFailure, Progress, call_isolated
 from .loading import load
+from .machine_peak import MachinePeak, machine_peak
+from .peers import build_peers
 from .pipeline import Plan, apply_graph, compile_default_workload, plan
 from .space import ParamValue
 
@@ -50,6 +53,49 @@ class Bandwidth:
     probe_gbps: float
     probe: str
     fraction_of_probe: float
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """GFLOP/s of the scheduled and baseline builds on the workload's arithmetic work
+    (:mod:`tdsched.transform_lib.work`), against the machine's measured FMA peak."""
+
+    flops: int
+    uncounted: list[str]
+    """Ops whose work is not in ``flops`` (dynamic shapes, softmax): then a lower bound."""
+    scheduled_gflops: float
+    baseline_gflops: float
+    peak: MachinePeak
+    fraction_of_fma_peak: float
+    """Scheduled GFLOP/s over the measured FMA peak at the run's thread count."""
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> Throughput:
+        return Throughput(**{**data, "peak": MachinePeak(**data["peak"])})
+
+
+@dataclass(frozen=True)
+class PeerResult:
+    """One peer (:mod:`.peers`) timed in the same run: ``speedup`` is the peer's time
+    over the scheduled build's (above 1: the schedule is faster)."""
+
+    name: str
+    status: str
+    error: str | None = None
+    max_abs_error: float | None = None
+    time_ms: Timing | None = None
+    speedup: float | None = None
+    gflops: float | None = None
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> PeerResult:
+        time_ms = Timing(**data["time_ms"]) if data.get("time_ms") else None
+        return PeerResult(**{**data, "time_ms": time_ms})
+
+    def as_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["time_ms"] = self.time_ms.as_dict() if self.time_ms else None
+        return data
 
 
 @dataclass
@@ -75,6 +121,8 @@ class RunReport:
     baseline_ms: Timing | None = None
     speedup: float | None = None
     bandwidth: Bandwidth | None = None
+    throughput: Throughput | None = None
+    peers: list[PeerResult] | None = None
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> RunReport:
@@ -87,6 +135,10 @@ class RunReport:
                 setattr(report, name, Timing(**data[name]))
         if data.get("bandwidth"):
             report.bandwidth = Bandwidth(**data["bandwidth"])
+        if data.get("throughput"):
+            report.throughput = Throughput.from_dict(data["throughput"])
+        if data.get("peers") is not None:
+            report.peers = [PeerResult.from_dict(peer) for peer in data["peers"]]
         return report
 
     def take(self, check: Check) -> None:
@@ -95,8 +147,8 @@ class RunReport:
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of ``tdsched run --json``: every key always present except
-        ``compile_command``, ``reference``, ``error``, ``evaluated_by`` and ``bandwidth``,
-        which appear when known."""
+        ``compile_command``, ``reference``, ``error``, ``evaluated_by``, ``bandwidth``,
+        ``throughput`` and ``peers``, which appear when known."""
         data: dict[str, Any] = {
             "recipe": self.recipe,
             "target": self.target,
@@ -117,6 +169,8 @@ class RunReport:
             "error": self.error,
             "evaluated_by": self.evaluated_by,
             "bandwidth": dataclasses.asdict(self.bandwidth) if self.bandwidth else None,
+            "throughput": dataclasses.asdict(self.throughput) if self.throughput else None,
+            "peers": [peer.as_dict() for peer in self.peers] if self.peers is not None else None,
         }
         data.update({k: v for k, v in optional.items() if v is not None})
         return data
@@ -130,9 +184,13 @@ def run(
     seed: int = 0,
     out_dir: Path | None = None,
     time_it: bool = True,
+    peers: bool = False,
+    peak: bool = True,
     stage: Callable[[RunReport, str], None] | None = None,
 ) -> RunReport:
-    """Evaluate ``p``: compile, check against the reference and time vs the baseline.
+    """Evaluate ``p``: compile, check against the reference and time vs the baseline
+    (and vs the :mod:`.peers` when ``peers``; GFLOP/s against the machine's measured
+    FMA peak when ``peak`` and the workload does arithmetic).
 
     Never raises for schedule, compile or runtime failures: they become the report's
     status (:func:`~.evaluation.status_of`) and error. ``stage`` hears which stage
@@ -160,16 +218,15 @@ def run(
             report.reference = checked.reference.kind
             report.take(checked.check)
             if time_it and checked.check.status is Status.OK:
+                variants = checked.runners()
+                if peers:
+                    stage(report, "building and checking the peers")
+                    report.peers = _add_peers(p, checked.reference, work, threads, variants)
                 stage(report, "timing")
-                _time(
-                    p,
-                    checked.runners(),
-                    checked.reference.inputs,
-                    checked.got,
-                    repeats,
-                    work,
-                    report,
-                )
+                _time(p, variants, checked.reference.inputs, checked.got, repeats, work, report)
+                if peak:
+                    stage(report, "measuring the machine's peak")
+                    report.throughput = _throughput(p, threads, report)
         except EVALUATION_ERRORS as exc:
             report.status, report.error = status_of(exc), str(exc)
     return report
@@ -195,8 +252,56 @@ def _time(
     times = time_interleaved(variants, repeats=repeats)
     report.time_ms, report.baseline_ms = times["scheduled"], times["baseline"]
     report.speedup = times["baseline"].median / times["scheduled"].median
+    if report.peers is not None:
+        scheduled = times["scheduled"].median
+        report.peers = [
+            dataclasses.replace(
+                peer, time_ms=times[peer.name], speedup=times[peer.name].median / scheduled
+            )
+            if peer.name in times
+            else peer
+            for peer in report.peers
+        ]
     if probe is not None:
         report.bandwidth = _bandwidth(inputs, got, times, probe.name)
+
+
+def _add_peers(
+    p: Plan, reference: Any, work: Path, threads: int, variants: dict[str, Any]
+) -> list[PeerResult]:
+    """Build and check the peers; those that are right join the timed ``variants``."""
+    results = []
+    for built in build_peers(p, reference, work, threads):
+        if built.run is not None:
+            variants[built.name] = built.run
+        results.append(PeerResult(built.name, str(built.status), built.error, built.max_abs_error))
+    return results
+
+
+def _throughput(p: Plan, threads: int, report: RunReport) -> Throughput | None:
+    """GFLOP/s and % of the measured FMA peak, for workloads that do arithmetic."""
+    work = count_work_of_text(p.workload.mlir)
+    if work.ops == 0 or report.time_ms is None or report.baseline_ms is None:
+        return None
+    peak = machine_peak(p.target, threads)
+
+    def gflops(timing: Timing) -> float:
+        return work.ops / (timing.median * 1e-3) / 1e9
+
+    if report.peers:
+        report.peers = [
+            dataclasses.replace(peer, gflops=gflops(peer.time_ms)) if peer.time_ms else peer
+            for peer in report.peers
+        ]
+    scheduled = gflops(report.time_ms)
+    return Throughput(
+        flops=work.ops,
+        uncounted=list(work.uncounted),
+        scheduled_gflops=scheduled,
+        baseline_gflops=gflops(report.baseline_ms),
+        peak=peak,
+        fraction_of_fma_peak=scheduled / peak.fma_gflops,
+    )
 
 
 def _bandwidth(
@@ -251,6 +356,8 @@ class RunRequest:
     repeats: int
     seed: int
     time_it: bool
+    peers: bool = False
+    peak: bool = True
     out_dir: str | None = None
     """Where the build files go and stay (``--keep-temps``); ``None``: a temporary folder."""
 
@@ -293,6 +400,8 @@ def run_json(request: dict[str, Any], progress: Progress) -> dict[str, Any]:
         repeats=r.repeats,
         seed=r.seed,
         time_it=r.time_it,
+        peers=r.peers,
+        peak=r.peak,
         out_dir=Path(r.out_dir) if r.out_dir else None,
         stage=stage,
     )

@@ -41,12 +41,16 @@ class Workload:
 
     ``reference`` computes the expected outputs in numpy; when it is ``None`` (an MLIR
     file), the untransformed module compiled by IREE's default pipeline is the reference.
+    ``peer`` is what a user would call instead of compiling the workload, at its own
+    dtype (numpy's ``a @ b`` on OpenBLAS for a matmul): ``tdsched run --peers`` times it
+    as the ``numpy`` peer. ``None`` where numpy has no equivalent a user would pick.
     """
 
     name: str
     mlir: str
     function: str
     reference: Reference | None = None
+    peer: Reference | None = None
 
 
 def load_mlir_file(path: str | Path, function: str | None = None) -> Workload:

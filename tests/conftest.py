@@ -32,6 +32,9 @@ from tdsched.targets import compiler, runtime
 from tdsched.targets.runtime import driver_available
 
 REQUIRE_VULKAN = os.environ.get("TDSCHED_REQUIRE_VULKAN") == "1"
+# The machine's peak (tdsched run, tdsched peak) is measured once per test session into a
+# cache of its own, never read from (or written to) the user's.
+os.environ["TDSCHED_CACHE_DIR"] = tempfile.mkdtemp(prefix="tdsched-test-cache-")
 
 
 FIRST = ("test_sweep_ray.py", "test_regress.py")

@@ -40,7 +40,11 @@ def matmul(M: int, N: int, K: int, dtype: str = "f32") -> Workload:
         a, b = args
         return [(a.astype(np.float64) @ b.astype(np.float64)).astype(a.dtype)]
 
-    return Workload(f"matmul_{M}x{N}x{K}_{t}", mlir, "matmul", reference)
+    def peer(args: Sequence[np.ndarray]) -> list[np.ndarray]:
+        a, b = args
+        return [a @ b]
+
+    return Workload(f"matmul_{M}x{N}x{K}_{t}", mlir, "matmul", reference, peer)
 
 
 def matmul_bias_relu(M: int, N: int, K: int, dtype: str = "f32") -> Workload:
@@ -70,7 +74,13 @@ func.func @matmul_bias_relu(%a: tensor<{M}x{K}x{t}>, %b: tensor<{K}x{N}x{t}>, %b
         acc = a.astype(np.float64) @ b.astype(np.float64) + bias.astype(np.float64)
         return [np.maximum(acc, 0.0).astype(a.dtype)]
 
-    return Workload(f"matmul_bias_relu_{M}x{N}x{K}_{t}", mlir, "matmul_bias_relu", reference)
+    def peer(args: Sequence[np.ndarray]) -> list[np.ndarray]:
+        a, b, bias = args
+        out = a @ b
+        out += bias
+        return [np.maximum(out, 0, out=out)]
+
+    return Workload(f"matmul_bias_relu_{M}x{N}x{K}_{t}", mlir, "matmul_bias_relu", reference, peer)
 
 
 def conv2d_nhwc(

@@ -1,0 +1,101 @@
+"""Peers: what a user would pick instead of a tdsched schedule, built, checked and timed
+in the same run (``tdsched run --peers``).
+
+* ``iree-data-tiling``: IREE's default pipeline with ``--iree-opt-data-tiling`` and
+  microkernels off (``--iree-llvmcpu-enable-ukernels=none``): IREE's own packing and
+  codegen (CPU targets only).
+* ``iree-data-tiling-ukernels``: the same with ``--iree-llvmcpu-enable-ukernels=all``:
+  IREE's hand-written mmt4d microkernels (CPU targets only).
+* ``numpy``: the workload's numpy equivalent at its own dtype (OpenBLAS for a matmul),
+  where one exists (:attr:`~tdsched.targets.workload.Workload.peer`), limited to the
+  run's thread count.
+
+Each peer's results are compared with the reference first, like the schedule's: a peer
+that computes something else is reported ``wrong`` and not timed. A peer that does not
+build is reported with the compiler's first error line, and the run goes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from tdsched.targets.compiler import CompileError, CompileRequest, run_compile
+from tdsched.targets.runtime import LoadedModule
+from tdsched.targets.target import Target
+from threadpoolctl import threadpool_limits
+
+from .evaluation import Reference, Status, compare_outputs
+from .pipeline import Plan
+
+IREE_PEERS: dict[str, tuple[str, ...]] = {
+    "iree-data-tiling": ("--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=none"),
+    "iree-data-tiling-ukernels": ("--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=all"),
+}
+"""CPU peers: name → iree-compile flags added to the target's flags."""
+NUMPY = "numpy"
+
+
+@dataclass(frozen=True)
+class PeerBuild:
+    """One peer, ready to time (``run`` set) or not (``status``/``error`` say why)."""
+
+    name: str
+    status: Status
+    run: Callable[[], None] | None = None
+    error: str | None = None
+    max_abs_error: float | None = None
+
+
+def peer_names(target: Target, has_numpy: bool) -> list[str]:
+    """The peers ``tdsched run --peers`` times for ``target``."""
+    names = [] if target.is_gpu else list(IREE_PEERS)
+    return names + ([NUMPY] if has_numpy else [])
+
+
+def build_peers(p: Plan, reference: Reference, work: Path, threads: int) -> list[PeerBuild]:
+    """Build, load and check every peer of ``p``'s workload on the reference inputs.
+
+    Preconditions: the device is set up (:func:`~.evaluation.prepare_device`), and this
+    process is the run's own: numpy's BLAS stays limited to ``threads`` threads after.
+    """
+    builds = []
+    for name in peer_names(p.target, p.workload.peer is not None):
+        if name == NUMPY:
+            builds.append(_numpy_peer(p, reference, threads))
+        else:
+            builds.append(_iree_peer(p, name, reference, work))
+    return builds
+
+
+def _iree_peer(p: Plan, name: str, reference: Reference, work: Path) -> PeerBuild:
+    source = work / f"{p.workload.name}.peer.mlir"
+    source.write_text(p.workload.mlir)
+    output = work / f"{p.workload.name}.{name}.vmfb"
+    try:
+        run_compile(CompileRequest(source, p.target, output, None, IREE_PEERS[name]))
+    except CompileError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else "iree-compile failed"
+        return PeerBuild(name, Status.COMPILE_FAILED, error=first)
+    module = LoadedModule(output, p.target.driver, p.workload.function)
+    _, check = reference.check(module, p.recipe.tolerance)
+    if check.status is not Status.OK:
+        return PeerBuild(name, check.status, error=check.error, max_abs_error=check.max_abs_error)
+    return PeerBuild(name, Status.OK, module.runner(reference.inputs), None, check.max_abs_error)
+
+
+def _numpy_peer(p: Plan, reference: Reference, threads: int) -> PeerBuild:
+    peer = p.workload.peer
+    assert peer is not None
+    inputs = [np.ascontiguousarray(x) for x in reference.inputs]
+    threadpool_limits(limits=threads)  # for the rest of this (run's own) process
+    check = compare_outputs(peer(inputs), reference.want, p.recipe.tolerance)
+    if check.status is not Status.OK:
+        return PeerBuild(NUMPY, check.status, error=check.error, max_abs_error=check.max_abs_error)
+
+    def run() -> None:
+        peer(inputs)
+
+    return PeerBuild(NUMPY, Status.OK, run, None, check.max_abs_error)

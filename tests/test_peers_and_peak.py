@@ -1,0 +1,76 @@
+"""``tdsched run --peers`` (IREE data tiling, microkernels and numpy timed in the same run)
+and the machine's measured peak (``tdsched peak``, GFLOP/s and % of peak in ``run``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cli_process import tdsched
+from tdsched.schedules.peers import IREE_PEERS, NUMPY, peer_names
+from tdsched.targets.target import make_target
+
+SIZE = {"M": 128, "N": 96, "K": 64}
+PARAMS = [arg for name, value in SIZE.items() for arg in ("--param", f"{name}={value}")]
+
+
+def test_iree_peers_are_cpu_only_and_numpy_needs_an_equivalent() -> None:
+    assert peer_names(make_target("x86"), True) == [*IREE_PEERS, NUMPY]
+    assert peer_names(make_target("x86"), False) == list(IREE_PEERS)
+    assert peer_names(make_target("vulkan"), True) == [NUMPY]
+
+
+@pytest.mark.usefixtures("iree")
+def test_run_peers_are_checked_and_timed_in_the_same_run() -> None:
+    proc = tdsched("run", "matmul_x86", "--peers", "--json", "--repeats", "2", *PARAMS)
+    report = json.loads(proc.stdout)
+    assert report["status"] == "ok", report
+    peers = {peer["name"]: peer for peer in report["peers"]}
+    assert list(peers) == ["iree-data-tiling", "iree-data-tiling-ukernels", "numpy"]
+    time = report["time_ms"]["median"]
+    for peer in peers.values():
+        assert peer["status"] == "ok" and peer["max_abs_error"] < 1e-3, peer
+        assert peer["speedup"] == pytest.approx(peer["time_ms"]["median"] / time)
+    flops = 2 * SIZE["M"] * SIZE["N"] * SIZE["K"]
+    throughput = report["throughput"]
+    assert throughput["flops"] == flops and throughput["uncounted"] == []
+    assert throughput["scheduled_gflops"] == pytest.approx(flops / (time * 1e-3) / 1e9)
+    assert peers["numpy"]["gflops"] == pytest.approx(
+        flops / (peers["numpy"]["time_ms"]["median"] * 1e-3) / 1e9
+    )
+    peak = throughput["peak"]
+    assert peak["threads"] == 2 and peak["target"] == "x86" and peak["fma_gflops"] > 1
+    assert throughput["fraction_of_fma_peak"] == pytest.approx(
+        throughput["scheduled_gflops"] / peak["fma_gflops"]
+    )
+
+
+@pytest.mark.usefixtures("iree")
+def test_run_prints_the_share_of_the_peak_and_each_peer() -> None:
+    proc = tdsched("run", "matmul_bias_relu_x86", "--peers", "--repeats", "2", *PARAMS)
+    assert proc.returncode == 0, proc.stderr
+    assert "of this machine's FMA peak" in proc.stdout
+    assert "peer     numpy:" in proc.stdout and "scheduled is" in proc.stdout
+
+
+@pytest.mark.usefixtures("iree")
+def test_the_peak_is_measured_once_per_machine_and_cached(tmp_path: Path) -> None:
+    env = {**os.environ, "TDSCHED_CACHE_DIR": str(tmp_path)}
+
+    def peak(*args: str) -> dict[str, object]:
+        command = [sys.executable, "-m", "tdsched.schedules.cli", "peak", "--json", *args]
+        proc = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
+        return dict(json.loads(proc.stdout))
+
+    first = peak("--threads", "1")
+    assert first["threads"] == 1 and first["target"] == "x86"
+    assert float(str(first["fma_gflops"])) > 1 and float(str(first["bandwidth_gbps"])) > 0.1
+    assert peak("--threads", "1") == first  # from the cache
+    cached = json.loads((tmp_path / "machine_peak.json").read_text())
+    assert list(cached.values()) == [first]
+    peak("--threads", "1", "--refresh")
+    assert len(json.loads((tmp_path / "machine_peak.json").read_text())) == 1
