@@ -1,0 +1,241 @@
+"""Benchmark: every shipped x86 recipe against what a user would pick instead, at every
+size of its grid, 1 and 2 threads.
+
+For each point it runs ``tdsched run RECIPE --peers --json`` in a process of its own
+(IREE fixes the thread count when a device is created), which builds, checks and times
+in one interleaved run: the scheduled build, IREE default, IREE data tiling with and
+without microkernels, and numpy where the workload has an equivalent; GFLOP/s come with
+the share of the machine's measured FMA peak (``tdsched peak``). Output: one JSON object
+(every point, the machine, the peak) and, with ``--markdown``, the tables that
+``docs/benchmarks.md#peers`` shows (``--update-docs`` rewrites that section in place).
+
+    .venv/bin/python benchmarks/peers.py [--threads 1 2] [--repeats 9] [--quick]
+        [--case matmul_x86] [--out results.json] [--update-docs docs/benchmarks.md]
+
+Ratios are same-run medians (the peer's median time over the schedule's: above 1, the
+schedule is faster). Two threads on a 2-core VM are noisy; read the 1-thread rows for
+decisions and re-run a point to see its spread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import iree.compiler.version
+from tdsched.schedules.machine_peak import cpu_description
+
+SQUARE = [128, 256, 512, 1024, 2048]
+FFN = [(128, 3072, 768), (128, 768, 3072), (512, 4096, 1024)]
+"""Transformer FFN matmuls (M x N x K): BERT-base's up and down projections at 128
+tokens, and a 512-token 1024 -> 4096 projection."""
+MATMUL_GRID = [(n, n, n) for n in SQUARE] + FFN
+DEFAULT_SIZE_RECIPES = [
+    "matmul_mmt4d_x86",
+    "matmul_bias_relu_fuse_ext_x86",
+    "matmul_chain_x86",
+    "matmul_chain_cross_layer_x86",
+    "resnet_block_x86",
+    "small_cnn_x86",
+    "elementwise_chain_x86",
+    "collapse_dims_x86",
+    "pad_fusion_x86",
+]
+"""Shipped x86 recipes without a size grid yet: benchmarked at their own parameters."""
+BEGIN, END = "<!-- peers:begin -->", "<!-- peers:end -->"
+
+
+@dataclass(frozen=True)
+class Case:
+    recipe: str
+    params: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        if not self.params:
+            return self.recipe
+        if set(self.params) == {"M", "N", "K"}:
+            return f"{self.recipe} {self.params['M']}x{self.params['N']}x{self.params['K']}"
+        return f"{self.recipe} " + ",".join(f"{k}={v}" for k, v in self.params.items())
+
+
+def cases(quick: bool) -> list[Case]:
+    """The benchmark's points: matmul recipes over the grid, the rest at their defaults
+    (``quick``: the 256³ and 1024³ matmuls and the ResNet block only)."""
+    grid = [(256, 256, 256), (1024, 1024, 1024)] if quick else MATMUL_GRID
+    found = [
+        Case(recipe, {"M": m, "N": n, "K": k})
+        for recipe in ("matmul_x86", "matmul_bias_relu_x86")
+        for m, n, k in grid
+    ]
+    return found + [Case(r) for r in (["resnet_block_x86"] if quick else DEFAULT_SIZE_RECIPES)]
+
+
+def measure(case: Case, threads: int, repeats: int) -> dict[str, Any]:
+    """One ``tdsched run --peers --json`` of ``case``, summarized."""
+    command = [sys.executable, "-m", "tdsched.schedules.cli", "run", case.recipe, "--json"]
+    command += ["--peers", "--threads", str(threads), "--repeats", str(repeats)]
+    for name, value in case.params.items():
+        command += ["--param", f"{name}={value}"]
+    started = time.monotonic()
+    proc = subprocess.run(command, capture_output=True, text=True, check=False)
+    point: dict[str, Any] = {"case": case.label, "recipe": case.recipe, "params": case.params}
+    point.update(threads=threads, seconds=round(time.monotonic() - started, 1))
+    if not proc.stdout.strip():
+        return {**point, "status": "error", "error": proc.stderr.strip().splitlines()[-1:]}
+    report = json.loads(proc.stdout)
+    point.update(status=report["status"], speedup_vs_default=report.get("speedup"))
+    peers = {p["name"]: p for p in report.get("peers") or []}
+    point["vs"] = {name: p.get("speedup") for name, p in peers.items()}
+    tiling = [
+        peers[n]["speedup"] for n in peers if n.startswith("iree-data") if peers[n]["speedup"]
+    ]
+    point["vs_best_data_tiling"] = min(tiling) if tiling else None
+    throughput = report.get("throughput")
+    if throughput:
+        point.update(
+            gflops=throughput["scheduled_gflops"],
+            default_gflops=throughput["baseline_gflops"],
+            fraction_of_fma_peak=throughput["fraction_of_fma_peak"],
+            fma_peak_gflops=throughput["peak"]["fma_gflops"],
+            peer_gflops={name: p.get("gflops") for name, p in peers.items()},
+        )
+    if report.get("error"):
+        point["error"] = report["error"]
+    return point
+
+
+def geomean(values: Sequence[float]) -> float | None:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def summary(points: list[dict[str, Any]], threads: int) -> dict[str, Any]:
+    """Per thread count: geomean vs IREE default, and how many points lose to each peer."""
+    ok = [p for p in points if p["threads"] == threads and p["status"] == "ok"]
+    default = [p["speedup_vs_default"] for p in ok if p["speedup_vs_default"]]
+    tiling = [p["vs_best_data_tiling"] for p in ok if p["vs_best_data_tiling"]]
+    numpy = [p["vs"]["numpy"] for p in ok if p["vs"].get("numpy")]
+    return {
+        "threads": threads,
+        "points": len([p for p in points if p["threads"] == threads]),
+        "ok": len(ok),
+        "geomean_vs_default": geomean(default),
+        "slower_than_default": sorted(p["case"] for p in ok if p["speedup_vs_default"] < 1),
+        "geomean_vs_best_data_tiling": geomean(tiling),
+        "slower_than_data_tiling": sorted(
+            p["case"] for p in ok if (p["vs_best_data_tiling"] or 2) < 1
+        ),
+        "geomean_vs_numpy": geomean(numpy),
+        "slower_than_numpy": sorted(p["case"] for p in ok if (p["vs"].get("numpy") or 2) < 1),
+    }
+
+
+def _ratio(value: float | None) -> str:
+    if value is None:
+        return "-"
+    text = f"{value:.2f}x"
+    return f"**{text}**" if value < 1 else text
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """The docs section: command, machine, peak, one table per thread count, summary."""
+    lines = [
+        f"`{result['command']}` on {result['date']}: {result['cpu']}, IREE "
+        f"{result['iree_version']}. Same-run medians of {result['repeats']} interleaved "
+        "rounds; each ratio is the peer's time over the schedule's (**bold**: the schedule "
+        "is slower). Peak: `tdsched peak` at the same thread count.",
+        "",
+    ]
+    for threads in result["threads"]:
+        s = next(x for x in result["summary"] if x["threads"] == threads)
+        lines += [
+            f"**{threads} thread{'s' if threads > 1 else ''}**: geomean "
+            f"{_ratio(s['geomean_vs_default'])} "
+            f"vs IREE default, {_ratio(s['geomean_vs_best_data_tiling'])} vs IREE data "
+            f"tiling (its faster variant), {_ratio(s['geomean_vs_numpy'])} vs numpy; "
+            f"{len(s['slower_than_default'])} of {s['ok']} points slower than IREE default.",
+            "",
+            "| case | status | GFLOP/s | % FMA peak | vs default | vs data tiling | "
+            "vs data tiling + ukernels | vs numpy |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for p in result["points"]:
+            if p["threads"] != threads:
+                continue
+            vs = p.get("vs", {})
+            gflops = f"{p['gflops']:.1f}" if p.get("gflops") else "-"
+            peak = f"{p['fraction_of_fma_peak']:.0%}" if p.get("fraction_of_fma_peak") else "-"
+            lines.append(
+                f"| {p['case']} | {p['status']} | {gflops} | {peak} | "
+                f"{_ratio(p.get('speedup_vs_default'))} | {_ratio(vs.get('iree-data-tiling'))} | "
+                f"{_ratio(vs.get('iree-data-tiling-ukernels'))} | {_ratio(vs.get('numpy'))} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def update_docs(path: Path, section: str) -> None:
+    """Replace the text between the peers markers of ``path`` with ``section``."""
+    text = path.read_text()
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"{path}: no '{BEGIN}' ... '{END}' markers to write between")
+    head, rest = text.split(BEGIN, 1)
+    tail = rest.split(END, 1)[1]
+    path.write_text(f"{head}{BEGIN}\n{section}\n{END}{tail}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--repeats", type=int, default=9, help="interleaved rounds per run")
+    parser.add_argument("--quick", action="store_true", help="a 6-point subset")
+    parser.add_argument("--case", action="append", help="only these recipes (repeatable)")
+    parser.add_argument("--out", type=Path, help="also write the JSON here")
+    parser.add_argument("--markdown", type=Path, help="write the docs section here")
+    parser.add_argument("--update-docs", type=Path, help="rewrite the peers section of this file")
+    args = parser.parse_args(argv)
+    chosen = [c for c in cases(args.quick) if not args.case or c.recipe in args.case]
+    points = []
+    for threads in args.threads:
+        for case in chosen:
+            point = measure(case, threads, args.repeats)
+            print(
+                f"{case.label} t={threads}: {point['status']} {point.get('speedup_vs_default')}",
+                file=sys.stderr,
+            )
+            points.append(point)
+    result = {
+        "benchmark": "peers",
+        "command": "python benchmarks/peers.py " + " ".join(argv or sys.argv[1:]),
+        "date": time.strftime("%Y-%m-%d"),
+        "cpu": cpu_description(),
+        "machine": platform.machine(),
+        "iree_version": iree.compiler.version.VERSION,
+        "repeats": args.repeats,
+        "threads": args.threads,
+        "points": points,
+        "summary": [summary(points, t) for t in args.threads],
+    }
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+    section = markdown(result)
+    if args.markdown:
+        args.markdown.write_text(section)
+    if args.update_docs:
+        update_docs(args.update_docs, section)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
