@@ -238,7 +238,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 def _plan(args: argparse.Namespace, **extra: object) -> Plan:
     overrides = dict(parse_override(text) for text in args.param)
-    return plan(
+    p = plan(
         load(args.recipe),
         args.target,
         overrides,
@@ -246,6 +246,9 @@ def _plan(args: argparse.Namespace, **extra: object) -> Plan:
         cpu_features=args.cpu_features,
         **extra,  # type: ignore[arg-type]
     )
+    if p.recipe.shape_choice is not None:
+        print(f"tdsched: {p.recipe.shape_choice.describe()}", file=sys.stderr)
+    return p
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -344,6 +347,8 @@ def _print_report(report: RunReport) -> None:
     if report.max_abs_error is not None:
         status += f"  (max abs error {report.max_abs_error:.3g} vs {report.reference})"
     print(status)
+    if report.shape_entry:
+        print(f"shapes   {report.shape_entry['description']}")
     if report.error:
         print(f"error    {report.error}")
     if report.evaluated_by:

@@ -39,19 +39,28 @@ def resolve(recipe: Recipe, overrides: Mapping[str, ParamValue] | None = None) -
     """Return ``recipe`` with every ``${NAME}`` replaced by its value.
 
     ``overrides`` replace defaults; naming a parameter the recipe does not declare is an
-    error (a typo would otherwise silently run the default schedule).
+    error (a typo would otherwise silently run the default schedule). A ``shapes`` table
+    entry chosen by the shape (:mod:`.shape_table`) replaces defaults first, overrides win
+    over it; the result's ``shape_choice`` says which entry was used.
     """
     params = recipe.parameter_dict
-    for name, value in (overrides or {}).items():
+    for name in overrides or {}:
         if name not in params:
             known = ", ".join(sorted(params)) or "none"
             raise RecipeError(
                 Where(recipe.source, None, "parameters"),
                 f"unknown parameter {name!r} (this recipe declares: {known})",
             )
-        params[name] = value
+    choice = None
+    if recipe.shapes is not None:
+        choice = recipe.shapes.choose({**params, **(overrides or {})}, recipe.space.constraints)
+        if choice.entry is not None:
+            params.update(choice.entry.params)
+    params.update(overrides or {})
     resolved = _substitute(recipe, params, Where(recipe.source))
-    return dataclasses.replace(resolved, parameters=tuple(params.items()))
+    if choice is not None and choice.entry is not None and choice.entry.iree_default:
+        resolved = dataclasses.replace(resolved, graph=(), kernels=())
+    return dataclasses.replace(resolved, parameters=tuple(params.items()), shape_choice=choice)
 
 
 def _substitute(obj: T, params: Mapping[str, ParamValue], where: Where) -> T:
@@ -66,7 +75,7 @@ def _substitute(obj: T, params: Mapping[str, ParamValue], where: Where) -> T:
         changes = {
             f.name: _substitute(getattr(obj, f.name), params, here)
             for f in dataclasses.fields(obj)
-            if f.name not in ("where", "parameters", "source", "space")
+            if f.name not in ("where", "parameters", "source", "space", "shapes", "shape_choice")
         }
         result = dataclasses.replace(obj, **changes)
     else:

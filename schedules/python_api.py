@@ -38,6 +38,7 @@ from .recipe import (
     Tolerance,
     WorkloadSpec,
 )
+from .shape_table import ShapeEntry, ShapeTable
 from .space import Axis, ParamValue, SearchSpace, build_space, int_range, pow2_range
 from .steps import (
     STEPS,
@@ -394,6 +395,7 @@ class RecipeBuilder:
         self._kernels: list[tuple[KernelSchedule, _Schedule | None]] = []
         self._axes: list[Axis] = []
         self._constraints: list[tuple[str, Where]] = []
+        self._shapes: ShapeTable | None = None
 
     def parameters(self, **defaults: ParamValue) -> RecipeBuilder:
         """Declare parameters and their defaults (referenced with ``P("NAME")``)."""
@@ -436,6 +438,44 @@ class RecipeBuilder:
     def compile_flags(self, *flags: str) -> RecipeBuilder:
         """Extra iree-compile flags for the scheduled build (target-level knobs)."""
         self._recipe = replace(self._recipe, compile_flags=tuple(flags))
+        return self
+
+    def shapes(
+        self,
+        key: Sequence[str],
+        entries: Sequence[Mapping[str, ParamValue | bool]],
+        rule: Literal["nearest", "exact"] = "nearest",
+    ) -> RecipeBuilder:
+        """Tuned parameters per workload shape (:mod:`.shape_table`): each entry maps the
+        ``key`` parameters to their values, then tuned parameters to theirs; the keys
+        ``iree_default`` (bool) and ``note`` (str) are the entry's options."""
+        where = _caller()
+        built = []
+        for entry in entries:
+            missing = [name for name in key if name not in entry]
+            if missing:
+                raise RecipeError(where, f"shapes entry {dict(entry)} lacks key value(s) {missing}")
+            shape = []
+            for name in key:
+                value = entry[name]
+                if not isinstance(value, int) or isinstance(value, bool):
+                    raise RecipeError(where, f"shapes entry: {name} must be an integer")
+                shape.append((name, value))
+            params = tuple(
+                (k, v)
+                for k, v in entry.items()
+                if k not in key and k not in ("iree_default", "note") and not isinstance(v, bool)
+            )
+            built.append(
+                ShapeEntry(
+                    shape=tuple(shape),
+                    params=params,
+                    iree_default=bool(entry.get("iree_default", False)),
+                    note=str(entry.get("note", "")),
+                    where=where,
+                )
+            )
+        self._shapes = ShapeTable(tuple(key), tuple(built), rule, where)
         return self
 
     def metrics(self, *names: str) -> RecipeBuilder:
@@ -506,7 +546,13 @@ class RecipeBuilder:
             replace(k, steps=tuple(s.steps)) if s is not None else k for k, s in self._kernels
         )
         space = build_space(self._axes, self._constraints, self._recipe.parameter_dict)
-        return replace(self._recipe, graph=tuple(self._graph.steps), kernels=kernels, space=space)
+        return replace(
+            self._recipe,
+            graph=tuple(self._graph.steps),
+            kernels=kernels,
+            space=space,
+            shapes=self._shapes,
+        )
 
 
 def frozen(recipe: Recipe, params: Mapping[str, ParamValue], target: str) -> Recipe:

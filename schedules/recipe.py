@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from tdsched.targets.target import TARGET_NAMES
 
 from .errors import RecipeError, Where
+from .shape_table import ShapeChoice, ShapeTable
 from .space import ParamValue, SearchSpace
 from .steps import Scope, Step, step_info
 from .values import IntOrParam, MatchSpec
@@ -146,6 +147,10 @@ class Recipe:
     metrics: tuple[str, ...] = ()
     space: SearchSpace = field(default_factory=SearchSpace)
     """What ``tdsched sweep`` explores; ``tdsched run`` uses the parameters' defaults."""
+    shapes: ShapeTable | None = None
+    """Tuned parameters per workload shape (:mod:`.shape_table`)."""
+    shape_choice: ShapeChoice | None = None
+    """Set by resolving: the ``shapes`` entry the parameters came from."""
     source: str | None = None
 
     def __post_init__(self) -> None:
@@ -159,6 +164,8 @@ class Recipe:
                     f"unknown target {target!r}; available: {', '.join(TARGET_NAMES)}",
                 )
         _check_scope(self.graph, Scope.GRAPH)
+        if self.shapes is not None:
+            self.shapes.check(self.parameter_dict)
 
     @property
     def parameter_dict(self) -> dict[str, ParamValue]:

@@ -123,6 +123,8 @@ class RunReport:
     bandwidth: Bandwidth | None = None
     throughput: Throughput | None = None
     peers: list[PeerResult] | None = None
+    shape_entry: dict[str, Any] | None = None
+    """The ``shapes`` table entry the parameters came from (:mod:`.shape_table`)."""
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> RunReport:
@@ -148,7 +150,7 @@ class RunReport:
     def to_json(self) -> dict[str, Any]:
         """The JSON object of ``tdsched run --json``: every key always present except
         ``compile_command``, ``reference``, ``error``, ``evaluated_by``, ``bandwidth``,
-        ``throughput`` and ``peers``, which appear when known."""
+        ``throughput``, ``peers`` and ``shape_entry``, which appear when known."""
         data: dict[str, Any] = {
             "recipe": self.recipe,
             "target": self.target,
@@ -171,6 +173,7 @@ class RunReport:
             "bandwidth": dataclasses.asdict(self.bandwidth) if self.bandwidth else None,
             "throughput": dataclasses.asdict(self.throughput) if self.throughput else None,
             "peers": [peer.as_dict() for peer in self.peers] if self.peers is not None else None,
+            "shape_entry": self.shape_entry,
         }
         data.update({k: v for k, v in optional.items() if v is not None})
         return data
@@ -205,6 +208,9 @@ def run(
         threads=threads if not p.target.is_gpu else None,
         baseline=p.recipe.baseline.label,
     )
+    choice = p.recipe.shape_choice
+    if choice is not None:
+        report.shape_entry = {**choice.as_dict(), "description": choice.describe()}
     with tempfile.TemporaryDirectory(prefix="tdsched-") as tmp:
         work = out_dir or Path(tmp)
         try:
@@ -219,11 +225,13 @@ def run(
             report.take(checked.check)
             if time_it and checked.check.status is Status.OK:
                 variants = checked.runners()
+                after: dict[str, Any] = {}
                 if peers:
                     stage(report, "building and checking the peers")
-                    report.peers = _add_peers(p, checked.reference, work, threads, variants)
+                    report.peers = _add_peers(p, checked.reference, work, threads, variants, after)
                 stage(report, "timing")
                 _time(p, variants, checked.reference.inputs, checked.got, repeats, work, report)
+                _time_peers_after(after, repeats, report)
                 if peak:
                     stage(report, "measuring the machine's peak")
                     report.throughput = _throughput(p, threads, report)
@@ -252,28 +260,45 @@ def _time(
     times = time_interleaved(variants, repeats=repeats)
     report.time_ms, report.baseline_ms = times["scheduled"], times["baseline"]
     report.speedup = times["baseline"].median / times["scheduled"].median
-    if report.peers is not None:
-        scheduled = times["scheduled"].median
-        report.peers = [
-            dataclasses.replace(
-                peer, time_ms=times[peer.name], speedup=times[peer.name].median / scheduled
-            )
-            if peer.name in times
-            else peer
-            for peer in report.peers
-        ]
+    _record_peer_times(times, report)
     if probe is not None:
         report.bandwidth = _bandwidth(inputs, got, times, probe.name)
 
 
+def _time_peers_after(after: dict[str, Any], repeats: int, report: RunReport) -> None:
+    """Time the peers that must not interleave with IREE's builds, in a block of their own."""
+    if after and report.time_ms is not None:
+        _record_peer_times(time_interleaved(after, repeats=repeats), report)
+
+
+def _record_peer_times(times: Mapping[str, Timing], report: RunReport) -> None:
+    if report.peers is None or report.time_ms is None:
+        return
+    scheduled = report.time_ms.median
+    report.peers = [
+        dataclasses.replace(
+            peer, time_ms=times[peer.name], speedup=times[peer.name].median / scheduled
+        )
+        if peer.name in times
+        else peer
+        for peer in report.peers
+    ]
+
+
 def _add_peers(
-    p: Plan, reference: Any, work: Path, threads: int, variants: dict[str, Any]
+    p: Plan,
+    reference: Any,
+    work: Path,
+    threads: int,
+    variants: dict[str, Any],
+    after: dict[str, Any],
 ) -> list[PeerResult]:
-    """Build and check the peers; those that are right join the timed ``variants``."""
+    """Build and check the peers; those that are right join the interleaved
+    ``variants``, or the block timed ``after`` them (:mod:`.peers` says why)."""
     results = []
     for built in build_peers(p, reference, work, threads):
         if built.run is not None:
-            variants[built.name] = built.run
+            (variants if built.interleaved else after)[built.name] = built.run
         results.append(PeerResult(built.name, str(built.status), built.error, built.max_abs_error))
     return results
 
@@ -283,10 +308,13 @@ def _throughput(p: Plan, threads: int, report: RunReport) -> Throughput | None:
     work = count_work_of_text(p.workload.mlir)
     if work.ops == 0 or report.time_ms is None or report.baseline_ms is None:
         return None
-    peak = machine_peak(p.target, threads)
 
     def gflops(timing: Timing) -> float:
         return work.ops / (timing.median * 1e-3) / 1e9
+
+    timed = [report.time_ms, report.baseline_ms, *(q.time_ms for q in report.peers or [])]
+    fastest = max(gflops(t) for t in timed if t is not None)
+    peak = machine_peak(p.target, threads, exceeded=fastest)
 
     if report.peers:
         report.peers = [

@@ -16,13 +16,16 @@ from tdsched.transform_lib.match import OP_KINDS
 
 from .options import Kind, StepOption, step_options
 from .recipe import METRICS
+from .shape_table import RULES
 from .steps import STEPS, StepInfo
 from .values import MATCH_FIELDS, OPS_FIELDS
 from .yaml_frontend import (
     CONFIG_FIELDS,
     CONFIG_LEVELS,
+    ENTRY_OPTIONS,
     KERNEL_FIELDS,
     RECIPE_FIELDS,
+    SHAPES_FIELDS,
     WORKLOAD_FIELDS,
 )
 
@@ -102,6 +105,27 @@ def recipe_schema() -> JSON:
             "metrics": {"type": "array", "items": {"enum": list(METRICS)}},
             "space": {"type": "object", "additionalProperties": _axis()},
             "constraints": {"type": "array", "items": {"type": "string"}},
+            "shapes": _object(
+                SHAPES_FIELDS,
+                {
+                    "key": {"type": "array", "minItems": 1, "items": {"type": "string"}},
+                    "rule": {"enum": list(RULES)},
+                    "entries": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "description": "key values (integers), tuned parameter values, "
+                            + "; ".join(f"{k}: {v}" for k, v in ENTRY_OPTIONS.items()),
+                            "properties": {
+                                "iree_default": {"type": "boolean"},
+                                "note": {"type": "string"},
+                            },
+                            "additionalProperties": scalar,
+                        },
+                    },
+                },
+                required=("key", "entries"),
+            ),
             "provenance": {"type": "object"},
         },
         required=("name", "workload"),

@@ -30,6 +30,7 @@ from .recipe import (
     WorkloadSpec,
     name_problem,
 )
+from .shape_table import RULES, ShapeEntry, ShapeTable
 from .space import Axis, ParamValue, SearchSpace, build_space, int_range, pow2_range
 from .steps import STEPS, Step
 from .values import MATCH_FIELDS, OPS_FIELDS, IntOrParam, MatchSpec
@@ -49,6 +50,7 @@ RECIPE_FIELDS = {
     "metrics": f"extra figures to report: {', '.join(METRICS)}",
     "space": "values 'tdsched sweep' tries per parameter",
     "constraints": "expressions every swept candidate must satisfy",
+    "shapes": "tuned parameters per workload shape: key, rule, entries",
     "provenance": "where a frozen recipe came from (informational)",
 }
 """A recipe file's top-level keys (the JSON Schema describes the same keys)."""
@@ -123,6 +125,7 @@ def parse_recipe(text: str, filename: str) -> Recipe:
         if "metrics" in top
         else (),
         space=_space(top.get("space"), top.get("constraints"), dict(parameters)),
+        shapes=_shapes(top["shapes"]) if "shapes" in top else None,
         source=filename,
     )
 
@@ -187,6 +190,49 @@ def _parameters(node: Node) -> tuple[tuple[str, ParamValue], ...]:
             raise item.fail(f"a parameter default must be a number or a string, got {value!r}")
         params.append((name, value))
     return tuple(params)
+
+
+SHAPES_FIELDS = {
+    "key": "the parameters that give the workload's shape, e.g. [M, N, K]",
+    "rule": f"how a shape between entries is served: {' or '.join(RULES)}",
+    "entries": "one mapping per shape: the key values, then the tuned parameter values",
+}
+ENTRY_OPTIONS = {
+    "iree_default": "true: IREE's own pipeline runs at this shape, unscheduled",
+    "note": "where the entry came from (informational)",
+}
+
+
+def _shapes(node: Node) -> ShapeTable:
+    f = node.mapping(SHAPES_FIELDS, required=("key", "entries"))
+    key = tuple(k.text() for k in f["key"].sequence())
+    if not key:
+        raise f["key"].fail("name at least one parameter, e.g. [M, N, K]")
+    entries = []
+    for item in f["entries"].sequence():
+        fields = item.entries("of key values and tuned parameter values")
+        missing = [name for name in key if name not in fields]
+        if missing:
+            raise item.fail(f"missing key value(s) {', '.join(missing)} (key: {list(key)})")
+        params = []
+        for name, value in fields.items():
+            if name in key or name in ENTRY_OPTIONS:
+                continue
+            scalar = value.scalar()
+            if isinstance(scalar, bool) or not isinstance(scalar, int | float | str):
+                raise value.fail(f"a tuned value must be a number or a string, got {scalar!r}")
+            params.append((name, scalar))
+        entries.append(
+            ShapeEntry(
+                shape=tuple((name, fields[name].integer()) for name in key),
+                params=tuple(params),
+                iree_default=fields["iree_default"].flag() if "iree_default" in fields else False,
+                note=fields["note"].text() if "note" in fields else "",
+                where=item.where,
+            )
+        )
+    rule = f["rule"].choice(RULES) if "rule" in f else "nearest"
+    return ShapeTable(key, tuple(entries), rule, node.where)  # type: ignore[arg-type]
 
 
 def _tolerance(node: Node) -> Tolerance:

@@ -17,7 +17,7 @@ from ..cli_types import non_negative_int, positive_float, positive_int
 from ..params import parse_override
 from .database import ResultsDB
 from .executor import Executor, Limits, LocalExecutor
-from .freeze import recorded_sweep, write_frozen
+from .freeze import recorded_sweep, write_frozen, write_shape_table
 from .racing import RaceSettings
 from .runner import Sweep, SweepOptions, SweepOutcome, SweepState
 from .strategies import STRATEGIES
@@ -53,6 +53,12 @@ Every result is written to the SQLite database (--db) the moment it is known, ke
 content hash of workload, scripts, target, flags and IREE version: re-running reuses it,
 --resume continues an interrupted sweep, --rebench times again. The best candidate is
 written as a frozen recipe (--best-out) that 'tdsched run' accepts unchanged.
+
+With --shape (repeatable), one sweep runs per shape, and the winners go into the
+recipe's 'shapes' table instead (--best-out, default DB's folder/RECIPE.TARGET.shapes.yaml):
+one entry per shape with the best candidate's parameters, or 'iree_default: true' where
+the best candidate is slower than IREE default; 'tdsched run' then picks the entry by
+the shape it runs at.
 """
 
 EPILOG = """\
@@ -63,6 +69,7 @@ examples:
   tdsched sweep matmul_x86 --strategy random --samples 24 --json
   tdsched sweep matmul_vulkan --target vulkan --db vk.db
   tdsched sweep matmul_x86 --resume            continue after an interruption
+  tdsched sweep matmul_x86 --shape M=256,N=256,K=256 --shape M=512,N=512,K=512
   tdsched report tdsched-sweeps.db --plot speedup.png --x TM --y TN
 """
 
@@ -156,7 +163,17 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--best-out",
         type=Path,
-        help="frozen best recipe (default: DB's folder/RECIPE.TARGET.best.yaml)",
+        help="frozen best recipe (default: DB's folder/RECIPE.TARGET.best.yaml; with "
+        "--shape, RECIPE.TARGET.shapes.yaml)",
+    )
+    p.add_argument(
+        "--shape",
+        action="append",
+        default=[],
+        type=shape_arg,
+        metavar="NAME=V,NAME=V",
+        help="sweep at this shape (repeatable; every --shape names the same parameters, "
+        "the table's key) and write the winners as a shape table",
     )
     p.add_argument("--top", type=positive_int, default=10, help="rows of the ranked table (10)")
     p.add_argument("--json", action="store_true", help="print one JSON object at the end")
@@ -201,9 +218,37 @@ def _progress(quiet: bool) -> Any:
     return show
 
 
+def shape_arg(text: str) -> dict[str, int]:
+    """``M=256,N=256,K=256`` → ``{"M": 256, ...}`` (argparse type of ``--shape``)."""
+    shape: dict[str, int] = {}
+    for part in text.split(","):
+        name, sep, value = part.partition("=")
+        if not sep or not name.strip() or not value.strip().isdigit() or int(value) <= 0:
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: expected NAME=VALUE pairs with positive integer values, "
+                "separated by commas, e.g. M=256,N=256,K=256"
+            )
+        shape[name.strip()] = int(value)
+    return shape
+
+
 def run(args: argparse.Namespace) -> int:
-    """``tdsched sweep``. Exit 0 when a correct candidate was found, 1 when none was."""
+    """``tdsched sweep``. Exit 0 when a correct candidate was found (at every shape, with
+    --shape), 1 when not."""
     fixed = dict(parse_override(p) for p in args.param)
+    if args.shape:
+        return _sweep_shapes(args, fixed)
+    sweep, outcome = _sweep(args, fixed)
+    best_file = _write_best(sweep, outcome, args)
+    if args.json:
+        print(json.dumps(_as_json(outcome, best_file), indent=2))
+    else:
+        print(_summary(outcome, best_file, args.top))
+    return 0 if outcome.ranked else 1
+
+
+def _sweep(args: argparse.Namespace, fixed: dict[str, Any]) -> tuple[Sweep, SweepOutcome]:
+    """One sweep with ``fixed`` parameters, recorded in the database."""
     options = SweepOptions(
         target=args.target,
         fixed=fixed,
@@ -238,12 +283,84 @@ def run(args: argparse.Namespace) -> int:
         db.close()
     if not args.quiet and sys.stderr.isatty():
         print(file=sys.stderr)
-    best_file = _write_best(sweep, outcome, args)
+    return sweep, outcome
+
+
+def _sweep_shapes(args: argparse.Namespace, fixed: dict[str, Any]) -> int:
+    """One sweep per ``--shape``; the winners written as the recipe's shape table."""
+    key = list(args.shape[0])
+    for shape in args.shape:
+        if list(shape) != key:
+            raise ValueError(
+                f"every --shape must name the same parameters in the same order (the "
+                f"table's key): {','.join(key)} vs {','.join(shape)}"
+            )
+    done: list[tuple[dict[str, int], SweepOutcome]] = []
+    sweep = None
+    for shape in args.shape:
+        if not args.quiet:
+            print(f"== shape {_label(shape)}", file=sys.stderr)
+        sweep, outcome = _sweep(args, {**fixed, **shape})
+        done.append((shape, outcome))
+        if not args.json:
+            print(f"== shape {_label(shape)}\n{_summary(outcome, None, args.top)}\n")
+    assert sweep is not None
+    entries = [_table_entry(shape, fixed, outcome) for shape, outcome in done if outcome.ranked]
+    table = None
+    if entries:
+        out = (
+            args.best_out
+            or args.db.parent / f"{done[0][1].recipe.name}.{done[0][1].target}.shapes.yaml"
+        )
+        provenance = {
+            "swept_recipe": _relative(sweep.path, out.parent),
+            "database": _relative(args.db, out.parent),
+            "sweeps": [outcome.sweep_id for _, outcome in done],
+            "target": done[0][1].target,
+            "threads": sweep.options.threads,
+            "iree_version": iree.compiler.version.VERSION,
+        }
+        table = write_shape_table(sweep.path, out, key, entries, done[0][1].target, provenance)
+    missing = [_label(shape) for shape, outcome in done if not outcome.ranked]
     if args.json:
-        print(json.dumps(_as_json(outcome, best_file), indent=2))
+        shapes = [{"shape": shape, **_as_json(outcome, None)} for shape, outcome in done]
+        print(json.dumps({"shapes": shapes, "table": str(table) if table else None}, indent=2))
     else:
-        print(_summary(outcome, best_file, args.top))
-    return 0 if outcome.ranked else 1
+        for entry in entries:
+            print(f"entry {_label({k: entry[k] for k in key})}: {entry['note']}")
+        if missing:
+            print(f"no correct candidate at {', '.join(missing)}: no entry written for it")
+        if table is not None:
+            print(f"shape table: {table}  (tdsched run {table} --param ...)")
+    return 0 if not missing else 1
+
+
+def _label(shape: dict[str, int]) -> str:
+    return ",".join(f"{name}={value}" for name, value in shape.items())
+
+
+def _table_entry(
+    shape: dict[str, int], fixed: dict[str, Any], outcome: SweepOutcome
+) -> dict[str, Any]:
+    """The table entry a sweep at ``shape`` earned: its best candidate's parameters, or
+    IREE default when even the best is slower than it; the note says how sure it is."""
+    best = outcome.ranked[0]
+    decision = outcome.decision
+    standing = decision.standing(best.key) if decision else None
+    if standing is not None and decision is not None:
+        s = standing.speedup
+        note = (
+            f"sweep {outcome.sweep_id}: {s.median:.3f}x [{s.low:.3f}, {s.high:.3f}] vs "
+            f"IREE default after {standing.rounds} rounds, race {decision.race.verdict}"
+        )
+        speedup = s.median
+    else:
+        speedup = best.speedup or 0.0
+        note = f"sweep {outcome.sweep_id}: {speedup:.3f}x vs IREE default (not raced)"
+    if speedup < 1.0:
+        return {**shape, "iree_default": True, "note": note + "; IREE default is faster"}
+    tuned = {k: v for k, v in {**fixed, **best.params}.items() if k not in shape}
+    return {**shape, **tuned, "note": note}
 
 
 def _write_best(sweep: Sweep, outcome: SweepOutcome, args: argparse.Namespace) -> Path | None:

@@ -46,12 +46,64 @@ def _frozen_yaml(
     target: str,
     provenance: Mapping[str, Any],
 ) -> str:
-    document = yaml.safe_load(source.read_text())
-    if not isinstance(document, dict):
-        raise RecipeError(Where(str(source)), "not a recipe mapping; cannot freeze it")
+    document = _document(source, out_folder, target)
     document.pop("space", None)
     document.pop("constraints", None)
     document["parameters"] = {**(document.get("parameters") or {}), **params}
+    document["provenance"] = dict(provenance)
+    header = (
+        f"# Frozen by tdsched sweep from {source}: the best candidate's parameters.\n"
+        f"# Run it with: tdsched run {{this file}}\n"
+    )
+    return header + yaml.safe_dump(document, sort_keys=False, default_flow_style=None)
+
+
+def write_shape_table(
+    source: Path,
+    out: Path,
+    key: list[str],
+    entries: list[dict[str, Any]],
+    target: str,
+    provenance: Mapping[str, Any],
+) -> Path:
+    """Write ``source`` with ``entries`` (one mapping per shape: key values, tuned values,
+    ``iree_default``, ``note``) merged into its ``shapes`` table to ``out`` (YAML): an
+    entry for a shape the table already has replaces it; the others stay. The space and
+    constraints stay too (a table's nearest rule checks entries against the constraints,
+    and the recipe can be swept again)."""
+    if source.suffix == ".py":
+        raise RecipeError(
+            Where(str(source)),
+            "--shape writes a shape table into a YAML recipe; a Python recipe builds its "
+            "ShapeTable in code (see docs/recipes.md#shape-tables)",
+        )
+    out = out.with_suffix(".yaml")
+    document = _document(source, out.parent, target)
+    table = document.get("shapes") or {}
+    if table.get("key", key) != key:
+        raise RecipeError(
+            Where(str(source), None, "shapes.key"),
+            f"the recipe's table is keyed by {table['key']}, the sweep's shapes by {key}",
+        )
+    new = {tuple(e[k] for k in key) for e in entries}
+    kept = [e for e in table.get("entries") or [] if tuple(e.get(k) for k in key) not in new]
+    merged = sorted([*kept, *entries], key=lambda e: tuple(e[k] for k in key))
+    document["shapes"] = {"key": key, "rule": table.get("rule", "nearest"), "entries": merged}
+    document["provenance"] = dict(provenance)
+    header = (
+        f"# Written by tdsched sweep --shape from {source}: tuned parameters per shape.\n"
+        f"# Run it at any shape with: tdsched run {{this file}} --param NAME=VALUE ...\n"
+    )
+    out.write_text(header + yaml.safe_dump(document, sort_keys=False, default_flow_style=None))
+    return out
+
+
+def _document(source: Path, out_folder: Path, target: str) -> dict[str, Any]:
+    """The YAML recipe at ``source`` as data, its target first and its workload paths
+    relative to ``out_folder``."""
+    document = yaml.safe_load(source.read_text())
+    if not isinstance(document, dict):
+        raise RecipeError(Where(str(source)), "not a recipe mapping; cannot freeze it")
     targets = document.get("targets") or ["x86"]
     document["targets"] = [target, *(t for t in targets if t != target)]
     workload = document.get("workload") or {}
@@ -59,12 +111,7 @@ def _frozen_yaml(
         if _is_path(workload, key):
             found = (source.parent / workload[key]).resolve()
             workload[key] = os.path.relpath(found, out_folder.resolve())
-    document["provenance"] = dict(provenance)
-    header = (
-        f"# Frozen by tdsched sweep from {source}: the best candidate's parameters.\n"
-        f"# Run it with: tdsched run {{this file}}\n"
-    )
-    return header + yaml.safe_dump(document, sort_keys=False, default_flow_style=None)
+    return document
 
 
 def _frozen_python(

@@ -1,0 +1,172 @@
+"""Shape-aware recipes: tuned parameter sets keyed by the workload's shape.
+
+The best tile sizes of a matmul at 256³ are not those at 2048³. A recipe's ``shapes``
+table (cf. Triton's autotune ``key``) holds one tuned parameter set per shape, keyed by
+some of the recipe's integer parameters (``key: [M, N, K]``); ``tdsched sweep --shape``
+fills it. When a recipe is resolved, the shape it runs at (its parameters after
+``--param`` overrides) selects an entry:
+
+* an entry with exactly that shape; else, with ``rule: nearest`` (the default), the
+  entry nearest in log2 space (the sum over the key of ``|log2(entry / shape)|``;
+  ties go to the entry listed first) among those whose parameters satisfy the recipe's
+  ``constraints`` at this shape (``K % TK == 0``...); with ``rule: exact``, none;
+* no entry: the recipe's own parameter defaults, and the choice says so.
+
+The entry's values replace the defaults; parameters given with ``--param`` win over both.
+An entry may select IREE's own pipeline (``iree_default: true``) where no schedule won at
+that shape: the recipe's schedules are then left out, and ``run``/``show`` say so.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .constraints import ConstraintError
+from .errors import RecipeError, Where
+from .space import Constraint, ParamValue
+
+RULES: tuple[str, ...] = ("nearest", "exact")
+Rule = Literal["nearest", "exact"]
+
+
+@dataclass(frozen=True)
+class ShapeEntry:
+    """Tuned parameter values for one shape."""
+
+    shape: tuple[tuple[str, int], ...]
+    """The key parameters' values, in key order."""
+    params: tuple[tuple[str, ParamValue], ...] = ()
+    iree_default: bool = False
+    """At this shape IREE's own pipeline beat every schedule: run it unscheduled."""
+    note: str = ""
+    """Where the entry came from (e.g. the sweep's verdict and interval); informational."""
+    where: Where = field(default_factory=Where)
+
+    @property
+    def label(self) -> str:
+        return ",".join(f"{name}={value}" for name, value in self.shape)
+
+
+@dataclass(frozen=True)
+class ShapeChoice:
+    """Which entry a resolved recipe used, and how it was found."""
+
+    shape: tuple[tuple[str, int], ...]
+    entry: ShapeEntry | None
+    how: Literal["exact", "nearest", "none"]
+    skipped: tuple[str, ...] = ()
+    """Nearer entries left out because their parameters break a constraint here."""
+
+    def describe(self) -> str:
+        here = ",".join(f"{name}={value}" for name, value in self.shape)
+        if self.entry is None:
+            reason = (
+                f"no entry fits {here} (skipped {', '.join(self.skipped)}: constraints fail)"
+                if self.skipped
+                else f"no entry for {here}"
+            )
+            return f"shape table: {reason}; the recipe's parameter defaults are used"
+        what = "IREE's own pipeline (no schedule)" if self.entry.iree_default else "its parameters"
+        how = "exact match" if self.how == "exact" else f"nearest to {here}"
+        text = f"shape table: entry {self.entry.label} ({how}): {what}"
+        if self.skipped:
+            text += f"; skipped {', '.join(self.skipped)} (constraints fail at {here})"
+        return text
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "shape": dict(self.shape),
+            "entry": self.entry.label if self.entry else None,
+            "how": self.how,
+            "iree_default": bool(self.entry and self.entry.iree_default),
+            "params": dict(self.entry.params) if self.entry else {},
+            "skipped": list(self.skipped),
+        }
+
+
+@dataclass(frozen=True)
+class ShapeTable:
+    """The ``shapes`` field of a recipe (see the module docstring)."""
+
+    key: tuple[str, ...]
+    entries: tuple[ShapeEntry, ...]
+    rule: Rule = "nearest"
+    where: Where = field(default_factory=Where)
+
+    def check(self, parameters: Mapping[str, ParamValue]) -> None:
+        """Raise a RecipeError at the offending field unless every key and entry
+        parameter is declared, key values are positive integers and shapes are unique."""
+        for name in self.key:
+            if name not in parameters:
+                raise RecipeError(
+                    self.where.child("key"),
+                    f"key parameter {name!r} is not declared under 'parameters'",
+                )
+            if not isinstance(parameters[name], int):
+                raise RecipeError(
+                    self.where.child("key"),
+                    f"key parameter {name!r} must have an integer default, "
+                    f"got {parameters[name]!r}",
+                )
+        seen: dict[tuple[tuple[str, int], ...], ShapeEntry] = {}
+        for entry in self.entries:
+            if [name for name, _ in entry.shape] != list(self.key):
+                raise RecipeError(entry.where, f"give exactly the key {list(self.key)}")
+            if any(value <= 0 for _, value in entry.shape):
+                raise RecipeError(entry.where, "key values must be positive integers")
+            if entry.shape in seen:
+                first = seen[entry.shape].where.line
+                raise RecipeError(entry.where, f"a second entry for {entry.label} (line {first})")
+            seen[entry.shape] = entry
+            for name, _ in entry.params:
+                if name in self.key:
+                    raise RecipeError(entry.where, f"{name} is part of the key, not a tuned value")
+                if name not in parameters:
+                    known = ", ".join(sorted(set(parameters) - set(self.key)))
+                    raise RecipeError(
+                        entry.where,
+                        f"unknown parameter {name!r}; tuned values must be declared "
+                        f"parameters ({known})",
+                    )
+
+    def choose(
+        self,
+        values: Mapping[str, ParamValue],
+        constraints: tuple[Constraint, ...] = (),
+    ) -> ShapeChoice:
+        """The entry for the shape in ``values`` (all the recipe's parameters), per
+        ``rule``; an entry whose parameters break a constraint at this shape is skipped."""
+        for name in self.key:
+            if not isinstance(values[name], int) or isinstance(values[name], bool):
+                raise RecipeError(
+                    self.where.child("key"),
+                    f"{name} selects the shape table entry and must be an integer, "
+                    f"got {values[name]!r}",
+                )
+        shape = tuple((name, int(values[name])) for name in self.key)
+        exact = next((e for e in self.entries if e.shape == shape), None)
+        if exact is not None:
+            return ShapeChoice(shape, exact, "exact")
+        if self.rule == "exact":
+            return ShapeChoice(shape, None, "none")
+        ranked = sorted(self.entries, key=lambda e: _distance(e.shape, shape))
+        skipped: list[str] = []
+        for entry in ranked:
+            if entry.iree_default or _satisfies({**values, **dict(entry.params)}, constraints):
+                return ShapeChoice(shape, entry, "nearest", tuple(skipped))
+            skipped.append(entry.label)
+        return ShapeChoice(shape, None, "none", tuple(skipped))
+
+
+def _distance(a: tuple[tuple[str, int], ...], b: tuple[tuple[str, int], ...]) -> float:
+    return sum(abs(math.log2(x / y)) for (_, x), (_, y) in zip(a, b, strict=True))
+
+
+def _satisfies(values: Mapping[str, ParamValue], constraints: tuple[Constraint, ...]) -> bool:
+    try:
+        return all(c.expression.holds(values) for c in constraints)
+    except ConstraintError:
+        return False

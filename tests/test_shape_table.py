@@ -1,0 +1,134 @@
+"""Shape tables: tuned parameters per workload shape, chosen when a recipe is resolved
+(exact, nearest in log2 space among entries that satisfy the constraints, or none), with
+errors that name the file, line and field."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+from tdsched.schedules.errors import RecipeError
+from tdsched.schedules.params import resolve
+from tdsched.schedules.python_api import RecipeBuilder, generator
+from tdsched.schedules.sweep.command import shape_arg
+from tdsched.schedules.yaml_frontend import parse_recipe
+
+RECIPE = """\
+name: t
+workload:
+  generator: matmul
+  args: {M: "${M}", N: "${N}", K: "${K}"}
+parameters: {M: 64, N: 64, K: 64, TM: 8, TK: 16}
+kernels:
+  - name: mm
+    match: {op: linalg.matmul}
+    schedule:
+      - tile: {sizes: ["${TM}", 16, 0], loop: forall, mapping: workgroup, loops: wg}
+      - tile: {sizes: [0, 0, "${TK}"]}
+      - vectorize: {}
+constraints:
+  - K % TK == 0
+shapes:
+  key: [M, N, K]
+  entries:
+    - {M: 256, N: 256, K: 256, TM: 32, TK: 64, note: swept}
+    - {M: 128, N: 128, K: 128, iree_default: true}
+    - {M: 1024, N: 1024, K: 1024, TM: 64, TK: 256}
+"""
+
+
+def resolved(text: str = RECIPE, **params: int) -> dict[str, object]:
+    recipe = resolve(parse_recipe(text, "r.yaml"), params)
+    choice = recipe.shape_choice
+    assert choice is not None
+    return {
+        **recipe.parameter_dict,
+        "how": choice.how,
+        "entry": choice.entry.label if choice.entry else None,
+        "kernels": len(recipe.kernels),
+        "said": choice.describe(),
+    }
+
+
+def test_an_exact_shape_takes_its_entry() -> None:
+    r = resolved(M=256, N=256, K=256)
+    assert (r["TM"], r["TK"], r["how"], r["kernels"]) == (32, 64, "exact", 1)
+    assert "entry M=256,N=256,K=256 (exact match)" in str(r["said"])
+
+
+def test_a_shape_between_entries_takes_the_nearest_in_log2_space() -> None:
+    r = resolved(M=2048, N=2048, K=2048)
+    assert (r["entry"], r["how"], r["TM"], r["TK"]) == ("M=1024,N=1024,K=1024", "nearest", 64, 256)
+    r = resolved(M=512, N=512, K=512)  # a tie (1 octave each way): the first listed wins
+    assert r["entry"] == "M=256,N=256,K=256"
+
+
+def test_an_entry_breaking_a_constraint_at_this_shape_is_skipped() -> None:
+    r = resolved(M=300, N=300, K=320)  # K % 64 == 0 holds, K % 256 does not
+    assert r["entry"] == "M=256,N=256,K=256"
+    r = resolved(M=300, N=300, K=300)  # neither TK fits: the IREE-default entry is next
+    assert r["entry"] == "M=128,N=128,K=128" and r["kernels"] == 0
+    assert "skipped M=256,N=256,K=256" in str(r["said"])
+
+
+def test_an_iree_default_entry_leaves_the_schedules_out_and_says_so() -> None:
+    r = resolved(M=128, N=128, K=128)
+    assert r["kernels"] == 0 and "IREE's own pipeline" in str(r["said"])
+
+
+def test_explicit_parameters_win_over_the_entry() -> None:
+    r = resolved(M=256, N=256, K=256, TM=16)
+    assert (r["TM"], r["TK"]) == (16, 64)
+
+
+def test_the_exact_rule_falls_back_to_the_defaults_and_says_so() -> None:
+    text = RECIPE.replace("  key: [M, N, K]\n", "  key: [M, N, K]\n  rule: exact\n")
+    r = resolved(text, M=512, N=512, K=512)
+    assert (r["entry"], r["how"], r["TM"]) == (None, "none", 8)
+    assert "no entry for M=512,N=512,K=512; the recipe's parameter defaults" in str(r["said"])
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("{M: 64, N: 64,", "{M: 64, N: big,"), "r.yaml:15: shapes.key: key parameter 'N' must"),
+        (("TK: 64, note", "TQ: 64, note"), "r.yaml:18: shapes.entries[0]: unknown parameter 'TQ'"),
+        (("{M: 128, N: 128, K: 128,", "{M: 256, N: 256, K: 256,"), "a second entry for M=256"),
+        (("{M: 128, N: 128, K: 128,", "{M: 128, N: 128,"), "missing key value(s) K"),
+        (
+            ("  key: [M, N, K]\n", "  key: [M, N, K]\n  rule: closest\n"),
+            "shapes.rule: got 'closest'; allowed: nearest, exact",
+        ),
+        (
+            ("TK: 256}", "TK: 256, M: 0}"),
+            "r.yaml:20: shapes.entries[2]: key values must be positive",
+        ),
+    ],
+)
+def test_bad_tables_name_the_file_line_and_field(change: tuple[str, str], message: str) -> None:
+    assert change[0] in RECIPE
+    with pytest.raises(RecipeError) as info:
+        parse_recipe(RECIPE.replace(*change), "r.yaml")
+    assert message in str(info.value)
+
+
+def test_a_non_integer_shape_at_run_time_is_an_error() -> None:
+    with pytest.raises(RecipeError, match="M selects the shape table entry and must be an integer"):
+        resolve(parse_recipe(RECIPE, "r.yaml"), {"M": "big"})
+
+
+def test_the_python_front_end_builds_the_same_table() -> None:
+    b = RecipeBuilder("t", workload=generator("matmul", M=64, N=64, K=64))
+    b.shapes(["M"], [{"M": 256, "TM": 32}, {"M": 128, "iree_default": True}])
+    b.parameters(M=64, TM=8)
+    recipe = b.build()
+    assert recipe.shapes is not None
+    chosen = resolve(recipe, {"M": 200}).parameter_dict
+    assert chosen["TM"] == 32  # log2 distance 0.36 to 256, 0.64 to 128
+
+
+def test_sweep_shape_arguments_are_checked_when_parsed() -> None:
+    assert shape_arg("M=256,N=128") == {"M": 256, "N": 128}
+    for bad in ("M=256,N", "M=-1", "M=x", "=3"):
+        with pytest.raises(argparse.ArgumentTypeError, match="NAME=VALUE pairs"):
+            shape_arg(bad)

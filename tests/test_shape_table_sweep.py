@@ -1,0 +1,53 @@
+"""``tdsched sweep --shape`` fills a recipe's shape table, and ``tdsched run`` picks the
+entry by the shape it runs at (real IREE builds and timing)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from cli_process import tdsched
+
+pytestmark = pytest.mark.usefixtures("iree")
+
+SMALL_SPACE = ["--param", "TN=32", "--param", "TK=32", "--param", "RN=16", "--param", "RM=8"]
+FAST = ["--repeats", "3", "--race", "2", "--race-time", "2", "--jobs", "2", "--quiet"]
+
+
+def test_a_sweep_per_shape_writes_a_table_that_run_selects_from(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    proc = tdsched(
+        "sweep", "matmul_x86", *SMALL_SPACE, *FAST, "--db", str(db), "--json",
+        "--shape", "M=64,N=64,K=64", "--shape", "M=128,N=128,K=128",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert [s["shape"] for s in report["shapes"]] == [
+        {"M": 64, "N": 64, "K": 64},
+        {"M": 128, "N": 128, "K": 128},
+    ]
+    table_file = Path(report["table"])
+    assert table_file == tmp_path / "matmul_x86.x86.shapes.yaml"
+    table = yaml.safe_load(table_file.read_text())["shapes"]
+    assert table["key"] == ["M", "N", "K"] and len(table["entries"]) == 2
+    for entry, swept in zip(table["entries"], report["shapes"], strict=True):
+        assert entry["note"].startswith(f"sweep {swept['sweep']}: ")
+        if not entry.get("iree_default"):
+            assert entry["TM"] == swept["best"]["params"]["TM"] and entry["TN"] == 32
+
+    ran = tdsched("run", str(table_file), "--json", "--no-time", "--param", "M=100",
+                  "--param", "N=100", "--param", "K=96")  # fmt: skip
+    result = json.loads(ran.stdout)
+    assert result["status"] == "ok", result
+    chosen = result["shape_entry"]
+    assert chosen["entry"] == "M=128,N=128,K=128" and chosen["how"] == "nearest"
+    assert "nearest to M=100,N=100,K=96" in chosen["description"]
+
+
+def test_shapes_must_share_one_key(tmp_path: Path) -> None:
+    proc = tdsched("sweep", "matmul_x86", "--db", str(tmp_path / "s.db"),
+                   "--shape", "M=64,N=64,K=64", "--shape", "M=64,N=64")  # fmt: skip
+    assert proc.returncode == 2
+    assert "every --shape must name the same parameters" in proc.stderr
