@@ -74,3 +74,27 @@ def test_the_peak_is_measured_once_per_machine_and_cached(tmp_path: Path) -> Non
     assert list(cached.values()) == [first]
     peak("--threads", "1", "--refresh")
     assert len(json.loads((tmp_path / "machine_peak.json").read_text())) == 1
+
+
+@pytest.mark.usefixtures("iree")
+def test_a_cached_peak_below_a_measured_rate_is_measured_again(tmp_path: Path) -> None:
+    from tdsched.schedules.machine_peak import _key
+
+    stale = {
+        "target": "x86",
+        "threads": 1,
+        "cpu": "a busy machine",
+        "iree_version": "0",
+        "fma_gflops": 0.001,
+        "bandwidth_gbps": 0.001,
+        "measured_at": "2000-01-01T00:00:00Z",
+    }
+    key = _key(make_target("x86"), 1)
+    (tmp_path / "machine_peak.json").write_text(json.dumps({key: stale}))
+    env = {**os.environ, "TDSCHED_CACHE_DIR": str(tmp_path)}
+    command = [sys.executable, "-m", "tdsched.schedules.cli", "run", "matmul_x86", "--json"]
+    command += ["--threads", "1", "--repeats", "2", *PARAMS]
+    proc = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    peak = json.loads(proc.stdout)["throughput"]["peak"]
+    assert peak["fma_gflops"] > 1 and peak["measured_at"] != stale["measured_at"]
+    assert json.loads((tmp_path / "machine_peak.json").read_text())[key] == peak
