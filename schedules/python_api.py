@@ -61,6 +61,7 @@ from .steps import (
     step_info,
 )
 from .values import ROOT, IntOrParam, MatchSpec
+from .yaml_frontend import load_shape_table
 
 AttributeSpec = Sequence[str] | Mapping[str, AttrValue]
 """Attribute names (unit attributes) or a mapping of names to required values."""
@@ -476,6 +477,12 @@ class RecipeBuilder:
                 )
             )
         self._shapes = ShapeTable(tuple(key), tuple(built), rule, where)
+        return self
+
+    def shapes_from(self, path: str) -> RecipeBuilder:
+        """Use the ``shapes`` table of a YAML recipe (``path`` relative to this file),
+        e.g. the one ``tdsched sweep --shape`` wrote: the numbers live in one place."""
+        self._shapes = load_shape_table(_beside(_caller()) / path)
         return self
 
     def metrics(self, *names: str) -> RecipeBuilder:

@@ -203,6 +203,16 @@ ENTRY_OPTIONS = {
 }
 
 
+def load_shape_table(path: Path) -> ShapeTable:
+    """The ``shapes`` table of the YAML recipe at ``path`` (what ``sweep --shape``
+    writes), for a Python recipe to use; its parameters are checked by the recipe that
+    takes it."""
+    recipe = load_recipe(path)
+    if recipe.shapes is None:
+        raise RecipeError(Where(str(path), None, "shapes"), "this recipe has no shapes table")
+    return recipe.shapes
+
+
 def _shapes(node: Node) -> ShapeTable:
     f = node.mapping(SHAPES_FIELDS, required=("key", "entries"))
     key = tuple(k.text() for k in f["key"].sequence())

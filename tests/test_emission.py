@@ -47,7 +47,8 @@ def test_python_and_yaml_recipes_emit_identical_scripts() -> None:
 
 
 def test_every_transform_op_carries_its_recipe_step_location() -> None:
-    library = plan(load("matmul_x86")).scripts.kernel_library
+    p = plan(load("matmul_x86"))
+    library, tk = p.scripts.kernel_library, p.recipe.parameter_dict["TK"]
     assert library is not None
     lines = library.splitlines()
     tile = next(ln for ln in lines if "tile_using_forall" in ln)
@@ -71,7 +72,8 @@ def test_shipped_scripts_parse_with_iree_opt(name: str, iree_opt: str, tmp_path:
 
 
 def test_kernel_library_structure() -> None:
-    library = plan(load("matmul_x86")).scripts.kernel_library
+    p = plan(load("matmul_x86"))
+    library, tk = p.scripts.kernel_library, p.recipe.parameter_dict["TK"]
     assert library is not None
     assert "transform.named_sequence @__kernel_config" in library
     assert "transform.foreach_match in" in library
@@ -79,7 +81,7 @@ def test_kernel_library_structure() -> None:
     assert "codegen_spec = @tdsched_strategy_matmul" in library
     # the reduction is tiled with scf.for after the fill was fused over the workgroup forall
     fuse = library.index("fuse_into_containing_op")
-    assert library.index("tile_sizes [0, 0, 256]") > fuse
+    assert library.index(f"tile_sizes [0, 0, {tk}]") > fuse
     assert "transform.iree.bufferize" in library and "#iree_codegen.no_pipeline" in library
 
 
