@@ -132,3 +132,11 @@ def test_sweep_shape_arguments_are_checked_when_parsed() -> None:
     for bad in ("M=256,N", "M=-1", "M=x", "=3"):
         with pytest.raises(argparse.ArgumentTypeError, match="NAME=VALUE pairs"):
             shape_arg(bad)
+
+
+def test_a_python_recipe_can_take_a_yaml_recipes_table() -> None:
+    from tdsched.schedules.loading import load
+
+    table = load("matmul_x86").shapes
+    assert table is not None and len(table.entries) >= 5
+    assert load("matmul_x86_py").shapes == table

@@ -75,7 +75,8 @@ def write_shape_table(
         raise RecipeError(
             Where(str(source)),
             "--shape writes a shape table into a YAML recipe; a Python recipe builds its "
-            "ShapeTable in code (see docs/recipes.md#shape-tables)",
+            "table in code, or reads a YAML recipe's with RecipeBuilder.shapes_from(path) "
+            "(see docs/recipes.md#shape-tables)",
         )
     out = out.with_suffix(".yaml")
     document = _document(source, out.parent, target)
