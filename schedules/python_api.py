@@ -30,6 +30,7 @@ from tdsched.transform_lib.script import LoopKind
 from tdsched.transform_lib.tiling import ForallMapping
 
 from .errors import RecipeError, Where
+from .loading import find_recipe
 from .recipe import (
     Baseline,
     KernelSchedule,
@@ -479,10 +480,12 @@ class RecipeBuilder:
         self._shapes = ShapeTable(tuple(key), tuple(built), rule, where)
         return self
 
-    def shapes_from(self, path: str) -> RecipeBuilder:
-        """Use the ``shapes`` table of a YAML recipe (``path`` relative to this file),
-        e.g. the one ``tdsched sweep --shape`` wrote: the numbers live in one place."""
-        self._shapes = load_shape_table(_beside(_caller()) / path)
+    def shapes_from(self, recipe: str) -> RecipeBuilder:
+        """Use the ``shapes`` table of a YAML recipe: a path relative to this file (e.g.
+        the one ``tdsched sweep --shape`` wrote), or a shipped recipe's name (which
+        still resolves in a frozen copy of this file written elsewhere)."""
+        beside = _beside(_caller()) / recipe
+        self._shapes = load_shape_table(beside if beside.is_file() else find_recipe(recipe))
         return self
 
     def metrics(self, *names: str) -> RecipeBuilder:
@@ -563,8 +566,14 @@ class RecipeBuilder:
 
 
 def frozen(recipe: Recipe, params: Mapping[str, ParamValue], target: str) -> Recipe:
-    """``recipe`` with ``params`` as its defaults, no space, and ``target`` first (what a
-    sweep writes as its best candidate)."""
+    """``recipe`` with ``params`` as its defaults, no space or shape table (whose entries
+    would override them), and ``target`` first (what a sweep writes as its best)."""
     defaults = {**recipe.parameter_dict, **params}
     targets = (target, *(t for t in recipe.targets if t != target))
-    return replace(recipe, parameters=tuple(defaults.items()), space=SearchSpace(), targets=targets)
+    return replace(
+        recipe,
+        parameters=tuple(defaults.items()),
+        space=SearchSpace(),
+        shapes=None,
+        targets=targets,
+    )

@@ -118,8 +118,9 @@ def test_invalid_parameter_value_is_a_clear_error() -> None:
 
 @pytest.mark.usefixtures("iree")
 def test_apply_shows_schedule_and_tile_parameter_changes_kernel() -> None:
-    small = tdsched("apply", "matmul_x86", *SMALL, "--param", "TM=32").stdout
-    large = tdsched("apply", "matmul_x86", *SMALL, "--param", "TM=128").stdout
+    # TN is given: at 256^3 the shape table's entry would set it otherwise.
+    small = tdsched("apply", "matmul_x86", *SMALL, "--param", "TM=32", "--param", "TN=128").stdout
+    large = tdsched("apply", "matmul_x86", *SMALL, "--param", "TM=128", "--param", "TN=128").stdout
     assert "// module after the graph schedule" in small
     assert "scf.forall (%arg0, %arg1) in (8, 2)" in small  # 256/32 x 256/128 workgroups
     assert "scf.forall (%arg0, %arg1) in (2, 2)" in large

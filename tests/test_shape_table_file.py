@@ -47,3 +47,15 @@ def test_a_table_with_another_key_is_refused(tmp_path: Path) -> None:
     source.write_text(RECIPE)
     with pytest.raises(RecipeError, match=r"keyed by \['M', 'N'\], the sweep's shapes by \['M'\]"):
         write_shape_table(source, tmp_path / "o.yaml", ["M"], [{"M": 8}], "x86", {})
+
+
+def test_a_frozen_best_recipe_drops_the_table_that_would_override_it(tmp_path: Path) -> None:
+    from tdsched.schedules.params import resolve
+    from tdsched.schedules.sweep.freeze import write_frozen
+
+    source = tmp_path / "t.yaml"
+    source.write_text(RECIPE)
+    frozen = write_frozen(source, tmp_path / "best.yaml", {"TM": 8}, "x86", {"s": 1})
+    recipe = load_recipe(frozen)
+    assert recipe.shapes is None
+    assert resolve(recipe).parameter_dict["TM"] == 8  # not the 64x64 entry's 16

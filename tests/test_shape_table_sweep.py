@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 from cli_process import tdsched
+from tdsched.schedules.loading import load
 
 pytestmark = pytest.mark.usefixtures("iree")
 
@@ -31,8 +32,14 @@ def test_a_sweep_per_shape_writes_a_table_that_run_selects_from(tmp_path: Path) 
     table_file = Path(report["table"])
     assert table_file == tmp_path / "matmul_x86.x86.shapes.yaml"
     table = yaml.safe_load(table_file.read_text())["shapes"]
-    assert table["key"] == ["M", "N", "K"] and len(table["entries"]) == 2
-    for entry, swept in zip(table["entries"], report["shapes"], strict=True):
+    shipped = load("matmul_x86").shapes
+    assert shipped is not None and table["key"] == ["M", "N", "K"]
+    # The shipped table's entries stay; the swept 128^3 replaces its own; 64^3 is added.
+    by_shape = {(e["M"], e["N"], e["K"]): e for e in table["entries"]}
+    shipped_shapes = {tuple(v for _, v in e.shape) for e in shipped.entries}
+    assert set(by_shape) == shipped_shapes | {(64, 64, 64)}
+    for swept in report["shapes"]:
+        entry = by_shape[(swept["shape"]["M"], swept["shape"]["N"], swept["shape"]["K"])]
         assert entry["note"].startswith(f"sweep {swept['sweep']}: ")
         if not entry.get("iree_default"):
             assert entry["TM"] == swept["best"]["params"]["TM"] and entry["TN"] == 32

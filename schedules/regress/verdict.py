@@ -48,20 +48,21 @@ def judge(
     speedup, calibration = measurement.speedup, measurement.calibration
     assert speedup is not None and calibration is not None
     median, low, high = speedup.median, speedup.low, speedup.high
-    if abs(calibration.drift) > settings.calibration_tolerance:
-        return _despite_load_change(speedup, calibration, expected, settings, bless)
     measured = f"{median:.3f}x, 95% interval [{low:.3f}, {high:.3f}]"
-    precise = relative_half_width(median, low, high) <= settings.precision
-    if bless:
-        if not precise:
-            return _imprecise(speedup, settings, "to bless")
-        return Verdict("blessed", f"{measured}; expected_speedup set to {median:.3f}")
-    if expected is None:
+    if expected is None and not bless:  # a failure whatever the machine's load
         return Verdict(
             "unblessed",
             f"{measured}; the entry has no expected_speedup yet: bless it with "
             "'tdsched regress BASELINE --update'",
         )
+    if abs(calibration.drift) > settings.calibration_tolerance:
+        return _despite_load_change(speedup, calibration, expected, settings, bless)
+    precise = relative_half_width(median, low, high) <= settings.precision
+    if bless:
+        if not precise:
+            return _imprecise(speedup, settings, "to bless")
+        return Verdict("blessed", f"{measured}; expected_speedup set to {median:.3f}")
+    assert expected is not None
     gate = settings.gate(expected)
     if low >= gate or (precise and median >= gate):
         if settings.tolerance > 0 and low > expected * (1.0 + settings.tolerance):

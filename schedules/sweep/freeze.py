@@ -1,9 +1,9 @@
 """The best candidate as a frozen recipe: a file ``tdsched run`` accepts unchanged.
 
 A frozen recipe is the swept recipe with the winning values as its parameter defaults,
-no space or constraints, the swept target first (so ``tdsched run FILE`` runs it there),
-workload files as paths relative to the frozen recipe, and a ``provenance`` block saying
-where it came from.
+no space, constraints or shape table (an entry would override the winning values), the
+swept target first (so ``tdsched run FILE`` runs it there), workload files as paths
+relative to the frozen recipe, and a ``provenance`` block saying where it came from.
 YAML recipes are re-written as YAML (comments are not kept); Python recipes are copied
 with a last statement that freezes the built recipe.
 """
@@ -49,6 +49,7 @@ def _frozen_yaml(
     document = _document(source, out_folder, target)
     document.pop("space", None)
     document.pop("constraints", None)
+    document.pop("shapes", None)  # its entries would override the frozen values
     document["parameters"] = {**(document.get("parameters") or {}), **params}
     document["provenance"] = dict(provenance)
     header = (
