@@ -73,8 +73,8 @@ def cache_dir() -> Path:
     return Path(configured) if configured else Path.home() / ".cache" / "tdsched"
 
 
-def cpu_description() -> str:
-    """The CPU as /proc/cpuinfo names it (model name, family, model), and its core count."""
+def _cpuinfo() -> dict[str, str]:
+    """/proc/cpuinfo's fields for the first CPU (empty where there is no such file)."""
     fields: dict[str, str] = {}
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -82,27 +82,23 @@ def cpu_description() -> str:
             fields.setdefault(key.strip(), value.strip())
     except OSError:
         pass
+    return fields
+
+
+def cpu_description() -> str:
+    """The CPU as /proc/cpuinfo names it (model name, family, model), and its core count."""
+    fields = _cpuinfo()
     name = fields.get("model name", "unknown CPU")
     family, model = fields.get("cpu family", "?"), fields.get("model", "?")
     return f"{name} (family {family} model {model}), {os.cpu_count()} cores"
 
 
 def _key(target: Target, threads: int | None) -> str:
-    flags = "" if target.is_gpu else _cpu_flags()
+    flags = "" if target.is_gpu else _cpuinfo().get("flags", "")
     text = "|".join(
         [cpu_description(), flags, target.name, *target.flags, str(threads), _version()]
     )
     return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def _cpu_flags() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return line.partition(":")[2].strip()
-    except OSError:
-        pass
-    return ""
 
 
 def _version() -> str:

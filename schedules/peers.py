@@ -28,13 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from tdsched.targets.compiler import CompileError, CompileRequest, run_compile
+from tdsched.targets.compiler import CompileError
 from tdsched.targets.runtime import LoadedModule
 from tdsched.targets.target import Target
 from threadpoolctl import threadpool_limits
 
 from .evaluation import Reference, Status, compare_outputs
-from .pipeline import Plan
+from .pipeline import Plan, compile_unscheduled
 
 IREE_PEERS: dict[str, tuple[str, ...]] = {
     "iree-data-tiling": ("--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=none"),
@@ -79,11 +79,8 @@ def build_peers(p: Plan, reference: Reference, work: Path, threads: int) -> list
 
 
 def _iree_peer(p: Plan, name: str, reference: Reference, work: Path) -> PeerBuild:
-    source = work / f"{p.workload.name}.peer.mlir"
-    source.write_text(p.workload.mlir)
-    output = work / f"{p.workload.name}.{name}.vmfb"
     try:
-        run_compile(CompileRequest(source, p.target, output, None, IREE_PEERS[name]))
+        output = compile_unscheduled(p, work, name, IREE_PEERS[name]).output
     except CompileError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else "iree-compile failed"
         return PeerBuild(name, Status.COMPILE_FAILED, error=first)

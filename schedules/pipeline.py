@@ -345,10 +345,18 @@ def _scheduled_request(p: Plan, files: BuildFiles, output: Path) -> CompileReque
 def compile_baseline(p: Plan, out_dir: Path) -> CompileResult:
     """IREE's default build of the untransformed workload (same target flags), with the
     recipe's baseline flags (e.g. ``--iree-opt-data-tiling``)."""
-    source = out_dir / f"{p.workload.name}.baseline.mlir"
+    return compile_unscheduled(p, out_dir, "baseline", p.recipe.baseline.flags)
+
+
+def compile_unscheduled(
+    p: Plan, out_dir: Path, label: str, flags: tuple[str, ...]
+) -> CompileResult:
+    """IREE's own build of the untransformed workload with extra iree-compile ``flags``,
+    to ``out_dir/<workload>.<target>.<label>.vmfb`` (the baseline, a peer)."""
+    source = out_dir / f"{p.workload.name}.{label}.mlir"
     source.write_text(p.workload.mlir)
-    output = out_dir / f"{p.workload.name}.{p.target.name}.baseline.vmfb"
-    return run_compile(CompileRequest(source, p.target, output, None, p.recipe.baseline.flags))
+    output = out_dir / f"{p.workload.name}.{p.target.name}.{label}.vmfb"
+    return run_compile(CompileRequest(source, p.target, output, None, flags))
 
 
 def compile_default_workload(workload: Workload, target: Target, out_dir: Path) -> Path:
