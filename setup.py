@@ -13,8 +13,9 @@ SOURCE_FOLDERS = ("schedules", "transform_lib", "targets", "recipes")
 
 
 def tdsched_packages() -> list[str]:
-    """Every package under the source folders, named as installed (``tdsched.<dotted path>``)."""
-    packages = []
+    """Every package under the source folders, named as installed (``tdsched.<dotted path>``),
+    and ``tdsched`` itself (folder ``tdsched/``: only ``python -m tdsched``)."""
+    packages = ["tdsched"]
     for folder in SOURCE_FOLDERS:
         packages.append(f"tdsched.{folder}")
         packages += [f"tdsched.{folder}.{sub}" for sub in find_packages(folder)]
@@ -23,5 +24,5 @@ def tdsched_packages() -> list[str]:
 
 setup(
     packages=tdsched_packages(),
-    package_dir={f"tdsched.{folder}": folder for folder in SOURCE_FOLDERS},
+    package_dir={"tdsched": "tdsched", **{f"tdsched.{f}": f for f in SOURCE_FOLDERS}},
 )

@@ -19,10 +19,10 @@ import iree.compiler.version
 from tdsched.targets.compiler import VERBOSE_ENV, CompileError, format_command
 from tdsched.targets.ir_eval import DEFAULT_ATOL, DEFAULT_RTOL, check_files
 from tdsched.targets.runtime import DeviceError
-from tdsched.targets.target import TARGET_NAMES
+from tdsched.targets.target import TARGET_NAMES, run_conditions
 
 from . import list_command, lower_command, peak_command, schema_command
-from .cli_types import non_negative_float, non_negative_int, positive_int
+from .cli_types import add_threads_option, non_negative_float, non_negative_int, positive_int
 from .emit import ScriptStage
 from .evaluation import Status
 from .loading import load, shipped_recipe_names
@@ -167,9 +167,7 @@ def make_parser() -> argparse.ArgumentParser:
     )
     _add_common(runp)
     runp.add_argument("--json", action="store_true", help="print one JSON object")
-    runp.add_argument(
-        "--threads", type=positive_int, default=2, help="x86 worker threads (default 2)"
-    )
+    add_threads_option(runp)
     runp.add_argument(
         "--repeats", type=positive_int, default=7, help="timed samples per variant (default 7)"
     )
@@ -342,7 +340,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _print_report(report: RunReport) -> None:
-    print(f"recipe   {report.recipe} on {report.target} ({report.workload})")
+    where = run_conditions(report.target, report.threads)
+    print(f"recipe   {report.recipe} on {where} ({report.workload})")
     status = f"status   {report.status}"
     if report.max_abs_error is not None:
         status += f"  (max abs error {report.max_abs_error:.3g} vs {report.reference})"

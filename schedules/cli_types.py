@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from tdsched.targets.target import DEFAULT_THREADS
+
 
 def _number(
     kind: Callable[[str], float], low: float, inclusive: bool, what: str
@@ -27,3 +29,15 @@ positive_int = _number(int, 1, True, "an integer >= 1")
 non_negative_int = _number(int, 0, True, "an integer >= 0")
 positive_float = _number(float, 0, False, "a number > 0")
 non_negative_float = _number(float, 0, True, "a number >= 0")
+
+
+def add_threads_option(parser: argparse.ArgumentParser) -> None:
+    """``--threads N``: x86 runtime worker threads, with the one default every command
+    shares (:data:`~tdsched.targets.target.DEFAULT_THREADS`)."""
+    parser.add_argument(
+        "--threads",
+        type=positive_int,
+        default=DEFAULT_THREADS,
+        help=f"x86 runtime worker threads (default {DEFAULT_THREADS}, the same for run, "
+        "sweep, regress and peak; ignored on Vulkan)",
+    )

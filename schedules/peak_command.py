@@ -8,7 +8,7 @@ from typing import Any
 
 from tdsched.targets.target import TARGET_NAMES, make_target
 
-from .cli_types import positive_int
+from .cli_types import add_threads_option
 from .evaluation import prepare_device
 from .machine_peak import cache_dir, machine_peak
 
@@ -27,7 +27,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--target", choices=TARGET_NAMES, default="x86", help="device to measure (default x86)"
     )
-    p.add_argument("--threads", type=positive_int, default=2, help="x86 worker threads (default 2)")
+    add_threads_option(p)
     p.add_argument("--refresh", action="store_true", help="measure even when cached")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 

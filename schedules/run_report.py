@@ -21,6 +21,7 @@ import numpy as np
 from tdsched.recipes.workloads.bandwidth_probe import bandwidth_probe
 from tdsched.targets.ir_eval import evaluate
 from tdsched.targets.runtime import LoadedModule
+from tdsched.targets.target import DEFAULT_THREADS
 from tdsched.targets.timing import Timing, time_interleaved
 from tdsched.targets.workload import random_inputs
 from tdsched.transform_lib.work import count_work_of_text
@@ -182,7 +183,7 @@ class RunReport:
 def run(
     p: Plan,
     *,
-    threads: int = 2,
+    threads: int = DEFAULT_THREADS,
     repeats: int = 7,
     seed: int = 0,
     out_dir: Path | None = None,

@@ -6,6 +6,20 @@ from dataclasses import dataclass
 
 TARGET_NAMES: tuple[str, ...] = ("x86", "vulkan")
 
+DEFAULT_THREADS = 2
+"""x86 runtime worker threads when none are asked for: the one default of ``run``,
+``sweep``, ``regress`` (and its pytest plugin) and ``peak``, so a speedup found by a sweep
+is gated and re-run on the same configuration. A baseline file or a command line may set
+another count (tdsched's own CI subset uses 1: see docs/commands/regress.md)."""
+
+
+def run_conditions(target: str, threads: int | None) -> str:
+    """How a table names where something ran: ``x86, 2 threads``, or ``vulkan`` (GPU
+    targets have no thread count: pass ``None``)."""
+    if threads is None:
+        return target
+    return f"{target}, {threads} thread" + "s" * (threads != 1)
+
 
 @dataclass(frozen=True)
 class Target:

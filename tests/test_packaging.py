@@ -13,6 +13,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCE_FOLDERS = ("schedules", "transform_lib", "targets", "recipes")
+PACKAGE_FOLDER = "tdsched"  # the package itself: python -m tdsched
 
 
 def checkout_files() -> set[str]:
@@ -23,13 +24,14 @@ def checkout_files() -> set[str]:
             if "__pycache__" in path.parts or path.suffix not in (".py", ".yaml"):
                 continue
             files.add("tdsched/" + path.relative_to(REPO).as_posix())
+    files.update(f"tdsched/{path.name}" for path in (REPO / PACKAGE_FOLDER).glob("*.py"))
     return files
 
 
 def test_wheel_holds_every_module_and_recipe(tmp_path: Path) -> None:
     # Build from a copy: setuptools keeps a build/ folder whose stale files could fill a gap.
     source = tmp_path / "source"
-    for name in (*SOURCE_FOLDERS, "pyproject.toml", "setup.py", "README.md"):
+    for name in (*SOURCE_FOLDERS, PACKAGE_FOLDER, "pyproject.toml", "setup.py", "README.md"):
         if not (REPO / name).exists():
             continue
         copy = shutil.copytree if (REPO / name).is_dir() else shutil.copy
@@ -44,4 +46,19 @@ def test_wheel_holds_every_module_and_recipe(tmp_path: Path) -> None:
     missing = sorted(checkout_files() - names)
     assert not missing, f"the wheel lacks {missing}"
     assert "tdsched/transform_lib/graph/__init__.py" in names
+    assert "tdsched/__main__.py" in names
     assert not any(name.startswith(("tests/", "tdsched/tests/")) for name in names)
+
+
+def test_python_dash_m_tdsched_is_the_command(tmp_path: Path) -> None:
+    # From an unrelated folder, so the installed package is what runs, not the checkout.
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "tdsched", *args]
+        return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=False)
+
+    version = run("--version")
+    assert version.returncode == 0, version.stderr
+    assert version.stdout.startswith("tdsched ") and "IREE" in version.stdout
+    listed = run("list")
+    assert listed.returncode == 0 and "matmul_x86" in listed.stdout
+    assert run("no-such-command").returncode == 2

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from tdsched.targets.target import TARGET_NAMES
+from tdsched.targets.target import DEFAULT_THREADS, TARGET_NAMES
 
 from ..errors import RecipeError, Where
 from ..files import read_user_text
@@ -50,11 +50,12 @@ class Settings:
     """A calibration kernel timed before and after; a larger change in its time means
     the machine's load changed during the measurement: inconclusive, unless the speedup's
     interval widened by that change still clears the gate."""
-    threads: int = 1
-    """x86 worker threads. One by default: on a small CI machine, as many workers as
-    cores compete with the host thread and the OS, and the measured speedup wanders
-    (a 256³ matmul on 2 cores: 0.59x to 1.39x over five runs with 2 threads, 1.17x to
-    1.21x with 1)."""
+    threads: int = DEFAULT_THREADS
+    """x86 worker threads: the default every command shares, so a gate measures what
+    ``run`` and ``sweep`` measured. On a small CI machine set 1 in the file's
+    ``defaults``: as many workers as cores compete with the host thread and the OS, and the
+    measured speedup wanders (a 256³ matmul on 2 cores: 0.59x to 1.39x over five runs with
+    2 threads, 1.17x to 1.21x with 1)."""
     seed: int = 0
     """Seed of the random inputs."""
 

@@ -7,6 +7,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from tdsched.targets.target import make_target, run_conditions
+
 from ..text_table import aligned
 from .runner import EntryResult, exit_status
 from .verdict import gate_text
@@ -35,12 +37,20 @@ def _rounds(result: EntryResult) -> str:
     return "-" if s is None else f"{s.rounds} ({s.seconds:.0f} s)"
 
 
+def _where(result: EntryResult) -> str:
+    """The entry's target and, on x86, the worker threads it was measured with."""
+    target = result.measurement.target or result.entry.target
+    if target is None:
+        return "-"
+    threads = None if make_target(target).is_gpu else result.settings.threads
+    return run_conditions(target, threads)
+
+
 def _row(result: EntryResult) -> list[str]:
-    target = result.measurement.target or result.entry.target or "-"
     return [
         result.verdict.status.upper(),
         result.entry.label,
-        target,
+        _where(result),
         _speedup(result),
         _gate(result),
         _rounds(result),

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tdsched.targets.target import DEFAULT_THREADS
 
 from ..errors import RecipeError
 from .baseline_file import Entry, Settings, load_baseline, recipe_beside, setting_problem
@@ -32,7 +33,8 @@ from .runner import EntryResult, measure_entry
 MARKER_HELP = (
     "tdsched_perf(recipe, target=None, params=None, min_speedup=None, "
     "expected_speedup=None, tolerance=0.25, atol=None, rtol=None, time_cap_s=30, "
-    "precision=0.05, calibration_tolerance=0.25, threads=1, seed=0): fail the test when "
+    "precision=0.05, calibration_tolerance=0.25, "
+    f"threads={DEFAULT_THREADS}, seed=0): fail the test when "
     "the recipe's speedup over IREE default falls below min_speedup (or "
     "expected_speedup x (1 - tolerance)), when its results are wrong, or when its "
     "schedule does not apply; or tdsched_perf(baseline=FILE, entry=TEXT): the entry of "

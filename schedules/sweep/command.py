@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import iree.compiler.version
+from tdsched.targets.target import run_conditions
 
-from ..cli_types import non_negative_int, positive_float, positive_int
+from ..cli_types import add_threads_option, non_negative_int, positive_float, positive_int
 from ..params import parse_override
 from .database import ResultsDB
 from .executor import Executor, Limits, LocalExecutor
@@ -124,9 +125,7 @@ def add_parser(sub: Any) -> None:
         default=20.0,
         help="milliseconds of back-to-back calls per timing sample (20)",
     )
-    p.add_argument(
-        "--threads", type=positive_int, default=2, help="x86 runtime threads (default 2)"
-    )
+    add_threads_option(p)
     p.add_argument(
         "--race",
         "--confirm",
@@ -423,7 +422,8 @@ def _relative(path: Path, folder: Path) -> str:
 def _summary(outcome: SweepOutcome, best_file: Path | None, top: int) -> str:
     e = outcome.enumeration
     lines = [
-        f"sweep {outcome.sweep_id}: {outcome.recipe.name} on {outcome.target}, "
+        f"sweep {outcome.sweep_id}: {outcome.recipe.name} on "
+        f"{run_conditions(outcome.target, outcome.threads)}, "
         f"{len(outcome.results)} candidates evaluated of {len(e.valid)} valid "
         f"({e.total} in the space) in {outcome.elapsed_s:.1f} s: "
         f"{outcome.reused} reused, {outcome.compiled} compiled, {outcome.timed} timed, "

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tdsched.targets.target import make_target, run_conditions
+
 SCHEMA_VERSION = "2"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -172,6 +174,13 @@ class Sweep:
     finished: float | None
     decision: dict[str, Any] | None = None
     """The race that picked the best (a :class:`~.racing.Decision` as a dict)."""
+
+    @property
+    def conditions(self) -> str:
+        """Where its candidates ran: ``x86, 2 threads`` or ``vulkan``."""
+        gpu = make_target(self.target).is_gpu
+        threads = self.options.get("threads")
+        return run_conditions(self.target, None if gpu or not isinstance(threads, int) else threads)
 
 
 class ResultsDB:

@@ -102,7 +102,7 @@ class SweepData:
     @property
     def title(self) -> str:
         s = self.sweep
-        return f"sweep {s.id}: {s.recipe} on {s.target} ({s.strategy})"
+        return f"sweep {s.id}: {s.recipe} on {s.conditions} ({s.strategy})"
 
 
 def _when(stamp: float | None) -> str:

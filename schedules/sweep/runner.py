@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import iree.compiler.version
+from tdsched.targets.target import DEFAULT_THREADS, make_target
 from tdsched.targets.timing import Interval
 
 from ..errors import RecipeError, Where
@@ -62,7 +63,7 @@ class SweepOptions:
     seed: int = 0
     repeats: int = 5
     """Screening rounds per candidate (their samples last ``race.sample_s`` too)."""
-    threads: int = 2
+    threads: int = DEFAULT_THREADS
     race: RaceSettings = field(default_factory=RaceSettings)
     """How the leaders race; ``race.keep`` go on after the first cut, and the field is up
     to ``FIELD * race.keep``."""
@@ -89,6 +90,8 @@ class SweepOutcome:
     elapsed_s: float = 0.0
     decision: Decision | None = None
     """The race that picked the best (None when no candidate was timed)."""
+    threads: int | None = None
+    """x86 runtime threads the candidates were timed with (None on GPU targets)."""
 
     @property
     def ranked(self) -> list[Result]:
@@ -191,6 +194,8 @@ class Sweep:
                 Where(self.recipe.source, None, "constraints"),
                 "every candidate was pruned:\n" + "\n".join(self.enumeration.pruning_lines()),
             )
+        gpu = make_target(self.target).is_gpu
+        self.context_threads = None if gpu else options.threads
         self.context = SweepContext(
             recipe=str(self.path.resolve()),
             target=self.target,
@@ -257,7 +262,9 @@ class Sweep:
     def run(self) -> SweepOutcome:
         start = time.monotonic()
         sweep_id = self._open()
-        outcome = SweepOutcome(sweep_id, self.recipe, self.target, self.enumeration, [])
+        outcome = SweepOutcome(
+            sweep_id, self.recipe, self.target, self.enumeration, [], threads=self.context_threads
+        )
         history: dict[Point, float | None] = {}
         self._key(self.enumeration.valid[0])  # fixes the workload and the baseline's path
         self.executor.start(self.context)

@@ -1,0 +1,58 @@
+"""One default x86 thread count for run, sweep, regress and peak, named in every table."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from tdsched.schedules.cli import make_parser
+from tdsched.schedules.evaluation import Status
+from tdsched.schedules.regress.baseline_file import Entry, Settings
+from tdsched.schedules.regress.measure import Measurement
+from tdsched.schedules.regress.output import table
+from tdsched.schedules.regress.runner import EntryResult
+from tdsched.schedules.regress.verdict import Verdict
+from tdsched.schedules.sweep.database import ResultsDB
+from tdsched.schedules.sweep.runner import SweepOptions
+from tdsched.targets.target import DEFAULT_THREADS, run_conditions
+
+
+def _threads_default(parser: argparse.ArgumentParser, command: str) -> object:
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices[command].get_default("threads")
+
+
+def test_every_command_defaults_to_the_same_thread_count() -> None:
+    parser = make_parser()
+    defaults = {command: _threads_default(parser, command) for command in ("run", "sweep", "peak")}
+    assert defaults == dict.fromkeys(defaults, DEFAULT_THREADS)
+    assert Settings().threads == DEFAULT_THREADS  # regress and its pytest plugin
+    assert SweepOptions(target="x86").threads == DEFAULT_THREADS
+
+
+def test_run_conditions_name_threads_on_x86_only() -> None:
+    assert run_conditions("x86", 1) == "x86, 1 thread"
+    assert run_conditions("x86", 2) == "x86, 2 threads"
+    assert run_conditions("vulkan", None) == "vulkan"
+
+
+def _result(target: str, threads: int) -> EntryResult:
+    entry = Entry(recipe="matmul_x86", target=target, params={"M": 64})
+    measurement = Measurement(Status.ERROR, error="boom", target=target)
+    return EntryResult(entry, Settings(threads=threads), measurement, Verdict("error", "boom"))
+
+
+def test_the_regress_table_names_the_threads_each_entry_ran_with() -> None:
+    text = table([_result("x86", 1), _result("vulkan", 3)])
+    rows = [line for line in text.splitlines() if line.startswith("ERROR ")]
+    assert "x86, 1 thread " in rows[0]
+    assert "vulkan" in rows[1] and "thread" not in rows[1]
+
+
+def test_a_recorded_sweep_names_its_threads(tmp_path: Path) -> None:
+    db = ResultsDB(tmp_path / "s.db")
+    common = {"recipe": "r", "source": None, "strategy": "grid", "space": {}}
+    x86 = db.start_sweep(target="x86", signature="a", options={"threads": 1}, **common)
+    gpu = db.start_sweep(target="vulkan", signature="b", options={"threads": 2}, **common)
+    assert db.sweep(x86).conditions == "x86, 1 thread"
+    assert db.sweep(gpu).conditions == "vulkan"
