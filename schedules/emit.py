@@ -35,6 +35,7 @@ from tdsched.transform_lib.remarks import (
     kernel_applied,
     print_ir,
     step_matched,
+    step_produced,
 )
 from tdsched.transform_lib.script import LoopHandle, OpHandle, TransformScript, located
 from tdsched.transform_lib.tiling import fuse_into, tile_using_for, tile_using_forall
@@ -220,8 +221,14 @@ class _Emitter:
         self.handles: dict[str, OpHandle | LoopHandle] = {}
         self.invalidated: dict[str, str] = {}
         self.markers: list[Marker] = []
+        self.produced: dict[str, tuple[str, Step]] = {}
+        """handle name → the marker text for it and the step whose result bound it last
+        (a later step that uses it prints the marker and requires it)."""
+        self.required: set[str] = set()
         self.kernel = ""
         self.fusion = _Fusion(None)
+        self.index = 0
+        """The step being emitted (its position in the schedule): names its markers."""
 
     def op(self, name: str, where: Where) -> OpHandle:
         handle = self._get(name, where)
@@ -236,6 +243,11 @@ class _Emitter:
         return handle
 
     def _get(self, name: str, where: Where) -> OpHandle | LoopHandle:
+        handle = self._lookup(name, where)
+        self._require_produced(name, where)
+        return handle
+
+    def _lookup(self, name: str, where: Where) -> OpHandle | LoopHandle:
         if name in self.invalidated:
             raise RecipeError(
                 where,
@@ -252,7 +264,7 @@ class _Emitter:
         return self.handles[name]
 
     def run(self, steps: Sequence[Step]) -> None:
-        for step in steps:
+        for self.index, step in enumerate(steps):
             try:
                 with located(step.primitive, step.where.file, step.where.line):
                     self._step(step)
@@ -282,17 +294,18 @@ class _Emitter:
         fused, loop = fuse_into(
             self.op(step.producer, step.where), self.loop(step.loop, step.where)
         )
-        self.handles[step.producer], self.handles[step.loop] = fused, loop
+        self._produce(step.producer, fused, step)
+        self._produce(step.loop, loop, step)
 
     def _generalize(self, step: GeneralizeStep) -> None:
-        self.handles[step.target] = generalize(self.op(step.target, step.where))
+        self._produce(step.target, generalize(self.op(step.target, step.where)), step)
 
     def _specialize(self, step: SpecializeStep) -> None:
-        self.handles[step.target] = specialize(self.op(step.target, step.where))
+        self._produce(step.target, specialize(self.op(step.target, step.where)), step)
 
     def _interchange(self, step: InterchangeStep) -> None:
         perm = as_ints(step.permutation, step.where.child("permutation"))
-        self.handles[step.target] = interchange(self.op(step.target, step.where), perm)
+        self._produce(step.target, interchange(self.op(step.target, step.where), perm), step)
 
     def _cleanup(self, step: CleanupStep) -> None:
         cleanup(
@@ -303,6 +316,32 @@ class _Emitter:
             unit_dims=step.unit_dims,
         )
 
+    def _produce(self, name: str, handle: OpHandle | LoopHandle, step: Step) -> None:
+        """Bind ``name`` to a step's result; a later step that uses it requires that it
+        holds ops where this step ran."""
+        result = "loops" if isinstance(handle, LoopHandle) else "op"
+        text = step_produced(self.scope, step.primitive, self.index, result)
+        self.handles[name] = handle
+        self.produced[name] = (text, step)
+        self.invalidated.pop(name, None)
+
+    def _require_produced(self, name: str, user: Where) -> None:
+        """Print the marker of the step that bound ``name``, just before the step at
+        ``user`` uses it, and require it (once per binding; unused results print
+        nothing)."""
+        if name not in self.produced:
+            return
+        text, step = self.produced[name]
+        if text in self.required:
+            return
+        self.required.add(text)
+        emit_remark(self.handles[name], text)
+        missing = (
+            f"this {step.primitive} step left handle {name!r} empty, so the step that uses it "
+            f"({user}) would not apply"
+        )
+        self.markers.append(Marker(text, step.where, missing))
+
     def _bind(self, name: str, handle: OpHandle, step: MatchStep | ProducerStep) -> None:
         """Bind ``name`` and require, via a marker, that it holds at least one op."""
         text = step_matched(self.scope, name)
@@ -311,6 +350,7 @@ class _Emitter:
         missing = f"this {step.primitive} step matched no op {place}; the schedule would not apply"
         self.markers.append(Marker(text, step.where, missing))
         self.handles[name] = handle
+        self.produced.pop(name, None)  # required already, by its match marker
         self.invalidated.pop(name, None)
 
     def _tile(self, step: TileStep) -> None:
@@ -332,9 +372,9 @@ class _Emitter:
                 else None
             )
             tiled, loops = tile_using_for(target, sizes, interchange_order)
-        self.handles[step.target] = tiled
+        self._produce(step.target, tiled, step)
         if step.loops is not None:
-            self.handles[step.loops] = loops[0]
+            self._produce(step.loops, loops[0], step)
 
     def _fuse_ext(self, step: FuseExtStep) -> None:
         """Kernel-level fuse_ext: workgroup forall, producers fused, reductions tiled."""
@@ -363,7 +403,7 @@ class _Emitter:
         roots = fuse_in_strategy(self.func.value, plan.plan, handles, sizes, order)
         what = ", ".join(r.name for r in plan.plan.roots)
         loops = len(plan.plan.iterators)
-        self.handles[ROOT] = OpHandle(roots, f"{what} (tiled by fuse_ext)", loops)
+        self._produce(ROOT, OpHandle(roots, f"{what} (tiled by fuse_ext)", loops), step)
 
     def _vectorize(self, step: VectorizeStep) -> None:
         if step.target is None:

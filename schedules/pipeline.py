@@ -18,7 +18,14 @@ from typing import Any
 from tdsched.recipes.workloads import generate
 from tdsched.recipes.workloads.lowered import FILE_FORMATS, ROUTES, file_workload, model_workload
 from tdsched.targets import Target, make_target
-from tdsched.targets.compiler import CompileRequest, CompileResult, probe_compile, run_compile
+from tdsched.targets.compiler import (
+    CompileError,
+    CompileRequest,
+    CompileResult,
+    compile_command,
+    probe_compile,
+    run_compile,
+)
 from tdsched.targets.workload import Workload, WorkloadError, check_memory, load_mlir_file
 from tdsched.transform_lib.census import (
     CENSUS_FLAGS,
@@ -33,9 +40,14 @@ from tdsched.transform_lib.fuse_ext import fuse_ext
 from tdsched.transform_lib.fuse_ext.plan import describe_fusion
 from tdsched.transform_lib.fuse_ext.probe import KernelPlan, plan_kernels
 from tdsched.transform_lib.graph.report import rewrite_text
-from tdsched.transform_lib.interpreter import apply_script
+from tdsched.transform_lib.interpreter import ScriptFailed, apply_script
 from tdsched.transform_lib.payload import describe_change, loop_counts, op_histogram
-from tdsched.transform_lib.remarks import found_remarks, kernel_after_schedule, printed_sections
+from tdsched.transform_lib.remarks import (
+    empty_remarks,
+    found_remarks,
+    kernel_after_schedule,
+    printed_sections,
+)
 
 from .emit import GRAPH_ENTRY, DispatchRegionStage, Marker, Scripts, ScriptStage, emit
 from .errors import RecipeError, ScheduleNotApplied, Where
@@ -206,8 +218,12 @@ def apply_graph(p: Plan) -> GraphResult:
         try:
             if isinstance(stage, ScriptStage):
                 before = op_histogram(module)
-                module, printed = apply_script(module, stage.script, GRAPH_ENTRY)
-                _require(stage.markers, found_remarks(printed))
+                try:
+                    module, printed = apply_script(module, stage.script, GRAPH_ENTRY)
+                except ScriptFailed as exc:
+                    _require(stage.markers, exc.printed, str(exc))
+                    raise
+                _require(stage.markers, printed)
                 scripts.append(stage.script)
                 change = describe_change(before, op_histogram(module))
                 reports.append(f"{stage.label}: {change}")
@@ -243,18 +259,47 @@ def refuse_host_loops(p: Plan) -> None:
         )
 
 
-def _require(expected: tuple[Marker, ...], found: Mapping[str, int]) -> None:
-    """Raise at the first step whose marker was not printed for at least one op."""
+def _require(expected: tuple[Marker, ...], printed: str, failure: str | None = None) -> None:
+    """Raise at the first step whose handle held no op where the step ran, from what a
+    script ``printed``: never (the step applied nowhere), or in some of the places it ran
+    (e.g. one of two dispatches a kernel schedule applies to).
+
+    ``failure``: the script failed with this error after printing ``printed``. Steps it
+    never reached printed nothing and are not judged; an empty handle before the failure
+    is named as its cause. Returns when no step is to blame (the caller raises the error).
+    """
+    found, empty = found_remarks(printed), empty_remarks(printed)
     for marker in expected:
-        if marker.text not in found:
-            raise ScheduleNotApplied(marker.where, marker.missing)
+        ran = found.get(marker.text, 0) + empty.get(marker.text, 0)
+        if failure is not None and ran == 0:
+            continue
+        if marker.text not in empty and ran > 0:
+            continue
+        where = (
+            f" (so in {empty[marker.text]} of the {ran} dispatches its kernel schedule ran "
+            "on: narrow the kernel's match, e.g. by shape, or give those dispatches a kernel "
+            "schedule of their own)"
+            if marker.text in found
+            else ""
+        )
+        cause = f"; it then failed: {_first_error(failure)}" if failure else ""
+        raise ScheduleNotApplied(marker.where, f"{marker.missing}{where}{cause}")
 
 
-def build(p: Plan, out_dir: Path, stem: str | None = None) -> BuildFiles:
+def _first_error(failure: str) -> str:
+    """The first ``error:`` line of a failure's text (MLIR diagnostics), or its first line."""
+    lines = [line.strip() for line in failure.splitlines() if line.strip()]
+    return next((line for line in lines if "error:" in line), lines[0] if lines else failure)
+
+
+def build(
+    p: Plan, out_dir: Path, stem: str | None = None, scratch: Path | None = None
+) -> BuildFiles:
     """Apply the graph schedule and write the input module and scripts under ``out_dir``.
 
     Files are ``STEM.input.mlir``, ``STEM.graph.mlir`` and ``STEM.kernels.mlir``; ``stem``
-    defaults to ``<recipe>.<target>``.
+    defaults to ``<recipe>.<target>``. What planning writes on the way (kernel-level
+    fuse_ext's probe compiles) goes to ``scratch``, default ``out_dir``.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = stem or f"{p.recipe.name}.{p.target.name}"
@@ -268,7 +313,7 @@ def build(p: Plan, out_dir: Path, stem: str | None = None) -> BuildFiles:
     reports = [*p.notes, *graph_result.reports]
     scripts = p.scripts
     if scripts.kernel_fusions:
-        scripts = _plan_kernel_fusions(p, input_file, out_dir, reports)
+        scripts = _plan_kernel_fusions(p, input_file, scratch or out_dir, reports)
     if scripts.kernel_library is not None:
         library = out_dir / f"{stem}.kernels.mlir"
         library.write_text(scripts.kernel_library)
@@ -330,8 +375,18 @@ def _kernel_where(p: Plan, kernel: str) -> Where:
 def compile_plan(p: Plan, files: BuildFiles, output: Path) -> CompileResult:
     """Compile the scheduled module and require every kernel schedule step to have applied."""
     refuse_host_loops(p)
-    result = run_compile(_scheduled_request(p, files, output))
-    _require(files.kernel_markers, result.markers)
+    return _compile_scheduled(p, files, output)
+
+
+def _compile_scheduled(p: Plan, files: BuildFiles, output: Path) -> CompileResult:
+    """Compile with the kernel library; a step whose handle came out empty is named
+    (also when that made the compile fail, e.g. 'requires exactly one ... (got 0)')."""
+    try:
+        result = run_compile(_scheduled_request(p, files, output))
+    except CompileError as exc:
+        _require(files.kernel_markers, exc.stdout, str(exc))
+        raise
+    _require(files.kernel_markers, result.stdout)
     return result
 
 
@@ -340,6 +395,11 @@ def _scheduled_request(p: Plan, files: BuildFiles, output: Path) -> CompileReque
     return CompileRequest(
         files.input_file, p.target, output, files.kernel_library, p.recipe.compile_flags
     )
+
+
+def scheduled_command(p: Plan, files: BuildFiles, output: Path) -> list[str]:
+    """The iree-compile command line :func:`compile_plan` runs for ``files``."""
+    return compile_command(_scheduled_request(p, files, output))
 
 
 def compile_baseline(p: Plan, out_dir: Path) -> CompileResult:
@@ -375,8 +435,7 @@ def kernels_after_schedule(p: Plan, files: BuildFiles) -> dict[str, str]:
     """
     refuse_host_loops(p)
     output = files.input_file.with_suffix(".apply.vmfb")
-    result = run_compile(_scheduled_request(p, files, output))
-    _require(files.kernel_markers, result.markers)
+    result = _compile_scheduled(p, files, output)
     sections = dict(printed_sections(result.stdout))
     titles = {k.name: kernel_after_schedule(k.name) for k in p.recipe.kernels}
     return {name: sections[title] for name, title in titles.items() if title in sections}

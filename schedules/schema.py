@@ -41,16 +41,16 @@ _STRINGS: JSON = {"type": "array", "items": {"type": "string"}}
 def recipe_schema() -> JSON:
     """The JSON Schema (draft 2020-12) of a YAML recipe file."""
     steps = {"oneOf": [{"$ref": f"#/$defs/step_{p}"} for p in STEPS]}
-    kernel = _object(
+    kernel = closed_object(
         KERNEL_FIELDS,
         {
             "name": _TEXT,
             "match": {"$ref": "#/$defs/match"},
             "schedule": {"type": "array", "items": {"$ref": "#/$defs/step"}},
-            "config": _object(
+            "config": closed_object(
                 CONFIG_FIELDS,
                 {
-                    "tile_sizes": _object(
+                    "tile_sizes": closed_object(
                         {level: "tile sizes of this level" for level in CONFIG_LEVELS},
                         {level: _INTS for level in CONFIG_LEVELS},
                         required=("workgroup",),
@@ -66,12 +66,12 @@ def recipe_schema() -> JSON:
         required=("name", "match"),
     )
     scalar = {"type": ["integer", "number", "string"]}
-    top = _object(
+    top = closed_object(
         RECIPE_FIELDS,
         {
             "name": _TEXT,
             "description": {"type": "string"},
-            "workload": _object(
+            "workload": closed_object(
                 WORKLOAD_FIELDS,
                 {
                     "generator": _TEXT,
@@ -88,7 +88,7 @@ def recipe_schema() -> JSON:
             ),
             "targets": {"type": "array", "minItems": 1, "items": {"enum": list(TARGET_NAMES)}},
             "parameters": {"type": "object", "additionalProperties": scalar},
-            "tolerance": _object(
+            "tolerance": closed_object(
                 {"atol": "absolute tolerance", "rtol": "relative tolerance"},
                 {
                     "atol": {"type": "number", "minimum": 0},
@@ -97,7 +97,7 @@ def recipe_schema() -> JSON:
             ),
             "graph": {"type": "array", "items": {"$ref": "#/$defs/step"}},
             "kernels": {"type": "array", "items": kernel},
-            "baseline": _object(
+            "baseline": closed_object(
                 {"flags": "extra iree-compile flags"},
                 {"flags": {"type": "array", "items": {"type": "string", "pattern": "^--"}}},
             ),
@@ -105,7 +105,7 @@ def recipe_schema() -> JSON:
             "metrics": {"type": "array", "items": {"enum": list(METRICS)}},
             "space": {"type": "object", "additionalProperties": _axis()},
             "constraints": {"type": "array", "items": {"type": "string"}},
-            "shapes": _object(
+            "shapes": closed_object(
                 SHAPES_FIELDS,
                 {
                     "key": {"type": "array", "minItems": 1, "items": {"type": "string"}},
@@ -144,7 +144,7 @@ def recipe_schema() -> JSON:
     }
 
 
-def _object(
+def closed_object(
     docs: dict[str, str], properties: dict[str, JSON], required: tuple[str, ...] = ()
 ) -> JSON:
     """A closed object whose keys are exactly ``docs``'s (a key without a type fails)."""
@@ -176,7 +176,7 @@ def _selection(fields: dict[str, str]) -> JSON:
         },
         "layer": {"anyOf": [_TEXT, _STRINGS]},
     }
-    schema = _object(fields, {key: every[key] for key in fields})
+    schema = closed_object(fields, {key: every[key] for key in fields})
     if "kind" in fields:
         schema["anyOf"] = _SELECTS
     return schema
@@ -213,7 +213,7 @@ def _step(info: StepInfo) -> JSON:
             docs[opt.key] = opt.spec.doc
             props[opt.key] = _option(opt)
     required = tuple(o.key for o in step_options(info.cls) if o.required and not o.spec.inline)
-    body = _object(docs, props, required)
+    body = closed_object(docs, props, required)
     if any(o.spec.inline for o in step_options(info.cls)):
         body["anyOf"] = _SELECTS
     return {

@@ -1,4 +1,5 @@
-"""``tdsched schema``: print the JSON Schema of recipe files, for editors and CI linting."""
+"""``tdsched schema``: print the JSON Schema of recipe files (or, with ``--baseline``, of
+``tdsched regress`` baseline files), for editors and CI linting."""
 
 from __future__ import annotations
 
@@ -8,24 +9,32 @@ from pathlib import Path
 from typing import Any
 
 from .files import write_atomically
+from .regress.baseline_schema import baseline_schema
 from .schema import recipe_schema
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "schema",
-        help="print the JSON Schema of recipe files (editor completion and checks)",
+        help="print the JSON Schema of recipe (or baseline) files, for editors and checks",
         description="Print the JSON Schema (draft 2020-12) of YAML recipe files, generated "
         "from the same step registry and field tables that validate recipes when they load. "
         "Point an editor at it (docs/commands/schema.md) to complete primitives and options "
         "and flag unknown keys as you type. The schema checks shapes only: tdsched itself "
-        "still checks tile sizes against the payload, handles, and parameter values.",
+        "still checks tile sizes against the payload, handles, and parameter values. "
+        "--baseline prints the schema of 'tdsched regress' baseline files instead.",
     )
     p.add_argument("-o", "--output", type=Path, help="write to this file instead of stdout")
+    p.add_argument(
+        "--baseline",
+        action="store_true",
+        help="the schema of regress baseline files (entries, settings), not of recipes",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    text = json.dumps(recipe_schema(), indent=2) + "\n"
+    schema = baseline_schema() if args.baseline else recipe_schema()
+    text = json.dumps(schema, indent=2) + "\n"
     if args.output is None:
         print(text, end="")
     else:

@@ -15,11 +15,10 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from iree.compiler.tools import core
-from tdsched.transform_lib.remarks import found_remarks
 
 from .target import Target
 
@@ -27,10 +26,13 @@ from .target import Target
 class CompileError(RuntimeError):
     """iree-compile failed, or a schedule did not apply. The message says which and why."""
 
-    def __init__(self, message: str, command: Sequence[str] = (), stderr: str = "") -> None:
+    def __init__(
+        self, message: str, command: Sequence[str] = (), stderr: str = "", stdout: str = ""
+    ) -> None:
         super().__init__(message)
         self.command = list(command)
         self.stderr = stderr
+        self.stdout = stdout  # what it printed before failing: the schedule's step markers
 
 
 @dataclass(frozen=True)
@@ -55,8 +57,6 @@ class CompileResult:
     output: Path
     stdout: str
     stderr: str
-    markers: dict[str, int] = field(default_factory=dict)
-    """Marker text printed by schedule steps → how many payload ops printed it."""
 
 
 def compile_command(request: CompileRequest) -> list[str]:
@@ -110,6 +110,7 @@ def run_compile(request: CompileRequest, timeout_s: float = 600.0) -> CompileRes
             f"iree-compile failed (exit {proc.returncode}):\n{_error_excerpt(stderr)}",
             command,
             stderr,
+            proc.stdout,
         )
     if "Failed to load transform library" in stderr:
         raise CompileError(
@@ -120,11 +121,9 @@ def run_compile(request: CompileRequest, timeout_s: float = 600.0) -> CompileRes
         )
     if re.search(r"(^|\s)error:", stderr):
         raise CompileError(
-            f"iree-compile reported errors:\n{_error_excerpt(stderr)}", command, stderr
+            f"iree-compile reported errors:\n{_error_excerpt(stderr)}", command, stderr, proc.stdout
         )
-    return CompileResult(
-        command, request.output_file, proc.stdout, stderr, found_remarks(proc.stdout)
-    )
+    return CompileResult(command, request.output_file, proc.stdout, stderr)
 
 
 def probe_compile(request: CompileRequest, timeout_s: float = 600.0) -> str:
@@ -156,9 +155,20 @@ def explain(stderr: str) -> str | None:
     )
 
 
+_LINE_LIMIT = 300
+"""Longer diagnostic lines are cut: IREE prints whole target attributes (2 KB of CPU
+features) in some notes, which hide the error around them."""
+
+
+def _cut(line: str) -> str:
+    if len(line) <= _LINE_LIMIT:
+        return line
+    return f"{line[:_LINE_LIMIT]} ... [{len(line) - _LINE_LIMIT} more characters]"
+
+
 def _error_excerpt(stderr: str, limit: int = 40) -> str:
     hint = explain(stderr)
-    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    lines = [_cut(ln) for ln in stderr.splitlines() if ln.strip()]
     errors = [i for i, ln in enumerate(lines) if "error" in ln]
     start = max(0, errors[0] - 2) if errors else max(0, len(lines) - limit)
     excerpt = "\n".join(lines[start : start + limit])

@@ -28,3 +28,12 @@ def test_a_failure_summary_names_the_error_after_an_introduction() -> None:
     assert cause(error) == "iree-compile failed (exit 1): r.yaml:9:1: error: could not fuse"
     assert cause("max abs error 0.5 > 0.001") == "max abs error 0.5 > 0.001"
     assert cause(None) == "no message"
+
+
+def test_a_target_attribute_dump_is_cut_from_the_excerpt() -> None:
+    dump = '#hal.executable.target<"llvm-cpu", {cpu_features = "' + "+avx," * 500 + '"}>'
+    stderr = f"r.yaml:9:1: error: could not fuse\nr.mlir:5:8: error: failed for backend {dump}\n"
+    excerpt = _error_excerpt(stderr)
+    assert excerpt.startswith("r.yaml:9:1: error: could not fuse\n")
+    assert max(map(len, excerpt.splitlines())) < 400
+    assert "more characters]" in excerpt

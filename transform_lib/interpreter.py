@@ -18,6 +18,15 @@ from iree.compiler.dialects.transform import interpreter
 from .errors import ScheduleError
 
 
+class ScriptFailed(ScheduleError):
+    """A graph transform script failed; ``printed`` is what it printed before failing
+    (the step markers, so the caller can name a step whose handle came out empty)."""
+
+    def __init__(self, message: str, printed: str) -> None:
+        super().__init__(message)
+        self.printed = printed
+
+
 class CapturedStdout:
     """Redirect file descriptor 1 into a temporary file for the duration of a block."""
 
@@ -41,7 +50,8 @@ def apply_in_place(payload: ir.Operation | ir.Module, script: str, entry: str) -
     """Apply ``@entry`` of ``script`` to ``payload`` in the current context, in place.
 
     Returns what the script printed; a failing transform raises ``ir.MLIRError`` with
-    MLIR's diagnostics (callers say which step failed).
+    MLIR's diagnostics (callers say which step failed), with what the script printed
+    before failing as its ``printed`` attribute.
     """
     transforms = ir.Module.parse(script)
     sequence = next(
@@ -57,6 +67,7 @@ def apply_in_place(payload: ir.Operation | ir.Module, script: str, entry: str) -
         else:
             failure = None
     if failure is not None:
+        failure.printed = out.text
         raise failure
     return out.text
 
@@ -75,7 +86,8 @@ def apply_script(payload: str, script: str, entry: str) -> tuple[str, str]:
         try:
             printed = apply_in_place(module, script, entry)
         except ir.MLIRError as exc:
-            raise ScheduleError(f"the graph schedule failed: {exc}") from exc
+            printed_before = getattr(exc, "printed", "")
+            raise ScriptFailed(f"the graph schedule failed: {exc}", printed_before) from exc
         if not module.operation.verify():
             raise ScheduleError("the graph schedule produced an invalid module")
         return str(module), printed

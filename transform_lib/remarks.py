@@ -13,7 +13,7 @@ import re
 
 from iree.compiler.dialects import transform
 
-from .script import OpHandle
+from .script import LoopHandle, OpHandle
 
 PREFIX = "tdsched: "
 
@@ -36,7 +36,14 @@ def step_matched(scope: str, handle: str) -> str:
 _HEADER = re.compile(r"^\[\[\[ IR printer: (.*?) \]\]\]$", re.MULTILINE)
 
 
-def emit_remark(handle: OpHandle, text: str) -> None:
+def step_produced(scope: str, primitive: str, index: int, result: str) -> str:
+    """Remark text emitted for the ``result`` (``op`` or ``loops``) of step ``index``
+    (0-based) of ``scope``'s schedule, a ``primitive`` step. The handle's name is not in
+    it: front ends name handles differently, and their scripts must be identical."""
+    return f"{PREFIX}{scope} step {index} ({primitive}) produced {result}"
+
+
+def emit_remark(handle: OpHandle | LoopHandle, text: str) -> None:
     """Print the marker ``text`` followed by the payload ops of ``handle`` (one line each)."""
     transform.PrintOp(target=handle.value, name=text, skip_regions=True)
 
@@ -55,10 +62,21 @@ def printed_sections(output: str) -> list[tuple[str, str]]:
     return [(parts[i], parts[i + 1].strip("\n")) for i in range(1, len(parts) - 1, 2)]
 
 
-def found_remarks(output: str) -> dict[str, int]:
-    """Count, per tdsched marker in ``output``, the times it was printed with ops under it."""
+def _count_remarks(output: str, with_ops: bool) -> dict[str, int]:
     counts: dict[str, int] = {}
     for title, body in printed_sections(output):
-        if title.startswith(PREFIX) and body.strip():
+        if title.startswith(PREFIX) and bool(body.strip()) == with_ops:
             counts[title] = counts.get(title, 0) + 1
     return counts
+
+
+def found_remarks(output: str) -> dict[str, int]:
+    """Count, per tdsched marker in ``output``, the times it was printed with ops under it."""
+    return _count_remarks(output, with_ops=True)
+
+
+def empty_remarks(output: str) -> dict[str, int]:
+    """Count, per tdsched marker in ``output``, the times it was printed for no op: a
+    handle that came out empty where its step ran (e.g. in one of several dispatches a
+    kernel schedule applies to)."""
+    return _count_remarks(output, with_ops=False)

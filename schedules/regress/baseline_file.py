@@ -64,7 +64,7 @@ class Settings:
         return expected * (1.0 - self.tolerance)
 
 
-_SETTINGS_FIELDS = {
+SETTINGS_FIELDS = {
     "tolerance": "allowed fractional drop below expected_speedup, e.g. 0.25",
     "precision": "target half-width of the speedup's 95% interval, e.g. 0.05",
     "time_cap_s": "seconds of timing per entry at most",
@@ -72,7 +72,12 @@ _SETTINGS_FIELDS = {
     "threads": "x86 worker threads",
     "seed": "random input seed",
 }
-_FLOATS = ("tolerance", "precision", "time_cap_s", "calibration_tolerance")
+FLOAT_SETTINGS = ("tolerance", "precision", "time_cap_s", "calibration_tolerance")
+"""Settings that take any number (the others are integers)."""
+FRACTION_SETTINGS = ("tolerance", "precision", "calibration_tolerance")
+"""Settings that are fractions in [0, 1)."""
+POSITIVE_SETTINGS = ("time_cap_s", "threads")
+"""Settings that must be above 0."""
 
 
 @dataclass(frozen=True)
@@ -136,7 +141,9 @@ def recipe_beside(directory: Path, recipe: str) -> str:
     return str(beside) if beside.is_file() else recipe
 
 
-_ENTRY_FIELDS = {
+FILE_FIELDS = {"defaults": "settings for every entry", "entries": "the gated recipes"}
+NUMERICS_FIELDS = {"atol": "absolute tolerance", "rtol": "relative tolerance"}
+ENTRY_FIELDS = {
     "recipe": "shipped recipe name or path relative to this file",
     "target": f"one of {', '.join(TARGET_NAMES)} (default: the recipe's first)",
     "params": "recipe parameter overrides, e.g. {M: 256}",
@@ -144,7 +151,7 @@ _ENTRY_FIELDS = {
     "numerics": "{atol, rtol} for the check against the reference",
     "blessed": "what the blessing run measured (written by --update)",
     "note": "free text about the entry, kept by --update",
-    **_SETTINGS_FIELDS,
+    **SETTINGS_FIELDS,
 }
 
 
@@ -167,9 +174,7 @@ def load_baseline(path: str | Path) -> BaselineFile:
     if document is None:
         raise RecipeError(Where(str(path)), "the baseline file is empty; it needs 'entries: [...]'")
     root = Node(document, Where(str(path), 1))
-    fields = root.mapping(
-        {"defaults": "settings for every entry", "entries": "the gated recipes"}, ("entries",)
-    )
+    fields = root.mapping(FILE_FIELDS, ("entries",))
     default_overrides = _settings(fields["defaults"]) if "defaults" in fields else {}
     defaults = Settings(**default_overrides)  # type: ignore[arg-type]
     entries = tuple(_entry(node) for node in fields["entries"].sequence())
@@ -199,17 +204,17 @@ def setting_problem(name: str, value: object) -> str | None:
     """What is wrong with ``value`` for the setting ``name`` (``None``: nothing)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return f"expected a number, got {value!r}"
-    if name not in _FLOATS and not isinstance(value, int):
+    if name not in FLOAT_SETTINGS and not isinstance(value, int):
         return f"expected an integer, got {value!r}"
-    if name in ("tolerance", "precision", "calibration_tolerance") and not 0 <= value < 1:
+    if name in FRACTION_SETTINGS and not 0 <= value < 1:
         return f"expected a fraction in [0, 1), got {value}"
-    if name in ("time_cap_s", "threads") and value <= 0:
+    if name in POSITIVE_SETTINGS and value <= 0:
         return f"expected a positive number, got {value}"
     return None
 
 
 def _settings(node: Node, fields: dict[str, Node] | None = None) -> dict[str, float | int]:
-    fields = fields if fields is not None else node.mapping(_SETTINGS_FIELDS)
+    fields = fields if fields is not None else node.mapping(SETTINGS_FIELDS)
     values: dict[str, float | int] = {}
     for name, item in fields.items():
         value = item.scalar()
@@ -221,7 +226,7 @@ def _settings(node: Node, fields: dict[str, Node] | None = None) -> dict[str, fl
 
 
 def _entry(node: Node) -> Entry:
-    f = node.mapping(_ENTRY_FIELDS, ("recipe",))
+    f = node.mapping(ENTRY_FIELDS, ("recipe",))
     target = optional(f, "target", lambda n: n.choice(TARGET_NAMES), None)
     expected = optional(f, "expected_speedup", Node.number, None)
     if expected is not None and expected <= 0:
@@ -232,7 +237,7 @@ def _entry(node: Node) -> Entry:
         params=_params(f["params"]) if "params" in f else {},
         expected_speedup=expected,
         numerics=_numerics(f["numerics"]) if "numerics" in f else None,
-        overrides=_settings(node, {k: v for k, v in f.items() if k in _SETTINGS_FIELDS}),
+        overrides=_settings(node, {k: v for k, v in f.items() if k in SETTINGS_FIELDS}),
         blessed=_plain(f["blessed"]) if "blessed" in f else None,
         note=optional(f, "note", Node.text, None),
         where=node.where,
@@ -250,7 +255,7 @@ def _params(node: Node) -> dict[str, ParamValue]:
 
 
 def _numerics(node: Node) -> dict[str, float]:
-    f = node.mapping({"atol": "absolute tolerance", "rtol": "relative tolerance"})
+    f = node.mapping(NUMERICS_FIELDS)
     return {name: item.number() for name, item in f.items()}
 
 
