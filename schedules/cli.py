@@ -22,6 +22,7 @@ from tdsched.targets.runtime import DeviceError
 from tdsched.targets.target import TARGET_NAMES, run_conditions
 
 from . import list_command, lower_command, peak_command, schema_command
+from .build_folders import EXECUTABLES, kept_temps, with_executable_dumps
 from .cli_types import add_threads_option, non_negative_float, non_negative_int, positive_int
 from .emit import ScriptStage
 from .evaluation import Status
@@ -143,11 +144,20 @@ def make_parser() -> argparse.ArgumentParser:
         help="compile with IREE and write the scripts beside the output",
         description="Compile the recipe's workload with its schedules. The input module and "
         "scripts are written next to OUTPUT (OUTPUT minus .vmfb plus .input.mlir, "
-        ".graph.mlir, .kernels.mlir) so the printed iree-compile command reproduces the build.",
+        ".graph.mlir, .kernels.mlir) so the printed iree-compile command reproduces the build. "
+        "Intermediate files (the probe compiles of kernel-level fuse_ext) go to a temporary "
+        "folder that is removed, unless --keep-temps.",
     )
     _add_common(comp)
     comp.add_argument("-o", "--output", type=Path, required=True, help="output .vmfb")
     comp.add_argument("--print-command", action="store_true", help="print the iree-compile command")
+    comp.add_argument(
+        "--keep-temps",
+        action="store_true",
+        help="keep the intermediate files, and IREE's per-dispatch files (LLVM IR, assembly, "
+        "objects or SPIR-V, binaries, benchmark modules) under executables/, in a folder "
+        "printed on stderr; the .vmfb is the same",
+    )
 
     runp = sub.add_parser(
         "run",
@@ -306,8 +316,11 @@ def _apply(args: argparse.Namespace) -> int:
 def _compile(args: argparse.Namespace) -> int:
     p = _plan(args)
     output: Path = args.output
-    files = build(p, output.parent, stem=output.with_suffix("").name)
-    result = compile_plan(p, files, output)
+    with kept_temps(args.keep_temps, "tdsched-compile-") as scratch:
+        if args.keep_temps:
+            p = with_executable_dumps(p, scratch / EXECUTABLES)
+        files = build(p, output.parent, stem=output.with_suffix("").name, scratch=scratch)
+        result = compile_plan(p, files, output)
     if args.print_command:
         print(format_command(result.command))
     print(f"wrote {output}", file=sys.stderr)

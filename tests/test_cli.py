@@ -71,6 +71,28 @@ def test_compile_print_command_reproduces_the_build(tmp_path: Path) -> None:
 
 
 @pytest.mark.usefixtures("iree")
+def test_compile_keeps_intermediate_files_out_of_the_output_folder(tmp_path: Path) -> None:
+    """Kernel-level fuse_ext plans on probe compiles: their files go to a temporary folder,
+    kept with --keep-temps beside IREE's per-dispatch files; the .vmfb is the same."""
+    out = tmp_path / "mm.vmfb"
+    size = ["--param", "M=64", "--param", "N=64", "--param", "K=64"]
+    command = ["compile", "matmul_bias_relu_fuse_ext_x86", *size, "-o", str(out)]
+    written = ["mm.input.mlir", "mm.kernels.mlir", "mm.vmfb"]
+    plain = tdsched(*command)
+    assert sorted(p.name for p in tmp_path.iterdir()) == written
+    assert "kept" not in plain.stderr
+    built = out.read_bytes()
+    kept = tdsched(*command, "--keep-temps")
+    line = next(ln for ln in kept.stderr.splitlines() if ln.startswith("tdsched: build files"))
+    temps = Path(line.removeprefix("tdsched: build files kept in "))
+    assert sorted(p.name for p in tmp_path.iterdir()) == written
+    assert out.read_bytes() == built
+    assert (temps / "probe0.kernels.mlir").is_file()
+    assert any((temps / "executables").glob("*.s")) and any((temps / "executables").glob("*.o"))
+    shutil.rmtree(temps)
+
+
+@pytest.mark.usefixtures("iree")
 def test_run_json_reports_status_error_and_speedup() -> None:
     proc = tdsched("run", "matmul_x86", "--json", "--repeats", "2", *SMALL)
     report = json.loads(proc.stdout)

@@ -76,6 +76,7 @@ def test_wrong_kernels_are_rejected_and_the_best_recipe_runs(
     assert report["baseline_ms"]["start"] > 0 and report["baseline_ms"]["end"] > 0
     assert report["ranked"][0]["confirmed_speedup"] > 0
     assert report["decision"]["verdict"] == "alone"  # the only correct candidate
+    assert report["build_files"] is None and not (tmp_path / "s.db.artifacts" / "builds").exists()
     best = Path(report["best_recipe"])
     assert best.suffix == ".yaml" and "provenance" in best.read_text()
     assert "space" not in best.read_text()
@@ -136,8 +137,18 @@ def test_rerun_reuses_records_and_rebench_times_again(
     _, again = sweep(capsys, *args)
     assert (again["compiled"], again["timed"], again["reused"]) == (0, 0, 2)
     assert {r["key"] for r in again["ranked"]} == {r["key"] for r in first["ranked"]}
+    assert again["reused_from"] == {str(first["sweep"]): 2}
     _, rebench = sweep(capsys, *args, "--rebench")
     assert (rebench["compiled"], rebench["timed"]) == (0, 2)
+    assert rebench["reused_from"] == {}
+    # The later sweeps measured and raced the same keys again: the first keeps its numbers.
+    assert main(["report", db, "--sweep", str(first["sweep"]), "--json"]) == 0
+    reported = json.loads(capsys.readouterr().out)
+
+    def numbers(report: dict[str, Any]) -> dict[str, tuple[float, float]]:
+        return {r["key"]: (r["speedup"], r["confirmed_speedup"]) for r in report["ranked"]}
+
+    assert numbers(reported) == numbers(first) != numbers(rebench)
     _, other_threads = sweep(capsys, *args, "--threads", "1")
     assert (other_threads["compiled"], other_threads["timed"]) == (0, 2)
     rows = (
@@ -240,6 +251,7 @@ def test_a_sweep_stopped_in_its_race_is_finished_on_resume(
     # race result, the sweep still running.
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE results SET confirmed_speedup=NULL")
+        conn.execute("UPDATE sweep_results SET confirmed_speedup=NULL")
         conn.execute("UPDATE sweeps SET decision=NULL")
         conn.execute("DELETE FROM baselines WHERE phase='end'")
         conn.execute("UPDATE sweeps SET status='running', finished=NULL")
@@ -265,3 +277,34 @@ def test_model_strategy_sweeps_with_what_the_database_holds(
     assert report["decision"]["verdict"] in {"decided", "tie", "undecided", "alone"}
     strategies = sqlite3.connect(db).execute("SELECT strategy FROM sweeps ORDER BY id").fetchall()
     assert strategies == [("random",), ("model",)]
+
+
+def test_keep_temps_keeps_a_build_folder_per_compiled_candidate(
+    recipe: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "s.db"
+    args = [str(recipe), "--db", str(db), "--param", "TM=16", "--keep-temps"]
+    assert main(["sweep", *args, *FAST, "--json"]) == 0
+    out, err = capsys.readouterr()
+    report = json.loads(out)
+    kept = Path(report["build_files"])
+    assert kept == (tmp_path / "s.db.artifacts" / "builds" / f"sweep{report['sweep']}").resolve()
+    assert f"tdsched: build files kept in {kept} (2 candidates compiled" in err
+    # One folder per candidate, wrong ones too, named by the swept parameters.
+    assert sorted(p.name for p in kept.iterdir()) == ["SPLITK=0", "SPLITK=32"]
+    folder = kept / "SPLITK=0"
+    names = {p.name for p in folder.iterdir()}
+    assert {"split_k.x86.input.mlir", "split_k.x86.kernels.mlir", "compile.sh"} <= names
+    assert any((folder / "executables").glob("*.s"))  # IREE's per-dispatch files
+    built = folder / "candidate.vmfb"
+    recorded = next(r for r in report["ranked"] if r["params"]["SPLITK"] == 0)
+    assert built.read_bytes() == Path(_artifact(db, recorded["key"])).read_bytes()
+    built.unlink()
+    rebuilt = subprocess.run([str(folder / "compile.sh")], capture_output=True, text=True)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert built.read_bytes() == Path(_artifact(db, recorded["key"])).read_bytes()
+
+
+def _artifact(db: Path, key: str) -> str:
+    with sqlite3.connect(db) as conn:
+        return str(conn.execute("SELECT artifact FROM results WHERE key=?", (key,)).fetchone()[0])

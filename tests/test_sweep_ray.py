@@ -23,6 +23,7 @@ from tdsched.schedules.sweep.ray_executor import (
     ShippedRecipe,
     build_remote,
     start_local,
+    unzip_folder,
     worker_error,
 )
 
@@ -201,12 +202,31 @@ def test_a_node_without_the_recipe_file_builds_from_the_shipped_bytes(
 ) -> None:
     shipped = ShippedRecipe(str(tmp_path / "elsewhere" / RECIPE.name), RECIPE.read_bytes())
     job = CompileJob("k", {"TM": 16, "TN": 32, "TK": 32, "RN": 32}, "/driver/only/k.vmfb")
-    outcome, built = build_remote(_context(shipped.path), shipped, job, IREE)
+    outcome, built, kept = build_remote(_context(shipped.path), shipped, job, IREE)
     assert outcome.status == "ok", outcome.error
     assert built is not None and built[:2] == b"PK"  # a .vmfb is a zip archive
+    assert kept is None  # no --keep-temps
     assert not Path(job.artifact).exists(), "the task returns the build, it writes nothing"
-    _, default = build_remote(_context(shipped.path), shipped, None, IREE)
+    _, default, _ = build_remote(_context(shipped.path), shipped, None, IREE)
     assert default is not None and default != built
+
+
+@pytest.mark.usefixtures("iree")
+def test_a_kept_build_folder_comes_back_from_the_node(tmp_path: Path, node_tmp: None) -> None:
+    shipped = ShippedRecipe.read(str(RECIPE))
+    driver = tmp_path / "driver" / "TM=16"
+    job = CompileJob("k", {"TM": 16, "TN": 32, "TK": 32, "RN": 32}, "/unused.vmfb", str(driver))
+    outcome, built, kept = build_remote(_context(shipped.path), shipped, job, IREE)
+    assert outcome.status == "ok" and built is not None and kept is not None
+    assert not driver.exists(), "the task returns the folder, it writes nothing"
+    unzip_folder(kept, driver)
+    assert (driver / "candidate.vmfb").read_bytes() == built
+    assert any((driver / "executables").glob("*.s"))
+    script = driver / "compile.sh"
+    assert script.stat().st_mode & 0o111, "compile.sh stays executable"
+    # It names the files where the driver keeps them, not the node's temporary folder.
+    assert f"{driver}/matmul_x86.x86.input.mlir" in script.read_text()
+    assert str(tmp_path / "node") not in script.read_text()
 
 
 def test_shipped_recipe_uses_the_original_only_when_it_is_the_same(
@@ -224,8 +244,8 @@ def test_shipped_recipe_uses_the_original_only_when_it_is_the_same(
 def test_a_node_with_another_iree_refuses_to_build() -> None:
     shipped = ShippedRecipe.read(str(RECIPE))
     job = CompileJob("k", {"TM": 16}, "/unused.vmfb")
-    outcome, built = build_remote(_context(shipped.path), shipped, job, "0.0-other")
-    assert outcome.status == "compile_failed" and built is None
+    outcome, built, kept = build_remote(_context(shipped.path), shipped, job, "0.0-other")
+    assert outcome.status == "compile_failed" and built is None and kept is None
     assert "same IREE on every node" in (outcome.error or "")
 
 

@@ -105,8 +105,8 @@ def db_path(tmp_path: Path) -> Path:
         12,
         3.0,
     )
-    db.record_raced(_key(CONFIRMED), 1.9)
-    db.record_raced(_key(RUNNER_UP), 1.45)
+    db.record_raced(sweep, _key(CONFIRMED), 1.9)
+    db.record_raced(sweep, _key(RUNNER_UP), 1.45)
     db.record_decision(sweep, Decision(race, (), 4.0).as_dict())
     db.finish_sweep(sweep)
     later = db.start_sweep(
@@ -403,7 +403,7 @@ def test_reports_a_real_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
     code, out, _ = _report(capsys, str(db))
     assert code == 0
-    assert out.startswith("sweep 1: matmul_x86 on x86 (random), done\n")
+    assert out.startswith("sweep 1: matmul_x86 on x86, 2 threads (random), done\n")
     assert "fixed     K=128, M=128, N=128" in out
     assert "evaluated 2: 2 correct, 0 failed" in out
     rows = _table_rows(out)

@@ -28,6 +28,7 @@ from .table import (
     decision_line,
     ranked_table,
     result_json,
+    reuse_line,
 )
 
 DEFAULT_DB = Path("tdsched-sweeps.db")
@@ -52,8 +53,15 @@ recorded as failed and never ranked; the sweep goes on.
 
 Every result is written to the SQLite database (--db) the moment it is known, keyed by a
 content hash of workload, scripts, target, flags and IREE version: re-running reuses it,
---resume continues an interrupted sweep, --rebench times again. The best candidate is
-written as a frozen recipe (--best-out) that 'tdsched run' accepts unchanged.
+--resume continues an interrupted sweep, --rebench times again. Sweeps sharing a
+database keep their own numbers: a result reused from another sweep is shown with that
+sweep's measurement (the sweep says which). The best candidate is written as a frozen
+recipe (--best-out) that 'tdsched run' accepts unchanged.
+
+With --keep-temps, each candidate the sweep compiles keeps its build folder (input
+module, scripts, IREE's per-dispatch files, the .vmfb and compile.sh, the iree-compile
+command that rebuilds it) under DB.artifacts/builds/sweepID/, one folder per candidate
+named by its swept parameters (TM=32,TN=128); the folder is printed at the end.
 
 With --shape (repeatable), one sweep runs per shape, and the winners go into the
 recipe's 'shapes' table instead (--best-out, default DB's folder/RECIPE.TARGET.shapes.yaml):
@@ -158,6 +166,13 @@ def add_parser(sub: Any) -> None:
         "--bench-during-compile",
         action="store_true",
         help="time candidates while others compile (faster, noisier)",
+    )
+    p.add_argument(
+        "--keep-temps",
+        action="store_true",
+        help="keep each compiled candidate's build folder (input module, scripts, IREE's "
+        "per-dispatch files, .vmfb, compile.sh) under DB.artifacts/builds/sweepID/, named "
+        "by its swept parameters; the folder is printed at the end",
     )
     p.add_argument(
         "--best-out",
@@ -268,6 +283,7 @@ def _sweep(args: argparse.Namespace, fixed: dict[str, Any]) -> tuple[Sweep, Swee
         bench_during_compile=args.bench_during_compile,
         cpu=args.cpu,
         cpu_features=args.cpu_features,
+        keep_temps=args.keep_temps,
     )
     db = ResultsDB(args.db)
     try:
@@ -282,7 +298,26 @@ def _sweep(args: argparse.Namespace, fixed: dict[str, Any]) -> tuple[Sweep, Swee
         db.close()
     if not args.quiet and sys.stderr.isatty():
         print(file=sys.stderr)
+    _announce_kept(outcome)
     return sweep, outcome
+
+
+def _announce_kept(outcome: SweepOutcome) -> None:
+    """With --keep-temps, say on stderr where the candidates' build folders are."""
+    if outcome.build_files is None:
+        return
+    if not outcome.compiled:
+        print(
+            "tdsched: --keep-temps: this sweep compiled no candidate (it reused earlier "
+            "builds), so it kept no build files",
+            file=sys.stderr,
+        )
+        return
+    print(
+        f"tdsched: build files kept in {outcome.build_files} ({outcome.compiled} "
+        "candidates compiled by this sweep, a folder each, named by its swept parameters)",
+        file=sys.stderr,
+    )
 
 
 def _sweep_shapes(args: argparse.Namespace, fixed: dict[str, Any]) -> int:
@@ -429,6 +464,9 @@ def _summary(outcome: SweepOutcome, best_file: Path | None, top: int) -> str:
         f"{outcome.reused} reused, {outcome.compiled} compiled, {outcome.timed} timed, "
         f"{len(outcome.failed)} failed",
     ]
+    reused = reuse_line(outcome.reused_from)
+    if reused is not None:
+        lines.append(f"{reused}; --rebench times them again")
     if outcome.timed or outcome.baseline_ms:
         lines.append(baseline_line(outcome.baseline_ms))
     lines.append(ranked_table(outcome.ranked, outcome.failed, e.names, top, outcome.decision))
@@ -472,6 +510,8 @@ def _as_json(outcome: SweepOutcome, best_file: Path | None) -> dict[str, Any]:
         "best": result_json(outcome.ranked[0], outcome.decision) if outcome.ranked else None,
         "decision": decision_json(outcome.decision, outcome.results, e.names),
         "best_recipe": str(best_file) if best_file else None,
+        "reused_from": {str(sweep): n for sweep, n in outcome.reused_from.items()},
+        "build_files": str(outcome.build_files) if outcome.build_files else None,
     }
 
 

@@ -2,7 +2,8 @@
 process runs them (a :mod:`.local_worker` child or a Ray task/actor).
 
 :func:`compile_candidate` builds one candidate with the same pipeline as ``tdsched
-compile`` (every schedule step must apply); :class:`Bench` checks a compiled candidate
+compile`` (every schedule step must apply), in a temporary folder or, with ``--keep-temps``,
+in the build folder it keeps (:mod:`..build_folders`); :class:`Bench` checks a compiled candidate
 against the reference on seeded random inputs and times it, and times IREE's default
 build. Both turn failures into outcomes; only a crash or a hang escapes them, and the
 executor running them isolates those.
@@ -18,17 +19,11 @@ from pathlib import Path
 from tdsched.targets.runtime import LoadedModule
 from tdsched.targets.timing import Interval, RoundTimer, Timing, time_interleaved
 
-from ..evaluation import (
-    EVALUATION_ERRORS,
-    Reference,
-    Status,
-    compile_scheduled,
-    prepare_device,
-    status_of,
-)
+from ..build_folders import EXECUTABLES, build_folder, with_executable_dumps, write_compile_script
+from ..evaluation import EVALUATION_ERRORS, Reference, Status, prepare_device, status_of
 from ..files import write_atomically
 from ..loading import load
-from ..pipeline import Plan, compile_baseline
+from ..pipeline import Plan, build, compile_baseline, compile_plan, scheduled_command
 from ..recipe import Recipe
 from ..space import ParamValue
 from .candidates import plan_point
@@ -47,18 +42,37 @@ def _load(path: str, mtime: float) -> Recipe:
     return load(path)
 
 
+CANDIDATE = "candidate.vmfb"
+"""The compiled candidate's name in its build folder."""
+
+
 def compile_candidate(context: SweepContext, job: CompileJob) -> CompileOutcome:
-    """Build ``job``'s candidate into ``job.artifact``; failures become an outcome."""
+    """Build ``job``'s candidate into ``job.artifact`` (in ``job.build_dir`` when it is
+    to be kept, else in a temporary folder); failures become an outcome."""
     start = time.perf_counter()
     inject("compile", job.params)
     try:
         p = plan_candidate(context, job.params)
-        with tempfile.TemporaryDirectory(prefix="tdsched-sweep-") as tmp:
-            built = compile_scheduled(p, Path(tmp), "candidate").output
+        kept = Path(job.build_dir) if job.build_dir else None
+        with build_folder(kept, "tdsched-sweep-") as folder:
+            built = _build(p, folder, keep=kept is not None)
             write_atomically(Path(job.artifact), built.read_bytes())
     except EVALUATION_ERRORS as exc:
         return CompileOutcome(job.key, status_of(exc), time.perf_counter() - start, str(exc))
     return CompileOutcome(job.key, Status.OK, time.perf_counter() - start)
+
+
+def _build(p: Plan, folder: Path, keep: bool) -> Path:
+    """Compile the candidate to ``folder/candidate.vmfb``. A folder to keep also gets
+    IREE's per-dispatch files and ``compile.sh`` (written before compiling, so a build
+    that fails has it too)."""
+    if keep:
+        p = with_executable_dumps(p, folder / EXECUTABLES)
+    files = build(p, folder)
+    output = folder / CANDIDATE
+    if keep:
+        write_compile_script(folder, scheduled_command(p, files, output))
+    return Path(compile_plan(p, files, output).output)
 
 
 def compile_default(context: SweepContext, key: str) -> CompileOutcome:

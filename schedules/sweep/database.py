@@ -14,13 +14,19 @@ Tables:
   ``decision``, JSON).
 * ``results``: one row per content key: parameters, status (a
   :class:`~..evaluation.Status`; databases written before it may hold ``mismatch`` for
-  ``wrong``), median time, the baseline median measured by the same sweep, the
-  screening speedup and its 95% interval, the speedup it last raced at
-  (``confirmed_speedup``), error text, artifact path.
-
-Databases of schema 1 (before racing) are upgraded in place when opened.
-* ``sweep_results``: which results each sweep evaluated (a key once per sweep).
+  ``wrong``), compile time and artifact path (what was built), and the latest
+  measurement of it: median time, the baseline median timed beside it, the screening
+  speedup and its 95% interval, the speedup it last raced at (``confirmed_speedup``),
+  error text, and which sweep measured it (``measured_by``).
+* ``sweep_results``: which results each sweep evaluated (a key once per sweep), each
+  with that sweep's own measurement (the :data:`MEASUREMENT` columns): what it measured,
+  or, for a result it reused, the numbers it reused (``measured_by`` names the sweep
+  that measured them) and its own race. Sweeps sharing a database therefore never
+  overwrite each other's numbers: ``results(sweep_id)`` reads that sweep's.
 * ``baselines``: IREE default's median per sweep, measured at the start and the end.
+
+Databases of earlier schemas (1: before racing; 2: one measurement per result) are
+upgraded in place when opened; every recorded result is kept.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,8 +42,26 @@ from typing import Any
 
 from tdsched.targets.target import make_target, run_conditions
 
-SCHEMA_VERSION = "2"
-_SCHEMA = """
+SCHEMA_VERSION = "3"
+_MEASUREMENT_TYPES = {
+    "measured_by": "INTEGER",
+    "status": "TEXT",
+    "time_ms": "REAL",
+    "timing": "TEXT",
+    "baseline_ms": "REAL",
+    "speedup": "REAL",
+    "speedup_low": "REAL",
+    "speedup_high": "REAL",
+    "confirmed_speedup": "REAL",
+    "max_abs_error": "REAL",
+    "error": "TEXT",
+    "timing_s": "REAL",
+}
+MEASUREMENT = tuple(_MEASUREMENT_TYPES)
+"""The columns of one sweep's measurement of a result, kept per sweep in
+``sweep_results`` (the latest also in ``results``)."""
+_MEASUREMENT_COLUMNS = "".join(f"    {c} {kind},\n" for c, kind in _MEASUREMENT_TYPES.items())
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sweeps (
     id INTEGER PRIMARY KEY,
@@ -72,12 +96,14 @@ CREATE TABLE IF NOT EXISTS results (
     recorded REAL NOT NULL,
     speedup_low REAL,
     speedup_high REAL,
-    timing_s REAL
+    timing_s REAL,
+    measured_by INTEGER
 );
 CREATE TABLE IF NOT EXISTS sweep_results (
     sweep_id INTEGER NOT NULL REFERENCES sweeps(id),
     key TEXT NOT NULL REFERENCES results(key),
-    PRIMARY KEY (sweep_id, key)
+    recorded REAL,
+{_MEASUREMENT_COLUMNS}    PRIMARY KEY (sweep_id, key)
 );
 CREATE TABLE IF NOT EXISTS baselines (
     sweep_id INTEGER NOT NULL REFERENCES sweeps(id),
@@ -88,16 +114,60 @@ CREATE TABLE IF NOT EXISTS baselines (
     PRIMARY KEY (sweep_id, phase)
 );
 """
-_MIGRATIONS = {
-    "1": [
-        "ALTER TABLE sweeps ADD COLUMN decision TEXT",
-        "ALTER TABLE results ADD COLUMN speedup_low REAL",
-        "ALTER TABLE results ADD COLUMN speedup_high REAL",
-        "ALTER TABLE results ADD COLUMN timing_s REAL",
-    ]
+Migration = Callable[[sqlite3.Connection], None]
+
+
+def _per_sweep_races(conn: sqlite3.Connection) -> None:
+    """Schema 2 → 3, after the link rows took their result's numbers: each sweep that
+    recorded a race gets the speedups its own race measured (its standings), and no
+    confirmed speedup for the results it did not race. A sweep without a recorded race
+    keeps the result's (schema 1 confirmed the best in the result row)."""
+    for sweep_id, decision in conn.execute("SELECT id, decision FROM sweeps").fetchall():
+        if not decision:
+            continue
+        raced = {s["key"]: s["speedup"][0] for s in json.loads(decision).get("standings", [])}
+        conn.execute(
+            "UPDATE sweep_results SET confirmed_speedup=NULL WHERE sweep_id=?", (sweep_id,)
+        )
+        for key, speedup in raced.items():
+            conn.execute(
+                "UPDATE sweep_results SET confirmed_speedup=? WHERE sweep_id=? AND key=?",
+                (speedup, sweep_id, key),
+            )
+
+
+_MIGRATIONS: dict[str, tuple[str, Sequence[str | Migration]]] = {
+    "1": (
+        "2",
+        [
+            "ALTER TABLE sweeps ADD COLUMN decision TEXT",
+            "ALTER TABLE results ADD COLUMN speedup_low REAL",
+            "ALTER TABLE results ADD COLUMN speedup_high REAL",
+            "ALTER TABLE results ADD COLUMN timing_s REAL",
+        ],
+    ),
+    "2": (
+        "3",
+        [
+            "ALTER TABLE results ADD COLUMN measured_by INTEGER",
+            "UPDATE results SET measured_by = "
+            "(SELECT MIN(sweep_id) FROM sweep_results s WHERE s.key = results.key)",
+            "ALTER TABLE sweep_results ADD COLUMN recorded REAL",
+            *(
+                f"ALTER TABLE sweep_results ADD COLUMN {column} {kind}"
+                for column, kind in _MEASUREMENT_TYPES.items()
+            ),
+            f"UPDATE sweep_results SET (recorded, {', '.join(MEASUREMENT)}) = "
+            f"(SELECT r.recorded, {', '.join('r.' + c for c in MEASUREMENT)} FROM results r "
+            "WHERE r.key = sweep_results.key)",
+            _per_sweep_races,
+        ],
+    ),
 }
-"""Schema version → the statements that bring it to :data:`SCHEMA_VERSION` (added columns
-only: every recorded result is kept)."""
+"""Schema version → the next version and the steps that bring a database to it (added
+columns and tables, filled from what was recorded: every recorded result is kept). A
+schema 2 database knew one measurement per result, its latest: each sweep that
+evaluated it is given that one (``measured_by`` the first of them)."""
 OK = "ok"
 
 
@@ -132,6 +202,8 @@ class Result:
     """The screening speedup's 95% interval (None in databases from before racing)."""
     timing_s: float | None = None
     """Wall seconds the screening timing took."""
+    measured_by: int | None = None
+    """The sweep that measured these numbers (another sweep's, for a result reused)."""
 
     @property
     def ok(self) -> bool:
@@ -154,6 +226,7 @@ class Result:
             "error": self.error,
             "compile_s": self.compile_s,
             "iree_version": self.iree_version,
+            "measured_by": self.measured_by,
         }
 
 
@@ -200,6 +273,7 @@ class ResultsDB:
             ) from exc
         try:
             self._conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None)
+            self._conn.row_factory = sqlite3.Row
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA foreign_keys=ON")
@@ -207,22 +281,31 @@ class ResultsDB:
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
                         self._conn.execute(statement)
-                row = self._conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-                if row is None:
-                    self._conn.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
-                elif row[0] in _MIGRATIONS:
-                    for statement in _MIGRATIONS[row[0]]:
-                        self._conn.execute(statement)
-                    self._conn.execute(
-                        "UPDATE meta SET value=? WHERE key='schema'", (SCHEMA_VERSION,)
-                    )
-                elif row[0] != SCHEMA_VERSION:
-                    raise DatabaseError(
-                        f"{path}: results database schema {row[0]}, this tdsched reads "
-                        f"{SCHEMA_VERSION}; use a new --db file"
-                    )
+                self._upgrade()
         except sqlite3.DatabaseError as exc:
             raise DatabaseError(f"{path}: not a tdsched results database ({exc})") from exc
+
+    def _upgrade(self) -> None:
+        """Stamp a new database with :data:`SCHEMA_VERSION`, or bring an older one to it
+        one version at a time (:data:`_MIGRATIONS`); refuse one from a newer tdsched."""
+        row = self._conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+        if row is None:
+            self._conn.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+            return
+        version = row[0]
+        while version in _MIGRATIONS:
+            version, steps = _MIGRATIONS[version]
+            for step in steps:
+                if isinstance(step, str):
+                    self._conn.execute(step)
+                else:
+                    step(self._conn)
+        if version != SCHEMA_VERSION:
+            raise DatabaseError(
+                f"{self.path}: results database schema {version}, this tdsched reads "
+                f"{SCHEMA_VERSION}; use a new --db file"
+            )
+        self._conn.execute("UPDATE meta SET value=? WHERE key='schema'", (SCHEMA_VERSION,))
 
     @property
     def artifacts(self) -> Path:
@@ -301,47 +384,45 @@ class ResultsDB:
     # -- results --------------------------------------------------------------------
 
     def record(self, result: Result, sweep_id: int | None = None) -> None:
-        """Insert or replace ``result`` and link it to ``sweep_id``, in one transaction."""
+        """Record ``result`` as measured by ``sweep_id`` (the latest measurement of its
+        key, and that sweep's own), in one transaction. A result recorded again without
+        a compile time (timed again, not built again) keeps the one recorded."""
+        row = _row(result, sweep_id)
+        updates = ", ".join(f"{c}=excluded.{c}" for c in row if c not in ("key", "compile_s"))
         with self._transaction():
             self._conn.execute(
-                f"INSERT OR REPLACE INTO results ({', '.join(_RESULT_COLUMNS)}) VALUES "
-                f"({', '.join('?' * len(_RESULT_COLUMNS))})",
-                (
-                    result.key,
-                    result.recipe,
-                    result.target,
-                    json.dumps(result.params, sort_keys=True),
-                    result.status,
-                    result.time_ms,
-                    json.dumps(result.timing) if result.timing is not None else None,
-                    result.baseline_ms,
-                    result.speedup,
-                    result.confirmed_speedup,
-                    result.max_abs_error,
-                    result.error,
-                    result.compile_s,
-                    result.artifact,
-                    result.iree_version,
-                    time.time(),
-                    result.speedup_low,
-                    result.speedup_high,
-                    result.timing_s,
-                ),
+                f"INSERT INTO results ({', '.join(row)}) VALUES ({', '.join('?' * len(row))}) "
+                f"ON CONFLICT(key) DO UPDATE SET {updates}, "
+                "compile_s=COALESCE(excluded.compile_s, compile_s)",
+                tuple(row.values()),
             )
             if sweep_id is not None:
-                self._link(sweep_id, result.key)
+                own = ("sweep_id", "key", "recorded", *MEASUREMENT)
+                self._conn.execute(
+                    f"INSERT OR REPLACE INTO sweep_results ({', '.join(own)}) "
+                    f"VALUES ({', '.join('?' * len(own))})",
+                    (sweep_id, *(row[c] for c in own[1:])),
+                )
 
     def link(self, sweep_id: int, key: str) -> None:
-        """Count an already recorded result as evaluated by ``sweep_id``."""
+        """Count an already recorded result as evaluated by ``sweep_id``, with the
+        numbers recorded for it (its latest measurement, ``measured_by`` the sweep that
+        made it) and no race of its own yet; a result the sweep already has stays as it is."""
+        copied = ", ".join("NULL" if c == "confirmed_speedup" else c for c in MEASUREMENT)
         with self._transaction():
-            self._link(sweep_id, key)
+            self._conn.execute(
+                f"INSERT OR IGNORE INTO sweep_results (sweep_id, key, recorded, "
+                f"{', '.join(MEASUREMENT)}) SELECT ?, key, ?, {copied} FROM results WHERE key=?",
+                (sweep_id, time.time(), key),
+            )
 
-    def _link(self, sweep_id: int, key: str) -> None:
-        self._conn.execute("INSERT OR IGNORE INTO sweep_results VALUES (?, ?)", (sweep_id, key))
-
-    def record_raced(self, key: str, speedup: float) -> None:
-        """Store the speedup ``key`` raced at."""
+    def record_raced(self, sweep_id: int, key: str, speedup: float) -> None:
+        """Store the speedup ``key`` raced at in sweep ``sweep_id`` (and as its latest)."""
         with self._transaction():
+            self._conn.execute(
+                "UPDATE sweep_results SET confirmed_speedup=? WHERE sweep_id=? AND key=?",
+                (speedup, sweep_id, key),
+            )
             self._conn.execute("UPDATE results SET confirmed_speedup=? WHERE key=?", (speedup, key))
 
     def record_decision(self, sweep_id: int, decision: Mapping[str, Any]) -> None:
@@ -357,13 +438,17 @@ class ResultsDB:
         return _result(row) if row else None
 
     def results(self, sweep_id: int | None = None) -> list[Result]:
-        """All results, or those a sweep evaluated."""
+        """Every result with its latest measurement, or those a sweep evaluated with
+        that sweep's own numbers, in the order the sweep recorded them."""
         if sweep_id is None:
             rows = self._conn.execute("SELECT * FROM results ORDER BY recorded")
         else:
+            columns = ", ".join(
+                f"{'s' if c in MEASUREMENT else 'r'}.{c} AS {c}" for c in _RESULT_COLUMNS
+            )
             rows = self._conn.execute(
-                "SELECT r.* FROM results r JOIN sweep_results s ON r.key = s.key "
-                "WHERE s.sweep_id=? ORDER BY r.recorded",
+                f"SELECT {columns} FROM results r JOIN sweep_results s ON r.key = s.key "
+                "WHERE s.sweep_id=? ORDER BY s.recorded, s.rowid",
                 (sweep_id,),
             )
         return [_result(r) for r in rows]
@@ -405,7 +490,44 @@ _RESULT_COLUMNS = (
     "speedup_low",
     "speedup_high",
     "timing_s",
+    "measured_by",
 )
+
+
+def _row(result: Result, sweep_id: int | None) -> dict[str, Any]:
+    """``result`` as a row of ``results`` (:data:`_RESULT_COLUMNS`), measured by ``sweep_id``."""
+    return {
+        "key": result.key,
+        "recipe": result.recipe,
+        "target": result.target,
+        "params": json.dumps(result.params, sort_keys=True),
+        "status": result.status,
+        "time_ms": result.time_ms,
+        "timing": json.dumps(result.timing) if result.timing is not None else None,
+        "baseline_ms": result.baseline_ms,
+        "speedup": result.speedup,
+        "confirmed_speedup": result.confirmed_speedup,
+        "max_abs_error": result.max_abs_error,
+        "error": result.error,
+        "compile_s": result.compile_s,
+        "artifact": result.artifact,
+        "iree_version": result.iree_version,
+        "recorded": time.time(),
+        "speedup_low": result.speedup_low,
+        "speedup_high": result.speedup_high,
+        "timing_s": result.timing_s,
+        "measured_by": sweep_id,
+    }
+
+
+def measured_by_others(results: Sequence[Result], sweep_id: int) -> dict[int, int]:
+    """Of a sweep's ``results``, how many each other sweep measured (the sweep reused
+    them with that sweep's numbers), by sweep id."""
+    counts: dict[int, int] = {}
+    for r in results:
+        if r.measured_by is not None and r.measured_by != sweep_id:
+            counts[r.measured_by] = counts.get(r.measured_by, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def drift(baselines: Mapping[str, float]) -> float | None:
@@ -414,7 +536,7 @@ def drift(baselines: Mapping[str, float]) -> float | None:
     return end / start - 1.0 if start and end else None
 
 
-def _sweep(row: tuple[Any, ...]) -> Sweep:
+def _sweep(row: sqlite3.Row) -> Sweep:
     return Sweep(
         id=row[0],
         recipe=row[1],
@@ -431,24 +553,25 @@ def _sweep(row: tuple[Any, ...]) -> Sweep:
     )
 
 
-def _result(row: tuple[Any, ...]) -> Result:
+def _result(row: sqlite3.Row) -> Result:
     return Result(
-        key=row[0],
-        recipe=row[1],
-        target=row[2],
-        params=json.loads(row[3]),
-        status=row[4],
-        time_ms=row[5],
-        timing=json.loads(row[6]) if row[6] else None,
-        baseline_ms=row[7],
-        speedup=row[8],
-        confirmed_speedup=row[9],
-        max_abs_error=row[10],
-        error=row[11],
-        compile_s=row[12],
-        artifact=row[13],
-        iree_version=row[14],
-        speedup_low=row[16],
-        speedup_high=row[17],
-        timing_s=row[18],
+        key=row["key"],
+        recipe=row["recipe"],
+        target=row["target"],
+        params=json.loads(row["params"]),
+        status=row["status"],
+        time_ms=row["time_ms"],
+        timing=json.loads(row["timing"]) if row["timing"] else None,
+        baseline_ms=row["baseline_ms"],
+        speedup=row["speedup"],
+        confirmed_speedup=row["confirmed_speedup"],
+        max_abs_error=row["max_abs_error"],
+        error=row["error"],
+        compile_s=row["compile_s"],
+        artifact=row["artifact"],
+        iree_version=row["iree_version"],
+        speedup_low=row["speedup_low"],
+        speedup_high=row["speedup_high"],
+        timing_s=row["timing_s"],
+        measured_by=row["measured_by"],
     )

@@ -49,6 +49,9 @@ class CompileJob:
     key: str
     params: dict[str, Any]
     artifact: str
+    build_dir: str | None = None
+    """Where to build and keep the build files (``--keep-temps``); None: a temporary
+    folder, removed after the build."""
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@
 Compiles run anywhere: each candidate is a Ray task (``--jobs`` in flight) that builds
 it in a temporary folder of whichever node runs it and returns the ``.vmfb`` bytes; the
 driver writes them to the candidate's artifact path. No filesystem is shared: the recipe
-file's bytes travel with the work (:class:`ShippedRecipe`), and so do the artifacts.
+file's bytes travel with the work (:class:`ShippedRecipe`), and so do the artifacts (and
+with ``--keep-temps`` each candidate's build folder, as a zip archive).
 
 Benchmarks run on a node that has the target's device: one Ray actor holding a
 :class:`~.compile_and_bench.Bench`, placed on a node that declares the custom resource
@@ -20,11 +21,13 @@ made, so tdsched works without it.
 from __future__ import annotations
 
 import hashlib
+import io
 import logging
 import os
 import socket
 import tempfile
 import time
+import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,6 +37,7 @@ from typing import Any
 import iree.compiler.version
 from tdsched.targets.target import TARGET_NAMES
 
+from ..build_folders import move_compile_script
 from ..evaluation import Status
 from ..files import write_atomically
 from .compile_and_bench import Bench, compile_candidate, compile_default
@@ -134,9 +138,10 @@ def _check_reachable(address: str) -> None:
 
 def build_remote(
     context: SweepContext, recipe: ShippedRecipe, job: CompileJob | None, iree_version: str
-) -> tuple[CompileOutcome, bytes | None]:
+) -> tuple[CompileOutcome, bytes | None, bytes | None]:
     """Ray task body: build ``job`` (IREE's default when ``None``) on this node; its
-    outcome and, when it built, the ``.vmfb`` bytes.
+    outcome, the ``.vmfb`` bytes when it built, and when the job keeps its build folder
+    (``--keep-temps``), that folder as a zip archive for the driver to unpack there.
 
     ``iree_version`` is the driver's: the sweep's keys name it, so a node with another
     IREE refuses to build rather than record another compiler's code under them.
@@ -147,15 +152,50 @@ def build_remote(
             f"node {socket.gethostname()} has IREE {iree.compiler.version.VERSION}, the "
             f"sweep's driver {iree_version}; install the same IREE on every node"
         )
-        return CompileOutcome(key, Status.COMPILE_FAILED, 0.0, message), None
+        return CompileOutcome(key, Status.COMPILE_FAILED, 0.0, message), None, None
     with tempfile.TemporaryDirectory(prefix="tdsched-ray-") as tmp:
         built = Path(tmp) / "built.vmfb"
+        kept = Path(tmp) / "build" if job is not None and job.build_dir else None
         here = replace(context, recipe=recipe.local_path(), baseline_artifact=str(built))
         if job is None:
             outcome = compile_default(here, key)
         else:
-            outcome = compile_candidate(here, replace(job, artifact=str(built)))
-        return outcome, built.read_bytes() if outcome.status is Status.OK else None
+            build_dir = str(kept) if kept else None
+            outcome = compile_candidate(
+                here, replace(job, artifact=str(built), build_dir=build_dir)
+            )
+        data = built.read_bytes() if outcome.status is Status.OK else None
+        return outcome, data, _kept_archive(kept, job)
+
+
+def _kept_archive(kept: Path | None, job: CompileJob | None) -> bytes | None:
+    """The build folder kept on this node, as a zip archive whose ``compile.sh`` names
+    the files where the driver unpacks them (``job.build_dir``)."""
+    if kept is None or job is None or job.build_dir is None or not kept.is_dir():
+        return None
+    move_compile_script(kept, Path(job.build_dir))
+    return zip_folder(kept)
+
+
+def zip_folder(folder: Path) -> bytes:
+    """Every file under ``folder`` (paths relative to it, modes kept), as a zip archive."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                archive.write(path, path.relative_to(folder))
+    return buffer.getvalue()
+
+
+def unzip_folder(data: bytes, folder: Path) -> None:
+    """Unpack a :func:`zip_folder` archive into ``folder``, file modes included (the
+    kept ``compile.sh`` stays executable)."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        for info in archive.infolist():
+            path = Path(archive.extract(info, folder))
+            mode = (info.external_attr >> 16) & 0o777
+            if mode:
+                path.chmod(mode)
 
 
 def worker_error(exc: Any) -> WorkerError:
@@ -315,13 +355,15 @@ class RayExecutor:
         """The finished task's outcome; a build is written to its artifact path here."""
         exceptions = self._ray.exceptions
         try:
-            outcome, data = self._ray.get(ref)
+            outcome, data, kept = self._ray.get(ref)
         except exceptions.RayTaskError as exc:
             return self._outcome(job, Status.COMPILE_FAILED, str(worker_error(exc)), seconds)
         except exceptions.RayError as exc:
             return self._outcome(job, Status.CRASHED, f"the Ray worker died: {exc}", seconds)
         if data is not None:
             write_atomically(Path(job.artifact if job else self._ready().baseline_artifact), data)
+        if kept is not None and job is not None and job.build_dir:
+            unzip_folder(kept, Path(job.build_dir))
         assert isinstance(outcome, CompileOutcome)
         return outcome
 

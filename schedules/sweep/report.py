@@ -21,10 +21,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..text_table import aligned
-from .database import Result, Sweep, drift
+from .database import Result, Sweep, drift, measured_by_others
 from .racing import Decision
 from .runner import rank
-from .table import baseline_line, decision_json, decision_line, ranked_table, result_json
+from .table import (
+    baseline_line,
+    decision_json,
+    decision_line,
+    ranked_table,
+    result_json,
+    reuse_line,
+)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -95,6 +102,11 @@ class SweepData:
         return names
 
     @property
+    def reused_from(self) -> dict[int, int]:
+        """How many of its results each other sweep measured (the sweep reused them)."""
+        return measured_by_others(self.results, self.sweep.id)
+
+    @property
     def drift(self) -> float | None:
         """Relative change of IREE default's median from the start to the end."""
         return drift(self.baselines)
@@ -141,6 +153,9 @@ def header_lines(data: SweepData) -> list[str]:
         f"evaluated {len(data.results)}: {len(data.ranked)} correct, {len(data.failed)} failed"
         + (f" ({failures})" if failures else "")
     )
+    reused = reuse_line(data.reused_from)
+    if reused is not None:
+        lines.append(reused)
     lines.append(baseline_line(data.baselines))
     return lines
 
@@ -232,6 +247,7 @@ def as_json(data: SweepData) -> dict[str, Any]:
         "evaluated": len(data.results),
         "baseline_ms": data.baselines,
         "drift": data.drift,
+        "reused_from": {str(sweep): n for sweep, n in data.reused_from.items()},
         "ranked": [result_json(r, data.decision) for r in ranked],
         "failed": [r.as_dict() for r in data.failed],
         "best": result_json(ranked[0], data.decision) if ranked else None,

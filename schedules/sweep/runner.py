@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -34,7 +35,7 @@ from ..recipe import Recipe
 from ..space import Enumeration, ParamValue, Point, SearchSpace
 from .candidates import baseline_key, content_key, plan_point, result_key
 from .cost_model import Featurizer, ModelGuided
-from .database import Result, ResultsDB
+from .database import Result, ResultsDB, measured_by_others
 from .database import drift as baseline_drift
 from .executor import Executor, WorkerError, WorkerFailure
 from .messages import BenchJob, BenchOutcome, CompileJob, CompileOutcome, RaceJob, SweepContext
@@ -72,6 +73,9 @@ class SweepOptions:
     bench_during_compile: bool = False
     cpu: str = "host"
     cpu_features: str | None = None
+    keep_temps: bool = False
+    """Keep the build folder of every candidate the sweep compiles (``--keep-temps``;
+    where: :meth:`Sweep._kept_folder`)."""
 
 
 @dataclass
@@ -92,6 +96,13 @@ class SweepOutcome:
     """The race that picked the best (None when no candidate was timed)."""
     threads: int | None = None
     """x86 runtime threads the candidates were timed with (None on GPU targets)."""
+    build_files: Path | None = None
+    """With ``keep_temps``: the folder holding the build folder of each candidate compiled."""
+
+    @property
+    def reused_from(self) -> dict[int, int]:
+        """How many of the results each other sweep measured (this sweep reused them)."""
+        return measured_by_others(self.results, self.sweep_id)
 
     @property
     def ranked(self) -> list[Result]:
@@ -265,6 +276,7 @@ class Sweep:
         outcome = SweepOutcome(
             sweep_id, self.recipe, self.target, self.enumeration, [], threads=self.context_threads
         )
+        outcome.build_files = self._kept_folder(sweep_id)
         history: dict[Point, float | None] = {}
         self._key(self.enumeration.valid[0])  # fixes the workload and the baseline's path
         self.executor.start(self.context)
@@ -286,6 +298,14 @@ class Sweep:
         outcome.decision = Decision.from_dict(recorded) if recorded else None
         outcome.elapsed_s = time.monotonic() - start
         return outcome
+
+    def _kept_folder(self, sweep_id: int) -> Path | None:
+        """With ``keep_temps``, where the candidates' build folders go: beside the
+        compiled artifacts, ``DB.artifacts/builds/sweep<ID>`` (absolute: workers on this
+        machine write there whatever their folder)."""
+        if not self.options.keep_temps:
+            return None
+        return self.db.artifacts.resolve() / "builds" / f"sweep{sweep_id}"
 
     def _open(self) -> int:
         signature = self.signature()
@@ -334,7 +354,9 @@ class Sweep:
             if artifact.is_file():
                 ready.append(BenchJob(key, params, str(artifact)))
             else:
-                jobs.append(CompileJob(key, params, str(artifact)))
+                kept = outcome.build_files
+                folder = str(kept / build_folder_name(params)) if kept else None
+                jobs.append(CompileJob(key, params, str(artifact), folder))
         points = {self._keys[p]: p for p in batch}
         self.db.artifacts.mkdir(parents=True, exist_ok=True)
         for compiled in self.executor.compile(jobs) if jobs else ():
@@ -418,7 +440,7 @@ class Sweep:
         )
         race = self.executor.race(RaceJob(artifacts, dataclasses.asdict(settings)))
         for standing in race.standings:
-            self.db.record_raced(standing.key, standing.speedup.median)
+            self.db.record_raced(sweep_id, standing.key, standing.speedup.median)
         screening_s = sum(r.timing_s or 0.0 for r in results)
         self.db.record_decision(sweep_id, Decision(race, tuple(left_out), screening_s).as_dict())
 
@@ -482,6 +504,13 @@ def screening_interval(result: Result) -> Interval:
     low = result.speedup_low if result.speedup_low is not None else speedup
     high = result.speedup_high if result.speedup_high is not None else speedup
     return Interval(speedup, low, high)
+
+
+def build_folder_name(params: dict[str, Any]) -> str:
+    """A candidate's kept build folder, named by its swept parameters as the ranked table
+    shows them: ``TM=32,TN=128`` (characters a file name should not hold become ``_``)."""
+    name = ",".join(f"{name}={value}" for name, value in params.items())
+    return re.sub(r"[^A-Za-z0-9._=,+-]", "_", name) or "candidate"
 
 
 def _narrowed(recipe: Recipe, fixed: dict[str, ParamValue]) -> SearchSpace:

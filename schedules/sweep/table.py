@@ -108,6 +108,22 @@ def baseline_line(baselines: Mapping[str, float]) -> str:
     return f"IREE default {baselines['start']:.4g} ms at the start{end}"
 
 
+def reuse_line(counts: Mapping[int, int]) -> str | None:
+    """Which other sweeps measured the results a sweep reused (``counts``: how many by
+    sweep id, see :func:`~.database.measured_by_others`), or None when none."""
+    if not counts:
+        return None
+    total = sum(counts.values())
+    if len(counts) == 1:
+        (sweep_id,) = counts
+        plural = "s" if total > 1 else ""
+        return (
+            f"reused {total} result{plural} measured by sweep {sweep_id} (shown with its numbers)"
+        )
+    sources = ", ".join(f"{n} by sweep {sweep_id}" for sweep_id, n in counts.items())
+    return f"reused {total} results measured by other sweeps ({sources}; shown with their numbers)"
+
+
 def label(result: Result | None, names: Sequence[str]) -> str:
     """A candidate by its swept parameters: ``TM=32, TN=128``."""
     if result is None:
