@@ -281,7 +281,13 @@ def test_json_has_metadata_baselines_and_results(
 def test_heatmap_cells_take_the_best_over_other_parameters(db_path: Path) -> None:
     db = ResultsDB(db_path)
     cells = best_cells(db.results(1), "TM", "TN")
+    raced = best_cells(db.results(1), "TM", "TN", raced=True)
     db.close()
+    # The race's speedups are written under the screening ones, where a candidate raced.
+    assert {cell: v for cell, v in raced.items() if v is not None} == {
+        (16, 64): 1.9,
+        (8, 32): 1.45,
+    }
     assert cells == {
         (8, 32): 1.5,  # RN=32 beats RN=16 (1.2)
         (16, 32): 0.8,

@@ -308,15 +308,19 @@ def plot(data: SweepData, path: Path, x: str | None = None, y: str | None = None
     fig.savefig(path, format="png", dpi=110)
 
 
-def best_cells(results: Sequence[Result], x: str, y: str) -> dict[tuple[Any, Any], float | None]:
-    """Per evaluated (x value, y value): the best sweep speedup of the correct candidates
-    there, whatever the other parameters; None where every candidate failed."""
+def best_cells(
+    results: Sequence[Result], x: str, y: str, *, raced: bool = False
+) -> dict[tuple[Any, Any], float | None]:
+    """Per evaluated (x value, y value): the best screening speedup of the correct
+    candidates there, whatever the other parameters (with ``raced``, the best speedup
+    measured in the race, of those that raced); None where no candidate has one."""
     cells: dict[tuple[Any, Any], float | None] = {}
     for r in results:
         cell = (r.params.get(x), r.params.get(y))
         best = cells.get(cell)
-        if r.ok and r.speedup is not None and (best is None or r.speedup > best):
-            best = r.speedup
+        value = r.confirmed_speedup if raced else r.speedup
+        if r.ok and value is not None and (best is None or value > best):
+            best = value
         cells[cell] = best
     return cells
 
@@ -324,21 +328,23 @@ def best_cells(results: Sequence[Result], x: str, y: str) -> dict[tuple[Any, Any
 def _heatmap(fig: Figure, data: SweepData, x: str, y: str) -> None:
     xs, ys = _values(data.results, x), _values(data.results, y)
     cells = best_cells(data.results, x, y)
+    raced = best_cells(data.results, x, y, raced=True)
     grid = [[cells.get((xv, yv)) or float("nan") for xv in xs] for yv in ys]
     fig.set_size_inches(max(6.0, 0.8 * len(xs) + 2.5), max(4.0, 0.6 * len(ys) + 2.0))
     ax = fig.add_subplot()
     norm = centred_norm([v for v in cells.values() if v is not None])
     image = ax.imshow(grid, origin="lower", cmap="RdBu", norm=norm, aspect="auto")
-    fig.colorbar(image, ax=ax, label="best speedup vs IREE default (white: 1.0, as fast)")
+    fig.colorbar(image, ax=ax, label="speedup vs IREE default (white: 1.0, as fast)")
     for i, yv in enumerate(ys):
         for j, xv in enumerate(xs):
             value = cells.get((xv, yv))
             if value is not None:
                 dark = abs(float(norm(value)) - 0.5) > 0.3
+                race = raced.get((xv, yv))
                 ax.text(
                     j,
                     i,
-                    f"{value:.2f}",
+                    f"{value:.2f}" + (f"\nrace {race:.2f}" if race is not None else ""),
                     ha="center",
                     va="center",
                     fontsize=8,
@@ -350,7 +356,11 @@ def _heatmap(fig: Figure, data: SweepData, x: str, y: str) -> None:
     ax.set_yticks(range(len(ys)), [str(v) for v in ys])
     ax.set_xlabel(x)
     ax.set_ylabel(y)
-    ax.set_title(f"{data.title}\nbest over the other parameters; blank: not evaluated")
+    ax.set_title(
+        f"{data.title}\nbest screening speedup over the other parameters\n"
+        "'race': the best race speedup there; blank: not evaluated",
+        fontsize=10,
+    )
 
 
 def centred_norm(values: Sequence[float]) -> Any:
