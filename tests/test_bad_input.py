@@ -193,3 +193,28 @@ def test_a_misspelled_op_is_refused_before_compiling_with_the_ops_present(
     assert "did you mean linalg.fill" in proc.stderr
     assert "ops in the workload: linalg.fill, linalg.matmul" in proc.stderr
     assert not (tmp_path / "x.vmfb").exists()
+
+
+CONFIG_RECIPE = """\
+name: cfg
+workload: {generator: matmul, args: {M: 64, N: 64, K: 64}}
+targets: [x86]
+kernels:
+  - name: mm
+    match: {kind: contraction}
+    config:
+      pipeline: CPUDoubleTiling
+      tile_sizes: {workgroup: [16, 16, 0], vector: [4, 16, 0], reduction: [0, 0, 4]}
+"""
+
+
+@pytest.mark.parametrize("command", ["show", "apply"])
+def test_a_pipeline_iree_does_not_know_is_named_with_the_ones_it_does(
+    tdsched: Callable[..., Outcome], tmp_path: Path, command: str
+) -> None:
+    recipe = tmp_path / "cfg.yaml"
+    recipe.write_text(CONFIG_RECIPE)
+    out = tdsched(command, str(recipe))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "cfg.yaml:5: kernels[0]: config: IREE does not accept it:" in out.stderr
+    assert "DoubleTilingExpert, ConvTileAndDecomposeExpert" in out.stderr

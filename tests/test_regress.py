@@ -147,7 +147,9 @@ def test_a_noisy_machine_is_inconclusive_with_its_own_exit_status(
     assert code == 3
     assert "INCONCLUSIVE" in out and "the machine's load changed" in out
     assert summary.read_text().startswith("### tdsched regress: 1 entry: 1 inconclusive")
-    assert "| ⚠️ | INCONCLUSIVE | matmul_x86 M=256,N=256,K=256 | x86 |" in summary.read_text()
+    assert (
+        "| ⚠️ | INCONCLUSIVE | matmul_x86 M=256,N=256,K=256 | x86, 1 thread |" in summary.read_text()
+    )
     assert "expected_speedup" not in baseline.read_text()  # nothing was blessed
 
 

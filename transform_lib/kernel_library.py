@@ -137,6 +137,13 @@ class KernelLibrary:
 
     @staticmethod
     def _annotate(target: ir.Value, name: str, attribute: str) -> None:
-        value = ir.Attribute.parse(attribute)
+        """Set attribute ``name`` to ``attribute`` (MLIR text) on the payload ``target``;
+        text IREE does not accept (a misspelled pipeline) raises a ScheduleError with
+        IREE's reason (e.g. the pipelines it knows)."""
+        try:
+            value = ir.Attribute.parse(attribute)
+        except ir.MLIRError as exc:
+            reasons = [d.message for d in exc.error_diagnostics] or [str(exc)]
+            raise ScheduleError(f"config: IREE does not accept it: {reasons[0]}") from exc
         param = transform.ParamConstantOp(transform.AnyParamType.get(), value).param
         transform.AnnotateOp(target, name, param=param)
