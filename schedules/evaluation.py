@@ -17,6 +17,7 @@ built from these parts and differ only in how they time.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 from tdsched.targets import Target
 from tdsched.targets.compiler import CompileError, CompileResult
+from tdsched.targets.result_check import compare_result
 from tdsched.targets.runtime import DeviceError, LoadedModule, configure_threads, keep_freed_memory
 from tdsched.targets.workload import Workload, random_inputs
 
@@ -87,31 +89,32 @@ class Check:
     error: str | None = None
 
 
-def compare_outputs(got: list[np.ndarray], want: list[np.ndarray], tolerance: Tolerance) -> Check:
-    """Elementwise ``|got - want| <= atol + rtol * |want|`` over every result (float64);
-    a NaN where the reference has none, a missing result or a wrong shape is WRONG."""
+def compare_outputs(
+    got: list[np.ndarray],
+    want: list[np.ndarray],
+    tolerance: Tolerance,
+    undefined: list[np.ndarray] | None = None,
+) -> Check:
+    """Every result against the reference by tdsched's one rule
+    (:func:`tdsched.targets.result_check.compare_result`: elementwise ``|got - want| <=
+    atol + rtol * |want|``); a wrong count or shape, a NaN where the reference has a
+    number, or a reference that is undefined (NaN, or marked in ``undefined``) is WRONG,
+    with the first such result's reason."""
     if len(got) != len(want):
         return Check(Status.WRONG, error=f"{len(got)} results, expected {len(want)}")
-    worst = 0.0
-    ok = True
-    for g, w in zip(got, want, strict=True):
-        if g.shape != w.shape:
-            return Check(Status.WRONG, error=f"result shape {g.shape}, expected {w.shape}")
-        if np.isnan(g).any() and not np.isnan(w).any():
-            count = int(np.isnan(g).sum())
-            return Check(Status.WRONG, error=f"{count} of {g.size} results are NaN")
-        wide = w.astype(np.float64)
-        diff = np.abs(g.astype(np.float64) - wide)
-        worst = max(worst, float(diff.max(initial=0.0)))
-        ok = ok and bool(np.all(diff <= tolerance.atol + tolerance.rtol * np.abs(wide)))
-    if ok:
-        return Check(Status.OK, worst)
-    return Check(
-        Status.WRONG,
-        worst,
-        f"results differ from the reference (max abs error {worst:.3g}, "
-        f"atol {tolerance.atol}, rtol {tolerance.rtol})",
-    )
+    masks: list[np.ndarray | None] = list(undefined) if undefined else [None] * len(want)
+    comparisons = [
+        compare_result(g, w, tolerance.atol, tolerance.rtol, mask)
+        for g, w, mask in zip(got, want, masks, strict=True)
+    ]
+    largest = max((c.max_abs_error for c in comparisons), default=0.0)
+    worst = largest if math.isfinite(largest) else None  # a NaN result has no error size
+    for index, c in enumerate(comparisons):
+        problem = c.problem(tolerance.atol, tolerance.rtol)
+        if problem is not None:
+            which = f"result #{index}: " if len(comparisons) > 1 else ""
+            return Check(Status.WRONG, worst, which + problem)
+    return Check(Status.OK, worst)
 
 
 def prepare_device(target: Target, threads: int) -> None:

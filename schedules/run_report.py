@@ -19,7 +19,7 @@ from typing import Any
 import iree.compiler.version
 import numpy as np
 from tdsched.recipes.workloads.bandwidth_probe import bandwidth_probe
-from tdsched.targets.ir_eval import evaluate
+from tdsched.targets.ir_eval import evaluate, evaluate_reference
 from tdsched.targets.runtime import LoadedModule
 from tdsched.targets.target import DEFAULT_THREADS
 from tdsched.targets.timing import Timing, time_interleaved
@@ -355,17 +355,18 @@ def _evaluate_payload(p: Plan, seed: int, report: RunReport) -> None:
     """Numerics of a graph schedule that left host loops, by evaluating IR in numpy."""
     after = apply_graph(p).module
     inputs = random_inputs(p.workload, seed)
+    undefined = None
     if p.workload.reference is not None:
         want = p.workload.reference(inputs)
     else:
-        want = evaluate(p.workload.mlir, p.workload.function, inputs)
+        want, undefined = evaluate_reference(p.workload.mlir, p.workload.function, inputs)
     got = evaluate(after, p.workload.function, inputs)
     report.reference = "numpy" if p.workload.reference else "numpy-ir-evaluator"
     report.evaluated_by = (
         "numpy IR evaluator: the graph schedule leaves host-level loops, which IREE cannot "
         "compile, so it is checked but not timed"
     )
-    report.take(compare_outputs(got, want, p.recipe.tolerance))
+    report.take(compare_outputs(got, want, p.recipe.tolerance, undefined))
 
 
 class PlanError(ValueError):

@@ -447,3 +447,48 @@ def test_cli_check_errors_exit_2_without_traceback(
     assert main(["check", str(mlir_files["before"]), str(path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("tdsched: error: ") and message in err and "Traceback" not in err
+
+
+# The accumulator is never filled: every element of BEFORE's result reads tensor.empty.
+UNFILLED = MATMUL.replace(
+    "outs(%f : tensor<8x12xf32>) -> tensor<8x12xf32>\n  return",
+    "outs(%e : tensor<8x12xf32>) -> tensor<8x12xf32>\n  return",
+)
+# Half the k range only: wrong, whatever BEFORE is.
+HALF_K = UNFILLED.replace(
+    "%m = linalg.matmul ins(%a, %b : tensor<8x16xf32>, tensor<16x12xf32>)",
+    "%ah = tensor.extract_slice %a[0, 0] [8, 8] [1, 1] : tensor<8x16xf32> to tensor<8x8xf32>\n"
+    "  %bh = tensor.extract_slice %b[0, 0] [8, 12] [1, 1] : tensor<16x12xf32> to tensor<8x12xf32>\n"
+    "  %m = linalg.matmul ins(%ah, %bh : tensor<8x8xf32>, tensor<8x12xf32>)",
+)
+
+
+def test_a_before_that_reads_uninitialized_data_never_passes() -> None:
+    # Both results are NaN everywhere: NaN == NaN once made this 'equivalent'.
+    assert "linalg.fill" in UNFILLED.split("linalg.matmul")[0]  # filled, but not used
+    for after in (UNFILLED, HALF_K):
+        report = check_equivalent(UNFILLED, after)
+        (output,) = report.outputs
+        assert not report.equivalent and not output.ok
+        assert (output.compared, output.undefined, output.size) == (0, 96, 96)
+        assert "the reference is undefined at 96 of 96 elements" in (output.problem or "")
+        assert "BEFORE reads uninitialized data" in report.format_table()
+        assert "UNDEFINED" in report.format_table()
+
+
+def test_a_correct_pair_compares_every_element() -> None:
+    report = check_equivalent(MATMUL, TILED_FOR_RIGHT)
+    (output,) = report.outputs
+    assert report.equivalent and (output.compared, output.undefined) == (96, 0)
+    assert output.problem is None and " 96/96 " in report.format_table()
+
+
+def test_json_says_what_was_compared(
+    mlir_files: dict[str, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    unfilled = tmp_path / "unfilled.mlir"
+    unfilled.write_text(UNFILLED)
+    assert main(["check", str(unfilled), str(mlir_files["before"]), "--json"]) == 1
+    (output,) = json.loads(capsys.readouterr().out)["outputs"]
+    assert (output["compared"], output["undefined"], output["size"]) == (0, 96, 96)
+    assert output["problem"].startswith("the reference is undefined at 96 of 96 elements")

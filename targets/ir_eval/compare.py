@@ -2,11 +2,13 @@
 
 Both modules are evaluated by the numpy interpreter on the same seeded random inputs
 (:func:`tdsched.targets.workload.random_inputs`: floats uniform in [-1, 1), small
-integers), and each result of AFTER is compared with BEFORE's. Floats are evaluated in
-float64 for both, so differences come from what the schedule changed, not from rounding.
-Errors are reported absolute and relative to the largest magnitude in BEFORE's result; a
-result passes when ``max_abs_error <= atol + rtol * max|BEFORE|``. NaNs in the same places
-in both (and equal infinities) count as equal.
+integers), and each result of AFTER is compared with BEFORE's by tdsched's one rule
+(:func:`tdsched.targets.result_check.compare_result`: elementwise ``|AFTER - BEFORE| <=
+atol + rtol * |BEFORE|``). Floats are evaluated in float64 for both, so differences come
+from what the schedule changed, not from rounding. BEFORE is evaluated twice, with two
+fills of uninitialized data: its elements that depend on such data (a ``tensor.empty``
+read before it is written) are undefined, and a result with undefined elements does not
+pass: that is a finding about BEFORE, not a comparison.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from typing import Any
 import numpy as np
 from iree.compiler import ir
 
+from ..result_check import compare_result
 from ..workload import Workload, random_inputs
 from .errors import EvalError
-from .evaluator import entry_function, evaluate, parse_module
+from .evaluator import entry_function, evaluate, evaluate_reference, parse_module
 
 DEFAULT_RTOL = 1e-6
 DEFAULT_ATOL = 1e-9
@@ -35,10 +38,18 @@ class OutputCheck:
     type: str
     """The result's MLIR type, e.g. ``tensor<8x12xf32>``."""
     max_abs_before: float
-    """Largest finite magnitude in BEFORE's result: the scale of the relative error."""
+    """Largest finite magnitude in BEFORE's compared elements: the scale of the relative
+    error."""
     max_abs_error: float
     max_rel_error: float
     ok: bool
+    size: int = 0
+    compared: int = 0
+    """Elements compared: those BEFORE defines (not NaN, not from uninitialized data)."""
+    undefined: int = 0
+    """Elements of BEFORE's result that are NaN or depend on uninitialized data."""
+    problem: str | None = None
+    """Why the result does not pass (None when it does)."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +83,10 @@ class CheckReport:
                     "max_abs_error": _finite_or_none(o.max_abs_error),
                     "max_rel_error": _finite_or_none(o.max_rel_error),
                     "ok": o.ok,
+                    "size": o.size,
+                    "compared": o.compared,
+                    "undefined": o.undefined,
+                    "problem": o.problem,
                 }
                 for o in self.outputs
             ],
@@ -81,22 +96,29 @@ class CheckReport:
         """A human-readable table, one row per result, and a verdict line."""
         width = max([len("type"), *(len(o.type) for o in self.outputs)]) + 2
         lines = [
-            f"function @{self.function}, seed {self.seed}: a result passes when "
-            f"max abs err <= {self.atol:g} + {self.rtol:g} * max|BEFORE|",
-            f"{'result':<8}{'type':<{width}}{'max|BEFORE|':>12}{'max abs err':>13}"
-            f"{'max rel err':>13}  status",
+            f"function @{self.function}, seed {self.seed}: an element passes when "
+            f"|AFTER - BEFORE| <= {self.atol:g} + {self.rtol:g} * |BEFORE|",
+            f"{'result':<8}{'type':<{width}}{'compared':>12}{'max|BEFORE|':>12}"
+            f"{'max abs err':>13}{'max rel err':>13}  status",
         ]
         for o in self.outputs:
+            status = "ok" if o.ok else ("UNDEFINED" if o.undefined else "MISMATCH")
             lines.append(
-                f"{'#' + str(o.index):<8}{o.type:<{width}}{o.max_abs_before:>12.3g}"
-                f"{o.max_abs_error:>13.3g}{o.max_rel_error:>13.3g}  "
-                f"{'ok' if o.ok else 'MISMATCH'}"
+                f"{'#' + str(o.index):<8}{o.type:<{width}}{f'{o.compared}/{o.size}':>12}"
+                f"{o.max_abs_before:>12.3g}{o.max_abs_error:>13.3g}{o.max_rel_error:>13.3g}"
+                f"  {status}"
+            )
+        lines += [f"#{o.index}: {o.problem}" for o in self.outputs if o.problem]
+        if any(o.undefined for o in self.outputs):
+            lines.append(
+                "BEFORE reads uninitialized data (or computes NaN) where marked undefined: "
+                "fix BEFORE (e.g. fill the tensor.empty it accumulates into) and check again"
             )
         failed = sum(not o.ok for o in self.outputs)
         lines.append(
             "equivalent"
             if self.equivalent
-            else f"NOT equivalent: {failed} of {len(self.outputs)} results differ"
+            else f"NOT equivalent: {failed} of {len(self.outputs)} results do not pass"
         )
         return "\n".join(lines)
 
@@ -131,11 +153,13 @@ def check_equivalent(
             f"but {after_signature} in {after_source}"
         )
     inputs = random_inputs(Workload(before_source, before_text, name), seed)
-    expected = evaluate(before_text, name, inputs, before_source)
+    expected, undefined = evaluate_reference(before_text, name, inputs, before_source)
     actual = evaluate(after_text, name, inputs, after_source)
     outputs = tuple(
-        _compare(i, str(t), want, got, rtol, atol)
-        for i, (t, want, got) in enumerate(zip(signature.results, expected, actual, strict=True))
+        _compare(i, str(t), want, got, mask, rtol, atol)
+        for i, (t, want, got, mask) in enumerate(
+            zip(signature.results, expected, actual, undefined, strict=True)
+        )
     )
     return CheckReport(name, seed, rtol, atol, outputs)
 
@@ -187,14 +211,22 @@ def _compare(
     result_type: str,
     want: np.ndarray[Any, Any],
     got: np.ndarray[Any, Any],
+    undefined: np.ndarray[Any, Any],
     rtol: float,
     atol: float,
 ) -> OutputCheck:
-    a, b = want.astype(np.float64), got.astype(np.float64)
-    same = (a == b) | (np.isnan(a) & np.isnan(b))
-    diff = np.where(same, 0.0, np.abs(a - b))
-    max_abs = float(np.nan_to_num(diff, nan=np.inf).max(initial=0.0))
-    finite = np.abs(a[np.isfinite(a)])
-    scale = float(finite.max(initial=0.0))
-    rel = max_abs / scale if scale > 0 else (math.inf if max_abs else 0.0)
-    return OutputCheck(index, result_type, scale, max_abs, rel, max_abs <= atol + rtol * scale)
+    c = compare_result(got, want, atol, rtol, undefined)
+    scale = c.max_abs_reference
+    rel = c.max_abs_error / scale if scale > 0 else (math.inf if c.max_abs_error else 0.0)
+    return OutputCheck(
+        index,
+        result_type,
+        scale,
+        c.max_abs_error,
+        rel,
+        c.ok,
+        c.size,
+        c.compared,
+        c.undefined,
+        c.problem(atol, rtol),
+    )

@@ -12,7 +12,14 @@ from iree.compiler.passmanager import PassManager
 from . import affine_ops, arith_math_ops, linalg_ops, scf_ops, tensor_ops
 from .errors import EvalError, OpFailure
 from .interpreter import CORE_HANDLERS, Handler, Interpreter
-from .values import Value, is_float, round_to, shape_matches, storage_dtype
+from .values import (
+    Value,
+    is_float,
+    round_to,
+    second_uninitialized_fill,
+    shape_matches,
+    storage_dtype,
+)
 
 HANDLERS: Mapping[str, Handler] = {
     **CORE_HANDLERS,
@@ -92,6 +99,29 @@ def evaluate(
         except OpFailure as exc:  # raised outside any op, e.g. binding the arguments
             raise EvalError(f"{source}: @{name}: {exc}") from None
         return [np.array(result) for result in results]
+
+
+def evaluate_reference(
+    module_text: str,
+    function: str | None,
+    inputs: Sequence[np.ndarray[Any, Any]],
+    source: str = "<input>",
+) -> tuple[list[np.ndarray[Any, Any]], list[np.ndarray[Any, Any]]]:
+    """:func:`evaluate`, for a module whose results are a reference: its results, and per
+    result a boolean mask of the elements that are undefined because they depend on
+    uninitialized data (``tensor.empty`` read before it is written). The function is
+    evaluated twice, with two fills of uninitialized data; elements that differ between
+    the two (NaN counting as equal to NaN) depend on it.
+    """
+    first = evaluate(module_text, function, inputs, source)
+    with second_uninitialized_fill():
+        second = evaluate(module_text, function, inputs, source)
+    masks = [~((a == b) | (_nan(a) & _nan(b))) for a, b in zip(first, second, strict=True)]
+    return first, masks
+
+
+def _nan(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    return np.isnan(array) if array.dtype.kind == "f" else np.zeros(array.shape, dtype=bool)
 
 
 def _arguments(fn: Any, inputs: Sequence[np.ndarray[Any, Any]], where: str) -> list[Value]:

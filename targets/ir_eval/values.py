@@ -11,6 +11,8 @@ the hardware does.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -168,17 +170,37 @@ def tensor_shape(t: ir.Type, dynamic_sizes: Sequence[Value]) -> tuple[int, ...]:
     return tuple(merge_static_dynamic(list(t.shape), dynamic_sizes))
 
 
+_SECOND_FILL: ContextVar[bool] = ContextVar("tdsched_second_uninitialized_fill", default=False)
+
+
+@contextmanager
+def second_uninitialized_fill() -> Iterator[None]:
+    """Within the block, :func:`uninitialized` fills with its second pattern: evaluating a
+    function under both shows which result elements depend on uninitialized data (they
+    differ), whatever the function does with it."""
+    token = _SECOND_FILL.set(True)
+    try:
+        yield
+    finally:
+        _SECOND_FILL.reset(token)
+
+
 def uninitialized(shape: Sequence[int], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
-    """Contents for a tensor with undefined elements (``tensor.empty``).
+    """Contents for a tensor with undefined elements (``tensor.empty``, a pad's
+    temporary).
 
     Filled so that reading them shows: NaN for floats, the most negative value for
-    integers, true for ``i1``. A correct program never lets these reach a result.
+    integers, true for ``i1``; under :func:`second_uninitialized_fill`, 0.7 for floats,
+    the largest value for integers, false for ``i1``. A correct program never lets
+    these reach a result.
     """
+    second = _SECOND_FILL.get()
     if dtype.kind == "f":
-        return np.full(shape, np.nan, dtype=dtype)
+        return np.full(shape, 0.7 if second else np.nan, dtype=dtype)
     if dtype == np.bool_:
-        return np.ones(shape, dtype=dtype)
-    return np.full(shape, np.iinfo(dtype).min, dtype=dtype)
+        return np.zeros(shape, dtype=dtype) if second else np.ones(shape, dtype=dtype)
+    info = np.iinfo(dtype)
+    return np.full(shape, info.max if second else info.min, dtype=dtype)
 
 
 def check_indices(shape: Sequence[int], indices: Sequence[Any]) -> None:
