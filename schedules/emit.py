@@ -570,6 +570,7 @@ def _add_strategy(
         except _ProbeDone:
             emitted.extend(emitter.markers)
             return
+        _require_workgroup_forall(kernel)
         if print_after:
             print_ir(emitter.func, kernel_after_schedule(kernel.name))
         for step in kernel.steps:
@@ -591,6 +592,27 @@ def _add_strategy(
 
     library.add_strategy(kernel.name, criteria, _known_loops(counts, kernel.match), body)
     return emitted
+
+
+def _require_workgroup_forall(kernel: KernelSchedule) -> None:
+    """Refuse a kernel schedule that makes no workgroup-mapped forall: IREE distributes a
+    strategy's work to workgroups through that forall, and without one iree-compile
+    crashes (a segfault in its workgroup distribution) instead of reporting an error."""
+    distributes = any(
+        isinstance(s, FuseExtStep)
+        or (isinstance(s, TileStep) and s.loop == "forall" and s.mapping == "workgroup")
+        for s in kernel.steps
+    )
+    if not distributes:
+        first = next((s for s in kernel.steps if isinstance(s, TileStep)), None)
+        where = first.where if first is not None else kernel.where.child("schedule")
+        raise RecipeError(
+            where,
+            "a kernel schedule must distribute its work to workgroups, and no step does: "
+            "make the first tile a workgroup forall (tile: {sizes: [...], loop: forall, "
+            "mapping: workgroup}) or start with fuse_ext (without one, iree-compile "
+            "crashes)",
+        )
 
 
 def _compilation_info(config: LoweringConfig, target: str) -> str:

@@ -12,8 +12,10 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,6 +107,8 @@ def run_compile(request: CompileRequest, timeout_s: float = 600.0) -> CompileRes
     command = compile_command(request)
     proc = _invoke(command, timeout_s)
     stderr = proc.stderr
+    if proc.returncode < 0:
+        raise CompileError(crash_message(-proc.returncode, stderr), command, stderr, proc.stdout)
     if proc.returncode != 0:
         raise CompileError(
             f"iree-compile failed (exit {proc.returncode}):\n{_error_excerpt(stderr)}",
@@ -133,6 +137,30 @@ def probe_compile(request: CompileRequest, timeout_s: float = 600.0) -> str:
     early, so iree-compile is expected to fail after printing.
     """
     return _invoke(compile_command(request), timeout_s).stdout
+
+
+_CRASH_SITES = (
+    re.compile(r"Model<[\w:]*::(\w+Op)>::apply"),  # a transform op being applied
+    re.compile(r"(\w+Pass)\w*::runOnOperation"),  # else the pass that was running
+)
+
+
+def crash_message(signal_number: int, stderr: str) -> str:
+    """One line for an iree-compile that died of a signal: which signal, the transform op
+    (or pass) its stack dump shows it in, and the file the whole dump is kept in."""
+    try:
+        name = signal.Signals(signal_number).name
+    except ValueError:
+        name = f"signal {signal_number}"
+    site = next((m.group(1) for p in _CRASH_SITES if (m := p.search(stderr))), None)
+    where = f" in {site}" if site else ""
+    fd, path = tempfile.mkstemp(prefix="tdsched-iree-compile-crash-", suffix=".txt")
+    with os.fdopen(fd, "w") as dump:
+        dump.write(stderr)
+    return (
+        f"iree-compile crashed ({name}){where}: an IREE bug, or a schedule IREE does not "
+        f"check; its stack dump is in {path}"
+    )
 
 
 _STACK_LIMIT = re.compile(r"exceeded stack allocation limit of (\d+) bytes.*?Got (\d+)", re.S)

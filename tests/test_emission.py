@@ -171,7 +171,8 @@ def test_kernel_names_must_be_unique_identifiers() -> None:
     ):
         r = _builder()
         for name in names:
-            r.kernel(name, match=Match(op="linalg.matmul")).root.tile([8, 8, 0])
+            k = r.kernel(name, match=Match(op="linalg.matmul"))
+            k.root.tile([8, 8, 0], loop="forall", mapping="workgroup")
         with pytest.raises(RecipeError, match=message):
             plan(r.build())
 
@@ -193,3 +194,16 @@ func.func @f(%i: tensor<1x16x16x8xf32>, %w: tensor<3x3x8x4xf32>, %o: tensor<1x14
         RecipeError, match="which has 3 loops \\(counted on the op as the workload writes it"
     ):
         plan(r.build())
+
+
+def test_a_kernel_schedule_without_a_workgroup_forall_is_refused_before_compiling() -> None:
+    # iree-compile segfaults on such a strategy (its workgroup distribution finds no
+    # forall); tdsched names the step and the fix instead.
+    r = _builder()
+    r.kernel("k", match=Match(op="linalg.matmul")).root.tile([8, 8, 0])  # the step named
+    with pytest.raises(RecipeError, match="must distribute its work to workgroups") as caught:
+        plan(r.build())
+    assert "loop: forall, mapping: workgroup" in str(caught.value)
+    line = caught.value.where.line
+    assert caught.value.where.field == "tile" and line is not None
+    assert "# the step named" in Path(__file__).read_text().splitlines()[line - 1]

@@ -3,8 +3,10 @@ and a sweep's failure summary names the error, not only that iree-compile failed
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tdsched.schedules.sweep.table import cause
-from tdsched.targets.compiler import _error_excerpt, explain
+from tdsched.targets.compiler import _error_excerpt, crash_message, explain
 
 STACK = """\
 /tmp/x/r.input.mlir:3:8: error: 'func.func' op exceeded stack allocation limit of 32768 bytes for function. Got 65536 bytes
@@ -37,3 +39,20 @@ def test_a_target_attribute_dump_is_cut_from_the_excerpt() -> None:
     assert excerpt.startswith("r.yaml:9:1: error: could not fuse\n")
     assert max(map(len, excerpt.splitlines())) < 400
     assert "more characters]" in excerpt
+
+
+def test_an_iree_crash_is_one_line_naming_the_transform_op_and_keeping_the_dump() -> None:
+    dump = (
+        "PLEASE submit a bug report\n"
+        " #7 0x00007f mlir::transform::detail::TransformOpInterfaceInterfaceTraits::Model"
+        "<mlir::iree_compiler::IREE::transform_dialect::ForallToWorkgroupOp>::apply(...)\n"
+    )
+    message = crash_message(11, dump)
+    assert message.startswith("iree-compile crashed (SIGSEGV) in ForallToWorkgroupOp: ")
+    assert "\n" not in message
+    path = Path(message.rsplit("its stack dump is in ", 1)[1])
+    assert path.read_text() == dump
+    path.unlink()
+    abort = crash_message(6, "no frames")
+    assert abort.startswith("iree-compile crashed (SIGABRT): ")
+    Path(abort.rsplit("its stack dump is in ", 1)[1]).unlink()
