@@ -143,6 +143,27 @@ def test_fusion_through_expand_shape_and_multi_result_producer() -> None:
     assert multi == [["scf.forall", "func.func", "builtin.module"]]
 
 
+def test_a_unit_then_partial_slice_of_an_expand_shape_is_contiguous_and_fused() -> None:
+    # Tiles 4 x 1 x 4 of tensor<16x4x8> (dims 1, 2 split from one source dim of 32): the
+    # slice starts at d1*8 + d2 in the source and is 4 long, so it fuses (ByteIR's 1x1xN).
+    _, after, lines = _run("reshape_multi_result.mlir", root=TEST_ROOT, tile_sizes=(4, 1, 4))
+    reshapes = [parents[0] for name, parents, _ in _ops(after) if name == "tensor.expand_shape"]
+    assert reshapes == ["scf.forall", "scf.forall"]
+    assert not any("not contiguous" in line for line in lines)
+
+
+def test_a_slice_cut_along_two_dims_of_a_group_is_refused_with_the_reason() -> None:
+    # 2 x 4 of a 4 x 8 group: two rows of 4, with a gap between them in the source.
+    _, after, lines = _run("reshape_multi_result.mlir", root=TEST_ROOT, tile_sizes=(4, 2, 4))
+    reshapes = [parents[0] for name, parents, _ in _ops(after) if name == "tensor.expand_shape"]
+    assert reshapes == ["func.func", "func.func"]
+    reason = next(line for line in lines if "not contiguous" in line)
+    assert "its slice [2, 4] of result dims [1, 2] (shape [4, 8], split from one source dim)" in (
+        reason
+    )
+    assert "is cut along dim 1 and also along dim 2" in reason
+
+
 def test_several_roots_share_one_loop_nest_and_the_shared_producer() -> None:
     _, after, _ = _run("diamond_two_roots.mlir", root=TEST_ROOT, tile_sizes=(8, 16))
     ops = _ops(after)

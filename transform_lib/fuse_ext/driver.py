@@ -206,9 +206,10 @@ def _fuse_one(
         )
         return
     if plan.is_reshape(producer):
-        if not rewrites.bubble_slices_through_reshape(loop, original):
+        why = rewrites.bubble_slices_through_reshape(loop, original)
+        if why is not None:
             report.outside.append(
-                Outside(producer, "the loop's slice of it is not contiguous in its source")
+                Outside(producer, f"the loop's slice of it is not contiguous in its source: {why}")
             )
             return
         report.fused.append(producer)

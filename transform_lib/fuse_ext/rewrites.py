@@ -198,11 +198,15 @@ def _scaled(entry: int | ir.Value, factor: int) -> int | ir.Value:
 
 def _source_slice(
     reshape: ir.Operation, offsets: list[int | ir.Value], sizes: list[int | ir.Value]
-) -> tuple[list[int | ir.Value], list[int]] | None:
-    """The source slice equal to a slice of ``reshape``'s result, if it is contiguous.
+) -> tuple[list[int | ir.Value], list[int]] | str:
+    """The source slice equal to a slice of ``reshape``'s result, if it is contiguous in
+    the source; else why not.
 
-    Sizes must be static. Each reassociation group may be cut only along its outermost
-    dim; the inner dims of the group are taken whole.
+    Sizes must be static. An expand_shape group (result dims split from one source dim,
+    row-major) is contiguous when the slice is 1 wide along the group's leading dims, cut
+    along one dim, and whole along the dims after it (a 1x1xN tile of 16x16x1024 starts
+    at d0*16384 + d1*1024 + d2). A collapse_shape group may be cut only along its
+    outermost source dim, the inner ones taken whole.
     """
     groups = _reassociation(reshape)
     expand = reshape.name == "tensor.expand_shape"
@@ -210,23 +214,25 @@ def _source_slice(
     src_offsets: list[int | ir.Value] = []
     src_sizes: list[int] = []
     if any(not isinstance(z, int) for z in sizes):
-        return None
+        return "its slice has dynamic sizes"
     for g, group in enumerate(groups):
         inner = 1
         for d in group[1:]:
             inner *= big[d]
         if expand:
-            # result dims `group` come from source dim g: take inner dims whole (a slice as
-            # large as its dim starts at 0)
-            if any(sizes[d] != big[d] for d in group[1:]):
-                return None
-            src_offsets.append(_scaled(offsets[group[0]], inner))
-            src_sizes.append(int(sizes[group[0]]) * inner)
+            found = _expanded_group_slice(group, big, offsets, [int(z) for z in sizes])
+            if isinstance(found, str):
+                return found
+            src_offsets.append(found[0])
+            src_sizes.append(found[1])
         else:
             # result dim g is source dims `group` collapsed: cut only the outermost
             off, size = offsets[g], int(sizes[g])
             if size % inner or not _multiple_of(off, inner):
-                return None
+                return (
+                    f"its slice of result dim {g} (size {size}) does not cover whole rows of "
+                    f"the {inner} elements its source dims {list(group[1:])} hold"
+                )
             for d in group:
                 if d == group[0]:
                     src_offsets.append(_divided(off, inner))
@@ -237,6 +243,45 @@ def _source_slice(
     return src_offsets, src_sizes
 
 
+def _expanded_group_slice(
+    group: Sequence[int], big: Sequence[int], offsets: list[int | ir.Value], sizes: list[int]
+) -> tuple[int | ir.Value, int] | str:
+    """The (offset, size) in source dim ``g`` of a slice of the result dims ``group`` that
+    an expand_shape split it into, or why the slice is not contiguous there."""
+    cut = next((i for i, d in enumerate(group) if sizes[d] != 1), len(group) - 1)
+    partial = [d for d in group[cut + 1 :] if sizes[d] != big[d]]
+    if partial:
+        return (
+            f"its slice {[sizes[d] for d in group]} of result dims {list(group)} (shape "
+            f"{[big[d] for d in group]}, split from one source dim) is cut along dim "
+            f"{group[cut]} and also along dim {partial[0]}; a contiguous slice is 1 wide "
+            "along the group's leading dims, cut along one dim, and whole along the dims "
+            "after it"
+        )
+    offset: int | ir.Value = 0
+    stride = 1
+    for d in reversed(group):
+        if sizes[d] != big[d]:  # a whole dim starts at 0
+            offset = _added(offset, _scaled(offsets[d], stride))
+        stride *= big[d]
+    inner = 1
+    for d in group[cut + 1 :]:
+        inner *= big[d]
+    return offset, sizes[group[cut]] * inner
+
+
+def _added(a: int | ir.Value, b: int | ir.Value) -> int | ir.Value:
+    if isinstance(a, int) and isinstance(b, int):
+        return a + b
+    if isinstance(a, int) and a == 0:
+        return b
+    if isinstance(b, int) and b == 0:
+        return a
+    left = a if not isinstance(a, int) else _index_constant(a)
+    right = b if not isinstance(b, int) else _index_constant(b)
+    return arith.AddIOp(left, right).result
+
+
 def _divided(entry: int | ir.Value, factor: int) -> int | ir.Value:
     if isinstance(entry, int):
         return entry // factor
@@ -245,23 +290,23 @@ def _divided(entry: int | ir.Value, factor: int) -> int | ir.Value:
     return arith.DivUIOp(entry, _index_constant(factor)).result
 
 
-def bubble_slices_through_reshape(loop: ir.Operation, reshape: ir.Operation) -> bool:
+def bubble_slices_through_reshape(loop: ir.Operation, reshape: ir.Operation) -> str | None:
     """Rewrite the loop body's slices of ``reshape`` as reshapes of source slices.
 
-    Returns whether every such slice was rewritten (the reshape is then not read in the
-    loop, and its producer can be fused).
+    Returns ``None`` when every such slice was rewritten (the reshape is then not read in
+    the loop, and its producer can be fused), else why a slice could not be.
     """
     users = [u.owner.operation for u in reshape.result.uses]
     slices = [u for u in users if u.name == "tensor.extract_slice" and u.parent == loop]
     expand = reshape.name == "tensor.expand_shape"
     for s in slices:
         if not _unit_strides(s):
-            return False
+            return "its slice has strides other than 1"
         offsets, sizes = _slice_parts(s)
         with ir.InsertionPoint(s):
             found = _source_slice(reshape, offsets, sizes)
-            if found is None:
-                return False
+            if isinstance(found, str):
+                return found
             src_offsets, src_sizes = found
             source = reshape.operands[0]
             element = ir.RankedTensorType(source.type).element_type
@@ -284,7 +329,7 @@ def bubble_slices_through_reshape(loop: ir.Operation, reshape: ir.Operation) -> 
                 new = tensor.CollapseShapeOp(s.result.type, sliced, reassociation).result
         s.result.replace_all_uses_with(new)
         s.erase()
-    return True
+    return None
 
 
 def forall_to_for(forall: ir.Operation, order: Sequence[int]) -> ir.Operation:
