@@ -164,6 +164,18 @@ def test_a_slice_cut_along_two_dims_of_a_group_is_refused_with_the_reason() -> N
     assert "is cut along dim 1 and also along dim 2" in reason
 
 
+def test_a_result_the_loop_does_not_yield_is_reported_from_the_ir_not_the_plan() -> None:
+    # add/sub in one generic: the root reads add (fused), sub is returned. The loop nest
+    # yields only add, so the generic also stays outside in full: the report says so
+    # instead of the plan's "yielded by the loop nest".
+    _, after, lines = _run("two_results_one_returned.mlir", root=TEST_ROOT, tile_sizes=(4, 8))
+    multi = [parents[0] for name, parents, op in _ops(after) if len(op.results) == 2]
+    assert sorted(multi) == ["func.func", "scf.forall"]  # computed twice
+    fused = next(line for line in lines if line.lstrip().startswith("fused"))
+    assert "also computed in full outside the loop nest" in fused
+    assert "yielded by the loop nest)" not in fused
+
+
 def test_several_roots_share_one_loop_nest_and_the_shared_producer() -> None:
     _, after, _ = _run("diamond_two_roots.mlir", root=TEST_ROOT, tile_sizes=(8, 16))
     ops = _ops(after)

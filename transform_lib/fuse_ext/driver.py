@@ -72,13 +72,15 @@ class FuseExtReport:
     plan: FusionPlan | None = None
     fused: list[PayloadOp] = field(default_factory=list)
     outside: list[Outside] = field(default_factory=list)
+    also_outside: list[PayloadOp] = field(default_factory=list)
+    """Fused ops that the IR after the rewrite still computes in full outside the loop."""
     scripts: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
     def lines(self) -> list[str]:
         if self.plan is None:
             return ["fuse_ext: nothing planned"]
-        out = describe_fusion(self.plan, self.fused, self.outside)
+        out = describe_fusion(self.plan, self.fused, self.outside, self.also_outside)
         out.append(f"  ({len(self.scripts)} transform steps, {self.seconds:.3f} s)")
         return out
 
@@ -134,6 +136,9 @@ def fuse_ext(module_text: str, options: FuseExtOptions) -> tuple[str, FuseExtRep
             tiled = [d for d, s in enumerate(parallel) if s]
             rewrites.forall_to_for(loop, [tiled.index(d) for d in order if d in tiled])
         payload.run(scripts.cleanup_script(), "cleanup")
+        # Report from the IR, not the plan: a fused op still at full size outside the
+        # loop nest (a result the loop does not yield) is computed twice.
+        report.also_outside = [p for p in report.fused if _top_level(block, p.fid) is not None]
         strip_attributes(module.operation, _TAGS)
         if not module.operation.verify():
             raise FuseExtError("fuse_ext: produced an invalid module (please report)")

@@ -81,14 +81,28 @@ class FusionPlan:
 
 
 def describe_fusion(
-    plan: FusionPlan, fused: Sequence[PayloadOp], outside: Sequence[Outside]
+    plan: FusionPlan,
+    fused: Sequence[PayloadOp],
+    outside: Sequence[Outside],
+    also_outside: Sequence[PayloadOp] = (),
 ) -> list[str]:
-    """Report lines: the roots, each fused op (marked when yielded), each op kept outside."""
+    """Report lines: the roots, each fused op (marked when yielded, or when it is also
+    computed in full outside the loop nest: ``also_outside``, found in the IR after the
+    rewrite), each op kept outside."""
     roots = ", ".join(r.describe() for r in plan.roots)
     lines = [f"fuse_ext: tiled {len(plan.roots)} root(s): {roots}"]
     yielded = {op.fid for op in plan.yielded}
+    twice = {op.fid for op in also_outside}
     for op in fused:
-        note = " (yielded by the loop nest)" if op.fid in yielded else ""
+        note = ""
+        if op.fid in twice:
+            note = (
+                " (and also computed in full outside the loop nest: a result used after "
+                "the loop is not yielded by it, so this op runs twice; a multi-result op "
+                "is yielded only through the result its consumers read)"
+            )
+        elif op.fid in yielded:
+            note = " (yielded by the loop nest)"
         lines.append(f"  fused {op.describe()}{note}")
     lines.extend(f"  kept outside: {o.op.describe()}: {o.reason}" for o in outside)
     return lines
