@@ -14,9 +14,9 @@ another count (tdsched's own CI subset uses 1: see docs/commands/regress.md)."""
 
 
 def run_conditions(target: str, threads: int | None) -> str:
-    """How a table names where something ran: ``x86, 2 threads``, or ``vulkan`` (GPU
-    targets have no thread count: pass ``None``)."""
-    if threads is None:
+    """How a table names where something ran: ``x86, 2 threads``, or ``vulkan`` (a GPU
+    target runs no worker threads, so ``threads`` is ignored there)."""
+    if threads is None or make_target(target).is_gpu:
         return target
     return f"{target}, {threads} thread" + "s" * (threads != 1)
 

@@ -33,7 +33,7 @@ def test_every_command_defaults_to_the_same_thread_count() -> None:
 def test_run_conditions_name_threads_on_x86_only() -> None:
     assert run_conditions("x86", 1) == "x86, 1 thread"
     assert run_conditions("x86", 2) == "x86, 2 threads"
-    assert run_conditions("vulkan", None) == "vulkan"
+    assert run_conditions("vulkan", None) == run_conditions("vulkan", 2) == "vulkan"
 
 
 def _result(target: str, threads: int) -> EntryResult:

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from tdsched.targets.target import make_target, run_conditions
+from tdsched.targets.target import run_conditions
 
 from ..text_table import aligned
 from .runner import EntryResult, exit_status
@@ -42,8 +42,7 @@ def _where(result: EntryResult) -> str:
     target = result.measurement.target or result.entry.target
     if target is None:
         return "-"
-    threads = None if make_target(target).is_gpu else result.settings.threads
-    return run_conditions(target, threads)
+    return run_conditions(target, result.settings.threads)
 
 
 def _row(result: EntryResult) -> list[str]:

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tdsched.targets.target import make_target, run_conditions
+from tdsched.targets.target import run_conditions
 
 SCHEMA_VERSION = "3"
 _MEASUREMENT_TYPES = {
@@ -251,9 +251,8 @@ class Sweep:
     @property
     def conditions(self) -> str:
         """Where its candidates ran: ``x86, 2 threads`` or ``vulkan``."""
-        gpu = make_target(self.target).is_gpu
         threads = self.options.get("threads")
-        return run_conditions(self.target, None if gpu or not isinstance(threads, int) else threads)
+        return run_conditions(self.target, threads if isinstance(threads, int) else None)
 
 
 class ResultsDB:

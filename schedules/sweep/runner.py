@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import iree.compiler.version
-from tdsched.targets.target import DEFAULT_THREADS, make_target
+from tdsched.targets.target import DEFAULT_THREADS
 from tdsched.targets.timing import Interval
 
 from ..errors import RecipeError, Where
@@ -95,7 +95,7 @@ class SweepOutcome:
     decision: Decision | None = None
     """The race that picked the best (None when no candidate was timed)."""
     threads: int | None = None
-    """x86 runtime threads the candidates were timed with (None on GPU targets)."""
+    """x86 runtime threads the candidates were timed with (GPU targets ignore them)."""
     build_files: Path | None = None
     """With ``keep_temps``: the folder holding the build folder of each candidate compiled."""
 
@@ -205,8 +205,6 @@ class Sweep:
                 Where(self.recipe.source, None, "constraints"),
                 "every candidate was pruned:\n" + "\n".join(self.enumeration.pruning_lines()),
             )
-        gpu = make_target(self.target).is_gpu
-        self.context_threads = None if gpu else options.threads
         self.context = SweepContext(
             recipe=str(self.path.resolve()),
             target=self.target,
@@ -274,7 +272,7 @@ class Sweep:
         start = time.monotonic()
         sweep_id = self._open()
         outcome = SweepOutcome(
-            sweep_id, self.recipe, self.target, self.enumeration, [], threads=self.context_threads
+            sweep_id, self.recipe, self.target, self.enumeration, [], threads=self.options.threads
         )
         outcome.build_files = self._kept_folder(sweep_id)
         history: dict[Point, float | None] = {}
