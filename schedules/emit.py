@@ -36,6 +36,7 @@ from tdsched.transform_lib.remarks import (
     print_ir,
     step_matched,
     step_produced,
+    step_snapshot,
 )
 from tdsched.transform_lib.script import LoopHandle, OpHandle, TransformScript, located
 from tdsched.transform_lib.tiling import fuse_into, tile_using_for, tile_using_forall
@@ -62,6 +63,13 @@ from .steps import (
 from .values import ROOT, MatchSpec
 
 GRAPH_ENTRY = "__transform_main"
+GRAPH_SCOPE = "graph"
+"""The scope of the graph schedule's markers and snapshots (kernels: ``kernel 'NAME'``)."""
+
+
+def kernel_scope(kernel: str) -> str:
+    """The scope of kernel schedule ``kernel``'s markers and snapshots."""
+    return f"kernel '{kernel}'"
 
 
 @dataclass(frozen=True)
@@ -86,6 +94,8 @@ class ScriptStage:
     script: str
     markers: tuple[Marker, ...]
     label: str = "graph script"
+    steps: int = 1
+    """How many of the schedule's steps the script runs."""
 
 
 @dataclass(frozen=True)
@@ -137,24 +147,39 @@ def emit(
     loop_counts: dict[str, set[int]],
     *,
     print_after_schedule: bool = False,
+    trace_steps: bool = False,
     fusion_plans: Mapping[str, KernelPlan] | None = None,
 ) -> Scripts:
     """Emit the scripts of a resolved ``recipe`` for ``target``.
 
     ``loop_counts`` (from :func:`tdsched.transform_lib.payload.loop_counts`) lets steps
     check tile-size ranks against the workload's ops. ``print_after_schedule`` makes each
-    strategy print its dispatch function after the user's steps (for ``tdsched apply``).
+    strategy print its dispatch function after the user's steps (for ``tdsched apply``);
+    ``trace_steps`` makes every schedule print its payload before its first step and
+    after each step (:func:`~tdsched.transform_lib.remarks.step_snapshot`: graph scripts
+    the module, strategies their dispatch function).
+
     ``fusion_plans`` (kernel name → plan) completes kernel-level fuse_ext steps; without
     it they are listed in :attr:`Scripts.kernel_fusions` and the library is a probe.
     """
-    graph = _emit_graph(recipe, loop_counts, target)
+    graph = _emit_graph(recipe, loop_counts, target, trace_steps)
     fusion = _Fusion(fusion_plans)
+    printing = _Printing(print_after_schedule, trace_steps)
     library, kernel_markers = (
-        _emit_kernels(recipe, target, loop_counts, print_after_schedule, fusion)
+        _emit_kernels(recipe, target, loop_counts, printing, fusion)
         if recipe.kernels
         else (None, [])
     )
     return Scripts(graph, library, tuple(kernel_markers), tuple(fusion.requests))
+
+
+@dataclass(frozen=True)
+class _Printing:
+    """What strategies print besides their markers: the dispatch after the user's steps,
+    and the payload before and after each step."""
+
+    after_schedule: bool
+    steps: bool
 
 
 class _ProbeDone(Exception):
@@ -212,9 +237,20 @@ class _Emitter:
     """Walks steps, keeping the handle environment of one schedule."""
 
     def __init__(
-        self, scope: str, func: OpHandle, counts: dict[str, set[int]], kernel_level: bool
+        self,
+        scope: str,
+        func: OpHandle,
+        counts: dict[str, set[int]],
+        kernel_level: bool,
+        *,
+        trace: bool = False,
+        first: int = 0,
     ) -> None:
         self.scope = scope
+        self.trace = trace
+        self.first = first
+        """The position in its schedule of the first step this emitter runs (a graph
+        script stage may start mid-schedule): steps are named by their position."""
         self.func = func
         self.counts = counts
         self.kernel_level = kernel_level
@@ -264,12 +300,15 @@ class _Emitter:
         return self.handles[name]
 
     def run(self, steps: Sequence[Step]) -> None:
-        for self.index, step in enumerate(steps):
+        for offset, step in enumerate(steps):
+            self.index = self.first + offset
             try:
                 with located(step.primitive, step.where.file, step.where.line):
                     self._step(step)
             except ScheduleError as exc:
                 raise RecipeError(step.where, str(exc)) from exc
+            if self.trace:
+                print_ir(self.func, step_snapshot(self.scope, self.index + 1))
 
     def _step(self, step: Step) -> None:
         emit = _SCRIPT_EMITTERS.get(type(step))
@@ -442,22 +481,23 @@ EMITTED_STEPS: frozenset[type[Step]] = frozenset({*_SCRIPT_EMITTERS, *REWRITES, 
 
 
 def _emit_graph(
-    recipe: Recipe, counts: dict[str, set[int]], target: Target
+    recipe: Recipe, counts: dict[str, set[int]], target: Target, trace: bool
 ) -> tuple[GraphStage, ...]:
     """The graph schedule's stages: runs of script steps become one script stage; fuse_ext,
     dispatch_region and the Python rewrites are stages of their own."""
     stages: list[GraphStage] = []
     pending: list[Step] = []
-    for step in recipe.graph:
+    for index, step in enumerate(recipe.graph):
         if type(step) in _SCRIPT_EMITTERS and not isinstance(step, FuseExtStep):
             pending.append(step)
             continue
         if pending:
-            stages.append(_script_stage(pending, counts))
+            stages.append(_script_stage(pending, counts, index - len(pending), trace))
             pending = []
         stages.append(_graph_stage(step, target))
     if pending:
-        stages.append(_script_stage(pending, counts))
+        first = len(recipe.graph) - len(pending)
+        stages.append(_script_stage(pending, counts, first, trace))
     return tuple(stages)
 
 
@@ -475,14 +515,18 @@ def _graph_stage(step: Step, target: Target) -> GraphStage:
     raise RecipeError(step.where, f"the {step.primitive} step has no graph-schedule emitter")
 
 
-def _script_stage(steps: Sequence[Step], counts: dict[str, set[int]]) -> ScriptStage:
+def _script_stage(
+    steps: Sequence[Step], counts: dict[str, set[int]], first: int, trace: bool
+) -> ScriptStage:
+    """One transform script for graph steps ``first``... (0-based) of the schedule."""
     script = TransformScript()
     seq = script.named_sequence(GRAPH_ENTRY, arg_effect="consumed")
     with seq.building():
-        emitter = _Emitter("graph", OpHandle(seq.argument, "module"), counts, kernel_level=False)
+        module = OpHandle(seq.argument, "module")
+        emitter = _Emitter(GRAPH_SCOPE, module, counts, False, trace=trace, first=first)
         emitter.run(steps)
     seq.finish()
-    return ScriptStage(script.text(), tuple(emitter.markers), _label(steps))
+    return ScriptStage(script.text(), tuple(emitter.markers), _label(steps), len(steps))
 
 
 def _label(steps: Sequence[Step]) -> str:
@@ -525,7 +569,11 @@ _UNMATCHED_KERNEL = (
 
 
 def _emit_kernels(
-    recipe: Recipe, target: Target, counts: dict[str, set[int]], print_after: bool, fusion: _Fusion
+    recipe: Recipe,
+    target: Target,
+    counts: dict[str, set[int]],
+    printing: _Printing,
+    fusion: _Fusion,
 ) -> tuple[str, list[Marker]]:
     library = KernelLibrary()
     markers: list[Marker] = []
@@ -538,7 +586,7 @@ def _emit_kernels(
                 )
             else:
                 markers.extend(
-                    _add_strategy(library, kernel, criteria, target, counts, print_after, fusion)
+                    _add_strategy(library, kernel, criteria, target, counts, printing, fusion)
                 )
         except ScheduleError as exc:
             raise RecipeError(kernel.where, str(exc)) from exc
@@ -552,7 +600,7 @@ def _add_strategy(
     criteria: OpCriteria,
     target: Target,
     counts: dict[str, set[int]],
-    print_after: bool,
+    printing: _Printing,
     fusion: _Fusion,
 ) -> list[Marker]:
     emitted: list[Marker] = []
@@ -562,16 +610,19 @@ def _add_strategy(
         raise RecipeError(fuse_steps[1].where, "a kernel schedule takes one fuse_ext step")
 
     def body(root: OpHandle, func: OpHandle) -> None:
-        emitter = _Emitter(f"kernel '{kernel.name}'", func, counts, kernel_level=True)
+        scope = kernel_scope(kernel.name)
+        emitter = _Emitter(scope, func, counts, kernel_level=True, trace=printing.steps)
         emitter.kernel, emitter.fusion = kernel.name, fusion
         emitter.handles[ROOT] = root
+        if printing.steps:
+            print_ir(func, step_snapshot(scope, 0))
         try:
             emitter.run(kernel.steps)
         except _ProbeDone:
             emitted.extend(emitter.markers)
             return
         _require_workgroup_forall(kernel)
-        if print_after:
+        if printing.after_schedule:
             print_ir(emitter.func, kernel_after_schedule(kernel.name))
         for step in kernel.steps:
             if isinstance(step, TileStep) and step.mapping == "thread" and not target.is_gpu:

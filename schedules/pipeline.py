@@ -47,6 +47,7 @@ from tdsched.transform_lib.remarks import (
     found_remarks,
     kernel_after_schedule,
     printed_sections,
+    snapshot_sections,
 )
 
 from .emit import GRAPH_ENTRY, DispatchRegionStage, Marker, Scripts, ScriptStage, emit
@@ -70,6 +71,8 @@ class Plan:
     print_after_schedule: bool = False
     notes: tuple[str, ...] = ()
     """What planning resolved (kernel matches by layer), reported with the build."""
+    trace_steps: bool = False
+    """Its scripts print the payload before and after every step (see :mod:`.step_trace`)."""
 
 
 @dataclass(frozen=True)
@@ -93,11 +96,13 @@ def plan(
     cpu_features: str | None = None,
     input_file: Path | None = None,
     print_after_schedule: bool = False,
+    trace_steps: bool = False,
 ) -> Plan:
     """Resolve ``recipe`` for ``target`` (default: its first) and emit its scripts.
 
     ``input_file`` replaces the recipe's workload with a ``.mlir`` module (the reference
-    is then IREE's default build of that module).
+    is then IREE's default build of that module). ``print_after_schedule`` and
+    ``trace_steps``: what the scripts print besides their markers (see :func:`.emit.emit`).
     """
     resolved = resolve(recipe, overrides)
     for flag in (*resolved.compile_flags, *resolved.baseline.flags):
@@ -139,9 +144,22 @@ def plan(
     notes: list[str] = []
     if kernels_by_layer(resolved):
         resolved, notes = _resolve_kernel_layers(resolved, chosen_target, workload, counts)
-    scripts = emit(resolved, chosen_target, counts, print_after_schedule=print_after_schedule)
+    scripts = emit(
+        resolved,
+        chosen_target,
+        counts,
+        print_after_schedule=print_after_schedule,
+        trace_steps=trace_steps,
+    )
     return Plan(
-        resolved, chosen_target, workload, scripts, counts, print_after_schedule, tuple(notes)
+        resolved,
+        chosen_target,
+        workload,
+        scripts,
+        counts,
+        print_after_schedule,
+        tuple(notes),
+        trace_steps,
     )
 
 
@@ -209,11 +227,16 @@ class GraphResult:
     scripts: tuple[str, ...]
 
 
-def apply_graph(p: Plan) -> GraphResult:
-    """Run the graph schedule's stages in order on the workload."""
+def apply_graph(p: Plan, snapshots: list[tuple[int, str]] | None = None) -> GraphResult:
+    """Run the graph schedule's stages in order on the workload.
+
+    ``snapshots`` (with ``p.trace_steps``) receives ``(step, module)`` after each step as
+    it runs (1-based), so what ran before a failure is kept.
+    """
     module = p.workload.mlir
     reports: list[str] = []
     scripts: list[str] = []
+    step = 0
     for stage in p.scripts.graph:
         try:
             if isinstance(stage, ScriptStage):
@@ -221,8 +244,10 @@ def apply_graph(p: Plan) -> GraphResult:
                 try:
                     module, printed = apply_script(module, stage.script, GRAPH_ENTRY)
                 except ScriptFailed as exc:
+                    _take_snapshots(exc.printed, snapshots)
                     _require(stage.markers, exc.printed, str(exc))
                     raise
+                _take_snapshots(printed, snapshots)
                 _require(stage.markers, printed)
                 scripts.append(stage.script)
                 change = describe_change(before, op_histogram(module))
@@ -244,7 +269,16 @@ def apply_graph(p: Plan) -> GraphResult:
         except ScheduleError as exc:
             where = stage.where if not isinstance(stage, ScriptStage) else None
             raise RecipeError(where or Where(p.recipe.source, None, "graph"), str(exc)) from exc
+        step += stage.steps if isinstance(stage, ScriptStage) else 1
+        if snapshots is not None and not isinstance(stage, ScriptStage):
+            snapshots.append((step, module))
     return GraphResult(module, tuple(reports), tuple(scripts))
+
+
+def _take_snapshots(printed: str, snapshots: list[tuple[int, str]] | None) -> None:
+    """Add the graph script's per-step modules (printed with ``trace_steps``)."""
+    if snapshots is not None:
+        snapshots.extend((s, ir) for scope, s, ir in snapshot_sections(printed) if scope == "graph")
 
 
 def refuse_host_loops(p: Plan) -> None:
@@ -293,18 +327,23 @@ def _first_error(failure: str) -> str:
 
 
 def build(
-    p: Plan, out_dir: Path, stem: str | None = None, scratch: Path | None = None
+    p: Plan,
+    out_dir: Path,
+    stem: str | None = None,
+    scratch: Path | None = None,
+    snapshots: list[tuple[int, str]] | None = None,
 ) -> BuildFiles:
     """Apply the graph schedule and write the input module and scripts under ``out_dir``.
 
     Files are ``STEM.input.mlir``, ``STEM.graph.mlir`` and ``STEM.kernels.mlir``; ``stem``
     defaults to ``<recipe>.<target>``. What planning writes on the way (kernel-level
-    fuse_ext's probe compiles) goes to ``scratch``, default ``out_dir``.
+    fuse_ext's probe compiles) goes to ``scratch``, default ``out_dir``. ``snapshots``:
+    see :func:`apply_graph`.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = stem or f"{p.recipe.name}.{p.target.name}"
     input_file = out_dir / f"{stem}.input.mlir"
-    graph_result = apply_graph(p)
+    graph_result = apply_graph(p, snapshots)
     input_file.write_text(graph_result.module)
     graph = library = None
     if graph_result.scripts:
@@ -355,6 +394,7 @@ def _plan_kernel_fusions(p: Plan, input_file: Path, out_dir: Path, reports: list
             p.target,
             p.loop_counts,
             print_after_schedule=p.print_after_schedule,
+            trace_steps=p.trace_steps,
             fusion_plans=plans,
         )
     for fusion_request in p.scripts.kernel_fusions:
@@ -381,13 +421,39 @@ def compile_plan(p: Plan, files: BuildFiles, output: Path) -> CompileResult:
 def _compile_scheduled(p: Plan, files: BuildFiles, output: Path) -> CompileResult:
     """Compile with the kernel library; a step whose handle came out empty is named
     (also when that made the compile fail, e.g. 'requires exactly one ... (got 0)')."""
+    result, _, failure = _compile_checked(p, files, output)
+    if failure is not None:
+        raise failure
+    assert result is not None
+    return result
+
+
+def compile_printed(p: Plan, files: BuildFiles) -> tuple[str, RecipeError | CompileError | None]:
+    """Compile like :func:`compile_plan` and return what the kernel schedules printed,
+    with what went wrong (the step at fault, or the compile error) instead of raising:
+    what a schedule printed before its failing step is what explains it."""
+    _, printed, failure = _compile_checked(p, files, files.input_file.with_suffix(".vmfb"))
+    return printed, failure
+
+
+def _compile_checked(
+    p: Plan, files: BuildFiles, output: Path
+) -> tuple[CompileResult | None, str, RecipeError | CompileError | None]:
+    """The compile's result (None when it failed), what it printed, and the failure:
+    the step whose handle came out empty, or else the compile error."""
     try:
         result = run_compile(_scheduled_request(p, files, output))
     except CompileError as exc:
-        _require(files.kernel_markers, exc.stdout, str(exc))
-        raise
-    _require(files.kernel_markers, result.stdout)
-    return result
+        try:
+            _require(files.kernel_markers, exc.stdout, str(exc))
+        except ScheduleNotApplied as blame:
+            return None, exc.stdout, blame
+        return None, exc.stdout, exc
+    try:
+        _require(files.kernel_markers, result.stdout)
+    except ScheduleNotApplied as blame:
+        return result, result.stdout, blame
+    return result, result.stdout, None
 
 
 def _scheduled_request(p: Plan, files: BuildFiles, output: Path) -> CompileRequest:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, TypeVar, get_args
+from typing import Any, ClassVar, TypeVar, get_args
 
 from tdsched.transform_lib.fuse_ext.plan import Intermediates
 from tdsched.transform_lib.script import LoopKind
@@ -80,6 +80,10 @@ class StepBase:
 
     where: Where = field(default_factory=Where)
 
+    binds_only: ClassVar[bool] = False
+    """The step only binds a handle (match, producer): it never changes the payload, so
+    ``tdsched explain`` does not flag it as a step that changed nothing."""
+
     def __post_init__(self) -> None:
         check_options(self, self.where)
 
@@ -120,6 +124,8 @@ def _inner_tile(tile: tuple[IntOrParam, ...]) -> str | None:
 class MatchStep(StepBase):
     """Bind a handle to the ops a selection picks inside the schedule's scope."""
 
+    binds_only: ClassVar[bool] = True
+
     spec: MatchSpec = option(
         "which ops to bind: any of these keys, as in a kernel's match", Kind.MATCH, inline=True
     )
@@ -130,6 +136,8 @@ class MatchStep(StepBase):
 @dataclass(frozen=True, kw_only=True)
 class ProducerStep(StepBase):
     """Bind a handle to the op producing one operand of another op."""
+
+    binds_only: ClassVar[bool] = True
 
     of: str = option("handle of the consumer", Kind.HANDLE, default=ROOT)
     operand: IntOrParam = option("operand number (inputs first, then inits)", Kind.INT)

@@ -28,6 +28,29 @@ def kernel_after_schedule(kernel: str) -> str:
     return f"{PREFIX}kernel '{kernel}' after schedule"
 
 
+TRACE_PREFIX = "tdsched-trace: "
+
+
+def step_snapshot(scope: str, step: int) -> str:
+    """Title of the IR a schedule prints after its step ``step`` (1-based; 0: before its
+    first step), for ``tdsched explain`` and ``tdsched apply --step/--diff``."""
+    return f"{TRACE_PREFIX}{scope} after step {step}"
+
+
+_SNAPSHOT = re.compile(rf"^{re.escape(TRACE_PREFIX)}(.*) after step (\d+)$")
+
+
+def snapshot_sections(output: str) -> list[tuple[str, int, str]]:
+    """The ``(scope, step, printed IR)`` triples of :func:`step_snapshot` in ``output``,
+    in the order printed."""
+    found = []
+    for title, body in printed_sections(output):
+        match = _SNAPSHOT.match(title)
+        if match:
+            found.append((match.group(1), int(match.group(2)), body))
+    return found
+
+
 def step_matched(scope: str, handle: str) -> str:
     """Remark text emitted when a ``match`` step in ``scope`` bound ``handle`` to ops."""
     return f"{PREFIX}{scope} matched '{handle}'"
