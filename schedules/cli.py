@@ -31,6 +31,15 @@ from .params import parse_override
 from .pipeline import Plan, apply_graph, build, compile_plan, kernels_after_schedule, plan
 from .regress import command as regress_command
 from .run_report import RunReport, RunRequest, run_isolated
+from .step_trace import (
+    StepSelector,
+    StepTrace,
+    parse_step_selector,
+    recipe_schedules,
+    select_steps,
+    trace,
+)
+from .step_views import explain_json, explain_text, ir_text
 from .sweep import command as sweep_command
 from .sweep import report_command
 
@@ -48,6 +57,8 @@ _EPILOG = """\
 examples:
   tdsched show matmul_x86                      print the generated transform scripts
   tdsched apply matmul_x86                     IR after the graph schedule and each kernel schedule
+  tdsched explain matmul_x86                   loop nest before and after each schedule step
+  tdsched apply matmul_x86 --step tile --diff  what each tile step changed in the IR
   tdsched compile matmul_x86 -o mm.vmfb --print-command
   tdsched run matmul_x86 --json                check vs numpy and time vs IREE default
   tdsched run matmul_vulkan --target vulkan --param TM=32
@@ -138,6 +149,31 @@ def make_parser() -> argparse.ArgumentParser:
     apply.add_argument(
         "--input", type=Path, help="apply to this .mlir module instead of the recipe's workload"
     )
+    _add_step_options(apply, "print the IR after")
+    apply.add_argument(
+        "--diff",
+        action="store_true",
+        help="print, for each step (or each --step), the unified diff of the IR before and "
+        "after it instead of the whole IR; a step that changed nothing is flagged",
+    )
+
+    explain = sub.add_parser(
+        "explain",
+        help="print the loop nest before each schedule and after each of its steps",
+        description="For the graph schedule (on the module) and each kernel schedule (on "
+        "each dispatch it applies to), print the loop nest read from the IR before the "
+        "first step and after every step: each scf.for / scf.forall with its range, step, "
+        "trip count and role (parallel, reduction; a forall's workgroup or thread mapping), "
+        "and in each body the linalg ops with their operand shapes and the vector ops with "
+        "their vector types. Lines marked + and - are what the step changed; a step that "
+        "changed nothing, or failed (e.g. left a handle empty), is flagged with '!'.",
+    )
+    _add_common(explain)
+    explain.add_argument(
+        "--input", type=Path, help="explain on this .mlir module instead of the recipe's workload"
+    )
+    _add_step_options(explain, "print the loop nest after")
+    explain.add_argument("--json", action="store_true", help="print one JSON object")
 
     comp = sub.add_parser(
         "compile",
@@ -244,6 +280,26 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_step_options(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--step",
+        action="append",
+        type=_step_selector,
+        metavar="[SCHEDULE:]N|PRIMITIVE",
+        help=f"{what} only this step (repeatable): its number (from 1) or primitive name "
+        "(every step of it), optionally after the schedule's name ('graph' or a kernel "
+        "name), e.g. 3, tile, matmul:2, graph:fuse_ext; a bare number selects that step in "
+        "every schedule that has it",
+    )
+
+
+def _step_selector(text: str) -> StepSelector:
+    try:
+        return parse_step_selector(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
 def _plan(args: argparse.Namespace, **extra: object) -> Plan:
     overrides = dict(parse_override(text) for text in args.param)
     p = plan(
@@ -291,7 +347,34 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _traced(args: argparse.Namespace) -> tuple[StepTrace, set[tuple[str, int]] | None]:
+    """The recipe's step trace and the steps ``--step`` selects (``None``: all)."""
+    p = _plan(args, input_file=args.input, trace_steps=True)
+    selected = select_steps(recipe_schedules(p), args.step) if args.step else None
+    return trace(p), selected
+
+
+def _trace_failed(found: StepTrace) -> int:
+    if found.failure is None:
+        return 0
+    print(f"tdsched: error: {found.failure}", file=sys.stderr)
+    return 2
+
+
+def _explain(args: argparse.Namespace) -> int:
+    found, selected = _traced(args)
+    if args.json:
+        print(json.dumps(explain_json(found, selected), indent=2))
+    else:
+        print("\n".join(explain_text(found, selected)))
+    return _trace_failed(found)
+
+
 def _apply(args: argparse.Namespace) -> int:
+    if args.step or args.diff:
+        found, selected = _traced(args)
+        print("\n".join(ir_text(found, selected, args.diff)))
+        return _trace_failed(found)
     p = _plan(args, input_file=args.input, print_after_schedule=True)
     with tempfile.TemporaryDirectory(prefix="tdsched-apply-") as tmp:
         files = build(p, Path(tmp))
@@ -417,6 +500,7 @@ def _check(args: argparse.Namespace) -> int:
 _COMMANDS = {
     "show": _show,
     "apply": _apply,
+    "explain": _explain,
     "compile": _compile,
     "run": _run,
     "check": _check,
