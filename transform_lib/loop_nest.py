@@ -101,7 +101,7 @@ def _walk_functions(ops: Iterable[ir.OpView]) -> Iterator[ir.Operation]:
 
 
 def _symbol(op: ir.Operation) -> str:
-    return ir.StringAttr(op.attributes["sym_name"]).value
+    return str(ir.StringAttr(op.attributes["sym_name"]).value)
 
 
 def _block(block: ir.Block, depth: int) -> list[NestLine]:
@@ -156,7 +156,7 @@ def _for_header(op: ir.Operation) -> str:
         ]
     )
     trips = _trips(lb, ub, step)
-    facts = [f"{trips} trips" if trips is not None else "? trips"]
+    facts = [_trip_text(trips)]
     carried = list(body.arguments)[1:]
     if carried:
         facts.append("parallel" if _positions_carried(iv, carried, body) else "reduction")
@@ -177,8 +177,8 @@ def _forall_header(op: ir.Operation) -> str:
         bounds = f"forall ({ivs}) = ({_list(lbs)}) to ({_list(ubs)}) step ({_list(steps)})"
     counts = [_trips(lb, ub, s) for lb, ub, s in zip(lbs, ubs, steps, strict=True)]
     known = [c for c in counts if c is not None]
-    trips = str(math.prod(known)) if len(known) == len(counts) else "?"
-    facts = [f"{trips} trips", "parallel"]
+    trips = math.prod(known) if len(known) == len(counts) else None
+    facts = [_trip_text(trips), "parallel"]
     if "mapping" in attrs:
         facts.append(_mapping(attrs["mapping"]))
     return f"{bounds}  ({', '.join(facts)})"
@@ -215,13 +215,19 @@ def _constant(value: ir.Value) -> int | None:
     if op.name != "arith.constant" or "value" not in op.attributes:
         return None
     try:
-        return ir.IntegerAttr(op.attributes["value"]).value
+        return int(ir.IntegerAttr(op.attributes["value"]).value)
     except ValueError:
         return None
 
 
 def _bound(known: int | None, value: ir.Value) -> str:
     return str(known) if known is not None else value.get_name()
+
+
+def _trip_text(trips: int | None) -> str:
+    if trips is None:
+        return "? trips"
+    return "1 trip" if trips == 1 else f"{trips} trips"
 
 
 def _trips(lb: int | None, ub: int | None, step: int | None) -> int | None:
