@@ -261,6 +261,9 @@ class _Emitter:
         """handle name → the marker text for it and the step whose result bound it last
         (a later step that uses it prints the marker and requires it)."""
         self.required: set[str] = set()
+        self.root_unchecked = kernel_level
+        """``root`` is still the op the kernel's matcher tagged, and no step has required
+        it yet (see :meth:`_require_root`)."""
         self.kernel = ""
         self.fusion = _Fusion(None)
         self.index = 0
@@ -360,6 +363,8 @@ class _Emitter:
         holds ops where this step ran."""
         result = "loops" if isinstance(handle, LoopHandle) else "op"
         text = step_produced(self.scope, step.primitive, self.index, result)
+        if name == ROOT:
+            self.root_unchecked = False
         self.handles[name] = handle
         self.produced[name] = (text, step)
         self.invalidated.pop(name, None)
@@ -368,6 +373,9 @@ class _Emitter:
         """Print the marker of the step that bound ``name``, just before the step at
         ``user`` uses it, and require it (once per binding; unused results print
         nothing)."""
+        if name == ROOT and self.root_unchecked:
+            self._require_root(user)
+            return
         if name not in self.produced:
             return
         text, step = self.produced[name]
@@ -380,6 +388,22 @@ class _Emitter:
             f"({user}) would not apply"
         )
         self.markers.append(Marker(text, step.where, missing))
+
+    def _require_root(self, user: Where) -> None:
+        """Require the matcher's tagged root op where the strategy runs: IREE re-creates
+        some ops between matching and the strategy (convolutions, whose unit dims it
+        restores), and the re-created op has lost the tag, so ``root`` would be empty."""
+        self.root_unchecked = False
+        text = step_matched(self.scope, ROOT)
+        emit_remark(self.handles[ROOT], text)
+        missing = (
+            f"this step uses '{ROOT}', the op kernel '{self.kernel}' matched, but the "
+            "strategy does not find it in the dispatch: IREE re-created the op after "
+            "matching (it does so for convolutions), dropping the tag that marks it. Bind "
+            "the op with a match step instead, e.g. '- match: {op: linalg.generic, as: "
+            "conv}', and give that handle as the step's target"
+        )
+        self.markers.append(Marker(text, user, missing))
 
     def _bind(self, name: str, handle: OpHandle, step: MatchStep | ProducerStep) -> None:
         """Bind ``name`` and require, via a marker, that it holds at least one op."""

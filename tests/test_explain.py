@@ -250,3 +250,14 @@ def test_explain_json_and_step_selection_errors() -> None:
     bad = tdsched("explain", "matmul_x86", "--step", "graph:1")
     assert bad.returncode == 2
     assert "--step 'graph:1' names no step; the schedules are matmul (steps 1-10:" in bad.stderr
+
+
+def test_a_root_lost_by_iree_is_blamed_on_the_step_that_uses_it() -> None:
+    """IREE re-creates a convolution after the kernel matcher tagged it: a step on
+    'root' is told so, with the fix, instead of tiling nothing."""
+    proc = tdsched("explain", str(Path(__file__).parents[1] / "docs/walkthrough/conv_step1.yaml"))
+    assert proc.returncode == 2
+    step2 = proc.stdout.partition("step 2 of 4: tile")[2].partition("step 3 of 4")[0]
+    assert "! this step uses 'root', the op kernel 'conv' matched, but the strategy" in step2
+    assert "conv_step1.yaml:15: kernels[0].schedule[1].tile: this step uses 'root'" in (proc.stderr)
+    assert "'- match: {op: linalg.generic, as: conv}'" in proc.stderr
