@@ -445,3 +445,15 @@ def test_unwritable_output_is_a_clear_error(
         assert code == 2
         assert out == ""
         assert err == f"tdsched: error: {target}: cannot write: No such file or directory\n"
+
+
+def test_scatter_error_bars_span_each_screening_interval() -> None:
+    from tdsched.schedules.sweep.report import interval_bars
+
+    with_interval = Result(
+        "a", "r", "x86", {}, "ok", speedup=1.5, speedup_low=1.2, speedup_high=1.6
+    )
+    without = Result("b", "r", "x86", {}, "ok", speedup=1.1)
+    xs, ys, below, above = interval_bars([with_interval, without], {"a": 3.0, "b": 4.0})
+    assert (xs, ys) == ([3.0], [1.5])
+    assert below == [pytest.approx(0.3)] and above == [pytest.approx(0.1)]

@@ -375,6 +375,22 @@ def centred_norm(values: Sequence[float]) -> Any:
     return TwoSlopeNorm(vcenter=1.0, vmin=min(low, 1.0 / high), vmax=max(high, 1.0 / low))
 
 
+def interval_bars(
+    results: Sequence[Result], position: dict[str, float]
+) -> tuple[list[float], list[float], list[float], list[float]]:
+    """Error bars of the screening speedups that have a 95% interval: x, the median,
+    and the distances down to the interval's low end and up to its high end."""
+    xs, ys, below, above = [], [], [], []
+    for r in results:
+        if r.speedup is None or r.speedup_low is None or r.speedup_high is None:
+            continue
+        xs.append(position[r.key])
+        ys.append(r.speedup)
+        below.append(max(0.0, r.speedup - r.speedup_low))
+        above.append(max(0.0, r.speedup_high - r.speedup))
+    return xs, ys, below, above
+
+
 def _scatter(fig: Figure, data: SweepData, x: str | None) -> None:
     ax = fig.add_subplot()
     if x is None:
@@ -390,15 +406,50 @@ def _scatter(fig: Figure, data: SweepData, x: str | None) -> None:
     bad = [r for r in data.results if not r.ok and r.key in position]
     speedups = [r.speedup or 0.0 for r in good]
     low, high = min([1.0, *speedups]), max([1.0, *speedups])
-    pad = 0.08 * (high - low or 1.0)
     ax.scatter(
         [position[r.key] for r in good],
         speedups,
         s=28,
         alpha=0.7,
         color="tab:blue",
-        label=f"correct ({len(good)})",
+        label=f"correct ({len(good)}): screening median",
     )
+    bars = interval_bars(good, position)
+    if bars[0]:
+        xs, ys, below, above = bars
+        ax.errorbar(
+            xs,
+            ys,
+            yerr=[below, above],
+            fmt="none",
+            ecolor="tab:blue",
+            alpha=0.45,
+            capsize=2,
+            label="its 95% interval",
+        )
+        low = min([low, *(y - b for y, b in zip(ys, below, strict=True))])
+        high = max([high, *(y + a for y, a in zip(ys, above, strict=True))])
+    decision = data.decision
+    standings = [(r, decision.standing(r.key)) for r in good] if decision else []
+    raced = [(r, st) for r, st in standings if st is not None]
+    if raced:
+        ys = [st.speedup.median for _, st in raced]
+        ax.errorbar(
+            [position[r.key] + 0.15 for r, _ in raced],
+            ys,
+            yerr=[
+                [max(0.0, st.speedup.median - st.speedup.low) for _, st in raced],
+                [max(0.0, st.speedup.high - st.speedup.median) for _, st in raced],
+            ],
+            fmt="D",
+            markersize=5,
+            color="tab:orange",
+            capsize=2,
+            label=f"raced ({len(raced)}): race median, 95% interval",
+        )
+        low = min([low, *(st.speedup.low for _, st in raced)])
+        high = max([high, *(st.speedup.high for _, st in raced)])
+    pad = 0.08 * (high - low or 1.0)
     if bad:
         ax.scatter(
             [position[r.key] for r in bad],
@@ -410,6 +461,6 @@ def _scatter(fig: Figure, data: SweepData, x: str | None) -> None:
         )
     ax.axhline(1.0, color="0.3", linestyle="--", linewidth=1, label="IREE default (1.0)")
     ax.set_ylim(low - 2 * pad, high + pad)
-    ax.set_ylabel("speedup vs IREE default (sweep timing)")
+    ax.set_ylabel("speedup vs IREE default")
     ax.set_title(data.title)
     ax.legend(loc="best")
