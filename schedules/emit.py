@@ -603,6 +603,8 @@ def _emit_kernels(
     markers: list[Marker] = []
     for kernel in recipe.kernels:
         criteria = criteria_of(kernel.match, kernel.where.child("match"), counts)
+        # First: a kernel that ran on no dispatch explains every marker of its steps.
+        markers.append(Marker(kernel_applied(kernel.name), kernel.where, _UNMATCHED_KERNEL))
         try:
             if kernel.config is not None:
                 library.add_config(
@@ -614,7 +616,6 @@ def _emit_kernels(
                 )
         except ScheduleError as exc:
             raise RecipeError(kernel.where, str(exc)) from exc
-        markers.append(Marker(kernel_applied(kernel.name), kernel.where, _UNMATCHED_KERNEL))
     return library.text(), markers
 
 
