@@ -17,6 +17,7 @@ from pathlib import Path
 import argcomplete
 import iree.compiler.version
 from tdsched.targets.compiler import VERBOSE_ENV, CompileError, format_command
+from tdsched.targets.dispatch_profile import ProfileError
 from tdsched.targets.ir_eval import DEFAULT_ATOL, DEFAULT_RTOL, check_files
 from tdsched.targets.runtime import DeviceError
 from tdsched.targets.target import TARGET_NAMES, run_conditions
@@ -29,7 +30,9 @@ from .evaluation import Status
 from .loading import load, shipped_recipe_names
 from .params import parse_override
 from .pipeline import Plan, apply_graph, build, compile_plan, kernels_after_schedule, plan
+from .profile_report import profile_lines
 from .regress import command as regress_command
+from .roofline_plot import plot_roofline, require_matplotlib
 from .run_report import RunReport, RunRequest, run_isolated
 from .step_trace import (
     StepSelector,
@@ -208,8 +211,10 @@ def make_parser() -> argparse.ArgumentParser:
         "IREE version and cached (see 'tdsched peak'). --peers also builds, checks and "
         "times, in the same interleaved run, what a user would pick instead: IREE with "
         "data tiling, with and without microkernels (x86), and numpy where the workload "
-        "has an equivalent (matmul, matmul_bias_relu). Exit status is 0 only when status "
-        "is ok.",
+        "has an equivalent (matmul, matmul_bias_relu). --profile also times each "
+        "dispatch of both builds with IREE's HAL profiling and relates it to its FLOP, bytes "
+        "and kernel schedule; --plot draws them on this machine's roofline. Exit status is 0 "
+        "only when status is ok.",
     )
     _add_common(runp)
     runp.add_argument("--json", action="store_true", help="print one JSON object")
@@ -238,6 +243,22 @@ def make_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="keep the build files (input module, scripts, .vmfb) and print their folder; "
         "the report's compile_command then re-runs as it is",
+    )
+    runp.add_argument(
+        "--profile",
+        action="store_true",
+        help="after the run, time each dispatch of the scheduled build and of IREE default "
+        "with IREE's HAL profiling (iree-benchmark-module; x86: host-execution, Vulkan: "
+        "device timestamps), --repeats rounds: median time per call, share of the call, "
+        "GFLOP/s, GB/s and %% of the roof (measured peak), the kernel schedule that built "
+        "it, paired with IREE default's dispatch doing the same (JSON: 'profile')",
+    )
+    runp.add_argument(
+        "--plot",
+        type=Path,
+        metavar="PNG",
+        help="with --profile: draw the dispatches on this machine's roofline (FLOP per byte "
+        "vs GFLOP/s, IREE default -> schedule) into PNG (needs tdsched[plot])",
     )
 
     sweep_command.add_parser(sub)
@@ -411,6 +432,12 @@ def _compile(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.plot is not None and not args.profile:
+        raise ValueError("--plot draws the profile's dispatches: add --profile")
+    if args.profile and args.no_time:
+        raise ValueError("--profile times the builds: drop --no-time")
+    if args.plot is not None:
+        require_matplotlib()
     request = RunRequest(
         recipe=args.recipe,
         target=args.target,
@@ -424,14 +451,29 @@ def _run(args: argparse.Namespace) -> int:
         peers=args.peers,
         peak=not args.no_peak,
         out_dir=tempfile.mkdtemp(prefix="tdsched-run-") if args.keep_temps else None,
+        profile=args.profile,
     )
-    report = run_isolated(request)
-    if request.out_dir:
-        print(f"tdsched: build files kept in {request.out_dir}", file=sys.stderr)
+    try:
+        report = run_isolated(request)
+    except ProfileError as exc:
+        raise ValueError(f"--profile: {exc}") from exc
+    finally:
+        if request.out_dir:
+            print(f"tdsched: build files kept in {request.out_dir}", file=sys.stderr)
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:
         _print_report(report)
+    if args.profile and report.profile is None:
+        print(
+            "tdsched: no profile: only a build that ran and was timed (status ok) is profiled",
+            file=sys.stderr,
+        )
+    elif report.profile is not None and args.plot is not None:
+        where = run_conditions(report.target, report.threads)
+        title = f"{report.recipe} ({where}): dispatches on the roofline"
+        plot_roofline(report.profile, args.plot, title)
+        print(f"tdsched: wrote {args.plot}", file=sys.stderr)
     return 0 if report.status is Status.OK else 1
 
 
@@ -461,6 +503,8 @@ def _print_report(report: RunReport) -> None:
             f"({bw.fraction_of_probe:.0%} of the probe)"
         )
     _print_throughput(report)
+    if report.profile is not None:
+        print("\n".join(profile_lines(report.profile)))
 
 
 def _print_throughput(report: RunReport) -> None:

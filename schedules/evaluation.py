@@ -31,7 +31,7 @@ from tdsched.targets.runtime import DeviceError, LoadedModule, configure_threads
 from tdsched.targets.workload import Workload, random_inputs
 
 from .errors import ScheduleNotApplied
-from .pipeline import Plan, build, compile_baseline, compile_plan
+from .pipeline import BuildFiles, Plan, build, compile_baseline, compile_plan
 from .recipe import Tolerance
 
 
@@ -128,11 +128,13 @@ def prepare_device(target: Target, threads: int) -> None:
     keep_freed_memory()
 
 
-def compile_scheduled(p: Plan, work: Path, stem: str = "scheduled") -> CompileResult:
+def compile_scheduled(
+    p: Plan, work: Path, stem: str = "scheduled"
+) -> tuple[BuildFiles, CompileResult]:
     """Write the plan's files under ``work`` and compile ``work/<stem>.vmfb``; raises
     :class:`ScheduleNotApplied` when a schedule step matched nothing."""
     files = build(p, work)
-    return compile_plan(p, files, work / f"{stem}.vmfb")
+    return files, compile_plan(p, files, work / f"{stem}.vmfb")
 
 
 @dataclass(frozen=True)
@@ -168,6 +170,9 @@ class CheckedBuild:
     reference: Reference
     got: list[np.ndarray]
     check: Check
+    files: BuildFiles
+    """What the scheduled build was compiled from (input module, kernel library)."""
+    baseline_vmfb: Path
 
     def runners(self) -> dict[str, Any]:
         """The two builds as timing variants (``scheduled``, ``baseline``)."""
@@ -185,11 +190,11 @@ def build_and_check(
 
     Precondition: :func:`prepare_device` was called.
     """
-    result = compile_scheduled(p, work)
+    files, result = compile_scheduled(p, work)
     baseline_vmfb = Path(compile_baseline(p, work).output)
     function, driver = p.workload.function, p.target.driver
     scheduled = LoadedModule(result.output, driver, function)
     baseline = LoadedModule(baseline_vmfb, driver, function)
     reference = Reference.make(p.workload, baseline, seed)
     got, check = reference.check(scheduled, tolerance or p.recipe.tolerance)
-    return result, CheckedBuild(scheduled, baseline, reference, got, check)
+    return result, CheckedBuild(scheduled, baseline, reference, got, check, files, baseline_vmfb)

@@ -26,6 +26,7 @@ from tdsched.targets.timing import Timing, time_interleaved
 from tdsched.targets.workload import random_inputs
 from tdsched.transform_lib.work import count_work_of_text
 
+from .build_folders import build_folder
 from .evaluation import (
     EVALUATION_ERRORS,
     Check,
@@ -40,6 +41,7 @@ from .loading import load
 from .machine_peak import MachinePeak, machine_peak
 from .peers import build_peers
 from .pipeline import Plan, apply_graph, compile_default_workload, plan
+from .profile_report import PROFILE_FOLDER, DispatchProfile, measure_profile, prepare_profile
 from .space import ParamValue
 
 
@@ -126,6 +128,8 @@ class RunReport:
     peers: list[PeerResult] | None = None
     shape_entry: dict[str, Any] | None = None
     """The ``shapes`` table entry the parameters came from (:mod:`.shape_table`)."""
+    profile: DispatchProfile | None = None
+    """Per-dispatch times of both builds (``--profile``, :mod:`.profile_report`)."""
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> RunReport:
@@ -151,7 +155,8 @@ class RunReport:
     def to_json(self) -> dict[str, Any]:
         """The JSON object of ``tdsched run --json``: every key always present except
         ``compile_command``, ``reference``, ``error``, ``evaluated_by``, ``bandwidth``,
-        ``throughput``, ``peers`` and ``shape_entry``, which appear when known."""
+        ``throughput``, ``peers``, ``shape_entry`` and ``profile``, which appear when
+        known."""
         data: dict[str, Any] = {
             "recipe": self.recipe,
             "target": self.target,
@@ -175,6 +180,7 @@ class RunReport:
             "throughput": dataclasses.asdict(self.throughput) if self.throughput else None,
             "peers": [peer.as_dict() for peer in self.peers] if self.peers is not None else None,
             "shape_entry": self.shape_entry,
+            "profile": self.profile.as_dict() if self.profile else None,
         }
         data.update({k: v for k, v in optional.items() if v is not None})
         return data
@@ -191,15 +197,23 @@ def run(
     peers: bool = False,
     peak: bool = True,
     stage: Callable[[RunReport, str], None] | None = None,
+    profile_folder: Path | None = None,
 ) -> RunReport:
     """Evaluate ``p``: compile, check against the reference and time vs the baseline
     (and vs the :mod:`.peers` when ``peers``; GFLOP/s against the machine's measured
     FMA peak when ``peak`` and the workload does arithmetic).
 
+    With ``profile_folder``, builds that were timed are set up there for
+    :func:`~.profile_report.measure_profile`, which runs once this process has let go
+    of the device (:func:`run_isolated` does both). ``out_dir`` must then be given: the
+    builds must outlive this call.
+
     Never raises for schedule, compile or runtime failures: they become the report's
     status (:func:`~.evaluation.status_of`) and error. ``stage`` hears which stage
     starts (``building and checking``, ``timing``), with the report so far.
     """
+    if profile_folder is not None and out_dir is None:
+        raise ValueError("profiling needs an out_dir: the builds are profiled after run")
     stage = stage or (lambda report, name: None)
     report = RunReport(
         recipe=p.recipe.name,
@@ -236,6 +250,12 @@ def run(
                 if peak:
                     stage(report, "measuring the machine's peak")
                     report.throughput = _throughput(p, threads, report)
+                if profile_folder is not None:
+                    stage(report, "preparing the profile")
+                    roofs = _profile_peak(p, threads, peak, report)
+                    prepare_profile(
+                        p, checked, compiled.output, report.threads, roofs, profile_folder
+                    )
         except EVALUATION_ERRORS as exc:
             report.status, report.error = status_of(exc), str(exc)
     return report
@@ -333,6 +353,14 @@ def _throughput(p: Plan, threads: int, report: RunReport) -> Throughput | None:
     )
 
 
+def _profile_peak(p: Plan, threads: int, peak: bool, report: RunReport) -> MachinePeak | None:
+    """The peak the profile's roofs come from: the one the throughput used, or measured
+    now for a workload without arithmetic (its dispatches still move bytes)."""
+    if not peak:
+        return None
+    return report.throughput.peak if report.throughput else machine_peak(p.target, threads)
+
+
 def _bandwidth(
     inputs: list[np.ndarray], outputs: list[np.ndarray], times: Mapping[str, Timing], probe: str
 ) -> Bandwidth:
@@ -390,6 +418,8 @@ class RunRequest:
     peak: bool = True
     out_dir: str | None = None
     """Where the build files go and stay (``--keep-temps``); ``None``: a temporary folder."""
+    profile: bool = False
+    """Profile each dispatch of both builds after the child exits (``--profile``)."""
 
 
 ENTRY = "tdsched.schedules.run_report:run_json"
@@ -398,7 +428,23 @@ ENTRY = "tdsched.schedules.run_report:run_json"
 def run_isolated(request: RunRequest) -> RunReport:
     """Plan and :func:`run` ``request`` in a child process: a module that crashes (an
     out-of-bounds write: SIGSEGV) gives a ``crashed`` report naming the stage it died
-    in, not a dead command. A recipe that does not plan raises its RecipeError here."""
+    in, not a dead command. A recipe that does not plan raises its RecipeError here.
+
+    With ``request.profile``, builds that were timed are then profiled in this process,
+    after the child has exited (:mod:`.profile_report` says why); the build files go to
+    ``request.out_dir`` or a temporary folder. A failed profile raises ProfileError.
+    """
+    if not request.profile:
+        return _run_child(request)
+    kept = Path(request.out_dir) if request.out_dir else None
+    with build_folder(kept, "tdsched-run-") as folder:
+        report = _run_child(dataclasses.replace(request, out_dir=str(folder)))
+        if report.status is Status.OK and report.time_ms is not None:
+            report.profile = measure_profile(folder / PROFILE_FOLDER, request.repeats)
+    return report
+
+
+def _run_child(request: RunRequest) -> RunReport:
     result = call_isolated(ENTRY, dataclasses.asdict(request))
     if isinstance(result, ChildFailure):
         progress = result.progress or {}
@@ -434,5 +480,6 @@ def run_json(request: dict[str, Any], progress: Progress) -> dict[str, Any]:
         peak=r.peak,
         out_dir=Path(r.out_dir) if r.out_dir else None,
         stage=stage,
+        profile_folder=Path(r.out_dir) / PROFILE_FOLDER if r.profile and r.out_dir else None,
     )
     return report.to_json()

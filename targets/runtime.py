@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import iree.runtime as ireert
@@ -29,11 +29,18 @@ def configure_threads(threads: int) -> None:
     if threads < 1:
         raise DeviceError(f"threads must be >= 1, got {threads}")
     if not _THREADS:
-        ireert.flags.parse_flags(f"--task_topology_max_group_count={threads}")
+        ireert.flags.parse_flags(*thread_flags(threads))
         _THREADS.append(threads)
 
 
+def thread_flags(threads: int) -> tuple[str, ...]:
+    """The IREE runtime flags that give CPU (local-task) execution ``threads`` workers, in
+    this process (:func:`configure_threads`) or on an IREE tool's command line."""
+    return (f"--task_topology_max_group_count={threads}",)
+
+
 _M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4
+_KEPT_TRIM_THRESHOLD, _KEPT_MMAP_MAX = 2**31 - 1, 0
 
 
 def keep_freed_memory() -> bool:
@@ -53,7 +60,21 @@ def keep_freed_memory() -> bool:
         mallopt = ctypes.CDLL(name).mallopt
     except (OSError, AttributeError):
         return False
-    return bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
+    return bool(mallopt(_M_MMAP_MAX, _KEPT_MMAP_MAX)) and bool(
+        mallopt(_M_TRIM_THRESHOLD, _KEPT_TRIM_THRESHOLD)
+    )
+
+
+def keep_freed_memory_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` with :func:`keep_freed_memory`'s settings for a child process (an IREE tool):
+    glibc reads them from ``GLIBC_TUNABLES`` when the process starts. Measured with
+    iree-benchmark-module on a 2 x 4096 x 4096 f32 elementwise module: 45.6 ms per call
+    without them, 9.7 ms with them."""
+    ours = (
+        f"glibc.malloc.mmap_max={_KEPT_MMAP_MAX}:glibc.malloc.trim_threshold={_KEPT_TRIM_THRESHOLD}"
+    )
+    given = env.get("GLIBC_TUNABLES")
+    return {**env, "GLIBC_TUNABLES": f"{given}:{ours}" if given else ours}
 
 
 def _config(driver: str) -> ireert.Config:

@@ -46,6 +46,15 @@ class Target:
         return self.backend == "vulkan-spirv"
 
     @property
+    def profiling_mode(self) -> str:
+        """The IREE HAL profiling data family (``--device_profiling_mode``) that times each
+        dispatch on this target's driver. local-task records when its CPU workers ran each
+        dispatch (``host-execution``; ``dispatch-events`` is UNIMPLEMENTED there); Vulkan
+        records device timestamps (``dispatch-events``; ``host-execution`` is UNIMPLEMENTED
+        there). Both checked with IREE 3.13, Vulkan on lavapipe."""
+        return "host-execution" if self.driver == "local-task" else "dispatch-events"
+
+    @property
     def open_device_keeps_cpu_busy(self) -> bool:
         """Whether a process that has opened this target's device keeps CPU cores busy even
         while idle: a Vulkan device may be Mesa's lavapipe, whose threads spin (measured:

@@ -17,6 +17,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+MIN_SAMPLE_S = 0.05
+"""Seconds a timed sample lasts at least: that many back-to-back calls, averaged."""
+
 
 @dataclass(frozen=True)
 class Timing:
@@ -35,6 +38,12 @@ class Timing:
         return Timing(statistics.median(samples), min(samples), max(samples), len(samples))
 
 
+def round_order(names: Sequence[str], index: int) -> list[str]:
+    """The order variants run in round ``index``: forward in even rounds, reversed in odd
+    ones, so that no variant always runs right after the same neighbour."""
+    return list(names) if index % 2 == 0 else list(reversed(names))
+
+
 class RoundTimer:
     """Times ``variants`` round by round, every variant once per round, in alternating
     order (even rounds forward, odd rounds reversed).
@@ -47,7 +56,7 @@ class RoundTimer:
         self,
         variants: Mapping[str, Callable[[], None]],
         warmup: int = 1,
-        min_sample_s: float = 0.05,
+        min_sample_s: float = MIN_SAMPLE_S,
     ) -> None:
         self.variants = dict(variants)
         self.names = list(variants)
@@ -69,7 +78,7 @@ class RoundTimer:
     def round(self) -> dict[str, float]:
         """Run one round; each variant's milliseconds per call in it (also kept in
         ``samples``)."""
-        order = self.names if self.rounds % 2 == 0 else list(reversed(self.names))
+        order = round_order(self.names, self.rounds)
         result: dict[str, float] = {}
         for name in order:
             run, count = self.variants[name], self._inner[name]
@@ -98,7 +107,7 @@ def time_interleaved(
     variants: Mapping[str, Callable[[], None]],
     repeats: int = 7,
     warmup: int = 1,
-    min_sample_s: float = 0.05,
+    min_sample_s: float = MIN_SAMPLE_S,
 ) -> dict[str, Timing]:
     """Time each variant ``repeats`` times, alternating variants (and their order) per round."""
     if repeats < 1:
@@ -208,7 +217,7 @@ def time_ratio(
     min_rounds: int = 8,
     max_rounds: int = 400,
     time_cap_s: float = 60.0,
-    min_sample_s: float = 0.05,
+    min_sample_s: float = MIN_SAMPLE_S,
     labels: tuple[str, str] = ("numerator", "denominator"),
 ) -> Ratio:
     """Time two variants interleaved until their ratio is known well enough.

@@ -22,6 +22,7 @@ from iree.compiler.dialects.transform import structured
 
 from .errors import ScheduleError
 from .match import OpCriteria, build_kernel_matcher, enclosing_function
+from .payload import ops_under
 from .remarks import emit_remark, kernel_applied
 from .script import NamedSequence, OpHandle, TransformScript, any_op
 
@@ -29,6 +30,32 @@ KERNEL_ATTR = "tdsched.kernel"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 StrategyBody = Callable[[OpHandle, OpHandle], None]
 """Builds a strategy body from (root op handle, dispatch function handle)."""
+
+
+def _symbol(kind: str, kernel: str) -> str:
+    """The library's symbol of ``kind`` (match, apply, strategy) for ``kernel``."""
+    return f"tdsched_{kind}_{kernel}"
+
+
+_STRATEGY_SPEC = re.compile(r"codegen_spec\s*=\s*@" + _symbol("strategy", r"(\w+)"))
+
+
+def attached_kernel(func: ir.Operation) -> str | None:
+    """The kernel schedule a library attached to the dispatch function ``func``, read
+    after kernel configuration (``--compile-to=executable-configurations``); ``None`` when
+    IREE configured it itself.
+
+    A strategy kernel names its sequence in the function's ``translation_info``; a config
+    kernel is found by the tag on its root op (strategies tag theirs too, but IREE may
+    rebuild that op on the way to configuration, losing the tag: seen on a fused 3x3
+    convolution).
+    """
+    if "translation_info" in func.attributes:
+        strategy = _STRATEGY_SPEC.search(str(func.attributes["translation_info"]))
+        if strategy is not None:
+            return strategy.group(1)
+    tagged = ops_under(func, lambda op: KERNEL_ATTR in op.attributes)
+    return ir.StringAttr(tagged[0].attributes[KERNEL_ATTR]).value if tagged else None
 
 
 @dataclass(frozen=True)
@@ -45,9 +72,6 @@ class KernelLibrary:
         self._entries: list[_Entry] = []
         self._names: set[str] = set()
 
-    def _symbol(self, kind: str, kernel: str) -> str:
-        return f"tdsched_{kind}_{kernel}"
-
     def add_strategy(
         self, kernel: str, criteria: OpCriteria, num_loops: int | None, body: StrategyBody
     ) -> None:
@@ -57,9 +81,7 @@ class KernelLibrary:
         handle; it must emit the whole strategy, codegen tail included.
         """
         self._check_new(kernel)
-        strategy = self.script.named_sequence(
-            self._symbol("strategy", kernel), arg_effect="readonly"
-        )
+        strategy = self.script.named_sequence(_symbol("strategy", kernel), arg_effect="readonly")
         with strategy.building():
             # IREE hands the strategy the dispatch function or its enclosing module
             # depending on the backend; matching func.func (the walk includes the root)
@@ -119,9 +141,9 @@ class KernelLibrary:
         self._names.add(kernel)
 
     def _add_entry(self, kernel: str, criteria: OpCriteria, attach: StrategyBody) -> None:
-        matcher = build_kernel_matcher(self.script, self._symbol("match", kernel), criteria)
+        matcher = build_kernel_matcher(self.script, _symbol("match", kernel), criteria)
         action: NamedSequence = self.script.named_sequence(
-            self._symbol("apply", kernel), arg_effect="readonly"
+            _symbol("apply", kernel), arg_effect="readonly"
         )
         with action.building():
             root = OpHandle(action.argument, "root")
