@@ -21,6 +21,8 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Generator
 from pathlib import Path
@@ -29,7 +31,6 @@ from typing import Any, NoReturn
 import pytest
 from tdsched.recipes import RECIPES_DIR
 from tdsched.targets import compiler, runtime
-from tdsched.targets.runtime import driver_available
 
 REQUIRE_VULKAN = os.environ.get("TDSCHED_REQUIRE_VULKAN") == "1"
 # The machine's peak (tdsched run, tdsched peak) is measured once per test session into a
@@ -37,16 +38,18 @@ REQUIRE_VULKAN = os.environ.get("TDSCHED_REQUIRE_VULKAN") == "1"
 os.environ["TDSCHED_CACHE_DIR"] = tempfile.mkdtemp(prefix="tdsched-test-cache-")
 
 
-FIRST = ("test_sweep_ray.py", "test_regress.py")
+FIRST = ("test_sweep_ray.py", "test_regress.py", "test_run_profile.py")
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by the markers added here
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark tests by the fixtures they request, then run the Ray and the perf regression
-    tests first. Once a process opens a Vulkan device on Mesa's lavapipe it keeps two cores
+    """Mark tests by the fixtures they request, then run the Ray, the perf regression and
+    the per-dispatch profile tests first. Once a process opens a Vulkan device on Mesa's lavapipe it keeps two cores
     busy for the rest of its life (measured: 200% CPU while idle): Ray runs its workers
     niced, so after any in-process Vulkan test their compiles crawl past the Ray tests' time
-    limits, and the regression tests' timing would share the machine with it."""
+    limits, and the regression tests' timing would share the machine with it (the profile
+    tests' too: the host thread that submits each call is starved, measured: calls 2x the
+    time of their dispatches)."""
     for item in items:
         if "iree" in item.fixturenames:
             item.add_marker(pytest.mark.integration)
@@ -57,7 +60,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             )
         if "vulkan" in item.fixturenames:
             item.add_marker(pytest.mark.vulkan)
-    items.sort(key=lambda item: FIRST.index(item.path.name) if item.path.name in FIRST else 2)
+    items.sort(
+        key=lambda item: FIRST.index(item.path.name) if item.path.name in FIRST else len(FIRST)
+    )
 
 
 @pytest.fixture(scope="session")
@@ -71,8 +76,13 @@ def iree() -> str:
 
 @pytest.fixture(scope="session")
 def vulkan(iree: str) -> None:
-    """Require a Vulkan device: skip without one, or fail when CI demands Vulkan."""
-    if driver_available("vulkan"):
+    """Require a Vulkan device: skip without one, or fail when CI demands Vulkan.
+
+    The device is probed in a child process: opened here, lavapipe would keep two cores
+    busy for the rest of the test session (see :func:`pytest_collection_modifyitems`)."""
+    probe = "import sys; from tdsched.targets.runtime import driver_available as d; "
+    probe += "sys.exit(0 if d('vulkan') else 1)"
+    if subprocess.run([sys.executable, "-c", probe], check=False).returncode == 0:
         return
     message = "no Vulkan device (install mesa-vulkan-drivers for lavapipe)"
     if REQUIRE_VULKAN:
