@@ -19,8 +19,9 @@ def test_the_first_recipe_is_not_applied_at_its_tile_step() -> None:
     assert proc.returncode == 1
     report = json.loads(proc.stdout)
     assert report["status"] == "not_applied"
-    assert "conv_step1.yaml:15: kernels[0].schedule[1].tile: this step uses 'root'" in (
-        report["error"]
+    assert (
+        "conv_step1.yaml:15: kernels[0].schedule[1].tile: this step uses 'root'"
+        in (report["error"])
     )
 
 
