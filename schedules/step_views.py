@@ -61,14 +61,23 @@ def explain_text(trace: StepTrace, selected: set[tuple[str, int]] | None) -> lis
     differ from the nest before the step (loops and ops compared, SSA names ignored)."""
     lines: list[str] = []
     current: UnitTrace | None = None
+    nests: dict[str, list[NestLine]] = {}
+    """Each IR's nest, read once (a snapshot is the 'after' of one step and the 'before'
+    of the next)."""
+
+    def nest_of(ir: str) -> list[NestLine]:
+        if ir not in nests:
+            nests[ir] = loop_nest(ir)
+        return nests[ir]
+
     for view in step_views(trace, selected):
         if view.unit is not current:
             lines.extend(_unit_end(trace, current))
             current = view.unit
             lines.append(f"== {unit_heading(view.unit)}")
         lines.append(view.unit.schedule.step_title(view.snapshot.step))
-        after = loop_nest(view.snapshot.ir)
-        before = loop_nest(view.previous.ir) if view.previous is not None else None
+        after = nest_of(view.snapshot.ir)
+        before = nest_of(view.previous.ir) if view.previous is not None else None
         lines.extend(f"  {line}" for line in annotated_nest(before, after))
         lines.extend(f"  {flag}" for flag in _flags(trace, view, before == after))
     lines.extend(_unit_end(trace, current))
