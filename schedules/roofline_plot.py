@@ -17,12 +17,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from .machine_peak import MachinePeak
 from .profile_report import DispatchPair, DispatchProfile, DispatchRow
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.transforms import Bbox
 
 INSTALL_HINT = "install tdsched[plot] (pip install 'tdsched[plot]')"
 _GREY = "0.45"
@@ -48,16 +50,15 @@ def plot_roofline(profile: DispatchProfile, path: Path, title: str) -> None:
     from matplotlib import rcParams
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-    from matplotlib.ticker import LogLocator, NullFormatter, StrMethodFormatter
 
     fig = Figure(figsize=(9.0, 6.5), layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    log_axes(ax, "arithmetic intensity (FLOP per byte moved; each binding once)")
     points = [p for p in profile.pairs if _xy(p.baseline) or _xy(p.scheduled)]
     _limits(ax, profile, points)
-    _roof(ax, profile)
+    if profile.peak is not None:
+        draw_roof(ax, profile.peak)
     colours = [style["color"] for style in rcParams["axes.prop_cycle"]]
     ax.scatter(
         [],
@@ -71,12 +72,6 @@ def plot_roofline(profile: DispatchProfile, path: Path, title: str) -> None:
     ax.scatter([], [], marker="o", s=_MARKER_SIZE, color=_GREY, label="schedule")
     for index, pair in enumerate(points):
         _pair(ax, pair, colours[index % len(colours)])
-    for axis in (ax.xaxis, ax.yaxis):
-        axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-        axis.set_major_formatter(StrMethodFormatter("{x:g}"))
-        axis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("arithmetic intensity (FLOP per byte moved; each binding once)")
-    ax.set_ylabel("GFLOP/s")
     ax.set_title(title)
     ax.grid(True, which="major", alpha=0.3)
     unplotted = [p for p in profile.pairs if p not in points]
@@ -86,7 +81,7 @@ def plot_roofline(profile: DispatchProfile, path: Path, title: str) -> None:
     fig.legend(loc="outside lower center", ncols=2, fontsize=8, frameon=False)
     fig.draw_without_rendering()  # lay the figure out: labels go by display coordinates
     if profile.peak is not None:
-        _label_bandwidth_roof(ax, profile)
+        label_bandwidth_roof(ax, profile.peak)
     _number_points(ax, points)
     fig.savefig(path, format="png", dpi=110)
 
@@ -117,11 +112,24 @@ def _limits(ax: Axes, profile: DispatchProfile, points: Sequence[DispatchPair]) 
     ax.set_ylim(min(ys) / 4, max(ys) * 2)
 
 
-def _roof(ax: Axes, profile: DispatchProfile) -> None:
-    """The roof: bandwidth times intensity up to the ridge, the FMA peak after it."""
-    peak = profile.peak
-    if peak is None:
-        return
+def log_axes(ax: Axes, xlabel: str) -> None:
+    """Log-log axes of a roofline: ``xlabel`` (an intensity) against GFLOP/s, ticks at
+    1, 2 and 5 of each decade written as plain numbers."""
+    from matplotlib.ticker import LogLocator, NullFormatter, StrMethodFormatter
+
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(StrMethodFormatter("{x:g}"))
+        axis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("GFLOP/s")
+
+
+def draw_roof(ax: Axes, peak: MachinePeak) -> None:
+    """The roof across the axes' x range (set it first): bandwidth times intensity up to
+    the ridge, the FMA peak after it."""
     low, high = ax.get_xlim()
     ridge = peak.fma_gflops / peak.bandwidth_gbps
     ax.plot(
@@ -141,10 +149,9 @@ def _roof(ax: Axes, profile: DispatchProfile) -> None:
     )
 
 
-def _label_bandwidth_roof(ax: Axes, profile: DispatchProfile) -> None:
-    """Write the bandwidth along its roof, halfway up its visible part."""
-    peak = profile.peak
-    assert peak is not None
+def label_bandwidth_roof(ax: Axes, peak: MachinePeak) -> None:
+    """Write the bandwidth along its roof, halfway up its visible part (after the figure
+    is laid out: the angle is in display coordinates)."""
     low, _ = ax.get_xlim()
     bottom, _ = ax.get_ylim()
     start = max(low, bottom / peak.bandwidth_gbps)
@@ -199,31 +206,56 @@ def _pair(ax: Axes, pair: DispatchPair, colour: str) -> None:
         )
 
 
-_OFFSETS = [(7, 5), (7, -13), (-22, 5), (-22, -13), (7, 17), (-22, 17), (7, -25), (-22, -25)]
+_OFFSETS = [(7, 5), (7, -13), (-7, 5), (-7, -13), (7, 17), (-7, 17), (7, -25), (-7, -25)]
 """Where a point's number may go, in points from it: tried in order."""
+
+
+def marker_boxes(ax: Axes, points: Sequence[tuple[float, float]]) -> list[Bbox]:
+    """The display boxes of markers at ``points`` (data coordinates), for
+    :func:`place_label` to keep clear of (after the figure is laid out)."""
+    from matplotlib.transforms import Bbox
+
+    boxes = []
+    for xy in points:
+        x, y = ax.transData.transform(xy)
+        boxes.append(Bbox.from_bounds(x - 6, y - 6, 12, 12))
+    return boxes
+
+
+def place_label(
+    ax: Axes,
+    text: str,
+    anchor: tuple[float, float],
+    taken: list[Bbox],
+    offsets: Sequence[tuple[float, float]],
+    **style: Any,
+) -> None:
+    """Write ``text`` by ``anchor`` at the first of ``offsets`` (points) where it
+    overlaps nothing in ``taken`` (the last one when every offset does), and add its box
+    to ``taken``. ``style``: more ``annotate`` arguments (font size, colour)."""
+    for dx, dy in offsets:
+        label = ax.annotate(
+            text,
+            anchor,
+            xytext=(dx, dy),
+            textcoords="offset points",
+            ha="left" if dx >= 0 else "right",
+            **style,
+        )
+        box = label.get_window_extent()
+        if not any(box.overlaps(other) for other in taken) or (dx, dy) == offsets[-1]:
+            taken.append(box)
+            return
+        label.remove()
 
 
 def _number_points(ax: Axes, points: Sequence[DispatchPair]) -> None:
     """Put each pair's dispatch number (``#N``) by its schedule's point (or its only
     point), at the first offset where it overlaps no marker and no number placed before."""
-    from matplotlib.transforms import Bbox
-
-    taken = []
-    for pair in points:
-        for xy in (_xy(pair.baseline), _xy(pair.scheduled)):
-            if xy is not None:
-                x, y = ax.transData.transform(xy)
-                taken.append(Bbox.from_bounds(x - 6, y - 6, 12, 12))
+    xys = [xy for p in points for xy in (_xy(p.baseline), _xy(p.scheduled)) if xy is not None]
+    taken = marker_boxes(ax, xys)
     for pair in points:
         anchor = _xy(pair.scheduled) or _xy(pair.baseline)
         assert anchor is not None
         number = _row(pair).label.split(" ")[0]
-        for dx, dy in _OFFSETS:
-            text = ax.annotate(
-                number, anchor, xytext=(dx, dy), textcoords="offset points", fontsize=8
-            )
-            box = text.get_window_extent()
-            if not any(box.overlaps(other) for other in taken) or (dx, dy) == _OFFSETS[-1]:
-                taken.append(box)
-                break
-            text.remove()
+        place_label(ax, number, anchor, taken, _OFFSETS, fontsize=8)

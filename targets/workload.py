@@ -150,16 +150,26 @@ HOST_MEMORY_FRACTION = 0.8
 refused before anything is compiled or allocated."""
 
 
+def _sizes(workload: Workload) -> list[tuple[int, int]]:
+    """(elements, bytes per element) of every argument and result of the entry function."""
+    inputs, results = _signature(workload)
+    return [
+        (math.prod(shape), np.dtype(_NUMPY_DTYPES.get(elem, np.float64)).itemsize)
+        for shape, elem in (*inputs, *results)
+    ]
+
+
 def memory_estimate(workload: Workload) -> int:
     """Rough bytes a check and timing of ``workload`` needs: every argument and result
     held on the host and on the device in its own type, plus float64 temporaries (random
     generation, numpy references)."""
-    inputs, results = _signature(workload)
-    total = 0
-    for shape, elem in (*inputs, *results):
-        itemsize = np.dtype(_NUMPY_DTYPES.get(elem, np.float64)).itemsize
-        total += math.prod(shape) * (2 * itemsize + 8)
-    return total
+    return sum(elements * (2 * itemsize + 8) for elements, itemsize in _sizes(workload))
+
+
+def traffic_bytes(workload: Workload) -> int:
+    """Compulsory memory traffic of one call: every argument read once and every result
+    written once, in its own element type (the least any schedule must move)."""
+    return sum(elements * itemsize for elements, itemsize in _sizes(workload))
 
 
 def check_memory(workload: Workload, available: int | None = None) -> None:

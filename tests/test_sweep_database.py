@@ -15,6 +15,7 @@ from tdsched.schedules.sweep.database import (
     DatabaseError,
     Result,
     ResultsDB,
+    SweepWork,
     measured_by_others,
 )
 
@@ -64,6 +65,10 @@ def test_a_schema_1_database_is_migrated_and_keeps_its_results(tmp_path: Path) -
         assert db.sweep(1).decision is None
         db.record_decision(1, {"verdict": "alone"})
         assert db.sweep(1).decision == {"verdict": "alone"}
+        assert db.sweep(1).work is None  # recorded before sweeps kept their work
+        work = SweepWork(flops=8, uncounted=["linalg.softmax"], traffic_bytes=4, machine="m")
+        db.record_work(1, work)
+        assert db.sweep(1).work == work and work.intensity == 2.0
     finally:
         db.close()
     with sqlite3.connect(path) as conn:

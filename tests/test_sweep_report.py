@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from tdsched.schedules.cli import main
-from tdsched.schedules.sweep.database import Result, ResultsDB
+from tdsched.schedules.sweep.database import Result, ResultsDB, SweepWork
 from tdsched.schedules.sweep.racing import Decision, RaceResult, Standing
 from tdsched.schedules.sweep.report import RESULT_COLUMNS, best_cells, centred_norm
 from tdsched.targets.timing import Interval
@@ -425,6 +425,18 @@ def test_reports_a_real_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert report["decision"]["standings"][0]["key"] == report["best"]["key"]
     best_params = report["best"]["params"]
     assert " ".join(str(best_params[n]) for n in ("TM", "TN", "TK", "RN")) == " ".join(rows[0][1:5])
+    # The sweep recorded its workload's work, from the IR, and the machine it ran on.
+    work = report["work"]
+    assert (work["flops"], work["traffic_bytes"], work["uncounted"]) == (
+        2 * 128**3,
+        3 * 128 * 128 * 4,
+        [],
+    )
+    roof = tmp_path / "roof.png"
+    code, _, err = _report(capsys, str(db), "--roofline", str(roof))
+    assert code == 0
+    assert "no roof" not in err  # same machine: the measured roof is drawn
+    _png_size(roof)
 
     code, out, _ = _report(capsys, str(db), "--csv", "-")
     table = list(csv.DictReader(io.StringIO(out)))
@@ -457,3 +469,75 @@ def test_scatter_error_bars_span_each_screening_interval() -> None:
     xs, ys, below, above = interval_bars([with_interval, without], {"a": 3.0, "b": 4.0})
     assert (xs, ys) == ([3.0], [1.5])
     assert below == [pytest.approx(0.3)] and above == [pytest.approx(0.1)]
+
+
+ELSEWHERE = "a machine elsewhere"
+
+
+@pytest.fixture
+def worked_db(db_path: Path) -> Path:
+    """``db_path`` with sweep 1's work recorded (a 64^3 f32 matmul) as measured on
+    another machine: its report converts times to GFLOP/s, its roofline has no roof."""
+    db = ResultsDB(db_path)
+    db.record_work(1, SweepWork(2 * 64**3, [], 3 * 64 * 64 * 4, ELSEWHERE))
+    db.close()
+    return db_path
+
+
+def test_work_line_and_json_give_gflops(
+    worked_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _report(capsys, str(worked_db), "--sweep", "1")
+    assert code == 0
+    # IREE default: 2.1 ms at the end; the best: that times its race speedup, 1.9x
+    default = 2 * 64**3 / 2.1e-3 / 1e9
+    best = 1.9 * default
+    assert (
+        "work      0.0005243 GFLOP, 0.04915 MB in+out, 10.7 FLOP/byte; "
+        f"best {best:.1f} GFLOP/s, IREE default {default:.1f} GFLOP/s"
+    ) in out
+    code, out, _ = _report(capsys, str(worked_db), "--sweep", "1", "--json")
+    work = json.loads(out)["work"]
+    assert work["flops"] == 2 * 64**3 and work["traffic_bytes"] == 3 * 64 * 64 * 4
+    assert work["intensity"] == pytest.approx(2 * 64**3 / (3 * 64 * 64 * 4))
+    assert work["machine"] == ELSEWHERE
+    code, out, _ = _report(capsys, str(worked_db), "--sweep", "2", "--json")
+    assert json.loads(out)["work"] is None
+
+
+def test_roofline_of_a_sweep_from_another_machine_has_no_roof(
+    worked_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "roof.png"
+    code, _, err = _report(capsys, str(worked_db), "--sweep", "1", "--roofline", str(png))
+    assert code == 0
+    assert f"roofline: no roof: the sweep ran on {ELSEWHERE}, this machine is" in err
+    assert f"wrote {png}" in err
+    width, height = _png_size(png)
+    assert width > height >= 400
+
+
+def test_roofline_of_all_names_the_sweeps_it_leaves_out(
+    worked_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "all.png"
+    code, out, err = _report(capsys, str(worked_db), "--all", "--roofline", str(png))
+    assert code == 0
+    assert out.splitlines()[0].split()[:2] == ["id", "recipe"]  # the list still prints
+    assert "roofline: not drawn (other conditions, or no work recorded): sweep 2" in err
+    _png_size(png)
+
+
+def test_roofline_of_a_sweep_without_work_says_to_run_it_again(
+    worked_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    png = tmp_path / "roof.png"
+    code, _, err = _report(capsys, str(worked_db), "--sweep", "2", "--roofline", str(png))
+    assert code == 2
+    assert err == (
+        "tdsched: error: --roofline: sweep 2 (matmul_x86) was recorded before sweeps kept "
+        "their workload's work; run it again\n"
+    )
+    assert not png.exists()

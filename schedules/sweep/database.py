@@ -25,8 +25,12 @@ Tables:
   overwrite each other's numbers: ``results(sweep_id)`` reads that sweep's.
 * ``baselines``: IREE default's median per sweep, measured at the start and the end.
 
-Databases of earlier schemas (1: before racing; 2: one measurement per result) are
-upgraded in place when opened; every recorded result is kept.
+A sweep also records its workload's ``work`` (JSON, :class:`SweepWork`): arithmetic
+work, compulsory traffic and the machine it ran on, which ``tdsched report`` turns into
+GFLOP/s and a roofline.
+
+Databases of earlier schemas (1: before racing; 2: one measurement per result; 3: no
+workload work) are upgraded in place when opened; every recorded result is kept.
 """
 
 from __future__ import annotations
@@ -36,13 +40,13 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from tdsched.targets.target import run_conditions
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 _MEASUREMENT_TYPES = {
     "measured_by": "INTEGER",
     "status": "TEXT",
@@ -75,7 +79,8 @@ CREATE TABLE IF NOT EXISTS sweeps (
     status TEXT NOT NULL,
     started REAL NOT NULL,
     finished REAL,
-    decision TEXT
+    decision TEXT,
+    work TEXT
 );
 CREATE TABLE IF NOT EXISTS results (
     key TEXT PRIMARY KEY,
@@ -163,6 +168,7 @@ _MIGRATIONS: dict[str, tuple[str, Sequence[str | Migration]]] = {
             _per_sweep_races,
         ],
     ),
+    "3": ("4", ["ALTER TABLE sweeps ADD COLUMN work TEXT"]),
 }
 """Schema version → the next version and the steps that bring a database to it (added
 columns and tables, filled from what was recorded: every recorded result is kept). A
@@ -231,6 +237,34 @@ class Result:
 
 
 @dataclass(frozen=True)
+class SweepWork:
+    """What the swept workload does, recorded with the sweep so that its candidates'
+    times become GFLOP/s and points on a roofline."""
+
+    flops: int
+    """Arithmetic work (:func:`~tdsched.transform_lib.work.count_work`)."""
+    uncounted: list[str]
+    """Ops whose work is not in ``flops``: then it is a lower bound."""
+    traffic_bytes: int
+    """Compulsory traffic: every argument read once, every result written once."""
+    machine: str
+    """The machine the sweep ran on (:func:`~..machine_peak.cpu_description`): a peak
+    measured on another one does not bound these candidates."""
+
+    @property
+    def intensity(self) -> float | None:
+        """FLOP per byte of compulsory traffic (``None`` without FLOP or bytes)."""
+        return self.flops / self.traffic_bytes if self.flops and self.traffic_bytes else None
+
+    def gflops(self, time_ms: float | None) -> float | None:
+        """GFLOP/s of a call that took ``time_ms`` (``None`` without FLOP or a time)."""
+        return self.flops / (time_ms * 1e-3) / 1e9 if self.flops and time_ms else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "intensity": self.intensity}
+
+
+@dataclass(frozen=True)
 class Sweep:
     """A recorded sweep."""
 
@@ -247,6 +281,8 @@ class Sweep:
     finished: float | None
     decision: dict[str, Any] | None = None
     """The race that picked the best (a :class:`~.racing.Decision` as a dict)."""
+    work: SweepWork | None = None
+    """The workload's work; ``None`` for sweeps recorded before tdsched kept it."""
 
     @property
     def conditions(self) -> str:
@@ -424,6 +460,14 @@ class ResultsDB:
             )
             self._conn.execute("UPDATE results SET confirmed_speedup=? WHERE key=?", (speedup, key))
 
+    def record_work(self, sweep_id: int, work: SweepWork) -> None:
+        """Store the work of the workload sweep ``sweep_id`` swept."""
+        with self._transaction():
+            self._conn.execute(
+                "UPDATE sweeps SET work=? WHERE id=?",
+                (json.dumps(asdict(work), sort_keys=True), sweep_id),
+            )
+
     def record_decision(self, sweep_id: int, decision: Mapping[str, Any]) -> None:
         """Store how the sweep's race ended (replacing an earlier race of the sweep)."""
         with self._transaction():
@@ -549,6 +593,7 @@ def _sweep(row: sqlite3.Row) -> Sweep:
         started=row[9],
         finished=row[10],
         decision=json.loads(row[11]) if row[11] else None,
+        work=SweepWork(**json.loads(row["work"])) if row["work"] else None,
     )
 
 

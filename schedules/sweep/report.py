@@ -84,6 +84,21 @@ class SweepData:
         return standing.speedup.median if standing else ranked[0].speedup
 
     @property
+    def default_gflops(self) -> float | None:
+        """IREE default's GFLOP/s at its median at the end of the sweep (at the start
+        when it has no end); ``None`` without recorded work."""
+        work = self.sweep.work
+        end = self.baselines.get("end") or self.baselines.get("start")
+        return work.gflops(end) if work is not None else None
+
+    @property
+    def best_gflops(self) -> float | None:
+        """The best candidate's GFLOP/s: IREE default's times :attr:`best_speedup` (the
+        figure the table ranks by, raced when it raced)."""
+        default, best = self.default_gflops, self.best_speedup
+        return default * best if default is not None and best is not None else None
+
+    @property
     def failed(self) -> list[Result]:
         return [r for r in self.results if not r.ok]
 
@@ -157,7 +172,28 @@ def header_lines(data: SweepData) -> list[str]:
     if reused is not None:
         lines.append(reused)
     lines.append(baseline_line(data.baselines))
+    work = work_line(data)
+    if work is not None:
+        lines.append(work)
     return lines
+
+
+def work_line(data: SweepData) -> str | None:
+    """The workload's work and traffic, and the GFLOP/s of IREE default (at the end) and
+    of the best candidate (:attr:`SweepData.best_gflops`); ``None`` for a sweep recorded
+    without work."""
+    work = data.sweep.work
+    if work is None:
+        return None
+    bound = " (a lower bound)" if work.uncounted else ""
+    line = f"work      {work.flops / 1e9:.4g} GFLOP{bound}, "
+    line += f"{work.traffic_bytes / 1e6:.4g} MB in+out"
+    if work.intensity is not None:
+        line += f", {work.intensity:.3g} FLOP/byte"
+    best, default = data.best_gflops, data.default_gflops
+    if best is not None and default is not None:
+        line += f"; best {best:.1f} GFLOP/s, IREE default {default:.1f} GFLOP/s"
+    return line
 
 
 def text_report(data: SweepData, top: int) -> str:
@@ -248,6 +284,7 @@ def as_json(data: SweepData) -> dict[str, Any]:
         "baseline_ms": data.baselines,
         "drift": data.drift,
         "reused_from": {str(sweep): n for sweep, n in data.reused_from.items()},
+        "work": s.work.as_dict() if s.work else None,
         "ranked": [result_json(r, data.decision) for r in ranked],
         "failed": [r.as_dict() for r in data.failed],
         "best": result_json(ranked[0], data.decision) if ranked else None,

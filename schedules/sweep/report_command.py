@@ -10,10 +10,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tdsched.targets.target import DEFAULT_THREADS, make_target
+
 from ..cli_types import positive_int
+from ..evaluation import prepare_device
+from ..machine_peak import MachinePeak, cpu_description, machine_peak
+from ..roofline_plot import PlotError, require_matplotlib
 from .database import DatabaseError, ResultsDB, Sweep
 from .report import (
     ReportError,
@@ -25,6 +31,7 @@ from .report import (
     text_report,
     write_csv,
 )
+from .report_roofline import plot_sweep_roofline
 
 DESCRIPTION = """\
 Report a sweep recorded in a results database (the --db of 'tdsched sweep').
@@ -32,7 +39,9 @@ Report a sweep recorded in a results database (the --db of 'tdsched sweep').
 By default: the newest sweep's header (recipe, target, strategy, start and end, status,
 the space with what each constraint pruned, IREE default's time at the start and the end
 and the drift between them) and its ranked table, the same one 'tdsched sweep' prints.
---csv, --json and --plot export the sweep; --all lists every sweep in the database.
+--csv, --json and --plot export the sweep; --roofline draws its candidates on this
+machine's roofline (with --all: every sweep run under the newest one's conditions);
+--all lists every sweep in the database.
 """
 
 EPILOG = """\
@@ -44,6 +53,8 @@ examples:
   tdsched report tdsched-sweeps.db --json
   tdsched report tdsched-sweeps.db --plot tiles.png --x TM --y TN     heatmap
   tdsched report tdsched-sweeps.db --plot all.png                     scatter
+  tdsched report tdsched-sweeps.db --roofline roof.png                 GFLOP/s vs the roof
+  tdsched report tdsched-sweeps.db --all --roofline shapes.png         every sweep's column
 """
 
 
@@ -70,15 +81,29 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--plot", type=Path, metavar="PNG", help="write a plot (needs tdsched[plot])")
     p.add_argument("--x", metavar="PARAM", help="plot: x axis parameter (default: index)")
     p.add_argument("--y", metavar="PARAM", help="plot: with --x, a heatmap over x and y")
+    p.add_argument(
+        "--roofline",
+        type=Path,
+        metavar="PNG",
+        help="write the candidates' GFLOP/s on this machine's measured roofline "
+        "(needs tdsched[plot]; measures the peak when it is not cached)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     """``tdsched report``. Exit 0 on success; errors raise :class:`ReportError`."""
     _check_options(args)
+    if args.roofline is not None:
+        try:
+            require_matplotlib()
+        except PlotError as exc:
+            raise ReportError(str(exc).replace("--plot", "--roofline")) from exc
     db = _open(args.db)
     try:
         if args.all:
             sweeps = [_data(db, s) for s in _recorded(db)]
+            if args.roofline is not None:
+                _write(args.roofline, lambda: _roofline(sweeps, args.roofline))
             print(
                 json.dumps([summary(d) for d in sweeps], indent=2)
                 if args.json
@@ -89,16 +114,12 @@ def run(args: argparse.Namespace) -> int:
     finally:
         db.close()
     # Files first: a bad --x/--y or output path stops the command before anything is printed.
-    try:
-        if args.plot is not None:
-            plot(data, args.plot, args.x, args.y)
-            print(f"wrote {args.plot}", file=sys.stderr)
-        if args.csv is not None and args.csv != "-":
-            with open(args.csv, "w", newline="", encoding="utf-8") as stream:
-                write_csv(data, stream)
-            print(f"wrote {args.csv}", file=sys.stderr)
-    except OSError as exc:
-        raise ReportError(f"{exc.filename or 'output'}: cannot write: {exc.strerror}") from exc
+    if args.plot is not None:
+        _write(args.plot, lambda: plot(data, args.plot, args.x, args.y))
+    if args.roofline is not None:
+        _write(args.roofline, lambda: _roofline([data], args.roofline))
+    if args.csv is not None and args.csv != "-":
+        _write(Path(args.csv), lambda: _csv(data, args.csv))
     if args.json:
         print(json.dumps(as_json(data), indent=2))
     elif args.csv == "-":
@@ -108,11 +129,72 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _write(path: Path, writer: Callable[[], None]) -> None:
+    """Run ``writer`` (which writes ``path``) and name the file on stderr."""
+    try:
+        writer()
+    except OSError as exc:
+        raise ReportError(f"{exc.filename or path}: cannot write: {exc.strerror}") from exc
+    print(f"wrote {path}", file=sys.stderr)
+
+
+def _csv(data: SweepData, path: str) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as stream:
+        write_csv(data, stream)
+
+
+def _roofline(sweeps: list[SweepData], path: Path) -> None:
+    """Draw ``sweeps`` (those with recorded work, under the newest one's conditions) on
+    the roofline of this machine, when they ran on it."""
+    drawable = [d for d in sweeps if d.sweep.work is not None and d.sweep.work.intensity]
+    if not drawable:
+        missing = sweeps[-1].sweep
+        why = (
+            "was recorded before sweeps kept their workload's work; run it again"
+            if missing.work is None
+            else "does no arithmetic or moves no bytes: it has no intensity"
+        )
+        raise ReportError(f"--roofline: sweep {missing.id} ({missing.recipe}) {why}")
+    conditions = drawable[-1].sweep.conditions
+    drawn = [d for d in drawable if d.sweep.conditions == conditions]
+    left = [d.sweep.id for d in sweeps if d not in drawn]
+    notes = [f"not drawn (other conditions, or no work recorded): sweep {_ids(left)}"] * bool(left)
+    peak, no_roof = _peak(drawn[-1])
+    notes += [no_roof] if no_roof else []
+    for note in notes:
+        print(f"roofline: {note}", file=sys.stderr)
+    plot_sweep_roofline(drawn, peak, path, "; ".join(notes) or None)
+
+
+def _ids(ids: list[int]) -> str:
+    return ", ".join(str(i) for i in ids)
+
+
+def _peak(data: SweepData) -> tuple[MachinePeak | None, str | None]:
+    """The roof of ``data``'s conditions on this machine (cached, or measured now), or
+    why there is none: the sweep ran on another machine."""
+    sweep, work = data.sweep, data.sweep.work
+    assert work is not None
+    here = cpu_description()
+    if work.machine != here:
+        return None, f"no roof: the sweep ran on {work.machine}, this machine is {here}"
+    options = sweep.options
+    target = make_target(
+        sweep.target, cpu=options.get("cpu") or "host", cpu_features=options.get("cpu_features")
+    )
+    threads = options.get("threads") or DEFAULT_THREADS
+    prepare_device(target, threads)
+    return machine_peak(target, threads), None
+
+
 def _check_options(args: argparse.Namespace) -> None:
     if args.top < 1:
         raise ReportError(f"--top {args.top}: give at least 1 row")
     if args.all and (args.csv or args.plot or args.x or args.y):
-        raise ReportError("--all lists the sweeps; --csv and --plot export one (use --sweep ID)")
+        raise ReportError(
+            "--all lists the sweeps; --csv and --plot export one (use --sweep ID); "
+            "--roofline draws them all"
+        )
     if (args.x or args.y) and args.plot is None:
         raise ReportError("--x and --y choose the axes of --plot PNG; add --plot")
     if args.json and args.csv == "-":

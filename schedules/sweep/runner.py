@@ -27,15 +27,18 @@ from typing import Any
 import iree.compiler.version
 from tdsched.targets.target import DEFAULT_THREADS
 from tdsched.targets.timing import Interval
+from tdsched.targets.workload import Workload, traffic_bytes
+from tdsched.transform_lib.work import count_work_of_text
 
 from ..errors import RecipeError, Where
 from ..evaluation import BUILD_FAILURES
 from ..loading import find_recipe, load
+from ..machine_peak import cpu_description
 from ..recipe import Recipe
 from ..space import Enumeration, ParamValue, Point, SearchSpace
 from .candidates import baseline_key, content_key, plan_point, result_key
 from .cost_model import Featurizer, ModelGuided
-from .database import Result, ResultsDB, measured_by_others
+from .database import Result, ResultsDB, SweepWork, measured_by_others
 from .database import drift as baseline_drift
 from .executor import Executor, WorkerError, WorkerFailure
 from .messages import BenchJob, BenchOutcome, CompileJob, CompileOutcome, RaceJob, SweepContext
@@ -224,7 +227,7 @@ class Sweep:
         self.strategy = make_strategy(options, self.enumeration, self.space, jobs, defaults, prior)
         self.state = SweepState(self.strategy.planned)
         self._keys: dict[Point, str] = {}
-        self._workload: str | None = None
+        self._workload: Workload | None = None
         self._compile_s: dict[str, float] = {}
         self.chunk = max(8, 2 * jobs)
         """Candidates compiled before the timing of that group: large enough to keep every
@@ -238,10 +241,10 @@ class Sweep:
         if point not in self._keys:
             p = plan_point(self.recipe, self.context, self.enumeration.as_params(point))
             if self._workload is None:
-                self._workload = p.workload.mlir
+                self._workload = p.workload
                 artifact = self.db.artifacts / f"baseline-{baseline_key(p)}.vmfb"
                 self.context = replace(self.context, baseline_artifact=str(artifact))
-            elif p.workload.mlir != self._workload:
+            elif p.workload.mlir != self._workload.mlir:
                 raise RecipeError(
                     Where(self.recipe.source, None, "space"),
                     "a swept parameter changes the workload; a sweep compares schedules of "
@@ -277,6 +280,9 @@ class Sweep:
         outcome.build_files = self._kept_folder(sweep_id)
         history: dict[Point, float | None] = {}
         self._key(self.enumeration.valid[0])  # fixes the workload and the baseline's path
+        if self.db.sweep(sweep_id).work is None:
+            assert self._workload is not None
+            self.db.record_work(sweep_id, _work(self._workload))
         self.executor.start(self.context)
         try:
             while batch := self.strategy.propose(history):
@@ -493,6 +499,12 @@ class Sweep:
     def _note(self, message: str) -> None:
         self.state.message = message
         self.progress("note", self.state)
+
+
+def _work(workload: Workload) -> SweepWork:
+    """What ``workload`` does, for GFLOP/s and the roofline of ``tdsched report``."""
+    work = count_work_of_text(workload.mlir)
+    return SweepWork(work.ops, list(work.uncounted), traffic_bytes(workload), cpu_description())
 
 
 def screening_interval(result: Result) -> Interval:
