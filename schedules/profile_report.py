@@ -302,6 +302,9 @@ class BuildProfile:
     call_ms: Timing
     """The whole function per call, one sample per round (the benchmark's mean)."""
     dispatches: tuple[DispatchRow, ...]
+    timed_ms: float | None = None
+    """The run's own median of the whole function (timed without profiling, interleaved
+    with the other build), when the profile comes from ``tdsched run``."""
 
     @property
     def in_dispatches_ms(self) -> float:
@@ -313,11 +316,18 @@ class BuildProfile:
         dispatches (the host's calls, allocations, waits; queue fills and copies)."""
         return self.in_dispatches_ms / self.call_ms.median
 
+    @property
+    def fraction_of_timed(self) -> float | None:
+        """The dispatches' times over :attr:`timed_ms` (profiling's own cost left out)."""
+        return self.in_dispatches_ms / self.timed_ms if self.timed_ms else None
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "call_ms": self.call_ms.as_dict(),
             "in_dispatches_ms": self.in_dispatches_ms,
             "fraction_in_dispatches": self.fraction_in_dispatches,
+            "timed_ms": self.timed_ms,
+            "fraction_of_timed": self.fraction_of_timed,
         }
 
 
@@ -349,9 +359,13 @@ class DispatchProfile:
         }
 
 
-def measure_profile(folder: Path, rounds: int) -> DispatchProfile:
+def measure_profile(
+    folder: Path, rounds: int, timed_ms: Mapping[str, float] | None = None
+) -> DispatchProfile:
     """Profile the builds that :func:`prepare_profile` set up in ``folder`` in ``rounds``
-    interleaved rounds and join their dispatches with their work.
+    interleaved rounds and join their dispatches with their work. ``timed_ms``: each
+    build's median whole-function time from the run's own timing (by build name), kept
+    beside the profiled calls (:attr:`BuildProfile.timed_ms`).
 
     Precondition: no process holds the target's device open (module docstring).
     """
@@ -367,7 +381,8 @@ def measure_profile(folder: Path, rounds: int) -> DispatchProfile:
     for name, files in setup.builds.items():
         work = {d.function: d for d in read_dispatch_work(Path(files.configured).read_text())}
         rows = join_dispatches(profiles[name], work, setup.peak)
-        builds[name] = BuildProfile(profiles[name].call_ms, tuple(rows))
+        timed = (timed_ms or {}).get(name)
+        builds[name] = BuildProfile(profiles[name].call_ms, tuple(rows), timed)
     pairs = pair_dispatches(builds["scheduled"].dispatches, builds["baseline"].dispatches)
     return DispatchProfile(
         setup.target, setup.threads, target.profiling_mode, rounds, setup.peak, builds, tuple(pairs)
@@ -394,11 +409,15 @@ def profile_lines(profile: DispatchProfile) -> list[str]:
     lines.extend(aligned(rows))
     if any(pair.paired_by == "work" for pair in profile.pairs):
         lines.append("* paired by equal FLOP per call (IREE describes the two differently)")
-    calls = [
-        f"{'IREE default' if name == 'baseline' else name} {build.call_ms.median:.3f} ms per "
-        f"call, {build.fraction_in_dispatches:.0%} in dispatches"
-        for name, build in profile.builds.items()
-    ]
+    calls = []
+    for name, build in profile.builds.items():
+        line = (
+            f"{'IREE default' if name == 'baseline' else name} {build.call_ms.median:.3f} ms "
+            f"per call, {build.fraction_in_dispatches:.0%} in dispatches"
+        )
+        if build.timed_ms is not None and build.fraction_of_timed is not None:
+            line += f" ({build.fraction_of_timed:.0%} of the {build.timed_ms:.3f} ms timed)"
+        calls.append(line)
     lines.append("calls    " + "; ".join(calls))
     return lines
 

@@ -440,7 +440,10 @@ def run_isolated(request: RunRequest) -> RunReport:
     with build_folder(kept, "tdsched-run-") as folder:
         report = _run_child(dataclasses.replace(request, out_dir=str(folder)))
         if report.status is Status.OK and report.time_ms is not None:
-            report.profile = measure_profile(folder / PROFILE_FOLDER, request.repeats)
+            timed = {"scheduled": report.time_ms.median}
+            if report.baseline_ms is not None:
+                timed["baseline"] = report.baseline_ms.median
+            report.profile = measure_profile(folder / PROFILE_FOLDER, request.repeats, timed)
     return report
 
 

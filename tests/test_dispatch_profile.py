@@ -310,7 +310,7 @@ def _dispatch_profile() -> DispatchProfile:
         PEAK,
     )
     builds = {
-        "scheduled": BuildProfile(Timing(4.0, 3.9, 4.5, 7), tuple(scheduled)),
+        "scheduled": BuildProfile(Timing(4.0, 3.9, 4.5, 7), tuple(scheduled), timed_ms=3.75),
         "baseline": BuildProfile(Timing(5.0, 4.8, 5.1, 7), tuple(baseline)),
     }
     pairs = tuple(pair_dispatches(scheduled, baseline))
@@ -363,10 +363,12 @@ def test_the_table_has_a_row_per_dispatch_and_build_and_says_where_calls_went() 
     assert rows[2].split()[:5] == ["#1", "x_f32", "(x2", "per", "call)"]
     assert "-" in rows[2].split()  # no FLOP: no GFLOP/s
     assert lines[-1] == (
-        "calls    scheduled 4.000 ms per call, 75% in dispatches; "
+        "calls    scheduled 4.000 ms per call, 75% in dispatches (80% of the 3.750 ms timed); "
         "IREE default 5.000 ms per call, 90% in dispatches"
     )
     assert profile.builds["scheduled"].fraction_in_dispatches == pytest.approx(0.75)
+    assert profile.builds["scheduled"].fraction_of_timed == pytest.approx(0.8)
+    assert profile.builds["baseline"].fraction_of_timed is None
     data = profile.as_dict()
     assert data["profiling_mode"] == "host-execution" and data["statistic"] == "median"
     assert data["dispatches"][0]["speedup"] == pytest.approx(2.0)

@@ -37,6 +37,9 @@ def _assert_dispatches_make_up_the_call(profile: dict[str, Any]) -> None:
         rows = _rows(profile, name)
         assert build["in_dispatches_ms"] == pytest.approx(sum(r["time_ms"] for r in rows))
         assert sum(r["share"] for r in rows) == pytest.approx(build["fraction_in_dispatches"])
+        timed = profile["report"]["time_ms" if name == "scheduled" else "baseline_ms"]["median"]
+        assert build["timed_ms"] == timed
+        assert build["fraction_of_timed"] == pytest.approx(build["in_dispatches_ms"] / timed)
         fastest = build["call_ms"]["min"]
         assert build["in_dispatches_ms"] / fastest == pytest.approx(1.0, abs=IN_DISPATCHES), (
             name,
