@@ -60,7 +60,7 @@ from .steps import (
     TileStep,
     VectorizeStep,
 )
-from .values import ROOT, MatchSpec
+from .values import ROOT, IntOrParam, MatchSpec
 
 GRAPH_ENTRY = "__transform_main"
 GRAPH_SCOPE = "graph"
@@ -460,10 +460,10 @@ class _Emitter:
             # strategy sees it here, and stop: the rest needs the plan.
             emit_probe(self.func.value, self.kernel)
             raise _ProbeDone
-        sizes = as_ints(step.tile_sizes, step.where.child("tile_sizes"))
+        sizes, nums = tile_options(step)
         order = as_ints(step.interchange, step.where.child("interchange")) or None
         handles = plan.handles(self.func.value)
-        roots = fuse_in_strategy(self.func.value, plan.plan, handles, sizes, order)
+        roots = fuse_in_strategy(self.func.value, plan.plan, handles, sizes, order, nums)
         what = ", ".join(r.name for r in plan.plan.roots)
         loops = len(plan.plan.iterators)
         self._produce(ROOT, OpHandle(roots, f"{what} (tiled by fuse_ext)", loops), step)
@@ -564,6 +564,15 @@ def _label(steps: Sequence[Step]) -> str:
     return f"graph steps {names}" + (f" ({place})" if place else "")
 
 
+def tile_options(step: FuseExtStep) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
+    """A resolved fuse_ext step's ``tile_sizes`` and ``tile_nums`` (one is ``None``)."""
+
+    def ints(values: tuple[IntOrParam, ...] | None, key: str) -> tuple[int, ...] | None:
+        return None if values is None else tuple(as_ints(values, step.where.child(key)))
+
+    return ints(step.tile_sizes, "tile_sizes"), ints(step.tile_nums, "tile_nums")
+
+
 def fuse_ext_options(step: FuseExtStep) -> FuseExtOptions:
     """The payload driver's options for a resolved graph-level fuse_ext step."""
     root = payload_criteria(step.root, step.where.child("root"), "fuse_ext")
@@ -573,9 +582,11 @@ def fuse_ext_options(step: FuseExtStep) -> FuseExtOptions:
             "fuse_ext in a graph schedule needs 'root' (a match of the op(s) to tile); "
             "only kernel schedules default to the dispatch root",
         )
+    sizes, nums = tile_options(step)
     return FuseExtOptions(
         root=root,
-        tile_sizes=tuple(as_ints(step.tile_sizes, step.where.child("tile_sizes"))),
+        tile_sizes=sizes,
+        tile_nums=nums,
         interchange=tuple(as_ints(step.interchange, step.where.child("interchange")))
         if step.interchange is not None
         else None,

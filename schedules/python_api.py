@@ -281,8 +281,9 @@ class ScheduleBuilder:
     def fuse_ext(
         self,
         root: MatchSpec | None,
-        tile_sizes: Sequence[IntOrParam],
+        tile_sizes: Sequence[IntOrParam] | None = None,
         *,
+        tile_nums: Sequence[IntOrParam] | None = None,
         interchange: Sequence[IntOrParam] | None = None,
         stop: MatchSpec | None = None,
         intermediates: Intermediates = FuseExtStep.intermediates,
@@ -291,12 +292,14 @@ class ScheduleBuilder:
         """Tile ``root`` and fuse its producer DAG into the loop nest (see fuse_ext docs).
 
         In a kernel schedule, ``root=None`` means the dispatch root; afterwards
-        ``kernel.root`` refers to the tiled root(s).
+        ``kernel.root`` refers to the tiled root(s). Give ``tile_sizes`` (trailing loops
+        left out are not tiled) or ``tile_nums`` (tiles per loop), not both.
         """
         self._schedule.add(
             FuseExtStep,
             root=root,
             tile_sizes=tile_sizes,
+            tile_nums=tile_nums,
             interchange=interchange,
             stop=stop,
             intermediates=intermediates,

@@ -19,7 +19,7 @@ from tdsched.transform_lib.fuse_ext.plan import Intermediates
 from tdsched.transform_lib.script import LoopKind
 from tdsched.transform_lib.tiling import ForallMapping
 
-from .errors import Where
+from .errors import RecipeError, Where
 from .options import Kind, check_options, option
 from .values import ROOT, IntOrParam, MatchSpec
 
@@ -183,7 +183,8 @@ class FuseIntoStep(StepBase):
 class FuseExtStep(StepBase):
     """Tile a root's loops and fuse its producer DAG into the loop nest (ByteIR semantics).
 
-    ``tile_sizes`` has one entry per loop of the root (0 = untiled); parallel dims become
+    ``tile_sizes`` has one entry per loop of the root (0 = untiled; loops left out at the
+    end are not tiled), or ``tile_nums`` a number of tiles per loop; parallel dims become
     the fused loop nest, reduction dims an ``scf.for`` around the root alone, so an
     accumulator initializer is never re-run per reduction step. ``stop`` ops stay outside
     at full size; ``intermediates: yield`` returns intermediates used outside the region
@@ -197,8 +198,15 @@ class FuseExtStep(StepBase):
         Kind.MATCH,
         default=None,
     )
-    tile_sizes: tuple[IntOrParam, ...] = option(
-        "one size per loop of the root, 0 = untiled", Kind.INTS
+    tile_sizes: tuple[IntOrParam, ...] | None = option(
+        "one size per loop of the root, 0 = untiled; trailing loops left out are not tiled",
+        Kind.INTS,
+        default=None,
+    )
+    tile_nums: tuple[IntOrParam, ...] | None = option(
+        "instead of tile_sizes: tiles per loop (size = static range / number, rounded up)",
+        Kind.INTS,
+        default=None,
     )
     interchange: tuple[IntOrParam, ...] | None = option(
         "loop order (reduction loops stay innermost)", Kind.INTS, default=None
@@ -215,6 +223,15 @@ class FuseExtStep(StepBase):
     loop: LoopKind = option(
         "loop kind of the fused nest", Kind.CHOICE, default="forall", choices=get_args(LoopKind)
     )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if (self.tile_sizes is None) == (self.tile_nums is None):
+            raise RecipeError(
+                self.where,
+                "fuse_ext needs one of 'tile_sizes' (a size per loop) and 'tile_nums' "
+                f"(a number of tiles per loop), {'not both' if self.tile_sizes else 'got neither'}",
+            )
 
 
 @register(

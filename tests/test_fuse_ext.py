@@ -202,8 +202,17 @@ def test_loop_for_gives_an_scf_for_nest_in_interchange_order() -> None:
     ("options", "message"),
     [
         (
-            {"root": OpCriteria(op="linalg.matmul"), "tile_sizes": (8, 8)},
-            "2 tile sizes for root linalg.matmul",
+            {"root": OpCriteria(op="linalg.matmul"), "tile_sizes": (8, 8, 4, 2)},
+            r"4 tile_sizes for root linalg.matmul at .*, which has 3 loops \(parallel, "
+            r"parallel, reduction\); give at most one per loop",
+        ),
+        (
+            {"root": OpCriteria(op="linalg.matmul"), "tile_nums": (2, -1)},
+            r"tile_nums must be >= 0, got \[2, -1\]",
+        ),
+        (
+            {"root": OpCriteria(op="linalg.matmul"), "tile_sizes": (8,), "tile_nums": (2,)},
+            "give one of tile_sizes",
         ),
         (
             {"root": OpCriteria(op="linalg.conv_2d_nhwc_hwcf"), "tile_sizes": (8,)},
@@ -228,6 +237,50 @@ def test_precondition_errors_name_the_op_and_the_reason(
 ) -> None:
     with pytest.raises(FuseExtError, match=message):
         fuse_ext(_payload("matmul_bias_relu_both.mlir"), FuseExtOptions(**options))  # type: ignore[arg-type]
+
+
+def test_short_tile_size_lists_leave_the_trailing_loops_untiled() -> None:
+    root = OpCriteria(op="linalg.matmul")
+    _, short, _ = _run("matmul_bias_relu_both.mlir", root=root, tile_sizes=(8, 8))
+    _, full, _ = _run("matmul_bias_relu_both.mlir", root=root, tile_sizes=(8, 8, 0))
+    assert short == full
+    (matmul,) = _contractions(short)
+    assert matmul[0] == "scf.forall"  # no reduction loop: K is not tiled
+
+
+@pytest.mark.parametrize(
+    ("nums", "sizes"),
+    [((4, 5, 6), (8, 8, 4)), ((3, 1), (11, 40)), ((0, 2), (0, 20))],
+)
+def test_tile_nums_divide_each_static_range_rounding_up(
+    nums: tuple[int, ...], sizes: tuple[int, ...]
+) -> None:
+    """The matmul is 32 x 40 x 24: 3 tiles of 32 rows are 11 wide (the last one 10)."""
+    root = OpCriteria(op="linalg.matmul")
+    _, by_nums, _ = _run("matmul_bias_relu_both.mlir", root=root, tile_nums=nums)
+    _, by_sizes, _ = _run("matmul_bias_relu_both.mlir", root=root, tile_sizes=sizes)
+    assert by_nums == by_sizes
+
+
+def test_tile_nums_need_static_loop_ranges() -> None:
+    dynamic = """
+func.func @f(%a: tensor<?x16xf32>) -> tensor<?x16xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %a, %c0 : tensor<?x16xf32>
+  %e = tensor.empty(%n) : tensor<?x16xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>,
+      affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<?x16xf32>) outs(%e : tensor<?x16xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %s = arith.mulf %v, %v : f32
+    linalg.yield %s : f32
+  } -> tensor<?x16xf32>
+  return %r : tensor<?x16xf32>
+}
+"""
+    options = FuseExtOptions(root=OpCriteria(op="linalg.generic"), tile_nums=(4, 2))
+    with pytest.raises(FuseExtError, match=r"loop ranges are not all static; give tile_sizes"):
+        fuse_ext(dynamic, options)
 
 
 _TWO_SPACES = """

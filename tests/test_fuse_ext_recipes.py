@@ -142,9 +142,25 @@ def test_fuse_ext_yaml_field_errors_name_the_line(tmp_path: Path) -> None:
 
 
 def test_fuse_ext_tile_size_mismatch_is_reported_at_the_step(tmp_path: Path) -> None:
-    path = _graph_recipe(tmp_path, "fuse_ext: {root: {op: linalg.generic}, tile_sizes: [8]}")
-    with pytest.raises(RecipeError, match=r"graph_fuse.yaml:5: .*1 tile sizes for root"):
+    path = _graph_recipe(tmp_path, "fuse_ext: {root: {op: linalg.generic}, tile_sizes: [8, 16, 4]}")
+    with pytest.raises(RecipeError, match=r"graph_fuse.yaml:5: .*3 tile_sizes for root"):
         build(plan(load(str(path))), tmp_path / "out")
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ("tile_sizes: [8, 16], tile_nums: [2, 2]", "not both"),
+        ("stop: {op: linalg.matmul}", "got neither"),
+    ],
+)
+def test_fuse_ext_takes_tile_sizes_or_tile_nums(tmp_path: Path, options: str, message: str) -> None:
+    path = _graph_recipe(tmp_path, f"fuse_ext: {{root: {{op: linalg.generic}}, {options}}}")
+    with pytest.raises(
+        RecipeError,
+        match=rf"graph_fuse.yaml:5: graph\[0\]\.fuse_ext: fuse_ext needs one of 'tile_sizes'.*{message}",
+    ):
+        load(str(path))
 
 
 def test_yaml_and_python_fuse_ext_steps_emit_the_same_graph(tmp_path: Path) -> None:

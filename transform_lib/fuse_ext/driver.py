@@ -46,6 +46,7 @@ from .plan import (
     encloses,
     fid_of,
     make_plan,
+    resolve_tile_sizes,
     root_block,
     split_tile_sizes,
 )
@@ -58,7 +59,9 @@ class FuseExtOptions:
     """What to tile and fuse: see ``docs/primitives/fuse_ext.md``."""
 
     root: OpCriteria
-    tile_sizes: tuple[int, ...]
+    tile_sizes: tuple[int, ...] | None = None
+    """One per loop (trailing loops left out: not tiled); or give ``tile_nums``."""
+    tile_nums: tuple[int, ...] | None = None
     interchange: tuple[int, ...] | None = None
     stop: OpCriteria | None = None
     intermediates: Intermediates = "yield"
@@ -120,7 +123,8 @@ def fuse_ext(module_text: str, options: FuseExtOptions) -> tuple[str, FuseExtRep
         plan = make_plan(block_ops, options.intermediates)
         report.plan = plan
         report.outside.extend(plan.outside)
-        parallel, reduction, order = split_tile_sizes(plan, options.tile_sizes, options.interchange)
+        sizes = resolve_tile_sizes(plan, options.tile_sizes, options.tile_nums)
+        parallel, reduction, order = split_tile_sizes(plan, sizes, options.interchange)
         if plan.generalized:
             payload.run(scripts.generalize_script(plan.generalized), "generalize")
         root_fids = [r.fid for r in plan.roots]

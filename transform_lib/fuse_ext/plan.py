@@ -27,6 +27,7 @@ from iree.compiler import ir
 from iree.compiler.passmanager import PassManager
 
 from ..errors import ScheduleError
+from ..graph.generic_build import static_loop_ranges
 from ..payload import ops_under
 
 FID = "tdsched.fid"
@@ -75,6 +76,9 @@ class FusionPlan:
     yielded: tuple[PayloadOp, ...]
     generalized: tuple[PayloadOp, ...]
     outside: tuple[Outside, ...]
+    ranges: tuple[int, ...] | None = None
+    """The roots' static loop ranges (``None`` when one is dynamic or not read from an
+    operand): what ``tile_nums`` divides."""
 
     def is_reshape(self, op: PayloadOp) -> bool:
         return op.name in RESHAPES
@@ -164,8 +168,17 @@ def _top_level_user(user: ir.Operation, block_ops: Sequence[ir.Operation]) -> in
     return None
 
 
-def iterator_types(block_ops: Sequence[ir.Operation]) -> dict[int, tuple[str, ...]]:
-    """Iterator types (``parallel``/``reduction``) of every structured op, by fid.
+@dataclass(frozen=True)
+class Loops:
+    """A structured op's loops: their iterator types and static ranges."""
+
+    iterators: tuple[str, ...]
+    ranges: tuple[int, ...] | None
+    """``None`` when a range is dynamic or not read from an operand."""
+
+
+def loops_of(block_ops: Sequence[ir.Operation]) -> dict[int, Loops]:
+    """The loops (``parallel``/``reduction``, static ranges) of every structured op, by fid.
 
     Named ops carry no iterator list, so they are read from a generalized copy of the
     enclosing function (generalization keeps the ``tdsched.fid`` attributes).
@@ -174,13 +187,14 @@ def iterator_types(block_ops: Sequence[ir.Operation]) -> dict[int, tuple[str, ..
     assert func is not None
     copy = ir.Module.parse(str(func))
     PassManager.parse("builtin.module(func.func(linalg-generalize-named-ops))").run(copy.operation)
-    found: dict[int, tuple[str, ...]] = {}
+    found: dict[int, Loops] = {}
 
     def visit(op: ir.Operation) -> ir.WalkResult:
         fid = fid_of(op)
         if fid is not None and "iterator_types" in op.attributes:
             types = ir.ArrayAttr(op.attributes["iterator_types"])
-            found[fid] = tuple(str(t).split("<")[-1].rstrip(">") for t in types)
+            iterators = tuple(str(t).split("<")[-1].rstrip(">") for t in types)
+            found[fid] = Loops(iterators, static_loop_ranges(op))
         return ir.WalkResult.ADVANCE
 
     copy.operation.walk(visit)
@@ -219,7 +233,8 @@ def make_plan(
     roots = [op for op in block_ops if ROOT_TAG in op.attributes]
     if not roots:
         raise FuseExtError("fuse_ext: the root match selected no op in the function")
-    iterators = iterator_types(block_ops)
+    loops = loops_of(block_ops)
+    iterators = {fid: info.iterators for fid, info in loops.items()}
     for root in roots:
         if _payload(root).fid not in iterators:
             raise FuseExtError(
@@ -262,6 +277,7 @@ def make_plan(
         yielded=tuple(yielded),
         generalized=tuple(generalized),
         outside=tuple(outside),
+        ranges=loops[_payload(roots[0]).fid].ranges,
     )
 
 
@@ -319,24 +335,54 @@ def producer_dag(
     return producers, list(outside.values())
 
 
+def resolve_tile_sizes(
+    plan: FusionPlan, tile_sizes: Sequence[int] | None, tile_nums: Sequence[int] | None = None
+) -> list[int]:
+    """One tile size per loop of the roots, from ``tile_sizes`` (trailing loops left out
+    are not tiled) or from ``tile_nums`` (tiles per loop, each size the loop's static
+    range divided by its number, rounded up; 0 = not tiled), exactly one of the two.
+
+    Raises :class:`FuseExtError` for both or neither, a list longer than the loops,
+    negative entries, or ``tile_nums`` over a loop with no static range.
+    """
+    iters = plan.iterators
+    what = plan.roots[0].describe()
+    option, given = ("tile_sizes", tile_sizes) if tile_nums is None else ("tile_nums", tile_nums)
+    if given is None or (tile_sizes is not None and tile_nums is not None):
+        raise FuseExtError("fuse_ext: give one of tile_sizes (per loop) and tile_nums")
+    if len(given) > len(iters):
+        raise FuseExtError(
+            f"fuse_ext: {len(given)} {option} for root {what}, which has {len(iters)} loops "
+            f"({', '.join(iters)}); give at most one per loop (0 = not tiled; loops left "
+            "out at the end are not tiled)"
+        )
+    if any(s < 0 for s in given):
+        raise FuseExtError(f"fuse_ext: {option} must be >= 0, got {list(given)}")
+    padded = [*given, *[0] * (len(iters) - len(given))]
+    if tile_nums is None:
+        return padded
+    ranges = plan.ranges
+    if ranges is None and any(padded):
+        raise FuseExtError(
+            f"fuse_ext: tile_nums {list(given)} for root {what}, whose loop ranges are not "
+            "all static; give tile_sizes instead"
+        )
+    assert ranges is not None or not any(padded)
+    return [-(-ranges[d] // n) if n and ranges else 0 for d, n in enumerate(padded)]
+
+
 def split_tile_sizes(
     plan: FusionPlan, tile_sizes: Sequence[int], interchange: Sequence[int] | None
 ) -> tuple[list[int], list[int], list[int]]:
     """Parallel sizes (the forall), reduction sizes (scf.for) and the loop order to use.
 
-    Raises :class:`FuseExtError` when the sizes do not fit the roots' loops, no parallel
-    loop is tiled, or ``interchange`` would put a reduction loop outside a parallel one.
+    ``tile_sizes``: one per loop, as :func:`resolve_tile_sizes` returns. Raises
+    :class:`FuseExtError` when no parallel loop is tiled, or ``interchange`` would put a
+    reduction loop outside a parallel one.
     """
     iters = plan.iterators
     sizes = list(tile_sizes)
     what = plan.roots[0].describe()
-    if len(sizes) != len(iters):
-        raise FuseExtError(
-            f"fuse_ext: {len(sizes)} tile sizes for root {what}, which has {len(iters)} loops "
-            f"({', '.join(iters)}); give one size per loop (0 = not tiled)"
-        )
-    if any(s < 0 for s in sizes):
-        raise FuseExtError(f"fuse_ext: tile sizes must be >= 0, got {sizes}")
     parallel = [s if it == "parallel" else 0 for s, it in zip(sizes, iters, strict=True)]
     reduction = [s if it == "reduction" else 0 for s, it in zip(sizes, iters, strict=True)]
     if not any(parallel):

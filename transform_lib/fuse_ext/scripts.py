@@ -24,7 +24,15 @@ from ..codegen_tail import distribute_to_workgroups
 from ..match import OpCriteria, match_ops
 from ..script import OpHandle, TransformScript, any_op
 from ..tiling import mapping_attribute
-from .plan import FID, ROOT_TAG, STOP_TAG, FusionPlan, PayloadOp, split_tile_sizes
+from .plan import (
+    FID,
+    ROOT_TAG,
+    STOP_TAG,
+    FusionPlan,
+    PayloadOp,
+    resolve_tile_sizes,
+    split_tile_sizes,
+)
 
 ENTRY = "__fuse_ext"
 LOOP_TAG = "tdsched.fuse_loop"
@@ -109,17 +117,20 @@ def fuse_in_strategy(
     func: ir.Value,
     plan: FusionPlan,
     handles: dict[int, ir.Value],
-    tile_sizes: Sequence[int],
+    tile_sizes: Sequence[int] | None,
     interchange: Sequence[int] | None,
+    tile_nums: Sequence[int] | None = None,
 ) -> ir.Value:
     """The whole fuse_ext inside a kernel strategy; returns a handle to the tiled roots.
+    ``tile_sizes`` or ``tile_nums``: see :func:`~.plan.resolve_tile_sizes`.
 
     ``handles`` maps each planned op's fid to a handle (see :mod:`.probe`). The roots'
     parallel dims become the workgroup ``scf.forall`` (IREE's workgroup count follows it),
     producers are fused one by one in reverse program order, and reduction dims are tiled
     last, around the roots alone.
     """
-    parallel, reduction, order = split_tile_sizes(plan, tile_sizes, interchange)
+    sizes = resolve_tile_sizes(plan, tile_sizes, tile_nums)
+    parallel, reduction, order = split_tile_sizes(plan, sizes, interchange)
     handles.update(generalize_ops(lambda op: handles[op.fid], plan.generalized))
     loop, roots = tile_roots(lambda op: handles[op.fid], plan.roots, parallel, workgroups=True)
     for op in reversed(plan.producers):
