@@ -219,8 +219,8 @@ def test_loop_for_gives_an_scf_for_nest_in_interchange_order() -> None:
             "the root match selected no op",
         ),
         (
-            {"root": OpCriteria(op="linalg.matmul"), "tile_sizes": (0, 0, 4)},
-            "no parallel loop of root linalg.matmul",
+            {"root": OpCriteria(op="linalg.matmul"), "tile_sizes": (0, 0, 0)},
+            r"no loop of root linalg.matmul at .* is tiled \(sizes \[0, 0, 0\]",
         ),
         (
             {
@@ -237,6 +237,55 @@ def test_precondition_errors_name_the_op_and_the_reason(
 ) -> None:
     with pytest.raises(FuseExtError, match=message):
         fuse_ext(_payload("matmul_bias_relu_both.mlir"), FuseExtOptions(**options))  # type: ignore[arg-type]
+
+
+def test_reduction_only_tiling_fuses_input_producers_into_the_reduction_loop() -> None:
+    """ByteIR's producer-into-reduction-loop form: the first matmul (and relu, and its own
+    fill) is computed per k-tile of the second; the second's fill stays before the loop."""
+    _, after, lines = _run("matmul_chain_k.mlir", root=TEST_ROOT, tile_sizes=(0, 0, 8))
+    ops = _ops(after)
+    top = [name for name, parents, _ in ops if parents == ["func.func", "builtin.module"]]
+    assert [n for n in top if n.startswith(("linalg.", "scf."))] == ["linalg.fill", "scf.for"]
+    in_loop = [name for name, parents, _ in ops if parents[:1] == ["scf.for"]]
+    assert [n for n in in_loop if n.startswith("linalg.")] == [
+        "linalg.fill",
+        "linalg.generic",
+        "linalg.matmul",
+        "linalg.matmul",
+    ]
+    assert "to %c32 step %c8 iter_args(" in after  # the K of 32, 8 at a time
+    assert lines[1:4] == [
+        '  fused linalg.matmul at loc("-":15:9)',
+        '  fused linalg.fill at loc("-":14:9)',
+        '  fused linalg.generic at loc("-":8:9)',
+    ]
+    assert lines[4] == (
+        '  kept outside: linalg.fill at loc("-":17:9): the accumulator\'s initializer: it '
+        "stays before the reduction loop, which carries its value"
+    )
+
+
+def test_reduction_only_tiling_computes_an_intermediate_used_after_the_loop_twice() -> None:
+    before = (
+        _payload("matmul_chain_k.mlir")
+        .replace(
+            "return %m2 : tensor<16x20xf32>",
+            "return %m2, %m1 : tensor<16x20xf32>, tensor<16x32xf32>",
+        )
+        .replace("-> tensor<16x20xf32> {", "-> (tensor<16x20xf32>, tensor<16x32xf32>) {")
+    )
+    after, report = fuse_ext(before, FuseExtOptions(root=TEST_ROOT, tile_sizes=(0, 0, 8)))
+    assert check_equivalent(before, after).equivalent
+    lines = report.lines()
+    assert any(
+        line.startswith(
+            '  kept outside: linalg.matmul at loc("-":15:9): also computed in full '
+            "outside: its result is used after the reduction loop"
+        )
+        for line in lines
+    ), lines
+    matmuls = [parents[0] for name, parents, _ in _ops(after) if name == "linalg.matmul"]
+    assert sorted(matmuls) == ["func.func", "scf.for", "scf.for"]
 
 
 def test_short_tile_size_lists_leave_the_trailing_loops_untiled() -> None:
@@ -309,3 +358,18 @@ func.func @f(%x: tensor<8x8xf32>, %y: tensor<8xf32>) -> (tensor<8x8xf32>, tensor
 def test_roots_with_different_loops_are_refused() -> None:
     with pytest.raises(FuseExtError, match="do not share one iteration space"):
         fuse_ext(_TWO_SPACES, FuseExtOptions(root=TEST_ROOT, tile_sizes=(4, 4)))
+
+
+def test_a_kernel_fuse_ext_must_tile_a_parallel_loop() -> None:
+    """Inside IREE the parallel forall forms the workgroups: reduction-only is payload-only."""
+    from tdsched.transform_lib.fuse_ext.plan import FusionPlan, PayloadOp, split_tile_sizes
+
+    matmul = PayloadOp(0, "linalg.matmul", "loc(here)")
+    plan = FusionPlan((matmul,), ("parallel", "parallel", "reduction"), (), (), (), ())
+    with pytest.raises(FuseExtError, match="in a kernel schedule fuse_ext's parallel loops form"):
+        split_tile_sizes(plan, [0, 0, 8], None)
+    assert split_tile_sizes(plan, [0, 0, 8], None, reduction_only=True) == (
+        [0, 0, 0],
+        [0, 0, 8],
+        [0, 1, 2],
+    )

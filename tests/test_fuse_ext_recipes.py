@@ -41,6 +41,20 @@ def test_graph_level_fuse_ext_is_checked_by_the_numpy_evaluator(tmp_path: Path) 
     assert report.time_ms is None
 
 
+@pytest.mark.parametrize(
+    "step",
+    [
+        "fuse_ext: {root: {op: linalg.matmul}, tile_sizes: [0, 0, 8]}",
+        "fuse_ext: {root: {op: linalg.matmul}, tile_nums: [2, 3]}",
+    ],
+)
+def test_reduction_only_and_tile_nums_recipes_are_checked_by_the_numpy_evaluator(
+    tmp_path: Path, step: str
+) -> None:
+    report = run(plan(load(str(_graph_recipe(tmp_path, step)))), time_it=False)
+    _ok(report)
+
+
 def test_apply_prints_what_graph_level_fuse_ext_fused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -46,6 +46,7 @@ from .plan import (
     encloses,
     fid_of,
     make_plan,
+    reduction_only_plan,
     resolve_tile_sizes,
     root_block,
     split_tile_sizes,
@@ -124,30 +125,65 @@ def fuse_ext(module_text: str, options: FuseExtOptions) -> tuple[str, FuseExtRep
         report.plan = plan
         report.outside.extend(plan.outside)
         sizes = resolve_tile_sizes(plan, options.tile_sizes, options.tile_nums)
-        parallel, reduction, order = split_tile_sizes(plan, sizes, options.interchange)
-        if plan.generalized:
-            payload.run(scripts.generalize_script(plan.generalized), "generalize")
+        parallel, reduction, order = split_tile_sizes(
+            plan, sizes, options.interchange, reduction_only=True
+        )
         root_fids = [r.fid for r in plan.roots]
-        payload.run(scripts.tile_roots_script(plan.roots, parallel), "tiling the roots")
-        for producer in reversed(plan.producers):
-            _fuse_one(payload, block, producer, plan, report)
-        if any(reduction):
+        if not any(parallel):
+            plan = reduction_only_plan(plan, block_ops)
+            report.plan = plan
+            report.outside = list(plan.outside)
             payload.run(
-                scripts.tile_reductions_script(plan.roots, reduction, order), "reduction tiling"
+                scripts.tile_reduction_loop_script(plan.roots[0], reduction, order),
+                "reduction tiling",
             )
-        if options.loop == "for":
+            for producer in reversed(plan.producers):
+                _fuse_one(payload, block, producer, plan, report)
+        else:
+            _parallel_nest(payload, block, plan, report, parallel, reduction, order)
+        if options.loop == "for" and any(parallel):
             loop = _tag_loop(block, root_fids)
             tiled = [d for d, s in enumerate(parallel) if s]
             rewrites.forall_to_for(loop, [tiled.index(d) for d in order if d in tiled])
         payload.run(scripts.cleanup_script(), "cleanup")
         # Report from the IR, not the plan: a fused op still at full size outside the
         # loop nest (a result the loop does not yield) is computed twice.
-        report.also_outside = [p for p in report.fused if _top_level(block, p.fid) is not None]
+        reported = {o.op.fid for o in report.outside}
+        report.also_outside = [
+            p
+            for p in report.fused
+            if p.fid not in reported and _top_level(block, p.fid) is not None
+        ]
         strip_attributes(module.operation, _TAGS)
         if not module.operation.verify():
             raise FuseExtError("fuse_ext: produced an invalid module (please report)")
         report.seconds = time.perf_counter() - start
         return str(module), report
+
+
+def _parallel_nest(
+    payload: _Payload,
+    block: ir.Block,
+    plan: FusionPlan,
+    report: FuseExtReport,
+    parallel: list[int],
+    reduction: list[int],
+    order: list[int],
+) -> None:
+    """Tile the roots' parallel dims into the forall, fuse the producers into it, then
+    tile the reductions around the roots alone."""
+    if plan.generalized:
+        payload.run(scripts.generalize_script(plan.generalized), "generalize")
+    payload.run(scripts.tile_roots_script(plan.roots, parallel), "tiling the roots")
+    for producer in reversed(plan.producers):
+        _fuse_one(payload, block, producer, plan, report)
+    if any(reduction):
+        payload.run(
+            scripts.tile_reductions_script(plan.roots, reduction, order), "reduction tiling"
+        )
+
+
+_LOOPS = ("scf.forall", "scf.for")
 
 
 def _tag_loop(block: ir.Block, root_fids: list[int]) -> ir.Operation:
@@ -159,7 +195,7 @@ def _tag_loop(block: ir.Block, root_fids: list[int]) -> ir.Operation:
     tagged = [
         op.operation
         for op in block.operations
-        if op.operation.name == "scf.forall" and scripts.LOOP_TAG in op.operation.attributes
+        if op.operation.name in _LOOPS and scripts.LOOP_TAG in op.operation.attributes
     ]
     if len(tagged) == 1:
         return tagged[0]
@@ -168,7 +204,7 @@ def _tag_loop(block: ir.Block, root_fids: list[int]) -> ir.Operation:
         op = op.operation
         if scripts.LOOP_TAG in op.attributes:
             del op.attributes[scripts.LOOP_TAG]
-        if op.name == "scf.forall" and _contains(op, set(root_fids)):
+        if op.name in _LOOPS and _contains(op, set(root_fids)):
             loop = op
     if loop is None:
         raise FuseExtError("fuse_ext: lost track of the loop nest (please report)")

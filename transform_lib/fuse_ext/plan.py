@@ -19,6 +19,7 @@ Ops are identified by a ``tdsched.fid`` attribute (their index in the block), be
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -372,23 +373,34 @@ def resolve_tile_sizes(
 
 
 def split_tile_sizes(
-    plan: FusionPlan, tile_sizes: Sequence[int], interchange: Sequence[int] | None
+    plan: FusionPlan,
+    tile_sizes: Sequence[int],
+    interchange: Sequence[int] | None,
+    *,
+    reduction_only: bool = False,
 ) -> tuple[list[int], list[int], list[int]]:
     """Parallel sizes (the forall), reduction sizes (scf.for) and the loop order to use.
 
-    ``tile_sizes``: one per loop, as :func:`resolve_tile_sizes` returns. Raises
-    :class:`FuseExtError` when no parallel loop is tiled, or ``interchange`` would put a
-    reduction loop outside a parallel one.
+    ``tile_sizes``: one per loop, as :func:`resolve_tile_sizes` returns.
+    ``reduction_only``: whether tiling only reduction loops is allowed (on a payload,
+    :func:`reduction_only_plan`; a kernel's forall forms its workgroups). Raises
+    :class:`FuseExtError` when nothing is tiled, no parallel loop is tiled where one must
+    be, or ``interchange`` would put a reduction loop outside a parallel one.
     """
     iters = plan.iterators
     sizes = list(tile_sizes)
     what = plan.roots[0].describe()
     parallel = [s if it == "parallel" else 0 for s, it in zip(sizes, iters, strict=True)]
     reduction = [s if it == "reduction" else 0 for s, it in zip(sizes, iters, strict=True)]
-    if not any(parallel):
+    if not any(sizes):
+        raise FuseExtError(
+            f"fuse_ext: no loop of root {what} is tiled (sizes {sizes}, loops {list(iters)})"
+        )
+    if not any(parallel) and not reduction_only:
         raise FuseExtError(
             f"fuse_ext: no parallel loop of root {what} is tiled (sizes {sizes}, loops "
-            f"{list(iters)}); producers are fused into the parallel loops"
+            f"{list(iters)}); in a kernel schedule fuse_ext's parallel loops form the "
+            "workgroups: tile a parallel loop, and the reductions with a later 'tile' step"
         )
     order = list(interchange) if interchange else list(range(len(sizes)))
     if sorted(order) != list(range(len(sizes))):
@@ -405,3 +417,62 @@ def split_tile_sizes(
             "initializer stays outside them"
         )
     return parallel, reduction, order
+
+
+def _inputs(op: ir.Operation) -> list[ir.Value]:
+    """A structured op's input operands (``ins``), its inits left out."""
+    segments = ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])
+    return list(op.operands)[: segments[0]]
+
+
+def reduction_only_plan(plan: FusionPlan, block_ops: Sequence[ir.Operation]) -> FusionPlan:
+    """The plan when only the root's reduction loops are tiled (payload level).
+
+    The reduction loop (``scf.for``) carries the root's accumulator, so what produces
+    the root's inits (a ``linalg.fill``) stays before it, as the loop's ``iter_args``
+    value; producers of the root's inputs are fused into the loop, computed per
+    reduction tile. The loop yields only the root: an intermediate also used after it
+    is computed there in full as well. Raises :class:`FuseExtError` for several roots.
+    """
+    if len(plan.roots) != 1:
+        raise FuseExtError(
+            "fuse_ext: tiling only reduction loops takes one root, got "
+            + ", ".join(r.describe() for r in plan.roots)
+        )
+    planned = {op.fid for op in plan.producers}
+    into_loop: set[int] = set()
+    work = _inputs(block_ops[plan.roots[0].fid])
+    while work:
+        producer = _defining_op(work.pop())
+        fid = None if producer is None else fid_of(producer)
+        if producer is None or fid not in planned or fid in into_loop:
+            continue
+        assert fid is not None
+        into_loop.add(fid)
+        work.extend(producer.operands)
+    outside = list(plan.outside)
+    for op in plan.producers:
+        if op.fid not in into_loop:
+            outside.append(
+                Outside(
+                    op,
+                    "the accumulator's initializer: it stays before the reduction loop, "
+                    "which carries its value",
+                )
+            )
+    for op in plan.yielded:
+        if op.fid in into_loop:
+            outside.append(
+                Outside(
+                    op,
+                    "also computed in full outside: its result is used after the reduction "
+                    "loop, which yields only the root (tile a parallel loop to yield it)",
+                )
+            )
+    return dataclasses.replace(
+        plan,
+        producers=tuple(op for op in plan.producers if op.fid in into_loop),
+        yielded=(),
+        generalized=(),
+        outside=tuple(outside),
+    )

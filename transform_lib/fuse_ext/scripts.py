@@ -104,13 +104,17 @@ def tile_reductions(
     roots: Sequence[ir.Value], sizes: Sequence[int], order: Sequence[int]
 ) -> list[ir.Value]:
     """Tile the roots' reduction dims with ``scf.for`` (only the root is in those loops)."""
+    return [_tile_for(root, sizes, order).tiled_linalg_op for root in roots]
+
+
+def _tile_for(
+    op: ir.Value, sizes: Sequence[int], order: Sequence[int]
+) -> structured.TileUsingForOp:
+    """Tile ``op`` by ``sizes`` (0: not tiled) with ``scf.for`` loops in ``order``."""
     n_loops = sum(1 for s in sizes if s)
-    return [
-        structured.TileUsingForOp(
-            [any_op()] * n_loops, root, sizes=list(sizes), interchange=list(order)
-        ).tiled_linalg_op
-        for root in roots
-    ]
+    return structured.TileUsingForOp(
+        [any_op()] * n_loops, op, sizes=list(sizes), interchange=list(order)
+    )
 
 
 def fuse_in_strategy(
@@ -201,6 +205,18 @@ def fuse_producer_script(op: PayloadOp) -> str:
     def body(scope: ir.Value) -> None:
         loop = fuse_producer(scope, _tagged_loop(scope), select(scope, op.fid), op)
         _canonicalize(loop)
+
+    return _script(body)
+
+
+def tile_reduction_loop_script(root: PayloadOp, sizes: Sequence[int], order: Sequence[int]) -> str:
+    """Tile ``root``'s reduction dims with ``scf.for`` and tag the outermost loop: the
+    nest producers are then fused into (reduction-only tiling)."""
+
+    def body(scope: ir.Value) -> None:
+        tiled = _tile_for(select(scope, root.fid), sizes, order)
+        transform.AnnotateOp(tiled.loops[0], LOOP_TAG)
+        _canonicalize(tiled.loops[0])
 
     return _script(body)
 
