@@ -373,3 +373,23 @@ def test_a_kernel_fuse_ext_must_tile_a_parallel_loop() -> None:
         [0, 0, 8],
         [0, 1, 2],
     )
+
+
+@pytest.mark.parametrize("loop", ["forall", "for"])
+def test_every_loop_fuse_ext_makes_is_labelled_parallel_or_reduction(loop: str) -> None:
+    _, after, _ = _run(
+        "matmul_bias_relu_both.mlir",
+        root=OpCriteria(op="linalg.matmul"),
+        tile_sizes=(8, 8, 4),
+        loop=loop,
+    )
+    labels = {
+        (name, str(op.attributes["tdsched.loop"]))
+        for name, _, op in _ops(after)
+        if name in ("scf.for", "scf.forall")
+    }
+    parallel = "scf.forall" if loop == "forall" else "scf.for"
+    assert labels == {("scf.for", '"reduction"'), (parallel, '"parallel"')}
+    _, after, _ = _run("matmul_chain_k.mlir", root=TEST_ROOT, tile_sizes=(0, 0, 8))
+    (k_loop,) = [op for name, _, op in _ops(after) if name == "scf.for"]
+    assert str(k_loop.attributes["tdsched.loop"]) == '"reduction"'

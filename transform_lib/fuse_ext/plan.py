@@ -34,6 +34,9 @@ from ..payload import ops_under
 FID = "tdsched.fid"
 ROOT_TAG = "tdsched.fuse_root"
 STOP_TAG = "tdsched.fuse_stop"
+LOOP_ROLE = "tdsched.loop"
+"""On a payload, every loop fuse_ext makes is labelled ``tdsched.loop = "parallel"`` or
+``"reduction"`` (cf. ByteIR's ``tile_loop_hint``), for passes and readers after it."""
 
 Intermediates = Literal["yield", "recompute"]
 

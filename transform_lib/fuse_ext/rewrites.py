@@ -22,7 +22,7 @@ from functools import reduce
 from iree.compiler import ir
 from iree.compiler.dialects import arith, scf, tensor
 
-from .plan import FuseExtError
+from .plan import LOOP_ROLE, FuseExtError
 
 _DYNAMIC = ir.ShapedType.get_dynamic_size()
 
@@ -357,6 +357,7 @@ def forall_to_for(forall: ir.Operation, order: Sequence[int]) -> ir.Operation:
             loop = scf.ForOp(
                 lb, ub, step, carried, ip=ir.InsertionPoint(loops[-1].body) if loops else None
             )
+            loop.operation.attributes[LOOP_ROLE] = ir.StringAttr.get("parallel")
             loops.append(loop)
             ivs[dim] = loop.induction_variable
             carried = list(loop.inner_iter_args)

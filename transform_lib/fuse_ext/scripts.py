@@ -26,6 +26,7 @@ from ..script import OpHandle, TransformScript, any_op
 from ..tiling import mapping_attribute
 from .plan import (
     FID,
+    LOOP_ROLE,
     ROOT_TAG,
     STOP_TAG,
     FusionPlan,
@@ -36,6 +37,12 @@ from .plan import (
 
 ENTRY = "__fuse_ext"
 LOOP_TAG = "tdsched.fuse_loop"
+
+
+def label_loop(loop: ir.Value, role: str) -> None:
+    """Label the loops ``loop`` holds with :data:`LOOP_ROLE` ``role``."""
+    value = transform.ParamConstantOp(transform.AnyParamType.get(), ir.StringAttr.get(role))
+    transform.AnnotateOp(loop, LOOP_ROLE, param=value.param)
 
 
 # --- builders (insert at the current insertion point) ---------------------------------
@@ -196,6 +203,7 @@ def tile_roots_script(roots: Sequence[PayloadOp], sizes: Sequence[int]) -> str:
     def body(scope: ir.Value) -> None:
         loop, _ = tile_roots(_by_fid(scope), roots, sizes, workgroups=False)
         transform.AnnotateOp(loop, LOOP_TAG)
+        label_loop(loop, "parallel")
         _canonicalize(loop)
 
     return _script(body)
@@ -215,6 +223,8 @@ def tile_reduction_loop_script(root: PayloadOp, sizes: Sequence[int], order: Seq
 
     def body(scope: ir.Value) -> None:
         tiled = _tile_for(select(scope, root.fid), sizes, order)
+        for loop in tiled.loops:
+            label_loop(loop, "reduction")
         transform.AnnotateOp(tiled.loops[0], LOOP_TAG)
         _canonicalize(tiled.loops[0])
 
@@ -225,7 +235,9 @@ def tile_reductions_script(
     roots: Sequence[PayloadOp], sizes: Sequence[int], order: Sequence[int]
 ) -> str:
     def body(scope: ir.Value) -> None:
-        tile_reductions([select(scope, r.fid) for r in roots], sizes, order)
+        for root in roots:
+            for loop in _tile_for(select(scope, root.fid), sizes, order).loops:
+                label_loop(loop, "reduction")
 
     return _script(body)
 
