@@ -97,6 +97,28 @@ def test_kernel_fuse_ext_strategy_fuses_by_position_not_attribute(tmp_path: Path
     assert any("fused linalg.matmul" in r for r in files.reports)
 
 
+def test_kernel_fuse_ext_tile_nums_build_the_tile_sizes_strategy(
+    target: str, tmp_path: Path
+) -> None:
+    """tile_nums inside IREE: 256 / TM and 256 / TN tiles are the shipped recipe's
+    tile_sizes (x86 64 x 128, Vulkan 32 x 64), so the strategy is the same, and it runs
+    right on the target."""
+    shipped = Path(load(f"matmul_bias_relu_fuse_ext_{target}").source)
+    nums = {"x86": "[4, 2]", "vulkan": "[8, 4]"}[target]
+    by_nums = tmp_path / "by_nums.yaml"
+    by_nums.write_text(
+        shipped.read_text().replace('tile_sizes: ["${TM}", "${TN}"]', f"tile_nums: {nums}")
+    )
+    p_sizes = plan(load(str(shipped)), None, MBR_SMALL)
+    p_nums = plan(load(str(by_nums)), None, MBR_SMALL)
+    sizes_files = build(p_sizes, tmp_path / "sizes")
+    nums_files = build(p_nums, tmp_path / "nums")
+    assert sizes_files.kernel_library is not None and nums_files.kernel_library is not None
+    nums_text = nums_files.kernel_library.read_text().replace(str(by_nums), "RECIPE")
+    assert nums_text == sizes_files.kernel_library.read_text().replace(str(shipped), "RECIPE")
+    _ok(run(p_nums, time_it=False))
+
+
 def test_resnet_block_recipes_match_numpy(target: str) -> None:
     _ok(run(plan(load(f"resnet_block_{target}")), time_it=False))
 

@@ -363,16 +363,14 @@ def resolve_tile_sizes(
     if any(s < 0 for s in given):
         raise FuseExtError(f"fuse_ext: {option} must be >= 0, got {list(given)}")
     padded = [*given, *[0] * (len(iters) - len(given))]
-    if tile_nums is None:
+    if tile_nums is None or not any(padded):
         return padded
-    ranges = plan.ranges
-    if ranges is None and any(padded):
+    if plan.ranges is None:
         raise FuseExtError(
             f"fuse_ext: tile_nums {list(given)} for root {what}, whose loop ranges are not "
             "all static; give tile_sizes instead"
         )
-    assert ranges is not None or not any(padded)
-    return [-(-ranges[d] // n) if n and ranges else 0 for d, n in enumerate(padded)]
+    return [-(-size // n) if n else 0 for size, n in zip(plan.ranges, padded, strict=True)]
 
 
 def split_tile_sizes(
