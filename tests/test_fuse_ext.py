@@ -164,16 +164,58 @@ def test_a_slice_cut_along_two_dims_of_a_group_is_refused_with_the_reason() -> N
     assert "is cut along dim 1 and also along dim 2" in reason
 
 
-def test_a_result_the_loop_does_not_yield_is_reported_from_the_ir_not_the_plan() -> None:
-    # add/sub in one generic: the root reads add (fused), sub is returned. The loop nest
-    # yields only add, so the generic also stays outside in full: the report says so
-    # instead of the plan's "yielded by the loop nest".
+def test_every_used_result_of_a_multi_result_producer_is_yielded_once() -> None:
+    # add/sub in one generic: the root reads add (fused), sub is returned. Upstream fusion
+    # yields only add; fuse_ext also yields sub from the tile, so the generic runs once.
     _, after, lines = _run("two_results_one_returned.mlir", root=TEST_ROOT, tile_sizes=(4, 8))
-    multi = [parents[0] for name, parents, op in _ops(after) if len(op.results) == 2]
-    assert sorted(multi) == ["func.func", "scf.forall"]  # computed twice
+    multi = [
+        parents[0]
+        for name, parents, op in _ops(after)
+        if name == "linalg.generic" and len(op.results) == 2
+    ]
+    assert multi == ["scf.forall"]  # only its tile: no full-size copy outside
+    forall = next(op for name, _, op in _ops(after) if name == "scf.forall")
+    assert "tensor.parallel_insert_slice %5#1" in str(forall)
+    assert forall.attributes["tdsched.loop"] == ir.StringAttr.get("parallel", forall.context)
     fused = next(line for line in lines if line.lstrip().startswith("fused"))
-    assert "also computed in full outside the loop nest" in fused
-    assert "yielded by the loop nest)" not in fused
+    assert fused.endswith("(yielded by the loop nest)")
+
+
+@pytest.mark.parametrize("loop", ["forall", "for"])
+def test_both_results_returned_are_yielded_and_the_loop_keeps_its_label(loop: str) -> None:
+    # Upstream yields add by rebuilding the forall (dropping its attributes); fuse_ext
+    # yields sub, and the rebuilt loop is labelled again.
+    _, after, lines = _run(
+        "two_results_both_returned.mlir", root=TEST_ROOT, tile_sizes=(4, 8), loop=loop
+    )
+    ops = _ops(after)
+    multi = [
+        parents[0] for name, parents, op in ops if name == "linalg.generic" and len(op.results) == 2
+    ]
+    assert multi == ["scf.forall" if loop == "forall" else "scf.for"]
+    outer = next(
+        op for name, parents, op in ops if name == f"scf.{loop}" and parents[0] == "func.func"
+    )
+    assert len(outer.results) == 3
+    assert "parallel" in str(outer.attributes["tdsched.loop"])
+    assert any(line.endswith("(yielded by the loop nest)") for line in lines)
+
+
+@pytest.mark.parametrize("payload", ["elementwise_returned.mlir", "two_results_both_returned.mlir"])
+def test_recompute_keeps_a_generic_producer_in_full_outside_as_reported(payload: str) -> None:
+    # Upstream fusion would yield a generic used after the loop; with recompute it stays
+    # outside in full (the report's "kept outside" is true) and the loop yields the root.
+    _, after, lines = _run(payload, root=TEST_ROOT, tile_sizes=(4, 8), intermediates="recompute")
+    ops = _ops(after)
+    producers = [
+        p[0]
+        for name, p, op in ops
+        if name == "linalg.generic" and "tdsched.test_root" not in op.attributes
+    ]
+    assert sorted(producers) == ["func.func", "scf.forall"]
+    forall = next(op for name, _, op in ops if name == "scf.forall")
+    assert len(forall.results) == 1
+    assert any("intermediates: recompute" in line for line in lines)
 
 
 def test_several_roots_share_one_loop_nest_and_the_shared_producer() -> None:

@@ -34,6 +34,7 @@ from ..script import LoopKind
 from . import rewrites, scripts
 from .plan import (
     FID,
+    LOOP_ROLE,
     ROOT_TAG,
     STOP_TAG,
     FuseExtError,
@@ -189,8 +190,9 @@ _LOOPS = ("scf.forall", "scf.for")
 def _tag_loop(block: ir.Block, root_fids: list[int]) -> ir.Operation:
     """Find the loop nest holding the roots and put the loop tag on it (only on it).
 
-    Transforms that replace the loop keep its attributes, so a tagged top-level forall is
-    the loop; walking loops for the roots is the fallback.
+    A tagged top-level loop is the loop. Upstream fusion that adds a result to the forall
+    rebuilds it without its attributes; then walking loops for the roots finds it, and it
+    gets its tag and its ``parallel`` label back.
     """
     tagged = [
         op.operation
@@ -199,6 +201,15 @@ def _tag_loop(block: ir.Block, root_fids: list[int]) -> ir.Operation:
     ]
     if len(tagged) == 1:
         return tagged[0]
+    loop = _find_loop(block, root_fids)
+    loop.attributes[scripts.LOOP_TAG] = ir.UnitAttr.get()
+    if loop.name == "scf.forall" and LOOP_ROLE not in loop.attributes:
+        loop.attributes[LOOP_ROLE] = ir.StringAttr.get("parallel")
+    return loop
+
+
+def _find_loop(block: ir.Block, root_fids: list[int]) -> ir.Operation:
+    """The top-level loop of ``block`` holding the roots; drops stale loop tags on the way."""
     loop = None
     for op in block.operations:
         op = op.operation
@@ -208,7 +219,6 @@ def _tag_loop(block: ir.Block, root_fids: list[int]) -> ir.Operation:
             loop = op
     if loop is None:
         raise FuseExtError("fuse_ext: lost track of the loop nest (please report)")
-    loop.attributes[scripts.LOOP_TAG] = ir.UnitAttr.get()
     return loop
 
 
@@ -259,6 +269,8 @@ def _fuse_one(
             return
         report.fused.append(producer)
         return
+    if producer in plan.recomputed:
+        rewrites.keep_full_copy_after(loop, original)
     rewrites.union_slices(loop, original)
     payload.run(scripts.fuse_producer_script(producer), f"fusing {producer.describe()}")
     loop = _tag_loop(block, root_fids)
@@ -267,4 +279,21 @@ def _fuse_one(
     if original is not None and _uses_inside(original, loop):
         report.outside.append(Outside(producer, "fusion left it outside the loop nest"))
         return
+    if original is not None and len(original.results) > 1:
+        _yield_other_results(loop, original, producer.fid)
     report.fused.append(producer)
+
+
+def _yield_other_results(loop: ir.Operation, original: ir.Operation, fid: int) -> None:
+    """A fused multi-result producer: the forall also yields its results used after the
+    loop (upstream yields only the one its consumers read), and the full-size original
+    goes when nothing reads it any more."""
+    tiled = next(
+        (op.operation for op in loop.regions[0].blocks[0].operations if fid_of(op.operation) == fid),
+        None,
+    )
+    if loop.name != "scf.forall" or tiled is None:
+        return
+    rewrites.yield_results_used_after(loop, original, tiled)
+    if all(not list(result.uses) for result in original.results):
+        original.erase()

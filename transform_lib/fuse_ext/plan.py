@@ -80,6 +80,9 @@ class FusionPlan:
     yielded: tuple[PayloadOp, ...]
     generalized: tuple[PayloadOp, ...]
     outside: tuple[Outside, ...]
+    recomputed: tuple[PayloadOp, ...] = ()
+    """Producers used outside the region that stay there in full as well
+    (``intermediates: recompute``), besides their tile in the loop nest."""
     ranges: tuple[int, ...] | None = None
     """The roots' static loop ranges (``None`` when one is dynamic or not read from an
     operand): what ``tile_nums`` divides."""
@@ -261,6 +264,7 @@ def make_plan(
     last_root = max(_payload(r).fid for r in roots)
     yielded: list[PayloadOp] = []
     generalized: list[PayloadOp] = []
+    recomputed: list[PayloadOp] = []
     for fid in sorted(producers):
         op = block_ops[fid]
         users = sorted(_outside_users(op, block_ops, fused))
@@ -274,6 +278,8 @@ def make_plan(
                 generalized.append(_payload(op))
         else:
             outside.append(Outside(_payload(op), f"{reason}; used by {described}"))
+            if intermediates == "recompute":
+                recomputed.append(_payload(op))
     return FusionPlan(
         roots=tuple(_payload(r) for r in roots),
         iterators=next(iter(root_iters)),
@@ -281,6 +287,7 @@ def make_plan(
         yielded=tuple(yielded),
         generalized=tuple(generalized),
         outside=tuple(outside),
+        recomputed=tuple(recomputed),
         ranges=loops[_payload(roots[0]).fid].ranges,
     )
 
@@ -475,5 +482,6 @@ def reduction_only_plan(plan: FusionPlan, block_ops: Sequence[ir.Operation]) -> 
         producers=tuple(op for op in plan.producers if op.fid in into_loop),
         yielded=(),
         generalized=(),
+        recomputed=(),
         outside=tuple(outside),
     )

@@ -22,7 +22,7 @@ from functools import reduce
 from iree.compiler import ir
 from iree.compiler.dialects import arith, scf, tensor
 
-from .plan import LOOP_ROLE, FuseExtError
+from .plan import FID, LOOP_ROLE, FuseExtError
 
 _DYNAMIC = ir.ShapedType.get_dynamic_size()
 
@@ -401,3 +401,117 @@ def forall_to_for(forall: ir.Operation, order: Sequence[int]) -> ir.Operation:
         old.replace_all_uses_with(new)
     forall.erase()
     return loops[0].operation
+
+
+def _after_in_block(user: ir.Operation, anchor: ir.Operation) -> bool:
+    """Whether ``user`` (or the op of ``anchor``'s block that holds it) comes after ``anchor``."""
+    op: ir.Operation | None = user
+    while op is not None and op.parent != anchor.parent:
+        parent = op.parent
+        op = parent.operation if parent is not None else None
+    return op is not None and op != anchor and anchor.is_before_in_block(op)
+
+
+def yield_results_used_after(
+    forall: ir.Operation, producer: ir.Operation, tiled: ir.Operation
+) -> ir.Operation:
+    """Make ``forall`` also yield each result of the fused ``producer`` used after it.
+
+    ``tiled`` is the producer's tile in the loop body (destination style: its init for
+    result ``k`` is a slice of the producer's init ``k``, which tells where that tile
+    goes). Each such result gets a new ``shared_outs`` entry, initialized with the
+    producer's init, that the tile's result is inserted into; uses after the loop read
+    the loop's new result instead, so the full-size producer is left unused. Upstream
+    fusion yields only the result its consumers read. Returns the (new) loop.
+    """
+    n_inputs = len(producer.opview.inputs)
+    later = [
+        k
+        for k, result in enumerate(producer.results)
+        if any(_after_in_block(use.owner.operation, forall) for use in result.uses)
+    ]
+    slices = {k: _init_slice(tiled.operands[n_inputs + k]) for k in later}
+    later = [k for k in later if slices[k] is not None]
+    if not later:
+        return forall
+    view = forall.opview
+    old_outputs = list(view.outputs)
+    bounds = [
+        _mixed(forall.attributes[static], list(dynamic))
+        for static, dynamic in (
+            ("staticLowerBound", view.dynamicLowerBound),
+            ("staticUpperBound", view.dynamicUpperBound),
+            ("staticStep", view.dynamicStep),
+        )
+    ]
+    with ir.InsertionPoint(forall):
+        new = scf.ForallOp(
+            *bounds,
+            [*old_outputs, *(producer.operands[n_inputs + k] for k in later)],
+            mapping=forall.attributes["mapping"] if "mapping" in forall.attributes else None,
+        )
+    for name in list(forall.attributes):
+        if name not in new.operation.attributes:
+            new.operation.attributes[name] = forall.attributes[name]
+    old_body, body = forall.regions[0].blocks[0], new.regions[0].blocks[0]
+    for old_arg, new_arg in zip(old_body.arguments, body.arguments, strict=False):
+        old_arg.replace_all_uses_with(new_arg)
+    for op in list(old_body.operations):
+        body.append(op.operation)
+    extra = list(body.arguments)[len(old_body.arguments) :]
+    terminator = list(body.operations)[-1].operation
+    for k, arg in zip(later, extra, strict=True):
+        source = slices[k]
+        assert source is not None
+        with ir.InsertionPoint(tiled):
+            destination = tensor.ExtractSliceOp(
+                tiled.operands[n_inputs + k].type,
+                arg,
+                list(source.opview.offsets),
+                list(source.opview.sizes),
+                list(source.opview.strides),
+                source.attributes["static_offsets"],
+                source.attributes["static_sizes"],
+                source.attributes["static_strides"],
+            ).result
+        tiled.operands[n_inputs + k] = destination
+        with ir.InsertionPoint(terminator.regions[0].blocks[0]):
+            tensor.ParallelInsertSliceOp(
+                tiled.results[k],
+                arg,
+                list(source.opview.offsets),
+                list(source.opview.sizes),
+                list(source.opview.strides),
+                source.attributes["static_offsets"],
+                source.attributes["static_sizes"],
+                source.attributes["static_strides"],
+            )
+    for old, result in zip(forall.results, new.results, strict=False):
+        old.replace_all_uses_with(result)
+    for k, result in zip(later, list(new.results)[len(old_outputs) :], strict=True):
+        for use in list(producer.results[k].uses):
+            if _after_in_block(use.owner.operation, new.operation):
+                use.owner.operation.operands[use.operand_number] = result
+    forall.erase()
+    return new.operation
+
+
+def _init_slice(init: ir.Value) -> ir.Operation | None:
+    """The ``tensor.extract_slice`` a tiled op's init is (where its tile lies), if it is one."""
+    owner = init.owner
+    if isinstance(owner, ir.Block) or owner.operation.name != "tensor.extract_slice":
+        return None
+    return owner.operation
+
+
+def keep_full_copy_after(loop: ir.Operation, producer: ir.Operation) -> None:
+    """Give the uses of ``producer`` after ``loop`` a full-size copy of it, placed just
+    before the loop (``intermediates: recompute``): upstream fusion would otherwise make
+    the loop yield the producer's tile for them. The copy carries no ``tdsched.fid``."""
+    copy = producer.clone(ip=ir.InsertionPoint(loop))
+    if FID in copy.attributes:
+        del copy.attributes[FID]
+    for k, result in enumerate(producer.results):
+        for use in list(result.uses):
+            if _after_in_block(use.owner.operation, loop):
+                use.owner.operation.operands[use.operand_number] = copy.results[k]
