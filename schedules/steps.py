@@ -209,7 +209,10 @@ class FuseExtStep(StepBase):
         default=None,
     )
     interchange: tuple[IntOrParam, ...] | None = option(
-        "loop order (reduction loops stay innermost)", Kind.INTS, default=None
+        "loop order, outermost first: the tiled parallel loops then the reduction ones, or "
+        "(graph level) the reductions first; a forall keeps its parallel loops in order",
+        Kind.INTS,
+        default=None,
     )
     stop: MatchSpec | None = option(
         "ops fusion stops at (kept outside at full size)", Kind.MATCH, default=None

@@ -268,9 +268,19 @@ def test_loop_for_gives_an_scf_for_nest_in_interchange_order() -> None:
             {
                 "root": OpCriteria(op="linalg.matmul"),
                 "tile_sizes": (8, 8, 4),
-                "interchange": (2, 0, 1),
+                "interchange": (0, 2, 1),
             },
-            "puts a reduction loop outside parallel loop",
+            r"orders the tiled loops of root linalg.matmul at .* as 0 \(parallel\), 2 "
+            r"\(reduction\), 1 \(parallel\); the tiled loops must be the parallel ones then",
+        ),
+        (
+            {
+                "root": OpCriteria(op="linalg.matmul"),
+                "tile_sizes": (8, 8, 4),
+                "interchange": (1, 0, 2),
+            },
+            r"reorders the parallel loops \[1, 0\] .* an scf.forall has no order among its "
+            "dims .*use loop: for",
         ),
     ],
 )
@@ -410,11 +420,15 @@ def test_a_kernel_fuse_ext_must_tile_a_parallel_loop() -> None:
     plan = FusionPlan((matmul,), ("parallel", "parallel", "reduction"), (), (), (), ())
     with pytest.raises(FuseExtError, match="in a kernel schedule fuse_ext's parallel loops form"):
         split_tile_sizes(plan, [0, 0, 8], None)
-    assert split_tile_sizes(plan, [0, 0, 8], None, reduction_only=True) == (
+    assert split_tile_sizes(plan, [0, 0, 8], None, payload=True) == (
         [0, 0, 0],
         [0, 0, 8],
         [0, 1, 2],
+        False,
     )
+    with pytest.raises(FuseExtError, match="in a kernel the parallel forall forms the workgroups"):
+        split_tile_sizes(plan, [8, 8, 8], [2, 0, 1])
+    assert split_tile_sizes(plan, [8, 8, 8], [2, 0, 1], payload=True).reductions_outside
 
 
 @pytest.mark.parametrize("loop", ["forall", "for"])
@@ -435,3 +449,31 @@ def test_every_loop_fuse_ext_makes_is_labelled_parallel_or_reduction(loop: str) 
     _, after, _ = _run("matmul_chain_k.mlir", root=TEST_ROOT, tile_sizes=(0, 0, 8))
     (k_loop,) = [op for name, _, op in _ops(after) if name == "scf.for"]
     assert str(k_loop.attributes["tdsched.loop"]) == '"reduction"'
+
+
+@pytest.mark.parametrize("loop", ["forall", "for"])
+def test_interchange_puts_the_reduction_loop_outside_the_parallel_nest(loop: str) -> None:
+    """ByteIR's reduction-outermost interchange: the k-loop carries the accumulator (its
+    fill stays before it), and inside it the parallel nest computes, per (k, i, j) tile,
+    the relu and the first matmul slice that the second matmul reads."""
+    _, after, lines = _run(
+        "matmul_chain_k.mlir",
+        root=TEST_ROOT,
+        tile_sizes=(8, 10, 8),
+        interchange=(2, 0, 1),
+        loop=loop,
+    )
+    ops = _ops(after)
+    top = [name for name, parents, _ in ops if parents == ["func.func", "builtin.module"]]
+    assert [n for n in top if n.startswith(("linalg.", "scf."))] == ["linalg.fill", "scf.for"]
+    nest = ["scf.forall"] if loop == "forall" else ["scf.for", "scf.for"]
+    inner = [*nest, "scf.for", "func.func", "builtin.module"]
+    computed = [name for name, parents, _ in ops if name.startswith("linalg.") and parents == inner]
+    assert computed == ["linalg.generic", "linalg.fill", "linalg.matmul", "linalg.matmul"]
+    labels = [
+        str(op.attributes["tdsched.loop"])
+        for name, _, op in ops
+        if name in ("scf.for", "scf.forall")
+    ]
+    assert labels == [*['"parallel"'] * len(nest), '"reduction"']  # innermost first
+    assert lines[-2].startswith("  kept outside: linalg.fill") and "initializer" in lines[-2]

@@ -46,11 +46,12 @@ def test_graph_level_fuse_ext_is_checked_by_the_numpy_evaluator(tmp_path: Path) 
     [
         "fuse_ext: {root: {op: linalg.matmul}, tile_sizes: [0, 0, 8]}",
         "fuse_ext: {root: {op: linalg.matmul}, tile_nums: [2, 3]}",
+        "fuse_ext: {root: {op: linalg.matmul}, tile_sizes: [8, 16, 8], interchange: [2, 0, 1]}",
+        "fuse_ext: {root: {op: linalg.generic}, tile_sizes: [8, 16], interchange: [1, 0], "
+        "loop: for}",
     ],
 )
-def test_reduction_only_and_tile_nums_recipes_are_checked_by_the_numpy_evaluator(
-    tmp_path: Path, step: str
-) -> None:
+def test_graph_fuse_ext_forms_are_checked_by_the_numpy_evaluator(tmp_path: Path, step: str) -> None:
     report = run(plan(load(str(_graph_recipe(tmp_path, step)))), time_it=False)
     _ok(report)
 

@@ -42,6 +42,7 @@ from .plan import (
     Intermediates,
     Outside,
     PayloadOp,
+    TileSplit,
     assign_fids,
     describe_fusion,
     encloses,
@@ -126,26 +127,22 @@ def fuse_ext(module_text: str, options: FuseExtOptions) -> tuple[str, FuseExtRep
         report.plan = plan
         report.outside.extend(plan.outside)
         sizes = resolve_tile_sizes(plan, options.tile_sizes, options.tile_nums)
-        parallel, reduction, order = split_tile_sizes(
-            plan, sizes, options.interchange, reduction_only=True
-        )
+        split = split_tile_sizes(plan, sizes, options.interchange, payload=True, loop=options.loop)
         root_fids = [r.fid for r in plan.roots]
-        if not any(parallel):
-            plan = reduction_only_plan(plan, block_ops)
-            report.plan = plan
-            report.outside = list(plan.outside)
-            payload.run(
-                scripts.tile_reduction_loop_script(plan.roots[0], reduction, order),
-                "reduction tiling",
+        nest_block = block
+        if not any(split.parallel):
+            plan = _reduction_loop(payload, block, block_ops, plan, report, split)
+        elif split.reductions_outside:
+            plan = _reduction_loop(
+                payload, block, block_ops, plan, report, split, "reduction loops outermost"
             )
-            for producer in reversed(plan.producers):
-                _fuse_one(payload, block, producer, plan, report)
+            nest_block = _parallel_inside(payload, block, plan, report, split)
         else:
-            _parallel_nest(payload, block, plan, report, parallel, reduction, order)
-        if options.loop == "for" and any(parallel):
-            loop = _tag_loop(block, root_fids)
-            tiled = [d for d, s in enumerate(parallel) if s]
-            rewrites.forall_to_for(loop, [tiled.index(d) for d in order if d in tiled])
+            _parallel_nest(payload, block, plan, report, split)
+        if options.loop == "for" and any(split.parallel):
+            loop = _tag_loop(nest_block, root_fids)
+            tiled = [d for d, s in enumerate(split.parallel) if s]
+            rewrites.forall_to_for(loop, [tiled.index(d) for d in split.order if d in tiled])
         payload.run(scripts.cleanup_script(), "cleanup")
         # Report from the IR, not the plan: a fused op still at full size outside the
         # loop nest (a result the loop does not yield) is computed twice.
@@ -163,25 +160,82 @@ def fuse_ext(module_text: str, options: FuseExtOptions) -> tuple[str, FuseExtRep
 
 
 def _parallel_nest(
-    payload: _Payload,
-    block: ir.Block,
-    plan: FusionPlan,
-    report: FuseExtReport,
-    parallel: list[int],
-    reduction: list[int],
-    order: list[int],
+    payload: _Payload, block: ir.Block, plan: FusionPlan, report: FuseExtReport, split: TileSplit
 ) -> None:
     """Tile the roots' parallel dims into the forall, fuse the producers into it, then
     tile the reductions around the roots alone."""
     if plan.generalized:
         payload.run(scripts.generalize_script(plan.generalized), "generalize")
-    payload.run(scripts.tile_roots_script(plan.roots, parallel), "tiling the roots")
+    payload.run(scripts.tile_roots_script(plan.roots, split.parallel), "tiling the roots")
     for producer in reversed(plan.producers):
         _fuse_one(payload, block, producer, plan, report)
-    if any(reduction):
+    if any(split.reduction):
         payload.run(
-            scripts.tile_reductions_script(plan.roots, reduction, order), "reduction tiling"
+            scripts.tile_reductions_script(plan.roots, split.reduction, split.order),
+            "reduction tiling",
         )
+
+
+def _reduction_loop(
+    payload: _Payload,
+    block: ir.Block,
+    block_ops: list[ir.Operation],
+    plan: FusionPlan,
+    report: FuseExtReport,
+    split: TileSplit,
+    form: str = "tiling only reduction loops",
+) -> FusionPlan:
+    """Tile the root's reductions into an ``scf.for`` nest carrying its accumulator (the
+    init producers stay before it) and fuse its inputs' producers into it; returns the
+    plan of that form, which the report then follows."""
+    plan = reduction_only_plan(plan, block_ops, form)
+    report.plan = plan
+    report.outside = list(plan.outside)
+    payload.run(
+        scripts.tile_reduction_loop_script(plan.roots[0], split.reduction, split.order),
+        "reduction tiling",
+    )
+    for producer in reversed(plan.producers):
+        _fuse_one(payload, block, producer, plan, report)
+    return plan
+
+
+def _parallel_inside(
+    payload: _Payload, block: ir.Block, plan: FusionPlan, report: FuseExtReport, split: TileSplit
+) -> ir.Block:
+    """Reductions outermost: tile the root's parallel dims inside the innermost reduction
+    loop and fuse the producers already in that loop into the parallel nest. Returns the
+    block holding the nest. A producer that stays in the reduction loop only is reported."""
+    outer = _tag_loop(block, [r.fid for r in plan.roots])
+    del outer.attributes[scripts.LOOP_TAG]
+    inner = _enclosing_block(outer, plan.roots[0].fid)
+    payload.run(scripts.tile_roots_script(plan.roots, split.parallel), "tiling the roots")
+    nested = FuseExtReport(plan=plan)
+    for producer in reversed(plan.producers):
+        if _top_level(inner, producer.fid) is not None:
+            _fuse_one(payload, inner, producer, plan, nested)
+    report.outside.extend(
+        Outside(
+            o.op, f"fused into the reduction loop, not into the parallel loops in it: {o.reason}"
+        )
+        for o in nested.outside
+    )
+    return inner
+
+
+def _enclosing_block(loop: ir.Operation, fid: int) -> ir.Block:
+    """The block (in ``loop``, at any depth) that holds the op numbered ``fid``."""
+    found: list[ir.Block] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if fid_of(op) == fid and op.parent is not None:
+            found.append(op.parent.regions[0].blocks[0])
+        return ir.WalkResult.ADVANCE
+
+    loop.walk(visit)
+    if len(found) != 1:
+        raise FuseExtError("fuse_ext: lost track of the root in its reduction loop (please report)")
+    return found[0]
 
 
 _LOOPS = ("scf.forall", "scf.for")
@@ -289,7 +343,11 @@ def _yield_other_results(loop: ir.Operation, original: ir.Operation, fid: int) -
     loop (upstream yields only the one its consumers read), and the full-size original
     goes when nothing reads it any more."""
     tiled = next(
-        (op.operation for op in loop.regions[0].blocks[0].operations if fid_of(op.operation) == fid),
+        (
+            op.operation
+            for op in loop.regions[0].blocks[0].operations
+            if fid_of(op.operation) == fid
+        ),
         None,
     )
     if loop.name != "scf.forall" or tiled is None:

@@ -20,9 +20,10 @@ Ops are identified by a ``tdsched.fid`` attribute (their index in the block), be
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from iree.compiler import ir
 from iree.compiler.passmanager import PassManager
@@ -30,6 +31,7 @@ from iree.compiler.passmanager import PassManager
 from ..errors import ScheduleError
 from ..graph.generic_build import static_loop_ranges
 from ..payload import ops_under
+from ..script import LoopKind
 
 FID = "tdsched.fid"
 ROOT_TAG = "tdsched.fuse_root"
@@ -380,20 +382,38 @@ def resolve_tile_sizes(
     return [-(-size // n) if n else 0 for size, n in zip(plan.ranges, padded, strict=True)]
 
 
+class TileSplit(NamedTuple):
+    """A root's tile sizes split by loop kind, and the loop order to build."""
+
+    parallel: list[int]
+    """The parallel loops' sizes (0 elsewhere): the forall, or its ``scf.for`` nest."""
+    reduction: list[int]
+    """The reduction loops' sizes (0 elsewhere): ``scf.for`` loops around the root."""
+    order: list[int]
+    """Every loop of the root, outermost first."""
+    reductions_outside: bool = False
+    """Whether the tiled reduction loops enclose the parallel ones (``interchange``
+    putting them first; payload level only)."""
+
+
 def split_tile_sizes(
     plan: FusionPlan,
     tile_sizes: Sequence[int],
     interchange: Sequence[int] | None,
     *,
-    reduction_only: bool = False,
-) -> tuple[list[int], list[int], list[int]]:
-    """Parallel sizes (the forall), reduction sizes (scf.for) and the loop order to use.
+    payload: bool = False,
+    loop: LoopKind = "forall",
+) -> TileSplit:
+    """Split ``tile_sizes`` (one per loop, as :func:`resolve_tile_sizes` returns) into the
+    parallel and reduction loops, in ``interchange`` order.
 
-    ``tile_sizes``: one per loop, as :func:`resolve_tile_sizes` returns.
-    ``reduction_only``: whether tiling only reduction loops is allowed (on a payload,
-    :func:`reduction_only_plan`; a kernel's forall forms its workgroups). Raises
-    :class:`FuseExtError` when nothing is tiled, no parallel loop is tiled where one must
-    be, or ``interchange`` would put a reduction loop outside a parallel one.
+    ``payload``: fuse_ext on a payload, where only reduction loops may be tiled
+    (:func:`reduction_only_plan`) and the reduction loops may enclose the parallel ones;
+    inside a kernel the parallel forall forms the workgroups, so it must be tiled and
+    outermost. Raises :class:`FuseExtError` when nothing is tiled, no parallel loop is
+    tiled where one must be, ``interchange`` is no permutation, mixes the two kinds of
+    loop (reduction, parallel, reduction...), puts reductions outermost inside a kernel,
+    or reorders the parallel loops of a ``forall`` (which has no order among them).
     """
     iters = plan.iterators
     sizes = list(tile_sizes)
@@ -404,7 +424,7 @@ def split_tile_sizes(
         raise FuseExtError(
             f"fuse_ext: no loop of root {what} is tiled (sizes {sizes}, loops {list(iters)})"
         )
-    if not any(parallel) and not reduction_only:
+    if not any(parallel) and not payload:
         raise FuseExtError(
             f"fuse_ext: no parallel loop of root {what} is tiled (sizes {sizes}, loops "
             f"{list(iters)}); in a kernel schedule fuse_ext's parallel loops form the "
@@ -416,15 +436,35 @@ def split_tile_sizes(
             f"fuse_ext: interchange {order} is not a permutation of 0..{len(sizes) - 1}"
         )
     tiled = [d for d in order if sizes[d]]
-    first_reduction = next((i for i, d in enumerate(tiled) if reduction[d]), len(tiled))
-    late_parallel = [d for d in tiled[first_reduction:] if parallel[d]]
-    if late_parallel:
-        raise FuseExtError(
-            f"fuse_ext: interchange {order} puts a reduction loop outside parallel loop(s) "
-            f"{late_parallel}; reduction loops are innermost so that the accumulator's "
-            "initializer stays outside them"
+    kinds = [iters[d] for d in tiled]
+    changes = sum(1 for a, b in itertools.pairwise(kinds) if a != b)
+    outside = bool(kinds) and kinds[0] == "reduction" and changes == 1
+    if changes > 1 or (outside and not payload):
+        where = (
+            "the tiled loops must be the parallel ones then the reduction ones"
+            if not payload
+            else "the tiled loops must be the parallel ones then the reduction ones, or "
+            "the reduction ones then the parallel ones"
         )
-    return parallel, reduction, order
+        raise FuseExtError(
+            f"fuse_ext: interchange {order} orders the tiled loops of root {what} as "
+            f"{', '.join(f'{d} ({iters[d]})' for d in tiled)}; {where}"
+            + (
+                ""
+                if payload
+                else " (in a kernel the parallel forall forms the workgroups, so it is "
+                "outermost; reductions outside it are possible in graph schedules)"
+            )
+        )
+    tiled_parallel = [d for d in tiled if iters[d] == "parallel"]
+    if loop == "forall" and tiled_parallel != sorted(tiled_parallel):
+        raise FuseExtError(
+            f"fuse_ext: interchange {order} reorders the parallel loops {tiled_parallel} "
+            f"of root {what}, but an scf.forall has no order among its dims (loop: "
+            "forall); use loop: for to get an scf.for nest in that order, or keep the "
+            "parallel loops in ascending order"
+        )
+    return TileSplit(parallel, reduction, order, outside)
 
 
 def _inputs(op: ir.Operation) -> list[ir.Value]:
@@ -433,8 +473,11 @@ def _inputs(op: ir.Operation) -> list[ir.Value]:
     return list(op.operands)[: segments[0]]
 
 
-def reduction_only_plan(plan: FusionPlan, block_ops: Sequence[ir.Operation]) -> FusionPlan:
-    """The plan when only the root's reduction loops are tiled (payload level).
+def reduction_only_plan(
+    plan: FusionPlan, block_ops: Sequence[ir.Operation], form: str = "tiling only reduction loops"
+) -> FusionPlan:
+    """The plan when the root's reduction loops are tiled first (payload level): alone,
+    or enclosing the parallel loops (``form`` names which, for the error).
 
     The reduction loop (``scf.for``) carries the root's accumulator, so what produces
     the root's inits (a ``linalg.fill``) stays before it, as the loop's ``iter_args``
@@ -444,8 +487,7 @@ def reduction_only_plan(plan: FusionPlan, block_ops: Sequence[ir.Operation]) -> 
     """
     if len(plan.roots) != 1:
         raise FuseExtError(
-            "fuse_ext: tiling only reduction loops takes one root, got "
-            + ", ".join(r.describe() for r in plan.roots)
+            f"fuse_ext: {form} takes one root, got " + ", ".join(r.describe() for r in plan.roots)
         )
     planned = {op.fid for op in plan.producers}
     into_loop: set[int] = set()

@@ -448,7 +448,7 @@ def yield_results_used_after(
         new = scf.ForallOp(
             *bounds,
             [*old_outputs, *(producer.operands[n_inputs + k] for k in later)],
-            mapping=forall.attributes["mapping"] if "mapping" in forall.attributes else None,
+            mapping=forall.attributes.get("mapping"),
         )
     for name in list(forall.attributes):
         if name not in new.operation.attributes:

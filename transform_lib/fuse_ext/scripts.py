@@ -141,7 +141,7 @@ def fuse_in_strategy(
     last, around the roots alone.
     """
     sizes = resolve_tile_sizes(plan, tile_sizes, tile_nums)
-    parallel, reduction, order = split_tile_sizes(plan, sizes, interchange)
+    parallel, reduction, order, _ = split_tile_sizes(plan, sizes, interchange)
     handles.update(generalize_ops(lambda op: handles[op.fid], plan.generalized))
     loop, roots = tile_roots(lambda op: handles[op.fid], plan.roots, parallel, workgroups=True)
     for op in reversed(plan.producers):
