@@ -14,15 +14,16 @@ Every step failure becomes a :class:`RecipeError` naming the step's file, line a
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from tdsched.targets import Target
 from tdsched.transform_lib.cleanup import cleanup
 from tdsched.transform_lib.codegen_tail import cpu_tail, distribute_to_workgroups, gpu_tail
 from tdsched.transform_lib.errors import ScheduleError
 from tdsched.transform_lib.fuse_ext import FuseExtOptions
+from tdsched.transform_lib.fuse_ext.driver import NestPrimitive
 from tdsched.transform_lib.fuse_ext.probe import KernelFusionRequest, KernelPlan, emit_probe
 from tdsched.transform_lib.fuse_ext.scripts import fuse_in_strategy
 from tdsched.transform_lib.kernel_library import KernelLibrary
@@ -51,12 +52,16 @@ from .steps import (
     DispatchRegionStep,
     FuseExtStep,
     FuseIntoStep,
+    FuseOperandsStep,
+    FusingNestStep,
     GeneralizeStep,
     InterchangeStep,
     MatchStep,
+    NestStep,
     ProducerStep,
     SpecializeStep,
     Step,
+    TileExtStep,
     TileStep,
     VectorizeStep,
 )
@@ -500,7 +505,9 @@ scripts; a graph-level fuse_ext is a stage of its own). Steps without an entry h
 :data:`~.graph_rewrites.REWRITES` fail loudly (``tests/test_step_registry.py``)."""
 
 
-EMITTED_STEPS: frozenset[type[Step]] = frozenset({*_SCRIPT_EMITTERS, *REWRITES, DispatchRegionStep})
+EMITTED_STEPS: frozenset[type[Step]] = frozenset(
+    {*_SCRIPT_EMITTERS, *REWRITES, DispatchRegionStep, TileExtStep, FuseOperandsStep}
+)
 """Every step type emission knows (graph-level fuse_ext and dispatch_region are stages)."""
 
 
@@ -527,8 +534,8 @@ def _emit_graph(
 
 def _graph_stage(step: Step, target: Target) -> GraphStage:
     """The stage of a graph step that is not part of a transform script."""
-    if isinstance(step, FuseExtStep):
-        return FuseExtStage(fuse_ext_options(step), step.where)
+    if isinstance(step, NestStep):
+        return FuseExtStage(nest_options(step), step.where)
     if isinstance(step, DispatchRegionStep):
         root = payload_criteria(step.root, step.where.child("root"), "dispatch_region")
         assert root is not None
@@ -564,8 +571,8 @@ def _label(steps: Sequence[Step]) -> str:
     return f"graph steps {names}" + (f" ({place})" if place else "")
 
 
-def tile_options(step: FuseExtStep) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
-    """A resolved fuse_ext step's ``tile_sizes`` and ``tile_nums`` (one is ``None``)."""
+def tile_options(step: NestStep) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
+    """A resolved nest step's ``tile_sizes`` and ``tile_nums`` (one is ``None``)."""
 
     def ints(values: tuple[IntOrParam, ...] | None, key: str) -> tuple[int, ...] | None:
         return None if values is None else tuple(as_ints(values, step.where.child(key)))
@@ -573,26 +580,36 @@ def tile_options(step: FuseExtStep) -> tuple[tuple[int, ...] | None, tuple[int, 
     return ints(step.tile_sizes, "tile_sizes"), ints(step.tile_nums, "tile_nums")
 
 
-def fuse_ext_options(step: FuseExtStep) -> FuseExtOptions:
-    """The payload driver's options for a resolved graph-level fuse_ext step."""
-    root = payload_criteria(step.root, step.where.child("root"), "fuse_ext")
-    if root is None:
-        raise RecipeError(
-            step.where,
-            "fuse_ext in a graph schedule needs 'root' (a match of the op(s) to tile); "
-            "only kernel schedules default to the dispatch root",
-        )
+def nest_options(step: NestStep) -> FuseExtOptions:
+    """The payload driver's options for a resolved graph-level fuse_ext, tile_ext or
+    fuse_operands step."""
+    primitive = step.primitive
+    root = None
+    if isinstance(step, FuseExtStep | TileExtStep):
+        root = payload_criteria(step.root, step.where.child("root"), primitive)
+        if root is None:
+            raise RecipeError(
+                step.where,
+                f"{primitive} in a graph schedule needs 'root' (a match of the op(s) to "
+                "tile); only kernel schedules default to the dispatch root",
+            )
     sizes, nums = tile_options(step)
-    return FuseExtOptions(
+    options = FuseExtOptions(
         root=root,
         tile_sizes=sizes,
         tile_nums=nums,
         interchange=tuple(as_ints(step.interchange, step.where.child("interchange")))
         if step.interchange is not None
         else None,
-        stop=payload_criteria(step.stop, step.where.child("stop"), "fuse_ext"),
-        intermediates=step.intermediates,
         loop=step.loop,
+        primitive=cast(NestPrimitive, primitive),
+    )
+    if not isinstance(step, FusingNestStep):
+        return options
+    return replace(
+        options,
+        stop=payload_criteria(step.stop, step.where.child("stop"), primitive),
+        intermediates=step.intermediates,
     )
 
 

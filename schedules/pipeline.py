@@ -287,8 +287,8 @@ def refuse_host_loops(p: Plan) -> None:
     if stage is not None:
         raise RecipeError(
             stage.where,
-            "fuse_ext in a graph schedule leaves host-level loops, which IREE cannot "
-            "compile; inspect it with 'tdsched apply' and check its numerics with "
+            f"{stage.options.primitive} in a graph schedule leaves host-level loops, which "
+            "IREE cannot compile; inspect it with 'tdsched apply' and check its numerics with "
             "'tdsched run' (numpy evaluation), or schedule the kernel instead",
         )
 

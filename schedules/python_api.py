@@ -49,14 +49,17 @@ from .steps import (
     FuseElementwiseExtStep,
     FuseExtStep,
     FuseIntoStep,
+    FuseOperandsStep,
     FusePadStep,
     GeneralizeStep,
     InterchangeStep,
     MatchStep,
     Mmt4dStep,
+    NestStep,
     ProducerStep,
     SpecializeStep,
     Step,
+    TileExtStep,
     TileStep,
     VectorizeStep,
     step_info,
@@ -295,15 +298,67 @@ class ScheduleBuilder:
         ``kernel.root`` refers to the tiled root(s). Give ``tile_sizes`` (trailing loops
         left out are not tiled) or ``tile_nums`` (tiles per loop), not both.
         """
-        self._schedule.add(
+        self._nest(
             FuseExtStep,
+            tile_sizes,
+            tile_nums,
+            interchange,
+            loop,
             root=root,
+            stop=stop,
+            intermediates=intermediates,
+        )
+
+    def tile_ext(
+        self,
+        root: MatchSpec,
+        tile_sizes: Sequence[IntOrParam] | None = None,
+        *,
+        tile_nums: Sequence[IntOrParam] | None = None,
+        interchange: Sequence[IntOrParam] | None = None,
+        loop: LoopKind = TileExtStep.loop,
+    ) -> None:
+        """Tile ``root`` alone, reduction-aware (graph schedules; see tile_ext docs)."""
+        self._nest(TileExtStep, tile_sizes, tile_nums, interchange, loop, root=root)
+
+    def fuse_operands(
+        self,
+        tile_sizes: Sequence[IntOrParam] | None = None,
+        *,
+        stop: MatchSpec | None = None,
+        intermediates: Intermediates = FuseOperandsStep.intermediates,
+        tile_nums: Sequence[IntOrParam] | None = None,
+        interchange: Sequence[IntOrParam] | None = None,
+        loop: LoopKind = FuseOperandsStep.loop,
+    ) -> None:
+        """fuse_ext with the function's returned values' ops as roots (graph schedules)."""
+        self._nest(
+            FuseOperandsStep,
+            tile_sizes,
+            tile_nums,
+            interchange,
+            loop,
+            stop=stop,
+            intermediates=intermediates,
+        )
+
+    def _nest(
+        self,
+        cls: type[NestStep],
+        tile_sizes: Sequence[IntOrParam] | None,
+        tile_nums: Sequence[IntOrParam] | None,
+        interchange: Sequence[IntOrParam] | None,
+        loop: LoopKind,
+        **options: Any,
+    ) -> None:
+        """Add a loop-nest step (fuse_ext, tile_ext, fuse_operands) with its own options."""
+        self._schedule.add(
+            cls,
             tile_sizes=tile_sizes,
             tile_nums=tile_nums,
             interchange=interchange,
-            stop=stop,
-            intermediates=intermediates,
             loop=loop,
+            **options,
         )
 
     def dispatch_region(self, root: MatchSpec, *, stop: MatchSpec | None = None) -> None:

@@ -178,9 +178,64 @@ class FuseIntoStep(StepBase):
     loop: str = option("handle of the loop", Kind.HANDLE)
 
 
+@dataclass(frozen=True, kw_only=True)
+class NestStep(StepBase):
+    """What every step that builds a ByteIR-style tiled loop nest takes: how to tile the
+    root(s) and which loops to make (fuse_ext, tile_ext, fuse_operands)."""
+
+    tile_sizes: tuple[IntOrParam, ...] | None = option(
+        "one size per loop of the root, 0 = untiled; trailing loops left out are not tiled",
+        Kind.INTS,
+        default=None,
+    )
+    tile_nums: tuple[IntOrParam, ...] | None = option(
+        "instead of tile_sizes: tiles per loop (size = static range / number, rounded up)",
+        Kind.INTS,
+        default=None,
+    )
+    interchange: tuple[IntOrParam, ...] | None = option(
+        "loop order, outermost first: the tiled parallel loops then the reduction ones, or "
+        "(graph level) the reductions first; a forall keeps its parallel loops in order",
+        Kind.INTS,
+        default=None,
+    )
+    loop: LoopKind = option(
+        "loop kind of the parallel nest",
+        Kind.CHOICE,
+        default="forall",
+        choices=get_args(LoopKind),
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if (self.tile_sizes is None) == (self.tile_nums is None):
+            raise RecipeError(
+                self.where,
+                f"{self.primitive} needs one of 'tile_sizes' (a size per loop) and "
+                "'tile_nums' (a number of tiles per loop), "
+                f"{'not both' if self.tile_sizes else 'got neither'}",
+            )
+
+
+@dataclass(frozen=True, kw_only=True)
+class FusingNestStep(NestStep):
+    """A loop nest that producers are fused into: where fusion stops, and what happens
+    to intermediates used outside it (fuse_ext, fuse_operands)."""
+
+    stop: MatchSpec | None = option(
+        "ops fusion stops at (kept outside at full size)", Kind.MATCH, default=None
+    )
+    intermediates: Intermediates = option(
+        "intermediates used outside: yield them from the loop nest, or recompute",
+        Kind.CHOICE,
+        default="yield",
+        choices=get_args(Intermediates),
+    )
+
+
 @register("fuse_ext")
 @dataclass(frozen=True, kw_only=True)
-class FuseExtStep(StepBase):
+class FuseExtStep(FusingNestStep):
     """Tile a root's loops and fuse its producer DAG into the loop nest (ByteIR semantics).
 
     ``tile_sizes`` has one entry per loop of the root (0 = untiled; loops left out at the
@@ -198,43 +253,41 @@ class FuseExtStep(StepBase):
         Kind.MATCH,
         default=None,
     )
-    tile_sizes: tuple[IntOrParam, ...] | None = option(
-        "one size per loop of the root, 0 = untiled; trailing loops left out are not tiled",
-        Kind.INTS,
-        default=None,
-    )
-    tile_nums: tuple[IntOrParam, ...] | None = option(
-        "instead of tile_sizes: tiles per loop (size = static range / number, rounded up)",
-        Kind.INTS,
-        default=None,
-    )
-    interchange: tuple[IntOrParam, ...] | None = option(
-        "loop order, outermost first: the tiled parallel loops then the reduction ones, or "
-        "(graph level) the reductions first; a forall keeps its parallel loops in order",
-        Kind.INTS,
-        default=None,
-    )
-    stop: MatchSpec | None = option(
-        "ops fusion stops at (kept outside at full size)", Kind.MATCH, default=None
-    )
-    intermediates: Intermediates = option(
-        "intermediates used outside: yield them from the loop nest, or recompute",
-        Kind.CHOICE,
-        default="yield",
-        choices=get_args(Intermediates),
-    )
-    loop: LoopKind = option(
-        "loop kind of the fused nest", Kind.CHOICE, default="forall", choices=get_args(LoopKind)
-    )
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if (self.tile_sizes is None) == (self.tile_nums is None):
-            raise RecipeError(
-                self.where,
-                "fuse_ext needs one of 'tile_sizes' (a size per loop) and 'tile_nums' "
-                f"(a number of tiles per loop), {'not both' if self.tile_sizes else 'got neither'}",
-            )
+
+@register(
+    "tile_ext",
+    Scope.GRAPH,
+    "tile_ext tiles ops on the whole payload for inspection (its loops stay on the host): "
+    "put it under 'graph'; in a kernel schedule use 'tile' or fuse_ext",
+)
+@dataclass(frozen=True, kw_only=True)
+class TileExtStep(NestStep):
+    """Tile root op(s) alone, reduction-aware, on the payload (ByteIR's tile_ext).
+
+    The loops are those of fuse_ext, without fusion: parallel dims form the nest (one
+    nest for several roots with the same loops), reduction dims an ``scf.for`` around the
+    root, so its accumulator's initializer stays outside; the reductions may be tiled
+    alone or put outermost. Checked with ``tdsched check`` / ``tdsched run``.
+    """
+
+    root: MatchSpec = option("the op(s) to tile", Kind.MATCH)
+
+
+@register(
+    "fuse_operands",
+    Scope.GRAPH,
+    "fuse_operands takes its roots from the payload function's return: put it under "
+    "'graph'; in a kernel schedule use fuse_ext, whose root defaults to the dispatch root",
+)
+@dataclass(frozen=True, kw_only=True)
+class FuseOperandsStep(FusingNestStep):
+    """fuse_ext whose roots are the ops producing the function's returned values.
+
+    All of them are tiled in one loop nest (they must share its loops) and their producer
+    DAG is fused into it, with fuse_ext's semantics; a returned value that another
+    returned op consumes is fused and yielded.
+    """
 
 
 @register(

@@ -477,3 +477,71 @@ def test_interchange_puts_the_reduction_loop_outside_the_parallel_nest(loop: str
     ]
     assert labels == [*['"parallel"'] * len(nest), '"reduction"']  # innermost first
     assert lines[-2].startswith("  kept outside: linalg.fill") and "initializer" in lines[-2]
+
+
+def test_tile_ext_tiles_the_root_alone_with_its_initializer_outside() -> None:
+    """tile_ext: the same loops as fuse_ext (reductions around the root inside the
+    parallel nest), nothing fused: the fill and the producers stay at full size."""
+    _, after, lines = _run(
+        "matmul_chain_k.mlir", root=TEST_ROOT, tile_sizes=(8, 10, 8), primitive="tile_ext"
+    )
+    ops = _ops(after)
+    inner = ["scf.for", "scf.forall", "func.func", "builtin.module"]
+    assert [n for n, parents, _ in ops if n.startswith("linalg.") and parents == inner] == [
+        "linalg.matmul"
+    ]
+    top = [n for n, p, _ in ops if p == ["func.func", "builtin.module"] and n.startswith("linalg")]
+    assert top == ["linalg.generic", "linalg.fill", "linalg.matmul", "linalg.fill"]
+    assert lines[0].startswith("tile_ext: tiled 1 root(s): linalg.matmul")
+    assert not any("fused" in line for line in lines)
+
+
+def test_tile_ext_refuses_roots_that_feed_each_other() -> None:
+    with pytest.raises(FuseExtError, match=r"^tile_ext: root linalg.matmul .* feeds root"):
+        fuse_ext(
+            _payload("matmul_chain_k.mlir"),
+            FuseExtOptions(
+                root=OpCriteria(op="linalg.matmul"), tile_sizes=(8, 10), primitive="tile_ext"
+            ),
+        )
+
+
+def test_fuse_operands_takes_the_returned_values_ops_as_roots() -> None:
+    # The diamond: both returned generics become roots of one nest, exp fused once.
+    _, after, lines = _run(
+        "diamond_two_roots.mlir", root=None, tile_sizes=(8, 16), primitive="fuse_operands"
+    )
+    ops = _ops(after)
+    assert [name for name, _, _ in ops].count("scf.forall") == 1
+    generics = [p[0] for name, p, _ in ops if name == "linalg.generic"]
+    assert generics == ["scf.forall"] * 3
+    assert lines[0].startswith("fuse_operands: tiled 2 root(s)")
+
+
+_RETURNS_A_RESHAPE = """
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @f(%x: tensor<16x32xf32>) -> (tensor<16x32xf32>, tensor<16x4x8xf32>) {
+  %e = tensor.empty() : tensor<16x32xf32>
+  %n = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<16x32xf32>) outs(%e : tensor<16x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.negf %a : f32
+    linalg.yield %m : f32
+  } -> tensor<16x32xf32>
+  %r = tensor.expand_shape %n [[0], [1, 2]] output_shape [16, 4, 8]
+      : tensor<16x32xf32> into tensor<16x4x8xf32>
+  return %n, %r : tensor<16x32xf32>, tensor<16x4x8xf32>
+}
+"""
+
+
+def test_fuse_operands_names_a_returned_value_that_no_linalg_op_computes() -> None:
+    with pytest.raises(
+        FuseExtError,
+        match=r"^fuse_operands: returned value #1 comes from tensor.expand_shape at .*not "
+        "from a linalg op",
+    ):
+        fuse_ext(
+            _RETURNS_A_RESHAPE,
+            FuseExtOptions(root=None, tile_sizes=(4,), primitive="fuse_operands"),
+        )

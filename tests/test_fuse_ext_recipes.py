@@ -213,6 +213,53 @@ def test_yaml_and_python_fuse_ext_steps_emit_the_same_graph(tmp_path: Path) -> N
     assert "linalg.fill" in from_yaml.input_file.read_text().split("scf.forall")[0]
 
 
+@pytest.mark.parametrize(
+    ("step", "build_it"),
+    [
+        (
+            "tile_ext: {root: {op: linalg.matmul}, tile_sizes: [8, 16, 8]}",
+            lambda g: g.tile_ext(Match(op="linalg.matmul"), [8, 16, 8]),
+        ),
+        (
+            "fuse_operands: {tile_nums: [4, 3], loop: for}",
+            lambda g: g.fuse_operands(tile_nums=[4, 3], loop="for"),
+        ),
+    ],
+)
+def test_tile_ext_and_fuse_operands_from_yaml_and_python_match_numpy(
+    tmp_path: Path, step: str, build_it: object
+) -> None:
+    path = _graph_recipe(tmp_path, step)
+    r = RecipeBuilder("graph_fuse", workload=generator("matmul_bias_relu", M=32, N=48, K=24))
+    build_it(r.graph)  # type: ignore[operator]
+    from_yaml = build(plan(load(str(path))), tmp_path / "yaml")
+    from_python = build(plan(r.build()), tmp_path / "py")
+    assert from_yaml.input_file.read_text() == from_python.input_file.read_text()
+    primitive = step.split(":")[0]
+    assert from_yaml.reports[0].startswith(f"{primitive}: tiled 1 root(s)")
+    report = run(plan(load(str(path))), time_it=False)
+    _ok(report)
+    assert "numpy IR evaluator" in str(report.evaluated_by)
+
+
+@pytest.mark.parametrize("primitive", ["tile_ext", "fuse_operands"])
+def test_tile_ext_and_fuse_operands_are_graph_steps(tmp_path: Path, primitive: str) -> None:
+    root = "root: {op: linalg.matmul}, " if primitive == "tile_ext" else ""
+    path = tmp_path / "k.yaml"
+    path.write_text(
+        "name: k\n"
+        "workload: {generator: matmul, args: {M: 64, N: 64, K: 64}}\n"
+        "targets: [x86]\n"
+        "kernels:\n"
+        "  - name: mm\n"
+        "    match: {op: linalg.matmul}\n"
+        "    schedule:\n"
+        f"      - {primitive}: {{{root}tile_sizes: [8, 8]}}\n"
+    )
+    with pytest.raises(RecipeError, match=rf"k.yaml:8: .*{primitive}.*put it under 'graph'"):
+        load(str(path))
+
+
 def test_dispatch_region_keeps_stopped_ops_outside(tmp_path: Path) -> None:
     path = tmp_path / "chain.yaml"
     path.write_text(

@@ -119,6 +119,8 @@ graph:
   - fuse_pad: {ops: {op: tensor.pad}}
   - dispatch_region: {root: {op: linalg.matmul}, stop: {op: linalg.fill}}
   - fuse_ext: {root: {op: linalg.matmul}, tile_sizes: [8, 8, 0], intermediates: recompute, loop: for}
+  - tile_ext: {root: {op: linalg.matmul}, tile_nums: [2, 2, 2], interchange: [2, 0, 1]}
+  - fuse_operands: {tile_sizes: [8], stop: {op: linalg.fill}, intermediates: recompute, loop: for}
 kernels:
   - name: mm
     match: {kind: contraction}
@@ -148,6 +150,8 @@ def test_every_primitive_reads_the_same_from_yaml_and_python() -> None:
     g.step("fuse_pad", ops=Match("tensor.pad"))
     g.dispatch_region(Match("linalg.matmul"), stop=Match("linalg.fill"))
     g.fuse_ext(Match("linalg.matmul"), [8, 8, 0], intermediates="recompute", loop="for")
+    g.tile_ext(Match("linalg.matmul"), tile_nums=[2, 2, 2], interchange=[2, 0, 1])
+    g.fuse_operands([8], stop=Match("linalg.fill"), intermediates="recompute", loop="for")
     k = r.kernel("mm", match=Match(kind="contraction"))
     fill = k.match("linalg.fill", name="fill")
     k.root.producer(2, name="init")

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Literal
 
 from iree.compiler import ir
 
 from ..interpreter import apply_in_place
 from ..match import OpCriteria
-from ..payload import strip_attributes
+from ..payload import ops_under, strip_attributes
 from ..script import LoopKind
 from . import rewrites, scripts
 from .plan import (
@@ -47,6 +48,7 @@ from .plan import (
     describe_fusion,
     encloses,
     fid_of,
+    is_structured,
     make_plan,
     reduction_only_plan,
     resolve_tile_sizes,
@@ -57,11 +59,20 @@ from .plan import (
 _TAGS = (FID, ROOT_TAG, STOP_TAG, scripts.LOOP_TAG)
 
 
+NestPrimitive = Literal["fuse_ext", "tile_ext", "fuse_operands"]
+
+
 @dataclass(frozen=True)
 class FuseExtOptions:
-    """What to tile and fuse: see ``docs/primitives/fuse_ext.md``."""
+    """What to tile and fuse: see ``docs/primitives/fuse_ext.md``.
 
-    root: OpCriteria
+    ``primitive`` is the step this runs for, which the report and errors name:
+    ``fuse_ext``; ``tile_ext`` (the roots are tiled, nothing is fused: ``stop`` and
+    ``intermediates`` do not apply); ``fuse_operands`` (``root`` is ``None``: the roots
+    are the ops whose results the function returns).
+    """
+
+    root: OpCriteria | None
     tile_sizes: tuple[int, ...] | None = None
     """One per loop (trailing loops left out: not tiled); or give ``tile_nums``."""
     tile_nums: tuple[int, ...] | None = None
@@ -69,12 +80,14 @@ class FuseExtOptions:
     stop: OpCriteria | None = None
     intermediates: Intermediates = "yield"
     loop: LoopKind = "forall"
+    primitive: NestPrimitive = "fuse_ext"
 
 
 @dataclass
 class FuseExtReport:
     """What fuse_ext did, for ``tdsched apply`` and tests."""
 
+    primitive: NestPrimitive = "fuse_ext"
     plan: FusionPlan | None = None
     fused: list[PayloadOp] = field(default_factory=list)
     outside: list[Outside] = field(default_factory=list)
@@ -85,8 +98,10 @@ class FuseExtReport:
 
     def lines(self) -> list[str]:
         if self.plan is None:
-            return ["fuse_ext: nothing planned"]
-        out = describe_fusion(self.plan, self.fused, self.outside, self.also_outside)
+            return [f"{self.primitive}: nothing planned"]
+        out = describe_fusion(
+            self.plan, self.fused, self.outside, self.also_outside, self.primitive
+        )
         out.append(f"  ({len(self.scripts)} transform steps, {self.seconds:.3f} s)")
         return out
 
@@ -107,13 +122,25 @@ class _Payload:
 
 
 def fuse_ext(module_text: str, options: FuseExtOptions) -> tuple[str, FuseExtReport]:
-    """Apply fuse_ext to ``module_text``; returns the new module text and a report.
+    """Apply fuse_ext (or ``options.primitive``) to ``module_text``; returns the new
+    module text and a report.
 
     Precondition: the roots live in the top-level block of one function with static
-    shapes. Raises :class:`FuseExtError` naming the op and the reason otherwise.
+    shapes. Raises :class:`FuseExtError` naming the primitive, the op and the reason
+    otherwise.
     """
+    try:
+        return _fuse_ext(module_text, options)
+    except FuseExtError as exc:
+        if options.primitive == "fuse_ext":
+            raise
+        text = str(exc).replace("fuse_ext:", f"{options.primitive}:", 1)
+        raise FuseExtError(text) from exc
+
+
+def _fuse_ext(module_text: str, options: FuseExtOptions) -> tuple[str, FuseExtReport]:
     start = time.perf_counter()
-    report = FuseExtReport()
+    report = FuseExtReport(options.primitive)
     with ir.Context(), ir.Location.unknown():
         try:
             module = ir.Module.parse(module_text)
@@ -121,9 +148,11 @@ def fuse_ext(module_text: str, options: FuseExtOptions) -> tuple[str, FuseExtRep
             raise FuseExtError(f"fuse_ext: the payload does not parse: {exc}") from exc
         payload = _Payload(module, report)
         payload.run(scripts.tag_script(options.root, options.stop), "matching root and stop")
-        block = root_block(module)
+        if options.root is None:
+            _tag_returned(module)
+        block = root_block(module, options.primitive)
         block_ops = assign_fids(block)
-        plan = make_plan(block_ops, options.intermediates)
+        plan = make_plan(block_ops, options.intermediates, fuse=options.primitive != "tile_ext")
         report.plan = plan
         report.outside.extend(plan.outside)
         sizes = resolve_tile_sizes(plan, options.tile_sizes, options.tile_nums)
@@ -157,6 +186,36 @@ def fuse_ext(module_text: str, options: FuseExtOptions) -> tuple[str, FuseExtRep
             raise FuseExtError("fuse_ext: produced an invalid module (please report)")
         report.seconds = time.perf_counter() - start
         return str(module), report
+
+
+def _tag_returned(module: ir.Module) -> None:
+    """Tag as roots the ops whose results the payload function returns (fuse_operands).
+
+    Raises :class:`FuseExtError` when several functions return values, or a returned
+    value comes from an op that is not a structured linalg op.
+    """
+    returns = ops_under(module.operation, lambda op: op.name == "func.return")
+    if len(returns) != 1:
+        raise FuseExtError(
+            f"fuse_ext: the payload has {len(returns)} function returns; the roots are the "
+            "ops producing one function's returned values, so it needs exactly one function"
+        )
+    tagged = 0
+    for k, value in enumerate(returns[0].operands):
+        owner = value.owner
+        if isinstance(owner, ir.Block):
+            continue  # a returned argument: nothing computes it
+        op = owner.operation
+        if not is_structured(op.name):
+            raise FuseExtError(
+                f"fuse_ext: returned value #{k} comes from {op.name} at {op.location}, not "
+                "from a linalg op, and only linalg ops can be the loop nest's roots; use "
+                "fuse_ext with a root match of the linalg op(s) before it"
+            )
+        op.attributes[ROOT_TAG] = ir.UnitAttr.get()
+        tagged += 1
+    if not tagged:
+        raise FuseExtError("fuse_ext: the function returns no value computed by a linalg op")
 
 
 def _parallel_nest(

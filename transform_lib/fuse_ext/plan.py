@@ -98,12 +98,13 @@ def describe_fusion(
     fused: Sequence[PayloadOp],
     outside: Sequence[Outside],
     also_outside: Sequence[PayloadOp] = (),
+    primitive: str = "fuse_ext",
 ) -> list[str]:
     """Report lines: the roots, each fused op (marked when yielded, or when it is also
     computed in full outside the loop nest: ``also_outside``, found in the IR after the
     rewrite), each op kept outside."""
     roots = ", ".join(r.describe() for r in plan.roots)
-    lines = [f"fuse_ext: tiled {len(plan.roots)} root(s): {roots}"]
+    lines = [f"{primitive}: tiled {len(plan.roots)} root(s): {roots}"]
     yielded = {op.fid for op in plan.yielded}
     twice = {op.fid for op in also_outside}
     for op in fused:
@@ -233,11 +234,13 @@ def make_plan(
     intermediates: Intermediates = "yield",
     *,
     reshapes: bool = True,
+    fuse: bool = True,
 ) -> FusionPlan:
     """Plan fuse_ext over a block numbered by :func:`assign_fids`, roots/stops tagged.
 
     ``reshapes``: whether fusion may pass reshapes (a payload-level rewrite; inside IREE
-    kernels they stay outside).
+    kernels they stay outside). ``fuse``: whether producers are fused at all (tile_ext
+    tiles the roots alone; then no root may feed another).
     """
     roots = [op for op in block_ops if ROOT_TAG in op.attributes]
     if not roots:
@@ -250,7 +253,11 @@ def make_plan(
                 f"fuse_ext: root {_payload(root).describe()} is not a structured linalg op "
                 "with loops; only such ops can be tiled as a root"
             )
-    producers, outside = producer_dag(block_ops, roots, reshapes)
+    if fuse:
+        producers, outside = producer_dag(block_ops, roots, reshapes)
+    else:
+        producers, outside = set(), []
+        _refuse_chained_roots(roots)
     # A root that feeds another root is an intermediate of the fused region.
     roots = [r for r in roots if (fid_of(r) or 0) not in producers]
     root_iters = {iterators[fid_of(r) or 0] for r in roots}
@@ -292,6 +299,20 @@ def make_plan(
         recomputed=tuple(recomputed),
         ranges=loops[_payload(roots[0]).fid].ranges,
     )
+
+
+def _refuse_chained_roots(roots: Sequence[ir.Operation]) -> None:
+    """Without fusion, roots tiled in one nest must not feed each other."""
+    for root in roots:
+        for operand in root.operands:
+            producer = _defining_op(operand)
+            if producer is not None and any(producer == r for r in roots):
+                raise FuseExtError(
+                    f"fuse_ext: root {_payload(producer).describe()} feeds root "
+                    f"{_payload(root).describe()}; roots tiled without fusion must not "
+                    "feed each other: tile them in separate steps, or fuse one into the "
+                    "other with fuse_ext"
+                )
 
 
 def _recompute_reason(

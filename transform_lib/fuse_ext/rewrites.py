@@ -463,29 +463,14 @@ def yield_results_used_after(
     for k, arg in zip(later, extra, strict=True):
         source = slices[k]
         assert source is not None
+        where = _slice_operands(source)
         with ir.InsertionPoint(tiled):
             destination = tensor.ExtractSliceOp(
-                tiled.operands[n_inputs + k].type,
-                arg,
-                list(source.opview.offsets),
-                list(source.opview.sizes),
-                list(source.opview.strides),
-                source.attributes["static_offsets"],
-                source.attributes["static_sizes"],
-                source.attributes["static_strides"],
+                tiled.operands[n_inputs + k].type, arg, *where
             ).result
         tiled.operands[n_inputs + k] = destination
         with ir.InsertionPoint(terminator.regions[0].blocks[0]):
-            tensor.ParallelInsertSliceOp(
-                tiled.results[k],
-                arg,
-                list(source.opview.offsets),
-                list(source.opview.sizes),
-                list(source.opview.strides),
-                source.attributes["static_offsets"],
-                source.attributes["static_sizes"],
-                source.attributes["static_strides"],
-            )
+            tensor.ParallelInsertSliceOp(tiled.results[k], arg, *where)
     for old, result in zip(forall.results, new.results, strict=False):
         old.replace_all_uses_with(result)
     for k, result in zip(later, list(new.results)[len(old_outputs) :], strict=True):
@@ -494,6 +479,18 @@ def yield_results_used_after(
                 use.owner.operation.operands[use.operand_number] = result
     forall.erase()
     return new.operation
+
+
+def _slice_operands(op: ir.Operation) -> tuple[object, ...]:
+    """A slice op's offsets, sizes, strides (dynamic, then static): where another slice
+    op of the same place takes them."""
+    view = op.opview
+    return (
+        list(view.offsets),
+        list(view.sizes),
+        list(view.strides),
+        *(op.attributes[k] for k in ("static_offsets", "static_sizes", "static_strides")),
+    )
 
 
 def _init_slice(init: ir.Value) -> ir.Operation | None:
