@@ -297,6 +297,13 @@ def make_parser() -> argparse.ArgumentParser:
         default=DEFAULT_ATOL,
         help=f"absolute tolerance (default {DEFAULT_ATOL:g})",
     )
+    check.add_argument(
+        "--dynamic-size",
+        type=positive_int,
+        metavar="N",
+        help="evaluate a function with dynamic dims (tensor<?x...>) with N for every "
+        "dynamic dim of its arguments (required for such functions)",
+    )
     check.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
 
@@ -535,7 +542,13 @@ def _print_throughput(report: RunReport) -> None:
 
 def _check(args: argparse.Namespace) -> int:
     report = check_files(
-        args.before, args.after, args.function, seed=args.seed, rtol=args.rtol, atol=args.atol
+        args.before,
+        args.after,
+        args.function,
+        seed=args.seed,
+        rtol=args.rtol,
+        atol=args.atol,
+        dynamic_size=args.dynamic_size,
     )
     print(json.dumps(report.to_json(), indent=2) if args.json else report.format_table())
     return 0 if report.equivalent else 1

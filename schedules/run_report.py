@@ -23,7 +23,7 @@ from tdsched.targets.ir_eval import evaluate, evaluate_reference
 from tdsched.targets.runtime import LoadedModule
 from tdsched.targets.target import DEFAULT_THREADS
 from tdsched.targets.timing import Timing, time_interleaved
-from tdsched.targets.workload import random_inputs
+from tdsched.targets.workload import input_types, random_inputs
 from tdsched.transform_lib.work import count_work_of_text
 
 from .build_folders import build_folder
@@ -232,6 +232,7 @@ def run(
             if p.scripts.has_host_loops:
                 _evaluate_payload(p, seed, report)
                 return report
+            input_types(p.workload)  # static shapes, or the error saying what to do
             stage(report, "building and checking")
             prepare_device(p.target, threads)
             compiled, checked = build_and_check(p, work, seed)

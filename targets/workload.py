@@ -113,35 +113,54 @@ def _func_name(op: func.FuncOp) -> str:
     return str(ir.StringAttr(op.operation.attributes["sym_name"]).value)
 
 
-def input_types(workload: Workload) -> list[tuple[tuple[int, ...], str]]:
-    """Shapes and element types (``f32``, ...) of the entry function's arguments."""
-    return _signature(workload)[0]
+def input_types(
+    workload: Workload, dynamic_size: int | None = None
+) -> list[tuple[tuple[int, ...], str]]:
+    """Shapes and element types (``f32``, ...) of the entry function's arguments.
+
+    ``dynamic_size``: the extent given to every dynamic dim (evaluating a dynamic-shaped
+    module); without it a dynamic dim is an error.
+    """
+    return _signature(workload, dynamic_size)[0]
 
 
 def _signature(
-    workload: Workload,
+    workload: Workload, dynamic_size: int | None = None
 ) -> tuple[list[tuple[tuple[int, ...], str]], list[tuple[tuple[int, ...], str]]]:
     """Shapes and element types of the entry function's arguments and results."""
     with ir.Context():
-        module = ir.Module.parse(workload.mlir)
-        entry = next(f for f in _public_functions(module) if _func_name(f) == workload.function)
-        ftype = ir.FunctionType(ir.TypeAttr(entry.operation.attributes["function_type"]).value)
-        return _static(workload, ftype.inputs, "argument"), _static(
-            workload, ftype.results, "result"
+        ftype = _entry_type(workload)
+        return _static(workload, ftype.inputs, "argument", dynamic_size), _static(
+            workload, ftype.results, "result", dynamic_size
         )
 
 
-def _static(workload: Workload, types: Any, what: str) -> list[tuple[tuple[int, ...], str]]:
+def _entry_type(workload: Workload) -> ir.FunctionType:
+    """The entry function's type (parsed in the caller's context)."""
+    module = ir.Module.parse(workload.mlir)
+    entry = next(f for f in _public_functions(module) if _func_name(f) == workload.function)
+    return ir.FunctionType(ir.TypeAttr(entry.operation.attributes["function_type"]).value)
+
+
+def _static(
+    workload: Workload, types: Any, what: str, dynamic_size: int | None
+) -> list[tuple[tuple[int, ...], str]]:
     result = []
+    dynamic = ir.ShapedType.get_dynamic_size()
     for t in types:
         if not isinstance(t, ir.RankedTensorType):
             raise WorkloadError(
                 f"{workload.name}: {what} type {t} is not a ranked tensor; "
                 "tdsched feeds static-shaped tensors"
             )
-        if not t.has_static_shape:
-            raise WorkloadError(f"{workload.name}: {what} {t} has dynamic dims")
-        result.append((tuple(t.shape), str(t.element_type)))
+        if not t.has_static_shape and dynamic_size is None:
+            raise WorkloadError(
+                f"{workload.name}: {what} {t} has dynamic dims; running and timing need "
+                "static shapes, while 'tdsched apply' prints a graph schedule's result on "
+                "it and 'tdsched check --dynamic-size N' checks that result"
+            )
+        shape = tuple(dynamic_size if d == dynamic and dynamic_size else d for d in t.shape)
+        result.append((shape, str(t.element_type)))
     return result
 
 
@@ -177,12 +196,24 @@ def check_memory(workload: Workload, available: int | None = None) -> None:
     is compiled or allocated (``available``: bytes of memory, default this machine's)."""
     if available is None:
         available = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if has_dynamic_dims(workload):
+        return  # its size is not known until it runs, which needs static shapes
     needed = memory_estimate(workload)
     if needed > HOST_MEMORY_FRACTION * available:
         raise WorkloadError(
             f"{workload.name}: its tensors need about {_size(needed)} (arguments and results on "
             f"the host and device, plus float64 temporaries); this machine has "
             f"{_size(available)}: use smaller sizes"
+        )
+
+
+def has_dynamic_dims(workload: Workload) -> bool:
+    """Whether an argument or result of the entry function has a dynamic dim."""
+    with ir.Context():
+        ftype = _entry_type(workload)
+        return any(
+            isinstance(t, ir.RankedTensorType) and not t.has_static_shape
+            for t in (*ftype.inputs, *ftype.results)
         )
 
 
@@ -195,11 +226,14 @@ def _size(count: int) -> str:
     raise AssertionError("unreachable")
 
 
-def random_inputs(workload: Workload, seed: int = 0) -> list[np.ndarray]:
-    """Seeded random inputs for the entry function (uniform in [-1, 1) for floats)."""
+def random_inputs(
+    workload: Workload, seed: int = 0, dynamic_size: int | None = None
+) -> list[np.ndarray]:
+    """Seeded random inputs for the entry function (uniform in [-1, 1) for floats);
+    ``dynamic_size``: see :func:`input_types`."""
     rng = np.random.default_rng(seed)
     arrays = []
-    for shape, elem in input_types(workload):
+    for shape, elem in input_types(workload, dynamic_size):
         if elem not in _NUMPY_DTYPES:
             raise WorkloadError(f"{workload.name}: unsupported element type {elem}")
         dtype = _NUMPY_DTYPES[elem]

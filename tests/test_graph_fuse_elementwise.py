@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
+import numpy as np
 import pytest
 from iree.compiler import ir
-from iree_numerics import assert_same_results
+from iree_numerics import assert_same_results, run_module
 from tdsched.recipes.workloads.graph_generators import elementwise_chain
 from tdsched.transform_lib.graph.fuse_elementwise import (
     FuseElementwiseOptions,
@@ -306,3 +308,74 @@ def test_precondition_errors_name_the_op_and_condition(
     with pytest.raises(GraphRewriteError, match="fuse_elementwise_ext") as error:
         _fuse(module_text, **options)
     assert message in str(error.value)
+
+
+DYNAMIC = (Path(__file__).parent / "payloads" / "dynamic_shared_input.mlir").read_text()
+
+# Two dynamic generics reading x: their second loops come from y's and z's dims, which
+# nothing shows equal, so they must stay apart and the report must say why.
+DYNAMIC_UNPROVEN = """
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @f(%x: tensor<?xf32>, %y: tensor<?x?xf32>, %z: tensor<?x?xf32>) -> (tensor<?x?xf32>, tensor<?x?xf32>) {
+  %a = linalg.generic {indexing_maps = [#row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<?xf32>) outs(%y : tensor<?x?xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = math.exp %v : f32
+    linalg.yield %r : f32
+  } -> tensor<?x?xf32>
+  %b = linalg.generic {indexing_maps = [#row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<?xf32>) outs(%z : tensor<?x?xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = math.sin %v : f32
+    linalg.yield %r : f32
+  } -> tensor<?x?xf32>
+  return %a, %b : tensor<?x?xf32>, tensor<?x?xf32>
+}
+"""
+
+
+def test_shared_input_fusion_on_dynamic_shapes_with_provably_equal_loops(target: str) -> None:
+    """exp(x) and x * y, both ?x?: their loops are x's dims (the init is tensor.empty of
+    tensor.dim x), so they become one generic reading x once, and IREE (dynamic shapes,
+    5x7 inputs) computes the same results before and after on the target."""
+    after, report = _fuse(DYNAMIC)
+    assert report.summary == "fused 2 generics into 1 (1 shared-input group)"
+    (fused,) = _linalg_ops(after)
+    assert fused.inputs == ("%arg0", "%arg1") and fused.num_outputs == 2
+    rng = np.random.default_rng(0)
+    inputs = [rng.uniform(-1, 1, (5, 7)).astype(np.float32) for _ in range(2)]
+    want = run_module(DYNAMIC, "f", inputs, target)
+    got = run_module(after, "f", inputs, target)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def test_dynamic_candidates_whose_loops_cannot_be_shown_equal_are_named_with_the_loop() -> None:
+    after, report = _fuse(DYNAMIC_UNPROVEN)
+    assert report.summary.startswith("changed nothing")
+    assert len(_linalg_ops(after)) == 2
+    (note,) = report.details
+    assert note.startswith("not fused: linalg.generic at") and "(shared input %arg0)" in note
+    assert "loop 1 is dynamic (dim 1 of %arg1) in one and dynamic (dim 1 of %arg2)" in note
+
+
+def test_apply_takes_a_dynamic_workload_and_run_says_what_it_needs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tdsched.schedules.cli import main
+
+    (tmp_path / "dyn.mlir").write_text(DYNAMIC)
+    recipe = tmp_path / "dyn.yaml"
+    recipe.write_text(
+        "name: dyn\nworkload: {file: dyn.mlir}\ntargets: [x86]\n"
+        "graph:\n  - fuse_elementwise_ext: {}\n"
+    )
+    assert main(["apply", str(recipe)]) == 0
+    assert "// fuse_elementwise_ext: fused 2 generics into 1 (1 shared-input group)" in (
+        capsys.readouterr().out
+    )
+    main(["run", str(recipe), "--no-time"])
+    out = capsys.readouterr().out
+    assert "has dynamic dims; running and timing need static shapes" in out
+    assert "'tdsched check --dynamic-size N'" in out

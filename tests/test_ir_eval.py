@@ -492,3 +492,32 @@ def test_json_says_what_was_compared(
     (output,) = json.loads(capsys.readouterr().out)["outputs"]
     assert (output["compared"], output["undefined"], output["size"]) == (0, 96, 96)
     assert output["problem"].startswith("the reference is undefined at 96 of 96 elements")
+
+
+def test_cli_check_evaluates_dynamic_shapes_with_the_size_it_is_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A dynamic ?x? module (tensor.dim, tensor.empty with sizes) against its
+    horizontally fused form: an error naming the option without --dynamic-size, and every
+    element compared with it."""
+    from tdsched.transform_lib.graph.fuse_elementwise import (
+        FuseElementwiseOptions,
+        fuse_elementwise_ext,
+    )
+    from tdsched.transform_lib.graph.report import rewrite_text
+
+    before = (Path(__file__).parent / "payloads" / "dynamic_shared_input.mlir").read_text()
+    after, _ = rewrite_text(before, lambda m: fuse_elementwise_ext(m, FuseElementwiseOptions()))
+    paths = [tmp_path / "before.mlir", tmp_path / "after.mlir"]
+    for path, text in zip(paths, (before, after), strict=True):
+        path.write_text(text)
+    assert main(["check", *map(str, paths)]) == 2
+    assert "@f has dynamic dims, (tensor<?x?xf32>, tensor<?x?xf32>) -> (" in (
+        capsys.readouterr().err
+    )
+    assert main(["check", *map(str, paths), "--dynamic-size", "6"]) == 0
+    out = capsys.readouterr().out
+    assert out.count(" 36/36 ") == 2 and out.rstrip().endswith("equivalent")
+    wrong = after.replace("arith.mulf", "arith.addf")
+    paths[1].write_text(wrong)
+    assert main(["check", *map(str, paths), "--dynamic-size", "6"]) == 1

@@ -22,7 +22,7 @@ import numpy as np
 from iree.compiler import ir
 
 from ..result_check import compare_result
-from ..workload import Workload, random_inputs
+from ..workload import Workload, has_dynamic_dims, random_inputs
 from .errors import EvalError
 from .evaluator import entry_function, evaluate, evaluate_reference, parse_module
 
@@ -136,12 +136,14 @@ def check_equivalent(
     atol: float = DEFAULT_ATOL,
     before_source: str = "BEFORE",
     after_source: str = "AFTER",
+    dynamic_size: int | None = None,
 ) -> CheckReport:
     """Evaluate public function ``function`` (default: BEFORE's only public one) of both
     modules on the same random inputs (seeded by ``seed``) and compare their results.
 
-    The entry function must take static-shaped tensors and have the same type in both
-    modules; ``before_source``/``after_source`` name the modules in messages. Raises
+    The entry function must take ranked tensors and have the same type in both modules;
+    a dynamic dim of an argument takes the extent ``dynamic_size`` (without it, it is an
+    error). ``before_source``/``after_source`` name the modules in messages. Raises
     :class:`EvalError` (a ``ValueError``, as are the workload model's input-type errors)
     when either module cannot be evaluated or the two function types differ.
     """
@@ -152,7 +154,13 @@ def check_equivalent(
             f"@{name} has type {signature} in {before_source} "
             f"but {after_signature} in {after_source}"
         )
-    inputs = random_inputs(Workload(before_source, before_text, name), seed)
+    workload = Workload(before_source, before_text, name)
+    if dynamic_size is None and has_dynamic_dims(workload):
+        raise EvalError(
+            f"{before_source}: @{name} has dynamic dims, {signature}; give --dynamic-size N "
+            "to evaluate it with N for every dynamic dim of its arguments"
+        )
+    inputs = random_inputs(workload, seed, dynamic_size)
     expected, undefined = evaluate_reference(before_text, name, inputs, before_source)
     actual = evaluate(after_text, name, inputs, after_source)
     outputs = tuple(
@@ -171,6 +179,7 @@ def check_files(
     seed: int = 0,
     rtol: float = DEFAULT_RTOL,
     atol: float = DEFAULT_ATOL,
+    dynamic_size: int | None = None,
 ) -> CheckReport:
     """:func:`check_equivalent` on two ``.mlir`` files; errors name the files."""
     texts = []
@@ -183,7 +192,7 @@ def check_files(
             raise EvalError(f"{path}: not UTF-8 text; give an .mlir file") from None
     before_text, after_text = texts
     return check_equivalent(
-        before_text, after_text, function, seed, rtol, atol, str(before), str(after)
+        before_text, after_text, function, seed, rtol, atol, str(before), str(after), dynamic_size
     )
 
 

@@ -71,6 +71,15 @@ def _empty(interp: Interpreter, op: Any, env: Env) -> list[Value]:
     return [uninitialized(tensor_shape(t, env.operands(op)), storage_dtype(t))]
 
 
+@HANDLERS.register("tensor.dim")
+def _tensor_dim(interp: Interpreter, op: Any, env: Env) -> list[Value]:
+    source, dim = env.operands(op)
+    shape = np.shape(source)
+    if not 0 <= int(dim) < len(shape):
+        raise OpFailure(f"dim {int(dim)} of a rank-{len(shape)} tensor")
+    return [index(shape[int(dim)])]
+
+
 @HANDLERS.register("tensor.splat")
 def _splat(interp: Interpreter, op: Any, env: Env) -> list[Value]:
     t = op.results[0].type

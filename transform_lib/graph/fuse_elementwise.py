@@ -10,9 +10,11 @@ Works on every block of the module that holds selected ops, to a fixpoint:
   written through permutations) is fused into a generic that reads one of its results.
   A result that is also used elsewhere (returned, read by another op) becomes a result
   of the fused generic, so nothing is computed twice;
-* **shared input** (horizontal): elementwise generics with the same static loop ranges
+* **shared input** (horizontal): elementwise generics with the same loop ranges (static,
+  or dynamic and provably equal: read from the same value's dims or the same SSA sizes)
   that read the same tensor through the same map and do not depend on each other become
-  one multi-result generic that reads it once.
+  one multi-result generic that reads it once; a candidate whose ranges cannot be shown
+  equal is named in the report with the loop and why.
 
 Fused generics are placed where their operands are defined and before their users; the
 block is re-sorted topologically (stably) after each fusion to keep SSA dominance.
@@ -32,6 +34,7 @@ from ..match import OpCriteria
 from ..payload import strip_attributes
 from ..script import TransformScript, any_op
 from .generic_build import (
+    Extent,
     Operand,
     SimpleMap,
     compose,
@@ -39,11 +42,12 @@ from .generic_build import (
     finish_body,
     is_permutation,
     iterator_kinds,
+    loop_extents,
     move_body,
     operands,
+    same_extents,
     simple_map,
     simple_results,
-    static_loop_ranges,
 )
 from .report import GraphRewriteError, RewriteReport, describe_op, selected
 
@@ -569,16 +573,17 @@ def _read_inits(producer: ir.Operation, yielded: list[int]) -> list[int]:
 
 def _next_group(graph: _Graph, max_operands: int | None, notes: list[str]) -> _Merge | None:
     """The first group of independent elementwise generics sharing an input, if any."""
-    members = [
-        i
+    extents = {
+        i: found
         for i, op in enumerate(graph.ops)
-        if _elementwise(op) and static_loop_ranges(op) is not None
-    ]
+        if _elementwise(op) and (found := loop_extents(op)) is not None
+    }
+    members = list(extents)
     for first in members:
         for shared in operands(graph.ops[first])[0]:
             if not isinstance(shared.value.type, ir.RankedTensorType):
                 continue  # a shared scalar (a constant) saves no traffic
-            group = _group(graph, first, shared, members, max_operands, notes)
+            group = _group(graph, first, shared, extents, max_operands, notes)
             if len(group) > 1:
                 merge = _horizontal([graph.ops[i] for i in group])
                 name = shared.value.get_name()
@@ -593,18 +598,29 @@ def _group(
     graph: _Graph,
     first: int,
     shared: Operand,
-    members: list[int],
+    extents: dict[int, tuple[frozenset[Extent], ...]],
     max_operands: int | None,
     notes: list[str],
 ) -> list[int]:
-    """``first`` and the later members that can join it, reading ``shared`` like it."""
-    ranges = static_loop_ranges(graph.ops[first])
+    """``first`` and the later members (the keys of ``extents``) that can join it,
+    reading ``shared`` like it, with loops provably of the same ranges."""
     group = [first]
-    for other in members:
+    for other, loops in extents.items():
         op = graph.ops[other]
-        if other <= first or static_loop_ranges(op) != ranges:
+        if other <= first:
             continue
         if not any(o.value == shared.value and o.map == shared.map for o in operands(op)[0]):
+            continue
+        unequal = same_extents(extents[first], loops)
+        if unequal is not None:
+            notes.append(
+                f"not fused: {describe_op(op)} with {describe_op(graph.ops[first])} "
+                f"(shared input {shared.value.get_name()}): loop {unequal} is "
+                f"{_describe_extent(extents[first], unequal)} in one and "
+                f"{_describe_extent(loops, unequal)} in the other, which are not provably "
+                "equal (dynamic sizes are equal when read from the same value's dim or "
+                "the same SSA size)"
+            )
             continue
         if any(graph.reaches(i, other) or graph.reaches(other, i) for i in group):
             continue
@@ -617,6 +633,21 @@ def _group(
             continue
         group.append(other)
     return group
+
+
+def _describe_extent(loops: tuple[frozenset[Extent], ...], d: int) -> str:
+    """Loop ``d``'s range as a reader would name it (its static size, or its sources)."""
+    if d >= len(loops):
+        return "missing"
+    static = sorted(k for k in loops[d] if isinstance(k, int))
+    if static:
+        return str(static[0])
+    names = sorted(
+        f"dim {k[2]} of {k[1].get_name()}" if k[0] == "dim" else k[1].get_name()  # type: ignore[misc]
+        for k in loops[d]
+        if not isinstance(k, int)
+    )
+    return "dynamic (" + ", ".join(names) + ")"
 
 
 def _horizontal(ops: list[ir.Operation]) -> _Merge:

@@ -140,6 +140,72 @@ def finish_body(block: ir.Block, values: Sequence[ir.Value]) -> None:
         linalg.YieldOp(list(values))
 
 
+Extent = int | tuple[str, ir.Value] | tuple[str, ir.Value, int]
+"""What a loop's range is known to equal: a static size, ``("dim", value, i)`` (dim
+``i`` of ``value``) or ``("ssa", size)`` (an index value)."""
+
+
+def loop_extents(op: ir.Operation) -> tuple[frozenset[Extent], ...] | None:
+    """For each loop of a generic, everything its range is known to equal, read from its
+    operands: static sizes, the dims of the operands that a plain loop dim indexes, and
+    the sizes a ``tensor.empty`` output was made with (``tensor.dim`` of a value counts
+    as that value's dim). ``None`` when some loop is indexed only through compound
+    expressions. Two generics have provably equal loops when, loop by loop, their sets
+    meet (:func:`same_extents`); this holds for dynamic shapes too.
+    """
+    found: list[set[Extent]] = [set() for _ in iterator_kinds(op)]
+    inputs, outputs = operands(op)
+    for operand in [*inputs, *outputs]:
+        results = simple_results(operand.map)
+        if results is None or not isinstance(operand.value.type, ir.ShapedType):
+            continue
+        sizes = _empty_sizes(operand.value)
+        for i, (size, loop) in enumerate(zip(operand.value.type.shape, results, strict=True)):
+            if loop is None:
+                continue
+            if size != ir.ShapedType.get_dynamic_size():
+                found[loop].add(size)
+                continue
+            found[loop].add(("dim", operand.value, i))
+            if sizes is not None:
+                found[loop].add(_index_extent(sizes[i]))
+    if any(not keys for keys in found):
+        return None
+    return tuple(frozenset(keys) for keys in found)
+
+
+def same_extents(a: tuple[frozenset[Extent], ...], b: tuple[frozenset[Extent], ...]) -> int | None:
+    """``None`` when every loop of ``a`` provably has the range of the same loop of ``b``
+    (see :func:`loop_extents`), else the first loop that cannot be shown equal."""
+    if len(a) != len(b):
+        return 0
+    return next((d for d, (x, y) in enumerate(zip(a, b, strict=True)) if not x & y), None)
+
+
+def _empty_sizes(value: ir.Value) -> list[ir.Value | None] | None:
+    """The dynamic sizes of a ``tensor.empty`` that made ``value``, one per dim (``None``
+    for static dims), or ``None`` when ``value`` is not one."""
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner.operation.name != "tensor.empty":
+        return None
+    dynamic = iter(owner.operation.operands)
+    shape = ir.RankedTensorType(value.type).shape
+    return [next(dynamic) if d == ir.ShapedType.get_dynamic_size() else None for d in shape]
+
+
+def _index_extent(size: ir.Value | None) -> Extent:
+    """An index value as an extent: ``tensor.dim`` of a value with a constant dim is that
+    value's dim, anything else the value itself."""
+    assert size is not None
+    owner = size.owner
+    if not isinstance(owner, ir.Block) and owner.operation.name == "tensor.dim":
+        source, index = owner.operation.operands
+        const = index.owner
+        if not isinstance(const, ir.Block) and const.operation.name == "arith.constant":
+            return ("dim", source, int(ir.IntegerAttr(const.operation.attributes["value"]).value))
+    return ("ssa", size)
+
+
 def static_loop_ranges(op: ir.Operation) -> tuple[int, ...] | None:
     """The static loop ranges of a generic, read from operands indexed by plain dims
     (``None`` when some loop is indexed only through compound expressions or is dynamic)."""
