@@ -67,6 +67,20 @@ def test_apply_prints_what_graph_level_fuse_ext_fused(
     assert "scf.forall" in out
 
 
+def test_show_lists_the_loop_for_rewrite_after_the_forall_script(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """loop: for tiles with a forall script, then rewrites it: show says both, in order."""
+    step = "fuse_ext: {root: {op: linalg.generic}, tile_sizes: [8, 16], interchange: [1, 0], loop: for}"
+    assert main(["show", str(_graph_recipe(tmp_path, step))]) == 0
+    out = capsys.readouterr().out
+    forall = out.index("transform.structured.tile_using_forall")
+    rewrite = out.index(
+        "// fuse_ext: loop: for: the scf.forall became an scf.for nest over loops [1, 0]"
+    )
+    assert forall < rewrite
+
+
 def test_graph_level_fuse_ext_refuses_to_compile(tmp_path: Path) -> None:
     step = "fuse_ext: {root: {op: linalg.generic}, tile_sizes: [8, 16]}"
     p = plan(load(str(_graph_recipe(tmp_path, step))))

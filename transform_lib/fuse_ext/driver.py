@@ -120,6 +120,14 @@ class _Payload:
         except ir.MLIRError as exc:
             raise FuseExtError(f"fuse_ext: {what} failed: {exc}") from exc
 
+    def note(self, rewrite: str) -> None:
+        """Record a rewrite tdsched made between the scripts, so ``tdsched show`` lists
+        it where it happened."""
+        self.report.scripts.append(
+            f"// {self.report.primitive}: {rewrite} (rewritten by tdsched with the MLIR "
+            "bindings: no transform op does this)"
+        )
+
 
 def fuse_ext(module_text: str, options: FuseExtOptions) -> tuple[str, FuseExtReport]:
     """Apply fuse_ext (or ``options.primitive``) to ``module_text``; returns the new
@@ -171,7 +179,9 @@ def _fuse_ext(module_text: str, options: FuseExtOptions) -> tuple[str, FuseExtRe
         if options.loop == "for" and any(split.parallel):
             loop = _tag_loop(nest_block, root_fids)
             tiled = [d for d, s in enumerate(split.parallel) if s]
-            rewrites.forall_to_for(loop, [tiled.index(d) for d in split.order if d in tiled])
+            order = [d for d in split.order if d in tiled]
+            rewrites.forall_to_for(loop, [tiled.index(d) for d in order])
+            payload.note(f"loop: for: the scf.forall became an scf.for nest over loops {order}")
         payload.run(scripts.cleanup_script(), "cleanup")
         # Report from the IR, not the plan: a fused op still at full size outside the
         # loop nest (a result the loop does not yield) is computed twice.
@@ -380,11 +390,14 @@ def _fuse_one(
                 Outside(producer, f"the loop's slice of it is not contiguous in its source: {why}")
             )
             return
+        payload.note(f"the loop's slices of {producer.describe()} became slices of its source")
         report.fused.append(producer)
         return
     if producer in plan.recomputed:
         rewrites.keep_full_copy_after(loop, original)
-    rewrites.union_slices(loop, original)
+        payload.note(f"{producer.describe()} keeps a full-size copy for its uses after the loop")
+    if rewrites.union_slices(loop, original):
+        payload.note(f"the loop's slices of {producer.describe()} became parts of their union")
     payload.run(scripts.fuse_producer_script(producer), f"fusing {producer.describe()}")
     loop = _tag_loop(block, root_fids)
     # The step may have erased the original (CSE): look it up again, never reuse it.
@@ -393,24 +406,20 @@ def _fuse_one(
         report.outside.append(Outside(producer, "fusion left it outside the loop nest"))
         return
     if original is not None and len(original.results) > 1:
-        _yield_other_results(loop, original, producer.fid)
+        _yield_other_results(payload, loop, original, producer)
     report.fused.append(producer)
 
 
-def _yield_other_results(loop: ir.Operation, original: ir.Operation, fid: int) -> None:
+def _yield_other_results(
+    payload: _Payload, loop: ir.Operation, original: ir.Operation, producer: PayloadOp
+) -> None:
     """A fused multi-result producer: the forall also yields its results used after the
     loop (upstream yields only the one its consumers read), and the full-size original
     goes when nothing reads it any more."""
-    tiled = next(
-        (
-            op.operation
-            for op in loop.regions[0].blocks[0].operations
-            if fid_of(op.operation) == fid
-        ),
-        None,
-    )
+    tiled = _top_level(loop.regions[0].blocks[0], producer.fid)
     if loop.name != "scf.forall" or tiled is None:
         return
-    rewrites.yield_results_used_after(loop, original, tiled)
+    if rewrites.yield_results_used_after(loop, original, tiled):
+        payload.note(f"the loop also yields the results of {producer.describe()} used after it")
     if all(not list(result.uses) for result in original.results):
         original.erase()

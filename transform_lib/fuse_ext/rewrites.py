@@ -414,7 +414,7 @@ def _after_in_block(user: ir.Operation, anchor: ir.Operation) -> bool:
 
 def yield_results_used_after(
     forall: ir.Operation, producer: ir.Operation, tiled: ir.Operation
-) -> ir.Operation:
+) -> bool:
     """Make ``forall`` also yield each result of the fused ``producer`` used after it.
 
     ``tiled`` is the producer's tile in the loop body (destination style: its init for
@@ -422,7 +422,8 @@ def yield_results_used_after(
     goes). Each such result gets a new ``shared_outs`` entry, initialized with the
     producer's init, that the tile's result is inserted into; uses after the loop read
     the loop's new result instead, so the full-size producer is left unused. Upstream
-    fusion yields only the result its consumers read. Returns the (new) loop.
+    fusion yields only the result its consumers read. Returns whether it rebuilt the
+    loop (the old loop op is then erased).
     """
     n_inputs = len(producer.opview.inputs)
     later = [
@@ -433,7 +434,7 @@ def yield_results_used_after(
     slices = {k: _init_slice(tiled.operands[n_inputs + k]) for k in later}
     later = [k for k in later if slices[k] is not None]
     if not later:
-        return forall
+        return False
     view = forall.opview
     old_outputs = list(view.outputs)
     bounds = [
@@ -478,7 +479,7 @@ def yield_results_used_after(
             if _after_in_block(use.owner.operation, new.operation):
                 use.owner.operation.operands[use.operand_number] = result
     forall.erase()
-    return new.operation
+    return True
 
 
 def _slice_operands(op: ir.Operation) -> tuple[object, ...]:
