@@ -35,6 +35,10 @@ class WorkloadError(ValueError):
     """A workload cannot be built or loaded; the message says why and what to change."""
 
 
+class DynamicShapeError(WorkloadError):
+    """The entry function has dynamic dims and no extent was given for them."""
+
+
 @dataclass(frozen=True)
 class Workload:
     """A linalg-on-tensors module and its entry ``function``.
@@ -129,17 +133,12 @@ def _signature(
 ) -> tuple[list[tuple[tuple[int, ...], str]], list[tuple[tuple[int, ...], str]]]:
     """Shapes and element types of the entry function's arguments and results."""
     with ir.Context():
-        ftype = _entry_type(workload)
+        module = ir.Module.parse(workload.mlir)
+        entry = next(f for f in _public_functions(module) if _func_name(f) == workload.function)
+        ftype = ir.FunctionType(ir.TypeAttr(entry.operation.attributes["function_type"]).value)
         return _static(workload, ftype.inputs, "argument", dynamic_size), _static(
             workload, ftype.results, "result", dynamic_size
         )
-
-
-def _entry_type(workload: Workload) -> ir.FunctionType:
-    """The entry function's type (parsed in the caller's context)."""
-    module = ir.Module.parse(workload.mlir)
-    entry = next(f for f in _public_functions(module) if _func_name(f) == workload.function)
-    return ir.FunctionType(ir.TypeAttr(entry.operation.attributes["function_type"]).value)
 
 
 def _static(
@@ -154,7 +153,7 @@ def _static(
                 "tdsched feeds static-shaped tensors"
             )
         if not t.has_static_shape and dynamic_size is None:
-            raise WorkloadError(
+            raise DynamicShapeError(
                 f"{workload.name}: {what} {t} has dynamic dims; running and timing need "
                 "static shapes, while 'tdsched apply' prints a graph schedule's result on "
                 "it and 'tdsched check --dynamic-size N' checks that result"
@@ -196,24 +195,15 @@ def check_memory(workload: Workload, available: int | None = None) -> None:
     is compiled or allocated (``available``: bytes of memory, default this machine's)."""
     if available is None:
         available = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    if has_dynamic_dims(workload):
+    try:
+        needed = memory_estimate(workload)
+    except DynamicShapeError:
         return  # its size is not known until it runs, which needs static shapes
-    needed = memory_estimate(workload)
     if needed > HOST_MEMORY_FRACTION * available:
         raise WorkloadError(
             f"{workload.name}: its tensors need about {_size(needed)} (arguments and results on "
             f"the host and device, plus float64 temporaries); this machine has "
             f"{_size(available)}: use smaller sizes"
-        )
-
-
-def has_dynamic_dims(workload: Workload) -> bool:
-    """Whether an argument or result of the entry function has a dynamic dim."""
-    with ir.Context():
-        ftype = _entry_type(workload)
-        return any(
-            isinstance(t, ir.RankedTensorType) and not t.has_static_shape
-            for t in (*ftype.inputs, *ftype.results)
         )
 
 

@@ -22,7 +22,7 @@ import numpy as np
 from iree.compiler import ir
 
 from ..result_check import compare_result
-from ..workload import Workload, has_dynamic_dims, random_inputs
+from ..workload import DynamicShapeError, Workload, random_inputs
 from .errors import EvalError
 from .evaluator import entry_function, evaluate, evaluate_reference, parse_module
 
@@ -154,13 +154,13 @@ def check_equivalent(
             f"@{name} has type {signature} in {before_source} "
             f"but {after_signature} in {after_source}"
         )
-    workload = Workload(before_source, before_text, name)
-    if dynamic_size is None and has_dynamic_dims(workload):
+    try:
+        inputs = random_inputs(Workload(before_source, before_text, name), seed, dynamic_size)
+    except DynamicShapeError:
         raise EvalError(
             f"{before_source}: @{name} has dynamic dims, {signature}; give --dynamic-size N "
             "to evaluate it with N for every dynamic dim of its arguments"
-        )
-    inputs = random_inputs(workload, seed, dynamic_size)
+        ) from None
     expected, undefined = evaluate_reference(before_text, name, inputs, before_source)
     actual = evaluate(after_text, name, inputs, after_source)
     outputs = tuple(

@@ -140,10 +140,10 @@ def fuse_ext(module_text: str, options: FuseExtOptions) -> tuple[str, FuseExtRep
     try:
         return _fuse_ext(module_text, options)
     except FuseExtError as exc:
-        if options.primitive == "fuse_ext":
+        text = str(exc)
+        if options.primitive == "fuse_ext" or not text.startswith("fuse_ext:"):
             raise
-        text = str(exc).replace("fuse_ext:", f"{options.primitive}:", 1)
-        raise FuseExtError(text) from exc
+        raise FuseExtError(options.primitive + text.removeprefix("fuse_ext")) from exc
 
 
 def _fuse_ext(module_text: str, options: FuseExtOptions) -> tuple[str, FuseExtReport]:

@@ -475,9 +475,7 @@ def yield_results_used_after(
     for old, result in zip(forall.results, new.results, strict=False):
         old.replace_all_uses_with(result)
     for k, result in zip(later, list(new.results)[len(old_outputs) :], strict=True):
-        for use in list(producer.results[k].uses):
-            if _after_in_block(use.owner.operation, new.operation):
-                use.owner.operation.operands[use.operand_number] = result
+        _replace_uses_after(producer.results[k], result, new.operation)
     forall.erase()
     return True
 
@@ -509,7 +507,12 @@ def keep_full_copy_after(loop: ir.Operation, producer: ir.Operation) -> None:
     copy = producer.clone(ip=ir.InsertionPoint(loop))
     if FID in copy.attributes:
         del copy.attributes[FID]
-    for k, result in enumerate(producer.results):
-        for use in list(result.uses):
-            if _after_in_block(use.owner.operation, loop):
-                use.owner.operation.operands[use.operand_number] = copy.results[k]
+    for old, new in zip(producer.results, copy.results, strict=True):
+        _replace_uses_after(old, new, loop)
+
+
+def _replace_uses_after(old: ir.Value, new: ir.Value, anchor: ir.Operation) -> None:
+    """Make the uses of ``old`` after ``anchor`` (in its block) read ``new``."""
+    for use in list(old.uses):
+        if _after_in_block(use.owner.operation, anchor):
+            use.owner.operation.operands[use.operand_number] = new

@@ -643,7 +643,7 @@ def _describe_extent(loops: tuple[frozenset[Extent], ...], d: int) -> str:
     if static:
         return str(static[0])
     names = sorted(
-        f"dim {k[2]} of {k[1].get_name()}" if k[0] == "dim" else k[1].get_name()  # type: ignore[misc]
+        f"dim {k[2]} of {k[1].get_name()}" if len(k) == 3 else k[1].get_name()
         for k in loops[d]
         if not isinstance(k, int)
     )
