@@ -526,7 +526,8 @@ def _print_throughput(report: RunReport) -> None:
         )
         print(
             f"peak     {tp.fraction_of_fma_peak:.0%} of this machine's FMA peak "
-            f"({tp.peak.fma_gflops:.1f} GFLOP/s measured at {tp.peak.threads or '-'} threads, "
+            f"({tp.peak.fma_gflops:.1f} GFLOP/s measured on "
+            f"{run_conditions(report.target, tp.peak.threads)}, "
             f"memory {tp.peak.bandwidth_gbps:.1f} GB/s)"
         )
     for peer in report.peers or []:

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .runtime import keep_freed_memory_env, thread_flags
+from .runtime import cpu_driver, keep_freed_memory_env, thread_flags
 from .target import Target
 from .timing import MIN_SAMPLE_S, Timing, round_order
 
@@ -180,10 +180,11 @@ def _profile_once(
     """One iree-benchmark-module run with profiling: ms per call, and the dispatches of
     the timed calls."""
     bundle, results = stem.with_suffix(".ireeprof"), stem.with_suffix(".benchmark.json")
+    driver = cpu_driver(target.driver, threads)
     command = [
         str(tool_path("iree-benchmark-module")),
         f"--module={module.vmfb}",
-        f"--device={target.driver}",
+        f"--device={driver}",
         f"--function={module.function}",
         *(f"--input=@{path}" for path in module.inputs),
         *(thread_flags(threads) if threads is not None else ()),
@@ -201,7 +202,7 @@ def _profile_once(
     measured = last_calls(parse_dispatch_events(listing, run), calls)
     if not measured:
         raise ProfileError(
-            f"the profile of {module.vmfb.name} on {target.driver} ({target.profiling_mode}) "
+            f"the profile of {module.vmfb.name} on {driver} ({target.profiling_mode}) "
             "holds no dispatch"
         )
     return call_ms, measured

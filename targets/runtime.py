@@ -2,6 +2,13 @@
 
 One runtime device per driver and process: IREE reads the task-topology flags (thread
 count) when a device is created, so :func:`configure_threads` must come first.
+
+CPU modules on one thread run on IREE's ``local-sync`` driver, not ``local-task``
+(:func:`cpu_driver`): the calling thread executes every dispatch inline, as numpy or any
+single-threaded library does, instead of waking a worker thread and waiting for it.
+Measured on a 2-core Zen 4 VM with IREE 3.13: an 8x8 matmul call costs 5 us on
+local-sync and 55 us on local-task with one worker; a 128^3 matmul 43 us against 97 us.
+Every variant of a run (schedule, IREE default, peers) runs on the same driver.
 """
 
 from __future__ import annotations
@@ -23,7 +30,8 @@ class DeviceError(RuntimeError):
 
 
 def configure_threads(threads: int) -> None:
-    """Use ``threads`` worker threads for CPU (local-task) execution in this process."""
+    """Use ``threads`` CPU threads in this process: ``threads`` local-task workers, or the
+    calling thread alone on local-sync for one (:func:`cpu_driver`)."""
     if _THREADS and _THREADS[0] != threads:
         raise DeviceError(f"threads already set to {_THREADS[0]} in this process")
     if threads < 1:
@@ -31,6 +39,13 @@ def configure_threads(threads: int) -> None:
     if not _THREADS:
         ireert.flags.parse_flags(*thread_flags(threads))
         _THREADS.append(threads)
+
+
+def cpu_driver(driver: str, threads: int | None) -> str:
+    """The runtime driver that runs a module of a target whose driver is ``driver`` on
+    ``threads`` CPU threads: ``local-sync`` (inline on the calling thread) for one thread,
+    ``driver`` otherwise (a GPU driver, or ``local-task``'s worker threads)."""
+    return "local-sync" if driver == "local-task" and threads == 1 else driver
 
 
 def thread_flags(threads: int) -> tuple[str, ...]:
@@ -77,7 +92,8 @@ def keep_freed_memory_env(env: Mapping[str, str]) -> dict[str, str]:
     return {**env, "GLIBC_TUNABLES": f"{given}:{ours}" if given else ours}
 
 
-def _config(driver: str) -> ireert.Config:
+def _config(target_driver: str) -> ireert.Config:
+    driver = cpu_driver(target_driver, _THREADS[0] if _THREADS else None)
     if driver not in _CONFIGS:
         try:
             _CONFIGS[driver] = ireert.Config(driver)

@@ -48,8 +48,9 @@ class Target:
     @property
     def profiling_mode(self) -> str:
         """The IREE HAL profiling data family (``--device_profiling_mode``) that times each
-        dispatch on this target's driver. local-task records when its CPU workers ran each
-        dispatch (``host-execution``; ``dispatch-events`` is UNIMPLEMENTED there); Vulkan
+        dispatch on this target's driver. local-task (and local-sync, its one-thread form)
+        records when the CPU ran each dispatch (``host-execution``; ``dispatch-events`` is
+        UNIMPLEMENTED there); Vulkan
         records device timestamps (``dispatch-events``; ``host-execution`` is UNIMPLEMENTED
         there). Both checked with IREE 3.13, Vulkan on lavapipe."""
         return "host-execution" if self.driver == "local-task" else "dispatch-events"
