@@ -111,6 +111,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--cpu", default="host", help="x86: LLVM CPU name (default: host)")
     parser.add_argument("--cpu-features", help="x86: LLVM CPU features, e.g. +avx512f")
+    add_threads_option(parser)
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -218,7 +219,6 @@ def make_parser() -> argparse.ArgumentParser:
     )
     _add_common(runp)
     runp.add_argument("--json", action="store_true", help="print one JSON object")
-    add_threads_option(runp)
     runp.add_argument(
         "--repeats", type=positive_int, default=7, help="timed samples per variant (default 7)"
     )
@@ -336,6 +336,7 @@ def _plan(args: argparse.Namespace, **extra: object) -> Plan:
         overrides,
         cpu=args.cpu,
         cpu_features=args.cpu_features,
+        threads=args.threads,
         **extra,  # type: ignore[arg-type]
     )
     if p.recipe.shape_choice is not None:

@@ -38,6 +38,7 @@ def add_threads_option(parser: argparse.ArgumentParser) -> None:
         "--threads",
         type=positive_int,
         default=DEFAULT_THREADS,
-        help=f"x86 runtime worker threads (default {DEFAULT_THREADS}, the same for run, "
-        "sweep, regress and peak; ignored on Vulkan)",
+        help=f"x86 CPU threads the build runs on (default {DEFAULT_THREADS}, the same for "
+        "run, sweep, regress and peak; 1 runs on IREE's local-sync driver; it also selects "
+        "a shape table's entries tuned for that count; ignored on Vulkan)",
     )

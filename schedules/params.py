@@ -35,13 +35,16 @@ def parse_override(text: str) -> tuple[str, ParamValue]:
     return name.strip(), value
 
 
-def resolve(recipe: Recipe, overrides: Mapping[str, ParamValue] | None = None) -> Recipe:
+def resolve(
+    recipe: Recipe, overrides: Mapping[str, ParamValue] | None = None, threads: int | None = None
+) -> Recipe:
     """Return ``recipe`` with every ``${NAME}`` replaced by its value.
 
     ``overrides`` replace defaults; naming a parameter the recipe does not declare is an
     error (a typo would otherwise silently run the default schedule). A ``shapes`` table
-    entry chosen by the shape (:mod:`.shape_table`) replaces defaults first, overrides win
-    over it; the result's ``shape_choice`` says which entry was used.
+    entry chosen by the shape and the CPU ``threads`` it runs on (None: a GPU target; see
+    :mod:`.shape_table`) replaces defaults first, overrides win over it; the result's
+    ``shape_choice`` says which entry was used.
     """
     params = recipe.parameter_dict
     for name in overrides or {}:
@@ -53,7 +56,8 @@ def resolve(recipe: Recipe, overrides: Mapping[str, ParamValue] | None = None) -
             )
     choice = None
     if recipe.shapes is not None:
-        choice = recipe.shapes.choose({**params, **(overrides or {})}, recipe.space.constraints)
+        values = {**params, **(overrides or {})}
+        choice = recipe.shapes.choose(values, recipe.space.constraints, threads)
         if choice.entry is not None:
             params.update(choice.entry.params)
     params.update(overrides or {})

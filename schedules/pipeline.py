@@ -26,6 +26,7 @@ from tdsched.targets.compiler import (
     probe_compile,
     run_compile,
 )
+from tdsched.targets.target import DEFAULT_THREADS, TARGET_NAMES, cpu_threads
 from tdsched.targets.workload import Workload, WorkloadError, check_memory, load_mlir_file
 from tdsched.transform_lib.census import (
     CENSUS_FLAGS,
@@ -97,14 +98,20 @@ def plan(
     input_file: Path | None = None,
     print_after_schedule: bool = False,
     trace_steps: bool = False,
+    threads: int | None = DEFAULT_THREADS,
 ) -> Plan:
     """Resolve ``recipe`` for ``target`` (default: its first) and emit its scripts.
+
+    ``threads``: the CPU thread count the build will run on, which selects among a shape
+    table's thread-keyed entries (ignored on a GPU target).
 
     ``input_file`` replaces the recipe's workload with a ``.mlir`` module (the reference
     is then IREE's default build of that module). ``print_after_schedule`` and
     ``trace_steps``: what the scripts print besides their markers (see :func:`.emit.emit`).
     """
-    resolved = resolve(recipe, overrides)
+    named = target or recipe.targets[0]
+    on_cpu = cpu_threads(named, threads) if named in TARGET_NAMES else None
+    resolved = resolve(recipe, overrides, on_cpu)
     for flag in (*resolved.compile_flags, *resolved.baseline.flags):
         if not flag.startswith("--"):
             raise RecipeError(

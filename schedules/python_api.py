@@ -39,7 +39,7 @@ from .recipe import (
     Tolerance,
     WorkloadSpec,
 )
-from .shape_table import ShapeEntry, ShapeTable
+from .shape_table import ENTRY_OPTIONS, ShapeEntry, ShapeTable
 from .space import Axis, ParamValue, SearchSpace, build_space, int_range, pow2_range
 from .steps import (
     STEPS,
@@ -508,7 +508,8 @@ class RecipeBuilder:
     ) -> RecipeBuilder:
         """Tuned parameters per workload shape (:mod:`.shape_table`): each entry maps the
         ``key`` parameters to their values, then tuned parameters to theirs; the keys
-        ``iree_default`` (bool) and ``note`` (str) are the entry's options."""
+        ``iree_default`` (bool), ``threads`` (int: the CPU thread count it was tuned for)
+        and ``note`` (str) are the entry's options."""
         where = _caller()
         built = []
         for entry in entries:
@@ -524,14 +525,20 @@ class RecipeBuilder:
             params = tuple(
                 (k, v)
                 for k, v in entry.items()
-                if k not in key and k not in ("iree_default", "note") and not isinstance(v, bool)
+                if k not in key and k not in ENTRY_OPTIONS and not isinstance(v, bool)
             )
+            threads = entry.get("threads")
+            if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool)):
+                raise RecipeError(
+                    where, f"shapes entry: threads must be an integer, got {threads!r}"
+                )
             built.append(
                 ShapeEntry(
                     shape=tuple(shape),
                     params=params,
                     iree_default=bool(entry.get("iree_default", False)),
                     note=str(entry.get("note", "")),
+                    threads=threads,
                     where=where,
                 )
             )

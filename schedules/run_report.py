@@ -467,7 +467,14 @@ def run_json(request: dict[str, Any], progress: Progress) -> dict[str, Any]:
     """The child's side of :func:`run_isolated`: plan, then run, reporting each stage."""
     r = RunRequest(**request)
     try:
-        p = plan(load(r.recipe), r.target, r.params, cpu=r.cpu, cpu_features=r.cpu_features)
+        p = plan(
+            load(r.recipe),
+            r.target,
+            r.params,
+            cpu=r.cpu,
+            cpu_features=r.cpu_features,
+            threads=r.threads,
+        )
     except EVALUATION_ERRORS as exc:
         return {"plan_error": str(exc)}
 

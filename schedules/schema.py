@@ -16,13 +16,12 @@ from tdsched.transform_lib.match import OP_KINDS
 
 from .options import Kind, StepOption, step_options
 from .recipe import METRICS
-from .shape_table import RULES
+from .shape_table import ENTRY_OPTIONS, RULES
 from .steps import STEPS, StepInfo
 from .values import MATCH_FIELDS, OPS_FIELDS
 from .yaml_frontend import (
     CONFIG_FIELDS,
     CONFIG_LEVELS,
-    ENTRY_OPTIONS,
     KERNEL_FIELDS,
     RECIPE_FIELDS,
     SHAPES_FIELDS,
@@ -118,6 +117,7 @@ def recipe_schema() -> JSON:
                             + "; ".join(f"{k}: {v}" for k, v in ENTRY_OPTIONS.items()),
                             "properties": {
                                 "iree_default": {"type": "boolean"},
+                                "threads": {"type": "integer", "minimum": 1},
                                 "note": {"type": "string"},
                             },
                             "additionalProperties": scalar,

@@ -12,6 +12,14 @@ fills it. When a recipe is resolved, the shape it runs at (its parameters after
   ``constraints`` at this shape (``K % TK == 0``...); with ``rule: exact``, none;
 * no entry: the recipe's own parameter defaults, and the choice says so.
 
+An entry may say which CPU thread count it was tuned for (``threads: 1``; ``sweep --shape``
+writes the sweep's): the best tiles on one thread are not those on two. The thread count
+is one more dimension of the distance (``|log2(entry threads / run threads)|``), so an
+entry tuned for the run's thread count at its shape is exact, and one for another count is
+as far as a shape twice as large. An entry without ``threads`` serves every count at
+distance 0; among entries equally near, one for the run's thread count wins over one
+without. On a GPU target (no CPU threads) the thread counts are ignored.
+
 The entry's values replace the defaults; parameters given with ``--param`` win over both.
 An entry may select IREE's own pipeline (``iree_default: true``) where no schedule won at
 that shape: the recipe's schedules are then left out, and ``run``/``show`` say so.
@@ -29,6 +37,12 @@ from .errors import RecipeError, Where
 from .space import Constraint, ParamValue
 
 RULES: tuple[str, ...] = ("nearest", "exact")
+ENTRY_OPTIONS = {
+    "iree_default": "true: IREE's own pipeline runs at this shape, unscheduled",
+    "threads": "the CPU thread count the entry was tuned for (default: any)",
+    "note": "where the entry came from (informational)",
+}
+"""An entry's fields besides its key values and tuned parameter values."""
 Rule = Literal["nearest", "exact"]
 
 
@@ -43,11 +57,27 @@ class ShapeEntry:
     """At this shape IREE's own pipeline beat every schedule: run it unscheduled."""
     note: str = ""
     """Where the entry came from (e.g. the sweep's verdict and interval); informational."""
+    threads: int | None = None
+    """The CPU thread count it was tuned for; None: any."""
     where: Where = field(default_factory=Where)
 
     @property
-    def label(self) -> str:
+    def shape_label(self) -> str:
         return ",".join(f"{name}={value}" for name, value in self.shape)
+
+    @property
+    def label(self) -> str:
+        if self.threads is None:
+            return self.shape_label
+        return f"{self.shape_label} ({self.threads} thread{'s' * (self.threads != 1)})"
+
+    def distance(self, shape: tuple[tuple[str, int], ...], threads: int | None) -> float:
+        """How far this entry is from ``shape`` run on ``threads`` CPU threads (None: a
+        GPU), in log2 steps (see the module docstring)."""
+        far = sum(abs(math.log2(x / y)) for (_, x), (_, y) in zip(self.shape, shape, strict=True))
+        if self.threads is not None and threads is not None:
+            far += abs(math.log2(self.threads / threads))
+        return far
 
 
 @dataclass(frozen=True)
@@ -59,9 +89,13 @@ class ShapeChoice:
     how: Literal["exact", "nearest", "none"]
     skipped: tuple[str, ...] = ()
     """Nearer entries left out because their parameters break a constraint here."""
+    threads: int | None = None
+    """The CPU thread count the choice was made for (None: a GPU target)."""
 
     def describe(self) -> str:
         here = ",".join(f"{name}={value}" for name, value in self.shape)
+        if self.threads is not None:
+            here += f" on {self.threads} thread" + "s" * (self.threads != 1)
         if self.entry is None:
             reason = (
                 f"no entry fits {here} (skipped {', '.join(self.skipped)}: constraints fail)"
@@ -79,7 +113,9 @@ class ShapeChoice:
     def as_dict(self) -> dict[str, object]:
         return {
             "shape": dict(self.shape),
-            "entry": self.entry.label if self.entry else None,
+            "threads": self.threads,
+            "entry": self.entry.shape_label if self.entry else None,
+            "entry_threads": self.entry.threads if self.entry else None,
             "how": self.how,
             "iree_default": bool(self.entry and self.entry.iree_default),
             "params": dict(self.entry.params) if self.entry else {},
@@ -111,16 +147,18 @@ class ShapeTable:
                     f"key parameter {name!r} must have an integer default, "
                     f"got {parameters[name]!r}",
                 )
-        seen: dict[tuple[tuple[str, int], ...], ShapeEntry] = {}
+        seen: dict[tuple[tuple[tuple[str, int], ...], int | None], ShapeEntry] = {}
         for entry in self.entries:
             if [name for name, _ in entry.shape] != list(self.key):
                 raise RecipeError(entry.where, f"give exactly the key {list(self.key)}")
             if any(value <= 0 for _, value in entry.shape):
                 raise RecipeError(entry.where, "key values must be positive integers")
-            if entry.shape in seen:
-                first = seen[entry.shape].where.line
+            if entry.threads is not None and entry.threads <= 0:
+                raise RecipeError(entry.where, "threads must be a positive integer")
+            if (entry.shape, entry.threads) in seen:
+                first = seen[entry.shape, entry.threads].where.line
                 raise RecipeError(entry.where, f"a second entry for {entry.label} (line {first})")
-            seen[entry.shape] = entry
+            seen[entry.shape, entry.threads] = entry
             for name, _ in entry.params:
                 if name in self.key:
                     raise RecipeError(entry.where, f"{name} is part of the key, not a tuned value")
@@ -136,9 +174,11 @@ class ShapeTable:
         self,
         values: Mapping[str, ParamValue],
         constraints: tuple[Constraint, ...] = (),
+        threads: int | None = None,
     ) -> ShapeChoice:
-        """The entry for the shape in ``values`` (all the recipe's parameters), per
-        ``rule``; an entry whose parameters break a constraint at this shape is skipped."""
+        """The entry for the shape in ``values`` (all the recipe's parameters) run on
+        ``threads`` CPU threads (None: a GPU target), per ``rule``; an entry whose
+        parameters break a constraint at this shape is skipped."""
         for name in self.key:
             if not isinstance(values[name], int) or isinstance(values[name], bool):
                 raise RecipeError(
@@ -147,22 +187,21 @@ class ShapeTable:
                     f"got {values[name]!r}",
                 )
         shape = tuple((name, int(values[name])) for name in self.key)
-        exact = next((e for e in self.entries if e.shape == shape), None)
-        if exact is not None:
-            return ShapeChoice(shape, exact, "exact")
+
+        def nearness(entry: ShapeEntry) -> tuple[float, bool]:
+            return entry.distance(shape, threads), entry.threads is None
+
+        ranked = sorted(self.entries, key=nearness)  # stable: ties keep the listed order
+        if ranked and nearness(ranked[0])[0] == 0:
+            return ShapeChoice(shape, ranked[0], "exact", threads=threads)
         if self.rule == "exact":
-            return ShapeChoice(shape, None, "none")
-        ranked = sorted(self.entries, key=lambda e: _distance(e.shape, shape))
+            return ShapeChoice(shape, None, "none", threads=threads)
         skipped: list[str] = []
         for entry in ranked:
             if entry.iree_default or _satisfies({**values, **dict(entry.params)}, constraints):
-                return ShapeChoice(shape, entry, "nearest", tuple(skipped))
+                return ShapeChoice(shape, entry, "nearest", tuple(skipped), threads)
             skipped.append(entry.label)
-        return ShapeChoice(shape, None, "none", tuple(skipped))
-
-
-def _distance(a: tuple[tuple[str, int], ...], b: tuple[tuple[str, int], ...]) -> float:
-    return sum(abs(math.log2(x / y)) for (_, x), (_, y) in zip(a, b, strict=True))
+        return ShapeChoice(shape, None, "none", tuple(skipped), threads)
 
 
 def _satisfies(values: Mapping[str, ParamValue], constraints: tuple[Constraint, ...]) -> bool:

@@ -30,7 +30,7 @@ from .recipe import (
     WorkloadSpec,
     name_problem,
 )
-from .shape_table import RULES, ShapeEntry, ShapeTable
+from .shape_table import ENTRY_OPTIONS, RULES, ShapeEntry, ShapeTable
 from .space import Axis, ParamValue, SearchSpace, build_space, int_range, pow2_range
 from .steps import STEPS, Step
 from .values import MATCH_FIELDS, OPS_FIELDS, IntOrParam, MatchSpec
@@ -197,10 +197,6 @@ SHAPES_FIELDS = {
     "rule": f"how a shape between entries is served: {' or '.join(RULES)}",
     "entries": "one mapping per shape: the key values, then the tuned parameter values",
 }
-ENTRY_OPTIONS = {
-    "iree_default": "true: IREE's own pipeline runs at this shape, unscheduled",
-    "note": "where the entry came from (informational)",
-}
 
 
 def load_shape_table(path: Path) -> ShapeTable:
@@ -238,6 +234,7 @@ def _shapes(node: Node) -> ShapeTable:
                 params=tuple(params),
                 iree_default=fields["iree_default"].flag() if "iree_default" in fields else False,
                 note=fields["note"].text() if "note" in fields else "",
+                threads=fields["threads"].integer() if "threads" in fields else None,
                 where=item.where,
             )
         )

@@ -13,12 +13,19 @@ is gated and re-run on the same configuration. A baseline file or a command line
 another count (tdsched's own CI subset uses 1: see docs/commands/regress.md)."""
 
 
+def cpu_threads(target: str, threads: int | None) -> int | None:
+    """The CPU threads a run with ``threads`` has on ``target``: None on a GPU target, which
+    runs no worker threads."""
+    return None if make_target(target).is_gpu else threads
+
+
 def run_conditions(target: str, threads: int | None) -> str:
     """How a table names where something ran: ``x86, 2 threads``, or ``vulkan`` (a GPU
     target runs no worker threads, so ``threads`` is ignored there)."""
-    if threads is None or make_target(target).is_gpu:
+    cpu = cpu_threads(target, threads)
+    if cpu is None:
         return target
-    return f"{target}, {threads} thread" + "s" * (threads != 1)
+    return f"{target}, {cpu} thread" + "s" * (cpu != 1)
 
 
 @dataclass(frozen=True)

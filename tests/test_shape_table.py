@@ -140,3 +140,81 @@ def test_a_python_recipe_can_take_a_yaml_recipes_table() -> None:
     table = load("matmul_x86").shapes
     assert table is not None and len(table.entries) >= 5
     assert load("matmul_x86_py").shapes == table
+
+
+THREADED = RECIPE.replace(
+    "    - {M: 1024, N: 1024, K: 1024, TM: 64, TK: 256}\n",
+    "    - {M: 1024, N: 1024, K: 1024, TM: 64, TK: 256}\n"
+    "    - {M: 256, N: 256, K: 256, threads: 1, TM: 16, TK: 32}\n"
+    "    - {M: 1024, N: 1024, K: 1024, threads: 2, TM: 128, TK: 128}\n"
+    "    - {M: 1024, N: 1024, K: 1024, threads: 1, TM: 8, TK: 128}\n",
+)
+
+
+def chosen(threads: int | None, text: str = THREADED, **params: int) -> tuple[object, ...]:
+    recipe = resolve(parse_recipe(text, "r.yaml"), params, threads)
+    choice = recipe.shape_choice
+    assert choice is not None and choice.entry is not None
+    return choice.entry.label, choice.how, recipe.parameter_dict["TM"], choice.describe()
+
+
+def test_an_entry_for_the_run_s_thread_count_wins_over_one_for_any() -> None:
+    label, how, tm, said = chosen(1, M=256, N=256, K=256)
+    assert (label, how, tm) == ("M=256,N=256,K=256 (1 thread)", "exact", 16)
+    assert said == "shape table: entry M=256,N=256,K=256 (1 thread) (exact match): its parameters"
+    # on 2 threads the 1-thread entry is one log2 step away: the entry for any count wins
+    assert chosen(2, M=256, N=256, K=256)[:3] == ("M=256,N=256,K=256", "exact", 32)
+
+
+def test_the_thread_count_is_one_more_dimension_of_the_distance() -> None:
+    assert chosen(2, M=1024, N=1024, K=1024)[:3] == (
+        "M=1024,N=1024,K=1024 (2 threads)",
+        "exact",
+        128,
+    )
+    assert chosen(1, M=1024, N=1024, K=1024)[:3] == ("M=1024,N=1024,K=1024 (1 thread)", "exact", 8)
+    # 4 threads: the entry for any count is exact; without it, the 2-thread entry is one
+    # step away and the 1-thread entry two
+    assert chosen(4, M=1024, N=1024, K=1024)[:3] == ("M=1024,N=1024,K=1024", "exact", 64)
+    text = THREADED.replace("    - {M: 1024, N: 1024, K: 1024, TM: 64, TK: 256}\n", "")
+    label, how, tm, said = chosen(4, text, M=1024, N=1024, K=1024)
+    assert (label, how, tm) == ("M=1024,N=1024,K=1024 (2 threads)", "nearest", 128)
+    assert "nearest to M=1024,N=1024,K=1024 on 4 threads" in said
+
+
+def test_a_gpu_target_ignores_thread_counts() -> None:
+    # no CPU threads: every 1024^3 entry is exact; the first tuned for a count wins the tie
+    assert chosen(None, M=1024, N=1024, K=1024)[:3] == (
+        "M=1024,N=1024,K=1024 (2 threads)",
+        "exact",
+        128,
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("threads: 1, TM: 16", "threads: 0, TM: 16"), "threads must be a positive integer"),
+        (
+            ("threads: 1, TM: 8", "threads: 2, TM: 8"),
+            "a second entry for M=1024,N=1024,K=1024 (2 threads)",
+        ),
+        (("threads: 1, TM: 16", "threads: one, TM: 16"), "r.yaml:21: shapes.entries[3].threads"),
+    ],
+)
+def test_bad_thread_counts_name_the_entry(change: tuple[str, str], message: str) -> None:
+    assert change[0] in THREADED
+    with pytest.raises(RecipeError) as info:
+        parse_recipe(THREADED.replace(*change), "r.yaml")
+    assert message in str(info.value)
+
+
+def test_the_python_front_end_takes_thread_counts() -> None:
+    b = RecipeBuilder("t", workload=generator("matmul", M=64, N=64, K=64))
+    b.shapes(["M"], [{"M": 256, "TM": 32}, {"M": 256, "threads": 1, "TM": 16}])
+    b.parameters(M=64, TM=8)
+    recipe = b.build()
+    assert resolve(recipe, {"M": 256}, 1).parameter_dict["TM"] == 16
+    assert resolve(recipe, {"M": 256}, 2).parameter_dict["TM"] == 32
+    with pytest.raises(RecipeError, match="threads must be an integer"):
+        b.shapes(["M"], [{"M": 256, "threads": "1"}])

@@ -59,3 +59,21 @@ def test_a_frozen_best_recipe_drops_the_table_that_would_override_it(tmp_path: P
     recipe = load_recipe(frozen)
     assert recipe.shapes is None
     assert resolve(recipe).parameter_dict["TM"] == 8  # not the 64x64 entry's 16
+
+
+def test_an_entry_for_another_thread_count_is_kept_beside_the_new_one(tmp_path: Path) -> None:
+    source = tmp_path / "t.yaml"
+    source.write_text(
+        RECIPE.replace("{M: 64, N: 64, TM: 16}", "{M: 64, N: 64, threads: 2, TM: 16}")
+    )
+    entries = [
+        {"M": 64, "N": 64, "threads": 1, "TM": 8},
+        {"M": 32, "N": 32, "threads": 1, "TM": 16},
+    ]
+    out = write_shape_table(source, tmp_path / "out.yaml", ["M", "N"], entries, "x86", {})
+    assert yaml.safe_load(out.read_text())["shapes"]["entries"] == [
+        {"M": 32, "N": 32, "TM": 8},
+        {"M": 32, "N": 32, "threads": 1, "TM": 16},
+        {"M": 64, "N": 64, "threads": 1, "TM": 8},
+        {"M": 64, "N": 64, "threads": 2, "TM": 16},
+    ]

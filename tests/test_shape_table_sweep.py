@@ -34,13 +34,15 @@ def test_a_sweep_per_shape_writes_a_table_that_run_selects_from(tmp_path: Path) 
     table = yaml.safe_load(table_file.read_text())["shapes"]
     shipped = load("matmul_x86").shapes
     assert shipped is not None and table["key"] == ["M", "N", "K"]
-    # The shipped table's entries stay; the swept 128^3 replaces its own; 64^3 is added.
+    # The shipped table's (2-thread) entries stay; the swept 128^3 (2 threads, the
+    # default) replaces its own; 64^3 is added.
     by_shape = {(e["M"], e["N"], e["K"]): e for e in table["entries"]}
     shipped_shapes = {tuple(v for _, v in e.shape) for e in shipped.entries}
     assert set(by_shape) == shipped_shapes | {(64, 64, 64)}
+    assert len(table["entries"]) == len(shipped.entries) + 1
     for swept in report["shapes"]:
         entry = by_shape[(swept["shape"]["M"], swept["shape"]["N"], swept["shape"]["K"])]
-        assert entry["note"].startswith(f"sweep {swept['sweep']}: ")
+        assert entry["note"].startswith(f"sweep {swept['sweep']}: ") and entry["threads"] == 2
         if not entry.get("iree_default"):
             assert entry["TM"] == swept["best"]["params"]["TM"] and entry["TN"] == 32
 

@@ -96,7 +96,7 @@ def measure(request: MeasureRequest) -> Measurement:
     start = time.perf_counter()
     names: dict[str, Any] = {}
     try:
-        p = plan(load(request.recipe), request.target, request.params)
+        p = plan(load(request.recipe), request.target, request.params, threads=request.threads)
         tolerance = dataclasses.replace(p.recipe.tolerance, **(request.numerics or {}))
         names = {
             "recipe_name": p.recipe.name,

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import iree.compiler.version
-from tdsched.targets.target import run_conditions
+from tdsched.targets.target import cpu_threads, run_conditions
 
 from ..cli_types import add_threads_option, non_negative_int, positive_float, positive_int
 from ..params import parse_override
@@ -339,7 +339,10 @@ def _sweep_shapes(args: argparse.Namespace, fixed: dict[str, Any]) -> int:
         if not args.json:
             print(f"== shape {_label(shape)}\n{_summary(outcome, None, args.top)}\n")
     assert sweep is not None
-    entries = [_table_entry(shape, fixed, outcome) for shape, outcome in done if outcome.ranked]
+    threads = cpu_threads(done[0][1].target, sweep.options.threads)
+    entries = [
+        _table_entry(shape, fixed, outcome, threads) for shape, outcome in done if outcome.ranked
+    ]
     table = None
     if entries:
         out = (
@@ -374,10 +377,11 @@ def _label(shape: dict[str, int]) -> str:
 
 
 def _table_entry(
-    shape: dict[str, int], fixed: dict[str, Any], outcome: SweepOutcome
+    shape: dict[str, int], fixed: dict[str, Any], outcome: SweepOutcome, threads: int | None
 ) -> dict[str, Any]:
-    """The table entry a sweep at ``shape`` earned: its best candidate's parameters, or
-    IREE default when even the best is slower than it; the note says how sure it is."""
+    """The table entry a sweep at ``shape`` on ``threads`` CPU threads (None: a GPU)
+    earned: its best candidate's parameters, or IREE default when even the best is slower
+    than it; the note says how sure it is."""
     best = outcome.ranked[0]
     decision = outcome.decision
     standing = decision.standing(best.key) if decision else None
@@ -391,10 +395,12 @@ def _table_entry(
     else:
         speedup = best.speedup or 0.0
         note = f"sweep {outcome.sweep_id}: {speedup:.3f}x vs IREE default (not raced)"
+    tuned_for = {} if threads is None else {"threads": threads}
     if speedup < 1.0:
-        return {**shape, "iree_default": True, "note": note + "; IREE default is faster"}
+        note += "; IREE default is faster"
+        return {**shape, **tuned_for, "iree_default": True, "note": note}
     tuned = {k: v for k, v in {**fixed, **best.params}.items() if k not in shape}
-    return {**shape, **tuned, "note": note}
+    return {**shape, **tuned_for, **tuned, "note": note}
 
 
 def _write_best(sweep: Sweep, outcome: SweepOutcome, args: argparse.Namespace) -> Path | None:

@@ -67,9 +67,10 @@ def write_shape_table(
     target: str,
     provenance: Mapping[str, Any],
 ) -> Path:
-    """Write ``source`` with ``entries`` (one mapping per shape: key values, tuned values,
-    ``iree_default``, ``note``) merged into its ``shapes`` table to ``out`` (YAML): an
-    entry for a shape the table already has replaces it; the others stay. The space and
+    """Write ``source`` with ``entries`` (one mapping per shape: key values, ``threads``,
+    tuned values, ``iree_default``, ``note``) merged into its ``shapes`` table to ``out``
+    (YAML): an entry for a shape and thread count the table already has replaces it; the
+    others stay. The space and
     constraints stay too (a table's nearest rule checks entries against the constraints,
     and the recipe can be swept again)."""
     if source.suffix == ".py":
@@ -87,9 +88,13 @@ def write_shape_table(
             Where(str(source), None, "shapes.key"),
             f"the recipe's table is keyed by {table['key']}, the sweep's shapes by {key}",
         )
-    new = {tuple(e[k] for k in key) for e in entries}
-    kept = [e for e in table.get("entries") or [] if tuple(e.get(k) for k in key) not in new]
-    merged = sorted([*kept, *entries], key=lambda e: tuple(e[k] for k in key))
+
+    def place(entry: Mapping[str, Any]) -> tuple[Any, ...]:
+        return (*(entry.get(k) for k in key), entry.get("threads") or 0)
+
+    new = {place(e) for e in entries}
+    kept = [e for e in table.get("entries") or [] if place(e) not in new]
+    merged = sorted([*kept, *entries], key=place)
     document["shapes"] = {"key": key, "rule": table.get("rule", "nearest"), "entries": merged}
     document["provenance"] = dict(provenance)
     header = (
