@@ -487,7 +487,7 @@ def _summary(outcome: SweepOutcome, best_file: Path | None, top: int) -> str:
                 f"({best:.3f}x): no schedule in this space pays off here; keep IREE's build, "
                 "or widen the space"
             )
-    else:
+    elif not outcome.ranked:
         lines.append("no candidate compiled and matched the reference")
     return "\n".join(lines)
 
