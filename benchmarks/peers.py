@@ -57,26 +57,37 @@ BEGIN, END = "<!-- peers:begin -->", "<!-- peers:end -->"
 @dataclass(frozen=True)
 class Case:
     recipe: str
-    params: dict[str, int] = field(default_factory=dict)
+    params: dict[str, int | str] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
-        if not self.params:
-            return self.recipe
-        if set(self.params) == {"M", "N", "K"}:
-            return f"{self.recipe} {self.params['M']}x{self.params['N']}x{self.params['K']}"
-        return f"{self.recipe} " + ",".join(f"{k}={v}" for k, v in self.params.items())
+        params = {k: v for k, v in self.params.items() if k != "WEIGHTS"}
+        weights = " constant weights" if self.params.get("WEIGHTS") == "constant" else ""
+        if not params:
+            return self.recipe + weights
+        if set(params) == {"M", "N", "K"}:
+            return f"{self.recipe} {params['M']}x{params['N']}x{params['K']}{weights}"
+        return f"{self.recipe} " + ",".join(f"{k}={v}" for k, v in params.items()) + weights
 
 
 def cases(quick: bool) -> list[Case]:
     """The benchmark's points: matmul recipes over the grid, the rest at their defaults
-    (``quick``: the 256³ and 1024³ matmuls and the ResNet block only)."""
+    (``quick``: the 256³ and 1024³ matmuls and the ResNet block only); matmul_x86 over
+    the grid and matmul_mmt4d_x86 again with constant weights (``WEIGHTS=constant``: B
+    inside the function, as in an inference graph)."""
     grid = [(256, 256, 256), (1024, 1024, 1024)] if quick else MATMUL_GRID
     found = [
         Case(recipe, {"M": m, "N": n, "K": k})
         for recipe in ("matmul_x86", "matmul_bias_relu_x86")
         for m, n, k in grid
     ]
+    constant: dict[str, int | str] = {"WEIGHTS": "constant"}
+    found += [
+        Case(recipe, {"M": m, "N": n, "K": k, **constant})
+        for recipe in ("matmul_x86",)
+        for m, n, k in grid
+    ]
+    found.append(Case("matmul_mmt4d_x86", constant))
     return found + [Case(r) for r in (["resnet_block_x86"] if quick else DEFAULT_SIZE_RECIPES)]
 
 

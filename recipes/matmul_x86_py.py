@@ -9,11 +9,11 @@ from tdsched.schedules.python_api import Match, P, Pow2, RecipeBuilder, generato
 
 r = RecipeBuilder(
     "matmul_x86_py",
-    workload=generator("matmul", M=P("M"), N=P("N"), K=P("K"), dtype="f32"),
+    workload=generator("matmul", M=P("M"), N=P("N"), K=P("K"), dtype="f32", weights=P("WEIGHTS")),
     targets=["x86"],
     description="f32 matmul, workgroup/reduction/register tiling + vectorization on x86",
 )
-r.parameters(M=1024, N=1024, K=1024, TM=64, TN=128, TK=256, RM=8, RN=32, RK=1)
+r.parameters(WEIGHTS="input", M=1024, N=1024, K=1024, TM=64, TN=128, TK=256, RM=8, RN=32, RK=1)
 r.tolerance(atol=1e-3, rtol=1e-4)
 # What `tdsched sweep` explores; `tdsched run` uses the defaults above.
 r.space(TM=Pow2(8, 128), TN=Pow2(32, 256), TK=Pow2(32, 512), RN=[16, 32])

@@ -20,7 +20,7 @@ from iree.compiler.dialects import func
 
 Reference = Callable[[Sequence[np.ndarray]], list[np.ndarray]]
 
-_NUMPY_DTYPES = {
+NUMPY_DTYPES = {
     "f32": np.float32,
     "f16": np.float16,
     "f64": np.float64,
@@ -172,7 +172,7 @@ def _sizes(workload: Workload) -> list[tuple[int, int]]:
     """(elements, bytes per element) of every argument and result of the entry function."""
     inputs, results = _signature(workload)
     return [
-        (math.prod(shape), np.dtype(_NUMPY_DTYPES.get(elem, np.float64)).itemsize)
+        (math.prod(shape), np.dtype(NUMPY_DTYPES.get(elem, np.float64)).itemsize)
         for shape, elem in (*inputs, *results)
     ]
 
@@ -224,9 +224,9 @@ def random_inputs(
     rng = np.random.default_rng(seed)
     arrays = []
     for shape, elem in input_types(workload, dynamic_size):
-        if elem not in _NUMPY_DTYPES:
+        if elem not in NUMPY_DTYPES:
             raise WorkloadError(f"{workload.name}: unsupported element type {elem}")
-        dtype = _NUMPY_DTYPES[elem]
+        dtype = NUMPY_DTYPES[elem]
         if np.issubdtype(dtype, np.floating):
             arrays.append(rng.uniform(-1.0, 1.0, size=shape).astype(dtype))
         else:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from tdsched.recipes.workloads import generate
+from tdsched.recipes.workloads.generators import WEIGHT_SEED
 from tdsched.schedules.pipeline import plan
 from tdsched.schedules.python_api import RecipeBuilder, generator
 from tdsched.schedules.run_report import run
@@ -13,6 +15,8 @@ CASES = [
     ("matmul", {"M": 33, "N": 17, "K": 65}),
     ("matmul_bias_relu", {"M": 64, "N": 48, "K": 32}),
     ("conv2d_nhwc", {"N": 1, "H": 12, "W": 10, "C": 8, "F": 4}),
+    ("matmul", {"M": 33, "N": 17, "K": 65, "weights": "constant"}),
+    ("matmul_bias_relu", {"M": 64, "N": 48, "K": 32, "weights": "constant"}),
 ]
 
 
@@ -45,9 +49,31 @@ def test_inputs_are_seeded() -> None:
     assert not (random_inputs(w, seed=3)[0] == random_inputs(w, seed=4)[0]).all()
 
 
+def test_constant_weights_leave_only_the_activations_as_arguments() -> None:
+    given = generate("matmul_bias_relu", {"M": 6, "N": 5, "K": 4})
+    fixed = generate("matmul_bias_relu", {"M": 6, "N": 5, "K": 4, "weights": "constant"})
+    assert fixed.name == "matmul_bias_relu_6x5x4_f32_constant_weights"
+    assert input_types(fixed) == [((6, 4), "f32")]
+    assert fixed.mlir.count("arith.constant dense<") == 2
+    # the constants are the seeded weights, and the reference and peer use the same ones
+    rng = np.random.default_rng(WEIGHT_SEED)
+    b = rng.uniform(-1.0, 1.0, size=(4, 5)).astype(np.float32)
+    bias = rng.uniform(-1.0, 1.0, size=(5,)).astype(np.float32)
+    (a,) = random_inputs(fixed)
+    assert fixed.reference is not None and given.reference is not None
+    assert (fixed.reference([a])[0] == given.reference([a, b, bias])[0]).all()
+    assert fixed.peer is not None
+    np.testing.assert_allclose(fixed.peer([a])[0], given.reference([a, b, bias])[0], rtol=1e-5)
+
+
 @pytest.mark.parametrize(
     ("name", "args", "message"),
     [
+        (
+            "matmul",
+            {"M": 4, "N": 4, "K": 4, "weights": "frozen"},
+            "weights must be one of \\('input', 'constant'\\), got 'frozen'",
+        ),
         ("matmul", {"M": 0, "N": 4, "K": 4}, "M must be a positive integer"),
         ("matmul", {"M": 4, "N": 4, "K": 4, "dtype": "i4"}, "dtype 'i4' is not supported"),
         ("matmul", {"M": 4, "N": 4}, "bad arguments"),

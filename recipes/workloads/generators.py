@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from tdsched.targets.workload import Workload, WorkloadError
+from tdsched.targets.workload import NUMPY_DTYPES, Reference, Workload, WorkloadError
 
 _FLOAT_TYPES = ("f32", "f16", "f64")
 
@@ -23,12 +23,68 @@ def _check(name: str, dtype: str, **dims: int) -> None:
             raise WorkloadError(f"{name}: {dim} must be a positive integer, got {value!r}")
 
 
-def matmul(M: int, N: int, K: int, dtype: str = "f32") -> Workload:
-    """C = A @ B with A: MxK, B: KxN (fill + linalg.matmul)."""
+WEIGHTS = ("input", "constant")
+"""How a generator's weights (a matmul's B, its bias) reach the function: as ``input``
+arguments, or as ``constant`` tensors inside it, as in an inference graph whose weights
+are known when it is compiled (IREE then evaluates work on them once, at compile time:
+a pack of B for data tiling or an mmt4d schedule leaves the timed call)."""
+
+WEIGHT_SEED = 1234
+"""The seed of constant weights: uniform in [-1, 1), like the inputs, but fixed, so every
+build, reference and peer sees the same weights."""
+
+
+def _weights(
+    name: str, weights: str, shapes: dict[str, tuple[int, ...]], dtype: str
+) -> tuple[dict[str, np.ndarray], str]:
+    """``weights == "constant"``: the weight arrays and the MLIR that defines them as
+    ``%NAME`` constants in the function body; ``"input"``: nothing (they are arguments)."""
+    if weights not in WEIGHTS:
+        raise WorkloadError(f"{name}: weights must be one of {WEIGHTS}, got {weights!r}")
+    if weights == "input":
+        return {}, ""
+    rng = np.random.default_rng(WEIGHT_SEED)
+    arrays = {
+        arg: rng.uniform(-1.0, 1.0, size=shape).astype(NUMPY_DTYPES[dtype])
+        for arg, shape in shapes.items()
+    }
+    lines = [
+        f'  %{arg} = arith.constant dense<"0x{a.tobytes().hex().upper()}"> : '
+        f"tensor<{'x'.join(map(str, a.shape))}x{dtype}>\n"
+        for arg, a in arrays.items()
+    ]
+    return arrays, "".join(lines)
+
+
+def _signature(args: dict[str, str], constants: dict[str, np.ndarray]) -> str:
+    """The function's arguments: every ``%name: type`` in ``args`` not made a constant."""
+    return ", ".join(f"%{n}: {t}" for n, t in args.items() if n not in constants)
+
+
+def _with_weights(
+    fn: Reference, constants: dict[str, np.ndarray], order: Sequence[str]
+) -> Reference:
+    """``fn`` over all of ``order``'s arrays, called with the inputs only: the constant
+    weights are put back in their places."""
+    if not constants:
+        return fn
+
+    def call(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        given = iter(inputs)
+        return fn([constants[n] if n in constants else next(given) for n in order])
+
+    return call
+
+
+def matmul(M: int, N: int, K: int, dtype: str = "f32", weights: str = "input") -> Workload:
+    """C = A @ B with A: MxK, B: KxN (fill + linalg.matmul); ``weights``: B is an
+    argument (``input``) or a constant (see :data:`WEIGHTS`)."""
     _check("matmul", dtype, M=M, N=N, K=K)
     t = dtype
-    mlir = f"""func.func @matmul(%a: tensor<{M}x{K}x{t}>, %b: tensor<{K}x{N}x{t}>) -> tensor<{M}x{N}x{t}> {{
-  %zero = arith.constant 0.0 : {t}
+    constants, defined = _weights("matmul", weights, {"b": (K, N)}, t)
+    args = {"a": f"tensor<{M}x{K}x{t}>", "b": f"tensor<{K}x{N}x{t}>"}
+    mlir = f"""func.func @matmul({_signature(args, constants)}) -> tensor<{M}x{N}x{t}> {{
+{defined}  %zero = arith.constant 0.0 : {t}
   %empty = tensor.empty() : tensor<{M}x{N}x{t}>
   %init = linalg.fill ins(%zero : {t}) outs(%empty : tensor<{M}x{N}x{t}>) -> tensor<{M}x{N}x{t}>
   %c = linalg.matmul ins(%a, %b : tensor<{M}x{K}x{t}>, tensor<{K}x{N}x{t}>) outs(%init : tensor<{M}x{N}x{t}>) -> tensor<{M}x{N}x{t}>
@@ -44,17 +100,29 @@ def matmul(M: int, N: int, K: int, dtype: str = "f32") -> Workload:
         a, b = args
         return [a @ b]
 
-    return Workload(f"matmul_{M}x{N}x{K}_{t}", mlir, "matmul", reference, peer)
+    order = ("a", "b")
+    return Workload(
+        f"matmul_{M}x{N}x{K}_{t}" + "_constant_weights" * bool(constants),
+        mlir,
+        "matmul",
+        _with_weights(reference, constants, order),
+        _with_weights(peer, constants, order),
+    )
 
 
-def matmul_bias_relu(M: int, N: int, K: int, dtype: str = "f32") -> Workload:
-    """relu(A @ B + bias) with bias: N broadcast along rows, as one elementwise generic."""
+def matmul_bias_relu(
+    M: int, N: int, K: int, dtype: str = "f32", weights: str = "input"
+) -> Workload:
+    """relu(A @ B + bias) with bias: N broadcast along rows, as one elementwise generic;
+    ``weights``: B and bias are arguments (``input``) or constants (see :data:`WEIGHTS`)."""
     _check("matmul_bias_relu", dtype, M=M, N=N, K=K)
     t = dtype
+    constants, defined = _weights("matmul_bias_relu", weights, {"b": (K, N), "bias": (N,)}, t)
+    args = {"a": f"tensor<{M}x{K}x{t}>", "b": f"tensor<{K}x{N}x{t}>", "bias": f"tensor<{N}x{t}>"}
     mlir = f"""#id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d1)>
-func.func @matmul_bias_relu(%a: tensor<{M}x{K}x{t}>, %b: tensor<{K}x{N}x{t}>, %bias: tensor<{N}x{t}>) -> tensor<{M}x{N}x{t}> {{
-  %zero = arith.constant 0.0 : {t}
+func.func @matmul_bias_relu({_signature(args, constants)}) -> tensor<{M}x{N}x{t}> {{
+{defined}  %zero = arith.constant 0.0 : {t}
   %empty = tensor.empty() : tensor<{M}x{N}x{t}>
   %init = linalg.fill ins(%zero : {t}) outs(%empty : tensor<{M}x{N}x{t}>) -> tensor<{M}x{N}x{t}>
   %mm = linalg.matmul ins(%a, %b : tensor<{M}x{K}x{t}>, tensor<{K}x{N}x{t}>) outs(%init : tensor<{M}x{N}x{t}>) -> tensor<{M}x{N}x{t}>
@@ -80,7 +148,14 @@ func.func @matmul_bias_relu(%a: tensor<{M}x{K}x{t}>, %b: tensor<{K}x{N}x{t}>, %b
         out += bias
         return [np.maximum(out, 0, out=out)]
 
-    return Workload(f"matmul_bias_relu_{M}x{N}x{K}_{t}", mlir, "matmul_bias_relu", reference, peer)
+    order = ("a", "b", "bias")
+    return Workload(
+        f"matmul_bias_relu_{M}x{N}x{K}_{t}" + "_constant_weights" * bool(constants),
+        mlir,
+        "matmul_bias_relu",
+        _with_weights(reference, constants, order),
+        _with_weights(peer, constants, order),
+    )
 
 
 def conv2d_nhwc(
