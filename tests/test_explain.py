@@ -228,8 +228,10 @@ def test_an_empty_handle_is_flagged_at_its_step_and_the_steps_before_are_shown(
     )
     proc = tdsched("explain", str(recipe))
     assert proc.returncode == 2
-    assert "edited.yaml:28: kernels[0].schedule[1].match: this match step matched no op" in (
-        proc.stderr
+    line = recipe.read_text().splitlines().index("      - match: {op: linalg.generic, as: gen}")
+    assert (
+        f"edited.yaml:{line + 1}: kernels[0].schedule[1].match: this match step matched no op"
+        in (proc.stderr)
     )
     step2 = proc.stdout.split("step 2 of 12: match as=gen")[1].split("step 3 of 12")[0]
     assert "! this match step matched no op in the dispatch" in step2
