@@ -60,7 +60,7 @@ def test_a_recorded_sweep_names_its_threads(tmp_path: Path) -> None:
 
 
 def test_one_cpu_thread_runs_inline_on_local_sync() -> None:
-    """One thread runs on local-sync (no worker hand-off per call, measured 55 us -> 5 us);
+    """One thread runs on local-sync (no worker hand-off per call: benchmarks/call_overhead.py);
     more threads, no count, and GPU drivers keep the target's driver."""
     assert cpu_driver("local-task", 1) == "local-sync"
     assert cpu_driver("local-task", 2) == "local-task"

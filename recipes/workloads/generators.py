@@ -8,6 +8,7 @@ as a frontend would produce it) and whose reference computes the same function i
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from tdsched.targets.workload import NUMPY_DTYPES, Reference, Workload, WorkloadError
@@ -34,46 +35,70 @@ WEIGHT_SEED = 1234
 build, reference and peer sees the same weights."""
 
 
-def _weights(
-    name: str, weights: str, shapes: dict[str, tuple[int, ...]], dtype: str
-) -> tuple[dict[str, np.ndarray], str]:
-    """``weights == "constant"``: the weight arrays and the MLIR that defines them as
-    ``%NAME`` constants in the function body; ``"input"``: nothing (they are arguments)."""
-    if weights not in WEIGHTS:
-        raise WorkloadError(f"{name}: weights must be one of {WEIGHTS}, got {weights!r}")
-    if weights == "input":
-        return {}, ""
-    rng = np.random.default_rng(WEIGHT_SEED)
-    arrays = {
-        arg: rng.uniform(-1.0, 1.0, size=shape).astype(NUMPY_DTYPES[dtype])
-        for arg, shape in shapes.items()
-    }
-    lines = [
-        f'  %{arg} = arith.constant dense<"0x{a.tobytes().hex().upper()}"> : '
-        f"tensor<{'x'.join(map(str, a.shape))}x{dtype}>\n"
-        for arg, a in arrays.items()
-    ]
-    return arrays, "".join(lines)
+@dataclass(frozen=True)
+class _Arguments:
+    """A generated function's tensor arguments (name -> shape, in order), those in
+    ``constants`` defined in its body instead (see :data:`WEIGHTS`)."""
 
+    name: str
+    shapes: dict[str, tuple[int, ...]]
+    dtype: str
+    constants: dict[str, np.ndarray]
 
-def _signature(args: dict[str, str], constants: dict[str, np.ndarray]) -> str:
-    """The function's arguments: every ``%name: type`` in ``args`` not made a constant."""
-    return ", ".join(f"%{n}: {t}" for n, t in args.items() if n not in constants)
+    @staticmethod
+    def of(
+        name: str,
+        weights: str,
+        dtype: str,
+        shapes: dict[str, tuple[int, ...]],
+        weight_names: set[str],
+    ) -> _Arguments:
+        """``weights == "constant"``: the ``weight_names`` become seeded constants."""
+        if weights not in WEIGHTS:
+            raise WorkloadError(f"{name}: weights must be one of {WEIGHTS}, got {weights!r}")
+        rng = np.random.default_rng(WEIGHT_SEED)
+        constants = {
+            arg: rng.uniform(-1.0, 1.0, size=shape).astype(NUMPY_DTYPES[dtype])
+            for arg, shape in shapes.items()
+            if weights == "constant" and arg in weight_names
+        }
+        return _Arguments(name, shapes, dtype, constants)
 
+    def type(self, arg: str) -> str:
+        return f"tensor<{'x'.join(map(str, self.shapes[arg]))}x{self.dtype}>"
 
-def _with_weights(
-    fn: Reference, constants: dict[str, np.ndarray], order: Sequence[str]
-) -> Reference:
-    """``fn`` over all of ``order``'s arrays, called with the inputs only: the constant
-    weights are put back in their places."""
-    if not constants:
-        return fn
+    def header(self, result: str) -> str:
+        """``func.func @NAME(arguments) -> result {`` and the constants' definitions."""
+        given = ", ".join(f"%{n}: {self.type(n)}" for n in self.shapes if n not in self.constants)
+        defined = "".join(
+            f'  %{n} = arith.constant dense<"0x{a.tobytes().hex().upper()}"> : {self.type(n)}\n'
+            for n, a in self.constants.items()
+        )
+        return f"func.func @{self.name}({given}) -> {result} {{\n{defined}"
 
-    def call(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        given = iter(inputs)
-        return fn([constants[n] if n in constants else next(given) for n in order])
+    def workload(self, label: str, mlir: str, reference: Reference, peer: Reference) -> Workload:
+        """The workload, named ``NAME_label`` (``_constant_weights`` added with constants);
+        its reference and peer take every argument and are called with the inputs only."""
+        suffix = "_constant_weights" * bool(self.constants)
+        return Workload(
+            f"{self.name}_{label}{suffix}",
+            mlir,
+            self.name,
+            self._with_constants(reference),
+            self._with_constants(peer),
+        )
 
-    return call
+    def _with_constants(self, fn: Reference) -> Reference:
+        if not self.constants:
+            return fn
+
+        def call(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+            given = iter(inputs)
+            return fn(
+                [self.constants[n] if n in self.constants else next(given) for n in self.shapes]
+            )
+
+        return call
 
 
 def matmul(M: int, N: int, K: int, dtype: str = "f32", weights: str = "input") -> Workload:
@@ -81,10 +106,8 @@ def matmul(M: int, N: int, K: int, dtype: str = "f32", weights: str = "input") -
     argument (``input``) or a constant (see :data:`WEIGHTS`)."""
     _check("matmul", dtype, M=M, N=N, K=K)
     t = dtype
-    constants, defined = _weights("matmul", weights, {"b": (K, N)}, t)
-    args = {"a": f"tensor<{M}x{K}x{t}>", "b": f"tensor<{K}x{N}x{t}>"}
-    mlir = f"""func.func @matmul({_signature(args, constants)}) -> tensor<{M}x{N}x{t}> {{
-{defined}  %zero = arith.constant 0.0 : {t}
+    args = _Arguments.of("matmul", weights, t, {"a": (M, K), "b": (K, N)}, {"b"})
+    mlir = f"""{args.header(f"tensor<{M}x{N}x{t}>")}  %zero = arith.constant 0.0 : {t}
   %empty = tensor.empty() : tensor<{M}x{N}x{t}>
   %init = linalg.fill ins(%zero : {t}) outs(%empty : tensor<{M}x{N}x{t}>) -> tensor<{M}x{N}x{t}>
   %c = linalg.matmul ins(%a, %b : tensor<{M}x{K}x{t}>, tensor<{K}x{N}x{t}>) outs(%init : tensor<{M}x{N}x{t}>) -> tensor<{M}x{N}x{t}>
@@ -100,14 +123,7 @@ def matmul(M: int, N: int, K: int, dtype: str = "f32", weights: str = "input") -
         a, b = args
         return [a @ b]
 
-    order = ("a", "b")
-    return Workload(
-        f"matmul_{M}x{N}x{K}_{t}" + "_constant_weights" * bool(constants),
-        mlir,
-        "matmul",
-        _with_weights(reference, constants, order),
-        _with_weights(peer, constants, order),
-    )
+    return args.workload(f"{M}x{N}x{K}_{t}", mlir, reference, peer)
 
 
 def matmul_bias_relu(
@@ -117,12 +133,11 @@ def matmul_bias_relu(
     ``weights``: B and bias are arguments (``input``) or constants (see :data:`WEIGHTS`)."""
     _check("matmul_bias_relu", dtype, M=M, N=N, K=K)
     t = dtype
-    constants, defined = _weights("matmul_bias_relu", weights, {"b": (K, N), "bias": (N,)}, t)
-    args = {"a": f"tensor<{M}x{K}x{t}>", "b": f"tensor<{K}x{N}x{t}>", "bias": f"tensor<{N}x{t}>"}
+    shapes = {"a": (M, K), "b": (K, N), "bias": (N,)}
+    args = _Arguments.of("matmul_bias_relu", weights, t, shapes, {"b", "bias"})
     mlir = f"""#id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d1)>
-func.func @matmul_bias_relu({_signature(args, constants)}) -> tensor<{M}x{N}x{t}> {{
-{defined}  %zero = arith.constant 0.0 : {t}
+{args.header(f"tensor<{M}x{N}x{t}>")}  %zero = arith.constant 0.0 : {t}
   %empty = tensor.empty() : tensor<{M}x{N}x{t}>
   %init = linalg.fill ins(%zero : {t}) outs(%empty : tensor<{M}x{N}x{t}>) -> tensor<{M}x{N}x{t}>
   %mm = linalg.matmul ins(%a, %b : tensor<{M}x{K}x{t}>, tensor<{K}x{N}x{t}>) outs(%init : tensor<{M}x{N}x{t}>) -> tensor<{M}x{N}x{t}>
@@ -148,14 +163,7 @@ func.func @matmul_bias_relu({_signature(args, constants)}) -> tensor<{M}x{N}x{t}
         out += bias
         return [np.maximum(out, 0, out=out)]
 
-    order = ("a", "b", "bias")
-    return Workload(
-        f"matmul_bias_relu_{M}x{N}x{K}_{t}" + "_constant_weights" * bool(constants),
-        mlir,
-        "matmul_bias_relu",
-        _with_weights(reference, constants, order),
-        _with_weights(peer, constants, order),
-    )
+    return args.workload(f"{M}x{N}x{K}_{t}", mlir, reference, peer)
 
 
 def conv2d_nhwc(
