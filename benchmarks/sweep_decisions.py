@@ -17,9 +17,11 @@ For each case (a recipe and a space of at least 50 candidates):
 4. **Strategies replayed** on the reference (no timing): ``random``, ``adaptive`` and
    ``model`` with 10%, 15% and 25% of the grid's evaluations, each candidate scored by
    its reference speedup: the best each saw, as a fraction of the reference best, per
-   seed. ``--replay-from RESULT.json`` recomputes the replays of a saved result (its
-   databases must be in ``--work``) without timing anything. A failed candidate
-   counts as an evaluation that found nothing.
+   seed; ``adaptive`` with the additive cost model and with the learned one
+   (``adaptive_learned``). ``--replay-from RESULT.json`` recomputes the replays of a
+   saved result without timing anything (results saved before they kept their
+   ``candidates`` need their databases in ``--work``). A failed candidate counts as an
+   evaluation that found nothing.
 
 Usage: python benchmarks/sweep_decisions.py --work DIR [--case NAME ...] [--seeds 5]
            [--replay-seeds 20] [--threads 1] [--policy P ...] [--no-decisions]
@@ -48,7 +50,7 @@ from tdsched.schedules.loading import find_recipe, load
 from tdsched.schedules.params import parse_override
 from tdsched.schedules.space import Point
 from tdsched.schedules.sweep.compile_and_bench import Bench
-from tdsched.schedules.sweep.cost_model import Featurizer, ModelGuided
+from tdsched.schedules.sweep.cost_model import Featurizer, LearnedModel, ModelGuided
 from tdsched.schedules.sweep.database import ResultsDB
 from tdsched.schedules.sweep.messages import SweepContext
 from tdsched.schedules.sweep.racing import BASELINE
@@ -60,6 +62,7 @@ CASES = {
     "matmul_256": ["matmul_x86", "M=256", "N=256", "K=256", "RN=32"],
     "matmul_bias_relu_256": ["matmul_bias_relu_fuse_ext_x86", "M=256", "N=256", "K=256", "RN=32"],
     "matmul_512": ["matmul_x86", "M=512", "N=512", "K=512"],
+    "mmt4d_512": ["matmul_mmt4d_x86", "M=512", "N=512", "K=512"],
 }
 DEFAULT_CASES = ["matmul_256", "matmul_bias_relu_256"]
 POLICIES = {
@@ -107,36 +110,59 @@ def reference(
     return {key: Interval.of_ratios(base, timer.samples[key], 0.95) for key in keys}
 
 
-def replay(db: Path, recipe: str, params: list[str], ref: dict[str, Interval], seeds: int) -> Any:
+def candidates(db: Path, recipe: str, params: list[str]) -> dict[str, dict[str, Any]]:
+    """Every recorded candidate of the case (key → its parameters), failed ones too."""
+    name = load(recipe).name
+    fixed = dict(parse_override(p) for p in params)
+    return {
+        row.key: dict(row.params)
+        for row in ResultsDB(db).results()
+        if row.recipe == name and all(row.params.get(k) == v for k, v in fixed.items())
+    }
+
+
+def replay(
+    recipe: str,
+    params: list[str],
+    known: dict[str, dict[str, Any]],
+    ref: dict[str, Interval],
+    seeds: int,
+) -> Any:
     """Each strategy at budgets of 10%, 15% and 25% of the grid, every candidate it
-    proposes scored by its reference speedup (failed ones by nothing): the best it saw
-    as a fraction of the reference best, per seed; how often it saw a candidate within
-    1% of the best, and the best itself."""
+    proposes (of ``known``, key → parameters) scored by its reference speedup (failed
+    ones by nothing): the best it saw as a fraction of the reference best, per seed; how
+    often it saw a candidate within 1% of the best, and the best itself. ``adaptive``
+    uses the additive cost model, ``adaptive_learned`` the learned one (what
+    ``--strategy adaptive`` uses when scikit-learn is installed)."""
     r = load(recipe)
-    names = [a.name for a in r.space.axes if a.name not in dict(parse_override(p) for p in params)]
-    measured: dict[Point, float | None] = {}
-    for row in ResultsDB(db).results():
-        point = tuple(row.params.get(n) for n in names)
-        if row.recipe == r.name and all(
-            row.params.get(k) == v for k, v in (parse_override(p) for p in params)
-        ):
-            measured[point] = ref[row.key].median if row.key in ref else None
+    fixed = dict(parse_override(p) for p in params)
+    names = [a.name for a in r.space.axes if a.name not in fixed]
+    measured: dict[Point, float | None] = {
+        tuple(values.get(n) for n in names): ref[key].median if key in ref else None
+        for key, values in known.items()
+    }
     points = list(measured)
     best = max(v for v in measured.values() if v is not None)
-    defaults = {**r.parameter_dict, **dict(parse_override(p) for p in params)}
+    features = Featurizer(names, {**r.parameter_dict, **fixed})
     axes = [
         sorted({p[i] for p in points}, key=lambda v: (isinstance(v, str), v))
         for i in range(len(names))
     ]
-    out: dict[str, Any] = {"grid_evaluations": len(points), "reference_best": best}
+    out: dict[str, Any] = {
+        "grid_evaluations": len(points),
+        "reference_best": best,
+        "within_5pct_of_best": sum(v is not None and v >= HIT * best for v in measured.values()),
+        "within_1pct_of_best": sum(v is not None and v >= 0.99 * best for v in measured.values()),
+    }
     for fraction in REPLAY_BUDGETS:
         budget = max(1, round(fraction * len(points)))
         makers: dict[str, Callable[[int, int], Strategy]] = {
             "random": lambda seed, n: RandomSample(points, n, seed),
             "adaptive": lambda seed, n: Evolutionary(points, axes, n, seed, batch=4),
-            "model": lambda seed, n: ModelGuided(
-                points, Featurizer(names, defaults), n, seed, batch=4
+            "adaptive_learned": lambda seed, n: Evolutionary(
+                points, axes, n, seed, batch=4, model=LearnedModel(features)
             ),
+            "model": lambda seed, n: ModelGuided(points, features, n, seed, batch=4),
         }
         found: dict[str, Any] = {}
         for name, make in makers.items():
@@ -194,6 +220,7 @@ def run_case(name: str, spec: list[str], work: Path, args: argparse.Namespace) -
             )
         result["decisions"][policy] = runs
     keys = [r["key"] for r in grid["ranked"]]
+    result["candidates"] = candidates(db, recipe, params)
     ref = reference(db, recipe, params, keys, rounds, threads)
     best = max(i.median for i in ref.values())
     result["reference"] = {
@@ -208,7 +235,7 @@ def run_case(name: str, spec: list[str], work: Path, args: argparse.Namespace) -
             run["hit"] = ref[run["best"]].median >= HIT * best
         result[f"{policy}_hits"] = f"{sum(r['hit'] for r in runs)}/{len(runs)}"
         result[f"{policy}_median_timing_s"] = statistics.median(r["timing_s"] for r in runs)
-    result["replay"] = replay(db, recipe, params, ref, args.replay_seeds)
+    result["replay"] = replay(recipe, params, result["candidates"], ref, args.replay_seeds)
     return result
 
 
@@ -230,8 +257,13 @@ def main() -> None:
         results = json.loads(args.replay_from.read_text())
         for name, case in results.items():
             ref = {k: Interval.from_list(v) for k, v in case["reference"]["speedups"].items()}
-            db = args.work / f"{name}.db"
-            case["replay"] = replay(db, case["recipe"], case["params"], ref, args.replay_seeds)
+            if "candidates" not in case:  # saved before results kept them: the database
+                case["candidates"] = candidates(
+                    args.work / f"{name}.db", case["recipe"], case["params"]
+                )
+            case["replay"] = replay(
+                case["recipe"], case["params"], case["candidates"], ref, args.replay_seeds
+            )
     else:
         results = {
             name: run_case(name, CASES[name], args.work, args)

@@ -279,6 +279,26 @@ def test_model_strategy_sweeps_with_what_the_database_holds(
     assert strategies == [("random",), ("model",)]
 
 
+def test_adaptive_sweep_names_its_cost_model(
+    recipe: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """auto is the learned model where scikit-learn is installed (it is here), which
+    learns from what the database holds; --cost-model additive keeps the additive one.
+    The JSON, the summary header and the report all say which ran."""
+    db = tmp_path / "s.db"
+    sweep(capsys, str(recipe), "--db", str(db), "--strategy", "random", "--samples", "3")
+    adaptive = (str(recipe), "--db", str(db), "--strategy", "adaptive", "--budget", "4")
+    assert main(["sweep", *adaptive, *FAST[:-1]]) == 0
+    out, err = capsys.readouterr()
+    assert "adaptive: the learned cost model orders the candidates; it starts from 3 " in err
+    assert "on x86, 2 threads (adaptive, learned cost model), 4 candidates evaluated" in out
+    code, report = sweep(capsys, *adaptive, "--cost-model", "additive", "--seed", "1")
+    assert code == 0 and report["evaluated"] == 4
+    assert (report["strategy"], report["cost_model"]) == ("adaptive", "additive")
+    assert main(["report", str(db), "--sweep", "2"]) == 0
+    assert "(adaptive, learned cost model)" in capsys.readouterr().out
+
+
 def test_keep_temps_keeps_a_build_folder_per_compiled_candidate(
     recipe: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
 from tdsched.schedules.loading import load
-from tdsched.schedules.space import Point
-from tdsched.schedules.sweep.cost_model import Featurizer, ModelGuided, ModelUnavailable
+from tdsched.schedules.space import ParamValue, Point
+from tdsched.schedules.sweep.cost_model import (
+    Featurizer,
+    LearnedModel,
+    ModelGuided,
+    ModelUnavailable,
+)
+from tdsched.schedules.sweep.runner import SweepOptions, resolve_cost_model
 from tdsched.schedules.sweep.strategies import Evolutionary, Grid, RandomSample, Strategy
+
+Prior = tuple[Mapping[str, ParamValue], float | None]
 
 
 def matmul_space() -> tuple[list[Point], list[tuple[int, ...]]]:
@@ -82,12 +90,31 @@ def test_adaptive_is_reproducible_and_beats_random_on_average() -> None:
     assert adaptive > random
 
 
-def _model(seed: int, budget: int, prior: list[tuple[dict[str, Any], float | None]]) -> Any:
+def _features() -> Featurizer:
     r = load("matmul_x86")
     defaults = {**r.parameter_dict, "M": 512, "N": 512, "K": 512}
+    return Featurizer(["TM", "TN", "TK", "RN"], defaults)
+
+
+def _model(seed: int, budget: int, prior: list[tuple[dict[str, Any], float | None]]) -> Any:
     points, _ = matmul_space()
-    features = Featurizer(["TM", "TN", "TK", "RN"], defaults)
-    return ModelGuided(points, features, budget, seed, batch=4, prior=prior)
+    return ModelGuided(points, _features(), budget, seed, batch=4, prior=prior)
+
+
+def _adaptive_learned(seed: int, budget: int, prior: Sequence[Prior] = ()) -> Evolutionary:
+    points, axes = matmul_space()
+    model = LearnedModel(_features(), prior)
+    return Evolutionary(points, axes, budget, seed, batch=4, model=model)
+
+
+def _other_shape_grid() -> list[Prior]:
+    """The grid recorded at 256³ (the same landscape here)."""
+    points, _ = matmul_space()
+    names = ("TM", "TN", "TK", "RN")
+    return [
+        ({**dict(zip(names, p, strict=True)), "M": 256, "N": 256, "K": 256}, tile_model(p))
+        for p in points
+    ]
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -105,11 +132,7 @@ def test_model_learns_from_recorded_results_of_other_sweeps() -> None:
     """With the grid recorded at another shape (the same landscape here), a sweep of this
     shape finds the best within two batches; without it, it does not."""
     points, _ = matmul_space()
-    names = ("TM", "TN", "TK", "RN")
-    prior = [
-        ({**dict(zip(names, p, strict=True)), "M": 256, "N": 256, "K": 256}, tile_model(p))
-        for p in points
-    ]
+    prior = _other_shape_grid()
     best = max(s for s in map(tile_model, points) if s is not None)
     history = drive(_model(0, 8, prior), tile_model)
     found = max(s for s in history.values() if s is not None)
@@ -124,3 +147,46 @@ def test_model_without_scikit_learn_says_how_to_install_it(
     monkeypatch.setitem(sys.modules, "sklearn.ensemble", None)
     with pytest.raises(ModelUnavailable, match=r"pip install 'tdsched\[model\]'"):
         _model(0, 10, [])
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_adaptive_with_the_learned_model_gets_within_2_percent_with_15_percent(
+    seed: int,
+) -> None:
+    """With the learned model screening its mutations, 15% of the grid finds a candidate
+    within 2% of the best (the additive model's floor is 5% with 30%)."""
+    points, _ = matmul_space()
+    best = max(s for s in map(tile_model, points) if s is not None)
+    budget = int(0.15 * len(points))
+    strategy = _adaptive_learned(seed, budget)
+    assert strategy.cost_model == "learned"
+    history = drive(strategy, tile_model)
+    assert len(history) == budget
+    found = max(s for s in history.values() if s is not None)
+    assert found >= 0.98 * best, (found, best)
+
+
+def test_adaptive_with_a_primed_model_skips_the_random_start() -> None:
+    """With another shape's grid recorded, the first batch is random only (no quarter of
+    the budget) and the best is found within three batches."""
+    points, _ = matmul_space()
+    best = max(s for s in map(tile_model, points) if s is not None)
+    primed = _adaptive_learned(0, 12, _other_shape_grid())
+    assert primed.initial == 4
+    history = drive(primed, tile_model)
+    assert max(s for s in history.values() if s is not None) == best
+    assert _adaptive_learned(0, 40).initial == 10
+
+
+def test_adaptive_falls_back_to_the_additive_model_without_scikit_learn(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """auto resolves by what is installed; an explicit learned model says how to get it."""
+    auto = SweepOptions(strategy="adaptive")
+    assert resolve_cost_model(auto).cost_model == "learned"
+    assert resolve_cost_model(SweepOptions(strategy="model")).cost_model == "learned"
+    assert resolve_cost_model(SweepOptions(strategy="grid")).cost_model == "-"
+    monkeypatch.setitem(sys.modules, "sklearn.ensemble", None)
+    assert resolve_cost_model(auto).cost_model == "additive"
+    with pytest.raises(ModelUnavailable, match=r"--cost-model learned\) needs scikit-learn"):
+        LearnedModel(_features())

@@ -16,11 +16,11 @@ from tdsched.targets.target import cpu_threads, run_conditions
 
 from ..cli_types import add_threads_option, non_negative_int, positive_float, positive_int
 from ..params import parse_override
-from .database import ResultsDB
+from .database import ResultsDB, method
 from .executor import Executor, Limits, LocalExecutor
 from .freeze import recorded_sweep, write_frozen, write_shape_table
 from .racing import RaceSettings
-from .runner import Sweep, SweepOptions, SweepOutcome, SweepState
+from .runner import COST_MODELS, Sweep, SweepOptions, SweepOutcome, SweepState
 from .strategies import STRATEGIES
 from .table import (
     baseline_line,
@@ -102,6 +102,14 @@ def add_parser(sub: Any) -> None:
         help="fix a parameter for every candidate (a swept one leaves the space)",
     )
     p.add_argument("--strategy", choices=STRATEGIES, default="grid", help="default: grid")
+    p.add_argument(
+        "--cost-model",
+        choices=COST_MODELS,
+        default="auto",
+        help="adaptive: what ranks its proposals: learned (gradient-boosted trees, needs "
+        "pip install 'tdsched[model]'; learns from the database too), additive (per-value "
+        "means of this sweep), auto (learned when scikit-learn is installed; default)",
+    )
     p.add_argument(
         "--samples", type=positive_int, default=20, help="random: candidates (default 20)"
     )
@@ -267,6 +275,7 @@ def _sweep(args: argparse.Namespace, fixed: dict[str, Any]) -> tuple[Sweep, Swee
         target=args.target,
         fixed=fixed,
         strategy=args.strategy,
+        cost_model=args.cost_model,
         samples=args.samples,
         budget=args.budget,
         seed=args.seed,
@@ -289,7 +298,8 @@ def _sweep(args: argparse.Namespace, fixed: dict[str, Any]) -> tuple[Sweep, Swee
     try:
         sweep = Sweep(args.recipe, options, db, _executor(args), args.jobs, _progress(args.quiet))
         if not args.quiet:
-            print("\n".join(sweep.enumeration.pruning_lines()), file=sys.stderr)
+            notes = [*sweep.enumeration.pruning_lines(), sweep.cost_model_line]
+            print("\n".join(n for n in notes if n), file=sys.stderr)
         # stdout is for the result alone; libraries print there too (Ray's driver reports
         # its workers' deaths), so during the sweep it goes to stderr.
         with contextlib.redirect_stdout(sys.stderr):
@@ -462,9 +472,10 @@ def _relative(path: Path, folder: Path) -> str:
 
 def _summary(outcome: SweepOutcome, best_file: Path | None, top: int) -> str:
     e = outcome.enumeration
+    how = method(outcome.strategy, outcome.cost_model)
     lines = [
         f"sweep {outcome.sweep_id}: {outcome.recipe.name} on "
-        f"{run_conditions(outcome.target, outcome.threads)}, "
+        f"{run_conditions(outcome.target, outcome.threads)} ({how}), "
         f"{len(outcome.results)} candidates evaluated of {len(e.valid)} valid "
         f"({e.total} in the space) in {outcome.elapsed_s:.1f} s: "
         f"{outcome.reused} reused, {outcome.compiled} compiled, {outcome.timed} timed, "
@@ -498,6 +509,8 @@ def _as_json(outcome: SweepOutcome, best_file: Path | None) -> dict[str, Any]:
         "sweep": outcome.sweep_id,
         "recipe": outcome.recipe.name,
         "target": outcome.target,
+        "strategy": outcome.strategy,
+        "cost_model": outcome.cost_model,
         "space": {
             "parameters": list(e.names),
             "total": e.total,

@@ -1,4 +1,8 @@
-"""``--strategy model``: a learned cost model orders the candidates a sweep evaluates.
+"""The learned cost model: it orders the candidates a sweep evaluates.
+
+``--strategy model`` (:class:`ModelGuided`) follows it alone; ``--strategy adaptive``
+uses it (:class:`LearnedModel`) to rank its mutations and its model favourites when
+scikit-learn is installed (``--cost-model``).
 
 Gradient-boosted regression trees (scikit-learn, the optional extra ``tdsched[model]``)
 predict a candidate's log speedup over IREE default from its parameters. The model
@@ -15,9 +19,10 @@ Features, computed from the parameters alone (any recipe, no knowledge of its sc
   a problem size and the swept one its tile).
 
 A candidate that failed is learned as half the worst speedup measured, so the model
-steers away from its region. Each batch after a random start proposes the candidates the
-model ranks best, and one random candidate in four (exploration: a model fitted on few
-points is confidently wrong in regions it has not seen).
+steers away from its region. With ``--strategy model``, each batch after a random start
+proposes the candidates the model ranks best, and one random candidate in four
+(exploration: a model fitted on few points is confidently wrong in regions it has not
+seen).
 """
 
 from __future__ import annotations
@@ -38,12 +43,22 @@ class ModelUnavailable(ValueError):
     """scikit-learn is not installed (a usage error, reported in one line)."""
 
 
+def learned_model_available() -> bool:
+    """Whether scikit-learn imports (``tdsched[model]`` is installed)."""
+    try:
+        import sklearn.ensemble  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def _regressor() -> Any:
     try:
         from sklearn.ensemble import GradientBoostingRegressor
     except ImportError as exc:
         raise ModelUnavailable(
-            "--strategy model needs scikit-learn: pip install 'tdsched[model]'"
+            "the learned cost model (--strategy model, --cost-model learned) needs "
+            "scikit-learn: pip install 'tdsched[model]'"
         ) from exc
     return GradientBoostingRegressor(
         n_estimators=150, max_depth=3, learning_rate=0.1, subsample=1.0, random_state=0
@@ -78,11 +93,55 @@ class Featurizer:
         return row
 
 
+PRIMED = 8
+"""Recorded results from which a model starts without a random start of its own."""
+
+
+class LearnedModel:
+    """Gradient-boosted trees that rank candidates by predicted speedup.
+
+    Fitted afresh on every call of :meth:`rank`, on ``prior`` (recorded results of the
+    same recipe and target from other sweeps: ``(parameters, speedup or None for a
+    failure)``) and on this sweep's history. Raises :class:`ModelUnavailable` when
+    scikit-learn is missing, so a sweep fails before it evaluates anything.
+    """
+
+    def __init__(
+        self,
+        featurizer: Featurizer,
+        prior: Sequence[tuple[Mapping[str, ParamValue], float | None]] = (),
+    ) -> None:
+        self.featurize = featurizer
+        self.prior = [(featurizer.key(p), featurizer(p), score) for p, score in prior]
+        self._regressor = _regressor()
+
+    @property
+    def primed(self) -> bool:
+        """Whether the prior is large enough to rank well before this sweep measures."""
+        return len(self.prior) >= PRIMED
+
+    def rank(self, unseen: Sequence[Point], history: History) -> list[Point]:
+        """``unseen`` by predicted speedup, best first (fitted on prior and history; in
+        the given order while fewer than two speedups are known)."""
+        current = {self.featurize.key(self.featurize.params(p)): s for p, s in history.items()}
+        rows = [(x, s) for key, x, s in self.prior if key not in current]
+        rows += [(self.featurize(self.featurize.params(p)), s) for p, s in history.items()]
+        measured = [s for _, s in rows if s is not None and s > 0]
+        if len(measured) < 2 or not unseen:
+            return list(unseen)
+        floor = math.log(min(measured) / 2.0)
+        targets = [math.log(s) if s is not None and s > 0 else floor for _, s in rows]
+        model = self._regressor
+        model.fit([x for x, _ in rows], targets)
+        predicted = model.predict([self.featurize(self.featurize.params(p)) for p in unseen])
+        order = sorted(range(len(unseen)), key=lambda i: float(predicted[i]), reverse=True)
+        return [unseen[i] for i in order]
+
+
 class ModelGuided:
     """Random start, then the model's favourites (with some exploration) batch by batch.
 
-    ``prior`` are recorded results of the same recipe and target from other sweeps:
-    ``(parameters, speedup or None for a failure)``.
+    ``prior``: see :class:`LearnedModel`.
     """
 
     name = "model"
@@ -97,15 +156,13 @@ class ModelGuided:
         prior: Sequence[tuple[Mapping[str, ParamValue], float | None]] = (),
     ) -> None:
         self.order = list(points)
-        self.featurize = featurizer
+        self.model = LearnedModel(featurizer, prior)  # fails early without scikit-learn
         self.budget = min(budget, len(points))
         self.planned = self.budget
         self.rng = random.Random(seed)
         self.batch = max(1, batch)
-        self.prior = [(featurizer.key(p), featurizer(p), score) for p, score in prior]
-        start = self.batch if len(self.prior) >= 8 else max(self.batch, self.budget // 5)
+        start = self.batch if self.model.primed else max(self.batch, self.budget // 5)
         self.initial = min(self.budget, start)
-        self._regressor = _regressor()  # fails early when scikit-learn is missing
 
     def propose(self, history: History) -> list[Point]:
         left = self.budget - len(history)
@@ -115,27 +172,11 @@ class ModelGuided:
         if len(history) < self.initial:
             return self.rng.sample(unseen, min(self.initial - len(history), len(unseen)))
         size = min(left, self.batch)
-        ranked = self.rank(unseen, history)
+        ranked = self.model.rank(unseen, history)
         explore = int(size * EXPLORE)
         chosen = ranked[: size - explore]
         rest = [p for p in unseen if p not in chosen]
         return chosen + self.rng.sample(rest, min(explore, len(rest)))
-
-    def rank(self, unseen: Sequence[Point], history: History) -> list[Point]:
-        """``unseen`` by predicted speedup, best first (fitted on prior and history)."""
-        current = {self.featurize.key(self.featurize.params(p)): s for p, s in history.items()}
-        rows = [(x, s) for key, x, s in self.prior if key not in current]
-        rows += [(self.featurize(self.featurize.params(p)), s) for p, s in history.items()]
-        measured = [s for _, s in rows if s is not None and s > 0]
-        if len(measured) < 2 or not unseen:
-            return list(unseen)
-        floor = math.log(min(measured) / 2.0)
-        targets = [math.log(s) if s is not None and s > 0 else floor for _, s in rows]
-        model = self._regressor
-        model.fit([x for x, _ in rows], targets)
-        predicted = model.predict([self.featurize(self.featurize.params(p)) for p in unseen])
-        order = sorted(range(len(unseen)), key=lambda i: float(predicted[i]), reverse=True)
-        return [unseen[i] for i in order]
 
 
 def _is_number(value: object) -> bool:

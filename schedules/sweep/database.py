@@ -285,10 +285,23 @@ class Sweep:
     """The workload's work; ``None`` for sweeps recorded before tdsched kept it."""
 
     @property
+    def method(self) -> str:
+        """The strategy, with the cost model an adaptive sweep used (:func:`method`)."""
+        return method(self.strategy, self.options.get("cost_model"))
+
+    @property
     def conditions(self) -> str:
         """Where its candidates ran: ``x86, 2 threads`` or ``vulkan``."""
         threads = self.options.get("threads")
         return run_conditions(self.target, threads if isinstance(threads, int) else None)
+
+
+def method(strategy: str, cost_model: object) -> str:
+    """How a sweep chose its candidates, for headers: ``grid``, ``model``, or with the
+    cost model an adaptive sweep used, ``adaptive, learned cost model``."""
+    if strategy == "adaptive" and cost_model in ("learned", "additive"):
+        return f"adaptive, {cost_model} cost model"
+    return strategy
 
 
 class ResultsDB:

@@ -129,7 +129,7 @@ class SweepData:
     @property
     def title(self) -> str:
         s = self.sweep
-        return f"sweep {s.id}: {s.recipe} on {s.conditions} ({s.strategy})"
+        return f"sweep {s.id}: {s.recipe} on {s.conditions} ({s.method})"
 
 
 def _when(stamp: float | None) -> str:

@@ -37,7 +37,7 @@ from ..machine_peak import cpu_description
 from ..recipe import Recipe
 from ..space import Enumeration, ParamValue, Point, SearchSpace
 from .candidates import baseline_key, content_key, plan_point, result_key
-from .cost_model import Featurizer, ModelGuided
+from .cost_model import Featurizer, LearnedModel, ModelGuided, learned_model_available
 from .database import Result, ResultsDB, SweepWork, measured_by_others
 from .database import drift as baseline_drift
 from .executor import Executor, WorkerError, WorkerFailure
@@ -61,6 +61,9 @@ class SweepOptions:
     target: str | None = None
     fixed: dict[str, ParamValue] = field(default_factory=dict)
     strategy: str = "grid"
+    cost_model: str = "auto"
+    """adaptive: ``learned``, ``additive`` or ``auto`` (learned when scikit-learn is
+    installed); :func:`resolve_cost_model` turns ``auto`` into one of the two."""
     samples: int = 20
     budget: float = 0.3
     """adaptive: candidates to evaluate, a count (>= 1) or a fraction of the valid ones."""
@@ -101,6 +104,9 @@ class SweepOutcome:
     """x86 runtime threads the candidates were timed with (GPU targets ignore them)."""
     build_files: Path | None = None
     """With ``keep_temps``: the folder holding the build folder of each candidate compiled."""
+    strategy: str = "grid"
+    cost_model: str = "-"
+    """The cost model of an adaptive sweep (``learned`` or ``additive``), else ``-``."""
 
     @property
     def reused_from(self) -> dict[int, int]:
@@ -153,6 +159,22 @@ class SweepState:
         return rate * max(0, self.planned - self.done)
 
 
+COST_MODELS = ("auto", "learned", "additive")
+
+
+def resolve_cost_model(options: SweepOptions) -> SweepOptions:
+    """``options`` with the cost model it will use: ``learned`` for ``--strategy model``,
+    ``auto`` made ``learned`` or ``additive`` by whether scikit-learn imports; ``-`` for
+    strategies without one."""
+    if options.strategy == "model":
+        return replace(options, cost_model="learned")
+    if options.strategy != "adaptive":
+        return replace(options, cost_model="-")
+    if options.cost_model != "auto":
+        return options
+    return replace(options, cost_model="learned" if learned_model_available() else "additive")
+
+
 def make_strategy(
     options: SweepOptions,
     enumeration: Enumeration,
@@ -163,7 +185,7 @@ def make_strategy(
 ) -> Strategy:
     """The strategy ``options.strategy`` names, over the valid candidates (``defaults``:
     every parameter's value unless swept; ``prior``: recorded results of this recipe on
-    this target, for the cost model)."""
+    this target, for the learned cost model). ``options.cost_model`` is resolved."""
     points = enumeration.valid
     if options.strategy == "grid":
         return Grid(points)
@@ -172,11 +194,12 @@ def make_strategy(
     budget = options.budget
     count = int(budget) if budget >= 1 else max(1, round(budget * len(points)))
     batch = max(2, 2 * jobs)
+    features = Featurizer(enumeration.names, defaults)
     if options.strategy == "adaptive":
         axes = [a.values for a in space.axes if a.name in enumeration.names]
-        return Evolutionary(points, axes, count, options.seed, batch=batch)
+        model = LearnedModel(features, prior) if options.cost_model == "learned" else None
+        return Evolutionary(points, axes, count, options.seed, batch=batch, model=model)
     if options.strategy == "model":
-        features = Featurizer(enumeration.names, defaults)
         return ModelGuided(points, features, count, options.seed, batch, prior)
     raise ValueError(f"unknown strategy {options.strategy!r}; use grid, random, adaptive or model")
 
@@ -195,10 +218,10 @@ class Sweep:
     ) -> None:
         self.path = find_recipe(recipe_spec)
         self.recipe = load(str(self.path))
-        self.options = options
         self.db = db
         self.executor = executor
         self.progress = progress or (lambda event, state: None)
+        self.options = options = resolve_cost_model(options)
         self.target = options.target or self.recipe.targets[0]
         self.space = _narrowed(self.recipe, options.fixed)
         defaults = {**self.recipe.parameter_dict, **options.fixed}
@@ -221,9 +244,11 @@ class Sweep:
         )
         prior = [
             (r.params, r.speedup if r.ok else None)
-            for r in (db.results() if options.strategy == "model" else ())
+            for r in (db.results() if options.cost_model == "learned" else ())
             if r.recipe == self.recipe.name and r.target == self.target
         ]
+        self.prior = len(prior)
+        """Recorded results of this recipe and target the learned cost model starts from."""
         self.strategy = make_strategy(options, self.enumeration, self.space, jobs, defaults, prior)
         self.state = SweepState(self.strategy.planned)
         self._keys: dict[Point, str] = {}
@@ -256,6 +281,23 @@ class Sweep:
             self._artifacts[self._keys[point]] = self.db.artifacts / f"{build}.vmfb"
         return self._keys[point]
 
+    @property
+    def cost_model_line(self) -> str | None:
+        """What orders the candidates, for strategies with a cost model."""
+        o = self.options
+        if o.cost_model == "learned":
+            return (
+                f"{o.strategy}: the learned cost model orders the candidates; it starts from "
+                f"{self.prior} recorded results of {self.recipe.name} on {self.target}"
+            )
+        if o.cost_model == "additive":
+            line = "adaptive: the additive cost model ranks its proposals"
+            if not learned_model_available():
+                line += "; pip install 'tdsched[model]' for the learned one, which also "
+                line += "learns from the database"
+            return line
+        return None
+
     def signature(self) -> str:
         """What identifies this sweep for --resume: recipe, target, strategy, space."""
         o = self.options
@@ -264,7 +306,8 @@ class Sweep:
             "text": hashlib.sha256(self.path.read_bytes()).hexdigest(),
             "target": self.target,
             "fixed": o.fixed,
-            "strategy": [o.strategy, o.samples, o.budget, o.seed],
+            "strategy": [o.strategy, o.samples, o.budget, o.seed]
+            + ([o.cost_model] if o.strategy == "adaptive" else []),
             "valid": len(self.enumeration.valid),
         }
         return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:24]
@@ -274,9 +317,11 @@ class Sweep:
     def run(self) -> SweepOutcome:
         start = time.monotonic()
         sweep_id = self._open()
+        o = self.options
         outcome = SweepOutcome(
-            sweep_id, self.recipe, self.target, self.enumeration, [], threads=self.options.threads
+            sweep_id, self.recipe, self.target, self.enumeration, [], threads=o.threads
         )
+        outcome.strategy, outcome.cost_model = o.strategy, o.cost_model
         outcome.build_files = self._kept_folder(sweep_id)
         history: dict[Point, float | None] = {}
         self._key(self.enumeration.valid[0])  # fixes the workload and the baseline's path

@@ -9,12 +9,15 @@ far, and proposes an empty batch when it is done. Proposals never repeat a point
 * :class:`Evolutionary`: an adaptive search for large spaces. It seeds a population at
   random, then spends the rest of its budget alternating two kinds of proposal:
   mutations of the best candidates so far (one or two parameters moved to an adjacent
-  value of their axis, and crossovers of two of the best), and the favourites of an
-  additive cost model fitted to everything measured (each axis value scores the mean
-  speedup of the candidates that have it). Tile-size spaces are smooth along each axis
-  and dominated by per-parameter effects; see ``docs/benchmarks.md`` for its hit rate.
-* ``model`` (:class:`~.cost_model.ModelGuided`): a learned cost model ranks the
-  candidates; it learns from the whole results database.
+  value of their axis, and crossovers of two of the best), and the favourites of a cost
+  model fitted to everything measured. The cost model is a :class:`Ranker`: the learned
+  one (:class:`~.cost_model.LearnedModel`, which also learns from the results database
+  and then screens the mutations too, measuring the ones it predicts fastest first), or
+  without it an additive one (each axis value scores the mean speedup of the candidates
+  that have it). Tile-size spaces are smooth along each axis and dominated by
+  per-parameter effects; see ``docs/benchmarks.md`` for its hit rate.
+* ``model`` (:class:`~.cost_model.ModelGuided`): the learned cost model alone ranks the
+  candidates.
 """
 
 from __future__ import annotations
@@ -36,6 +39,18 @@ class Strategy(Protocol):
 
     def propose(self, history: History) -> list[Point]:
         """The next batch (points not in ``history``); empty when the strategy is done."""
+
+
+class Ranker(Protocol):
+    """A cost model: orders unseen candidates by predicted speedup."""
+
+    @property
+    def primed(self) -> bool:
+        """Whether it ranks well before the sweep measured anything (it learned from
+        recorded results), so a random start is not needed."""
+
+    def rank(self, unseen: Sequence[Point], history: History) -> list[Point]:
+        """``unseen``, predicted fastest first, given the scores in ``history``."""
 
 
 class Grid:
@@ -69,7 +84,9 @@ class Evolutionary:
 
     ``budget`` is the number of candidates evaluated in all; ``batch`` how many are
     proposed at a time (compiled in parallel); ``axes`` the values of each axis, so a
-    mutation can move a parameter to an adjacent value.
+    mutation can move a parameter to an adjacent value. ``model``: the learned cost
+    model, if any (else the additive one); a primed model skips the random seeding
+    beyond one batch.
     """
 
     name = "adaptive"
@@ -82,6 +99,7 @@ class Evolutionary:
         seed: int,
         batch: int = 4,
         elite: int = 4,
+        model: Ranker | None = None,
     ) -> None:
         self.valid = set(points)
         self.order = list(points)
@@ -91,7 +109,10 @@ class Evolutionary:
         self.rng = random.Random(seed)
         self.batch = max(1, batch)
         self.elite = elite
-        self.initial = max(self.batch, self.budget // 4)
+        self.model = model
+        self.cost_model = "additive" if model is None else "learned"
+        primed = model is not None and model.primed
+        self.initial = self.batch if primed else max(self.batch, self.budget // 4)
 
     def propose(self, history: History) -> list[Point]:
         left = self.budget - len(history)
@@ -107,8 +128,17 @@ class Evolutionary:
             reverse=True,
         )
         parents = ranked[: self.elite]
+        offspring = self._offspring(parents)
+        if self.model is None:
+            favourites = self._additive_ranking(history)
+        else:
+            favourites = self.model.rank([p for p in self.order if p not in history], history)
+            position = {p: i for i, p in enumerate(favourites)}
+            offspring = sorted(
+                (p for p in dict.fromkeys(offspring) if p in position), key=position.__getitem__
+            )
         chosen: list[Point] = []
-        for candidate in self._interleave(self._offspring(parents), self._predicted(history)):
+        for candidate in self._interleave(offspring, favourites):
             if candidate in self.valid and candidate not in history and candidate not in chosen:
                 chosen.append(candidate)
                 if len(chosen) == size:
@@ -133,7 +163,7 @@ class Evolutionary:
         self.rng.shuffle(double)
         return single + crosses + double
 
-    def _predicted(self, history: History) -> list[Point]:
+    def _additive_ranking(self, history: History) -> list[Point]:
         """Unseen points ranked by an additive model: each axis value scores the mean of
         the evaluated points that have it (a failed point scores as the worst seen)."""
         scores = [v for v in history.values() if v is not None]
@@ -152,7 +182,7 @@ class Evolutionary:
 
     @staticmethod
     def _interleave(first: list[Point], second: list[Point]) -> list[Point]:
-        """Alternate the two proposal lists (neighbours of the best, model's favourites)."""
+        """Alternate the two proposal lists (offspring of the best, model's favourites)."""
         merged: list[Point] = []
         for pair in zip(first, second, strict=False):
             merged.extend(pair)
