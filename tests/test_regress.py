@@ -174,7 +174,10 @@ def test_vulkan_entries_are_gated_on_lavapipe(
         "recipe": "matmul_vulkan",
         "target": "vulkan",
         "params": {"M": 128, "N": 128, "K": 128},
-        "expected_speedup": 0.2,
+        # A low gate: this test is about lavapipe entries being run, checked and gated,
+        # not about their speed, so it must pass even when the machine's load changes
+        # (the interval is then widened by the calibration kernel's change, 2.4x seen).
+        "expected_speedup": 0.05,
         "calibration_tolerance": 0.95,
         "precision": 0.5,
     }
