@@ -1,10 +1,11 @@
 """ONNX models to linalg on tensors: IREE's ONNX importer and torch-mlir's lowering,
 both run in-process.
 
-Steps: load and ``onnx.checker``; reject symbolic input dims; upgrade opsets older than
-:data:`MIN_OPSET` (torch-mlir lowers e.g. ``MaxPool`` only from opset 12); shape
-inference; name unnamed nodes; import (each op gets ``loc("<node name>")``); convert ONNX
-ops to torch ops and list the nodes left unconverted; lower to linalg; tag layers.
+Steps: load and ``onnx.checker``; reject symbolic input dims; name unnamed nodes; upgrade
+opsets older than :data:`MIN_OPSET` (torch-mlir lowers e.g. ``MaxPool`` only from opset
+12), keeping the node names (:mod:`.onnx_names`); shape inference; import (each op gets
+``loc("<node name>")``); convert ONNX ops to torch ops and list the nodes left unconverted;
+lower to linalg; tag layers.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from iree.compiler import ir
 
 from .errors import LoweringError, check_lowered, position, run_pipeline
 from .layer_tags import ONNX_OP_ATTR, annotate_layers, location_names, tag_layers
+from .onnx_names import name_nodes, name_unnamed, restore_names
 
 if TYPE_CHECKING:
     import onnx
@@ -37,14 +39,14 @@ def lower_onnx(model: onnx.ModelProto | str | Path, source: str) -> str:
     module whose ``func.func`` is named after the graph.
 
     Each op of a node carries ``tdsched.layer = "<node name>"`` and
-    ``tdsched.onnx_op = "<op type>"``. ``source`` names the model in errors. Raises
+    ``tdsched.onnx_op = "<op type>"``, both as in the model also where the opset upgrade
+    replaced the node. ``source`` names the model in errors. Raises
     :class:`LoweringError` for a missing or invalid model, symbolic input dims, nodes
     IREE's ONNX import cannot lower, or a missing ``onnx`` package. The caller's
     ``ModelProto`` is not modified.
     """
     onnx_mod = _require_onnx()
-    proto = _prepared(onnx_mod, _load(onnx_mod, model, source), source)
-    nodes = {node.name: node for node in proto.graph.node}
+    proto, nodes = _prepared(onnx_mod, _load(onnx_mod, model, source), source)
     with ir.Context():
         module = _import(proto, source)
         run_pipeline(module, ONNX_TO_TORCH, source)
@@ -84,25 +86,36 @@ def _load(
     return proto
 
 
-def _prepared(onnx_mod: ModuleType, proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
-    """A copy of ``proto`` ready to import: static inputs checked, opset upgraded where
-    possible (which may replace nodes), shapes inferred, every node named uniquely."""
+def _prepared(
+    onnx_mod: ModuleType, proto: onnx.ModelProto, source: str
+) -> tuple[onnx.ModelProto, dict[str, onnx.NodeProto]]:
+    """A copy of ``proto`` ready to import (static inputs checked, every node named, opset
+    upgraded where possible, shapes inferred) and the nodes that name layers: the model's
+    own, plus any node of the upgrade that could not be traced to one."""
     _check_static_inputs(proto, source)
-    if _opset(proto) < MIN_OPSET:
-        proto = _upgraded(onnx_mod, proto)
+    named = onnx_mod.ModelProto()
+    named.CopyFrom(proto)
+    name_nodes(named.graph)
+    nodes = {node.name: node for node in named.graph.node}
+    if _opset(named) < MIN_OPSET:
+        upgraded = _upgraded(onnx_mod, named)
+        restore_names(named.graph.node, upgraded.graph)
+        name_unnamed(upgraded.graph)
+        nodes.update({n.name: n for n in upgraded.graph.node if n.name not in nodes})
+        named = upgraded
     try:
-        proto = onnx_mod.shape_inference.infer_shapes(proto, data_prop=True)
+        ready: onnx.ModelProto = onnx_mod.shape_inference.infer_shapes(named, data_prop=True)
     except (onnx_mod.shape_inference.InferenceError, onnx_mod.checker.ValidationError) as exc:
         raise LoweringError(
             f"{source}: not a valid ONNX model: shape inference failed: {exc}"
         ) from exc
-    _name_nodes(proto.graph)
-    return proto
+    return ready, nodes
 
 
 def _upgraded(onnx_mod: ModuleType, proto: onnx.ModelProto) -> onnx.ModelProto:
     """``proto`` converted to :data:`MIN_OPSET`, or unchanged where ONNX's version
-    converter cannot (nodes torch-mlir then cannot lower are reported with the opset)."""
+    converter cannot (nodes torch-mlir then cannot lower are reported with the opset).
+    Nodes the converter creates are unnamed."""
     try:
         converted: onnx.ModelProto = onnx_mod.version_converter.convert_version(proto, MIN_OPSET)
     except (RuntimeError, ValueError):
@@ -142,22 +155,6 @@ def _dim_text(dim: onnx.TensorShapeProto.Dimension) -> str:
     if dim.HasField("dim_value"):
         return str(dim.dim_value)
     return str(dim.dim_param) or "?"
-
-
-def _name_nodes(graph: onnx.GraphProto) -> None:
-    """Give every node a unique name: node names become layer names. Names in the model
-    are kept (the first of duplicates); the others are the op type (or the repeated
-    name) with ``_<index>`` appended until unused."""
-    reserved = {node.name for node in graph.node if node.name}
-    used: set[str] = set()
-    for index, node in enumerate(graph.node):
-        name = node.name
-        if not name or name in used:
-            name = name or node.op_type
-            while name in used or name in reserved:
-                name = f"{name}_{index}"
-        node.name = name
-        used.add(name)
 
 
 def _import(proto: onnx.ModelProto, source: str) -> ir.Module:

@@ -1,0 +1,97 @@
+"""ONNX import cases found on real models: node names kept through the opset upgrade.
+
+Models are built here with ``onnx.helper``, plus one of the "light" models the onnx
+package ships.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from iree.compiler import ir
+from onnx import TensorProto, helper, numpy_helper
+from tdsched.recipes.lowering import lower_onnx
+from tdsched.recipes.lowering.layer_tags import function_body_ops
+
+LIGHT_MODELS = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
+
+
+def _layers(text: str) -> dict[str, set[str]]:
+    """For each ``tdsched.layer`` in the module: its ``tdsched.onnx_op`` values (one per
+    layer when the import is right)."""
+    found: dict[str, set[str]] = {}
+    with ir.Context():
+        for op in function_body_ops(ir.Module.parse(text)):
+            attrs = op.attributes
+            if "tdsched.layer" in attrs:
+                layer = ir.StringAttr(attrs["tdsched.layer"]).value
+                found.setdefault(layer, set()).add(ir.StringAttr(attrs["tdsched.onnx_op"]).value)
+    return found
+
+
+def _model(
+    nodes: list[onnx.NodeProto],
+    inputs: dict[str, tuple[int, list[int]]],
+    outputs: dict[str, tuple[int, list[int]]],
+    initializers: dict[str, np.ndarray] | None = None,
+    opset: int = 17,
+) -> onnx.ModelProto:
+    """A one-graph model named ``g``; inputs and outputs as name -> (element type, shape)."""
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info(n, t, s) for n, (t, s) in inputs.items()],
+        [helper.make_tensor_value_info(n, t, s) for n, (t, s) in outputs.items()],
+        [numpy_helper.from_array(v, k) for k, v in (initializers or {}).items()],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+# -- node names through the opset upgrade ---------------------------------------------------
+
+
+def _opset9_model() -> onnx.ModelProto:
+    """Opset-9 nodes the version converter to 17 changes: Clip's min/max become constant
+    inputs, Upsample is replaced by a new Resize node, and Softmax(axis=1) on 4-D gets a
+    new Flatten before it and a new Reshape after it."""
+    f = TensorProto.FLOAT
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="act"),
+        helper.make_node("Clip", ["r"], ["c"], name="clip6", min=0.0, max=6.0),
+        helper.make_node("Upsample", ["c", "scales"], ["u"], name="up", mode="nearest"),
+        helper.make_node("Softmax", ["u"], ["y"], name="prob", axis=1),
+    ]
+    scales = np.array([1, 1, 2, 2], dtype=np.float32)
+    return _model(
+        nodes, {"x": (f, [1, 2, 3, 3])}, {"y": (f, [1, 2, 6, 6])}, {"scales": scales}, opset=9
+    )
+
+
+def test_onnx_upgrade_keeps_node_names_of_replaced_nodes() -> None:
+    layers = _layers(lower_onnx(_opset9_model(), "old.onnx"))
+    # Every op belongs to a node of the model, with the model's op type; none is named
+    # after a node the converter made (Resize, Flatten, Reshape).
+    assert layers == {
+        "act": {"Relu"},
+        "clip6": {"Clip"},
+        "up": {"Upsample"},
+        "prob": {"Softmax"},
+    }
+
+
+def test_onnx_light_squeezenet_layers_are_its_node_names() -> None:
+    path = LIGHT_MODELS / "light_squeezenet.onnx"
+    if not path.exists():
+        pytest.skip(f"{path} is not in this onnx package")
+    model = onnx.load(path)
+    named = {node.name: node.op_type for node in model.graph.node if node.name}
+    layers = _layers(lower_onnx(path, path.name))
+    # Opset 9 -> 17 wraps the last Softmax (n65) in new Flatten/Shape/Reshape nodes.
+    assert {layer: named.get(layer) for layer in layers} == {
+        layer: next(iter(ops)) for layer, ops in layers.items() if len(ops) == 1
+    }
+    assert layers["n65"] == {"Softmax"}
+    assert set(layers) == {name for name, op in named.items() if op != "Dropout"}
