@@ -12,8 +12,10 @@ import numpy as np
 import onnx
 import pytest
 from iree.compiler import ir
+from iree_numerics import run_module
 from onnx import TensorProto, helper, numpy_helper
-from tdsched.recipes.lowering import lower_onnx
+from onnx.reference import ReferenceEvaluator
+from tdsched.recipes.lowering import LoweringError, lower_onnx
 from tdsched.recipes.lowering.layer_tags import function_body_ops
 
 LIGHT_MODELS = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
@@ -95,3 +97,73 @@ def test_onnx_light_squeezenet_layers_are_its_node_names() -> None:
     }
     assert layers["n65"] == {"Softmax"}
     assert set(layers) == {name for name, op in named.items() if op != "Dropout"}
+
+
+# -- nodes refused before import --------------------------------------------------------------
+
+
+def _pad_model(mode: str, opset: int = 17) -> onnx.ModelProto:
+    f = TensorProto.FLOAT
+    pads = np.array([0, 0, 1, 2, 0, 0, 2, 1], dtype=np.int64)
+    node = helper.make_node("Pad", ["x", "pads"], ["y"], name="rpad", mode=mode)
+    return _model([node], {"x": (f, [1, 2, 5, 6])}, {"y": (f, [1, 2, 8, 9])}, {"pads": pads}, opset)
+
+
+def _prelu_model(slope: np.ndarray) -> onnx.ModelProto:
+    f = TensorProto.FLOAT
+    node = helper.make_node("PRelu", ["x", "slope"], ["y"], name="act")
+    return _model([node], {"x": (f, [1, 4, 5, 5])}, {"y": (f, [1, 4, 5, 5])}, {"slope": slope})
+
+
+@pytest.mark.parametrize(
+    ("mode", "opset", "why"),
+    [
+        (
+            "reflect",
+            17,
+            "IREE cannot compile the lowering of reflect padding (LLVM translation fails)",
+        ),
+        ("wrap", 19, "torch-mlir's lowering of wrap padding does not terminate"),
+    ],
+)
+def test_onnx_pad_modes_iree_cannot_build_are_refused_naming_the_node(
+    mode: str, opset: int, why: str
+) -> None:
+    with pytest.raises(LoweringError) as error:
+        lower_onnx(_pad_model(mode, opset), "pad.onnx")
+    assert str(error.value) == (
+        f"pad.onnx: node 'rpad' (op Pad): mode '{mode}' is not supported: {why}; "
+        "pad with mode 'constant' or 'edge', or outside the model"
+    )
+
+
+def test_onnx_prelu_slope_that_does_not_broadcast_is_refused_with_the_fix() -> None:
+    slope = np.linspace(0.1, 0.4, 4, dtype=np.float32)  # [C] on NCHW: aligned with W
+    with pytest.raises(LoweringError) as error:
+        lower_onnx(_prelu_model(slope), "prelu.onnx")
+    assert str(error.value) == (
+        "prelu.onnx: node 'act' (op PRelu): slope of shape [4] does not broadcast to the "
+        "input's [1, 4, 5, 5]: ONNX aligns the slope's dims with the input's last dims, so "
+        "a per-channel slope of an NCHW input has shape [C, 1, 1]; reshape the slope in "
+        "the model"
+    )
+
+
+@pytest.mark.usefixtures("iree")
+@pytest.mark.parametrize(
+    "model",
+    [
+        pytest.param(
+            _prelu_model(np.linspace(0.1, 0.4, 4, dtype=np.float32).reshape(4, 1, 1)),
+            id="prelu-per-channel",
+        ),
+        pytest.param(_pad_model("edge"), id="pad-edge"),
+        pytest.param(_pad_model("constant"), id="pad-constant"),
+    ],
+)
+def test_onnx_what_is_not_refused_matches_the_reference_on_x86(model: onnx.ModelProto) -> None:
+    shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+    x = np.random.default_rng(0).uniform(-1, 1, shape).astype(np.float32)
+    (want,) = ReferenceEvaluator(model).run(None, {"x": x})
+    (got,) = run_module(lower_onnx(model, "m.onnx"), "g", [x], "x86")
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)

@@ -3,7 +3,8 @@ both run in-process.
 
 Steps: load and ``onnx.checker``; reject symbolic input dims; name unnamed nodes; upgrade
 opsets older than :data:`MIN_OPSET` (torch-mlir lowers e.g. ``MaxPool`` only from opset
-12), keeping the node names (:mod:`.onnx_names`); shape inference; import (each op gets
+12), keeping the node names (:mod:`.onnx_names`); shape inference; refuse the nodes
+:mod:`.onnx_refusals` lists; import (each op gets
 ``loc("<node name>")``); convert ONNX ops to torch ops and list the nodes left unconverted;
 lower to linalg; tag layers.
 """
@@ -21,6 +22,7 @@ from iree.compiler import ir
 from .errors import LoweringError, check_lowered, position, run_pipeline
 from .layer_tags import ONNX_OP_ATTR, annotate_layers, location_names, tag_layers
 from .onnx_names import name_nodes, name_unnamed, restore_names
+from .onnx_refusals import refuse_unsupported
 
 if TYPE_CHECKING:
     import onnx
@@ -90,8 +92,9 @@ def _prepared(
     onnx_mod: ModuleType, proto: onnx.ModelProto, source: str
 ) -> tuple[onnx.ModelProto, dict[str, onnx.NodeProto]]:
     """A copy of ``proto`` ready to import (static inputs checked, every node named, opset
-    upgraded where possible, shapes inferred) and the nodes that name layers: the model's
-    own, plus any node of the upgrade that could not be traced to one."""
+    upgraded where possible, shapes inferred, no node :mod:`.onnx_refusals` refuses) and
+    the nodes that name layers: the model's own, plus any node of the upgrade that could
+    not be traced to one."""
     _check_static_inputs(proto, source)
     named = onnx_mod.ModelProto()
     named.CopyFrom(proto)
@@ -109,6 +112,7 @@ def _prepared(
         raise LoweringError(
             f"{source}: not a valid ONNX model: shape inference failed: {exc}"
         ) from exc
+    refuse_unsupported(ready.graph, source)
     return ready, nodes
 
 
