@@ -61,9 +61,20 @@ class CompileResult:
     stderr: str
 
 
+KEEP_F64 = "--iree-input-demote-f64-to-f32=false"
+"""Added for a module that computes in f64: iree-compile demotes f64 to f32 by default,
+which changes the module's signature (its f64 inputs are then rejected) and its
+numerics. tdsched builds what the module says; IREE default is built the same way."""
+
+_F64 = re.compile(r"[x<]f64>")
+"""An f64 element type (``tensor<8x16xf64>``, ``tensor<f64>``); f64 attributes that
+only annotate ops (``tdsched.eps = 1.0e-05 : f64``) do not count."""
+
+
 def compile_command(request: CompileRequest) -> list[str]:
-    """The exact iree-compile command line for ``request``."""
-    flags = list(request.target.flags)
+    """The exact iree-compile command line for ``request``. Raises :class:`CompileError`
+    for an f64 module on a GPU target (see :func:`_precision_flags`)."""
+    flags = list(request.target.flags) + _precision_flags(request)
     if request.kernel_library is not None:
         flags.append(f"--iree-codegen-transform-dialect-library={request.kernel_library}")
         # Schedule steps prove they applied by printing markers; dispatches compiled on
@@ -79,6 +90,22 @@ def compile_command(request: CompileRequest) -> list[str]:
     with core.TempFileSaver() as tfs:
         command: list[str] = core.build_compile_command_line(str(request.input_file), tfs, options)
     return command
+
+
+def _precision_flags(request: CompileRequest) -> list[str]:
+    """:data:`KEEP_F64` when the input module has f64 tensors. On a GPU target such a
+    module is refused: IREE's default Vulkan target has no Float64 capability (checked
+    with IREE 3.13: ``failed to legalize operation 'arith.constant'`` on an f64 matmul)."""
+    if not _F64.search(request.input_file.read_text(errors="replace")):
+        return []
+    if request.target.is_gpu:
+        raise CompileError(
+            f"the workload computes in f64, which IREE's {request.target.name} target "
+            "cannot compile (its SPIR-V environment has no "
+            "Float64 capability): build it for x86, which computes f64 as written, or make "
+            "the workload f32"
+        )
+    return [KEEP_F64]
 
 
 def format_command(command: Sequence[str]) -> str:

@@ -1,4 +1,5 @@
-"""ONNX import cases found on real models: node names kept through the opset upgrade.
+"""ONNX import cases found on real models: node names kept through the opset upgrade,
+nodes refused before import, f64 models.
 
 Models are built here with ``onnx.helper``, plus one of the "light" models the onnx
 package ships.
@@ -17,6 +18,8 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 from tdsched.recipes.lowering import LoweringError, lower_onnx
 from tdsched.recipes.lowering.layer_tags import function_body_ops
+from tdsched.targets import make_target
+from tdsched.targets.compiler import KEEP_F64, CompileError, CompileRequest, compile_command
 
 LIGHT_MODELS = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 
@@ -167,3 +170,42 @@ def test_onnx_what_is_not_refused_matches_the_reference_on_x86(model: onnx.Model
     (want,) = ReferenceEvaluator(model).run(None, {"x": x})
     (got,) = run_module(lower_onnx(model, "m.onnx"), "g", [x], "x86")
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+# -- f64 models -----------------------------------------------------------------------------------
+
+
+def _f64_model() -> onnx.ModelProto:
+    d = TensorProto.DOUBLE
+    weights = np.linspace(-1.0, 1.0, 48).reshape(16, 3) / 7  # not exact in f32
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"),
+        helper.make_node("Relu", ["m"], ["y"], name="act"),
+    ]
+    return _model(nodes, {"x": (d, [8, 16])}, {"y": (d, [8, 3])}, {"w": weights})
+
+
+@pytest.mark.usefixtures("iree")
+def test_onnx_f64_model_computes_in_f64_on_x86() -> None:
+    model = _f64_model()
+    x = np.random.default_rng(0).uniform(-1, 1, (8, 16))
+    (want,) = ReferenceEvaluator(model).run(None, {"x": x})
+    (got,) = run_module(lower_onnx(model, "f64.onnx"), "g", [x], "x86")
+    assert got.dtype == np.float64
+    # f32 arithmetic would be off by ~1e-7; the build keeps f64 (no demotion to f32).
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+
+
+def test_f64_workload_on_vulkan_is_refused_before_compiling(tmp_path: Path) -> None:
+    source = tmp_path / "m.mlir"
+    source.write_text(lower_onnx(_f64_model(), "f64.onnx"))
+    request = CompileRequest(source, make_target("vulkan"), tmp_path / "m.vmfb")
+    with pytest.raises(CompileError) as error:
+        compile_command(request)
+    assert str(error.value) == (
+        "the workload computes in f64, which IREE's vulkan target cannot compile (its SPIR-V "
+        "environment has no Float64 capability): build it for x86, which computes f64 as "
+        "written, or make the workload f32"
+    )
+    x86 = CompileRequest(source, make_target("x86"), tmp_path / "m.vmfb")
+    assert KEEP_F64 in compile_command(x86)
