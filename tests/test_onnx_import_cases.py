@@ -152,7 +152,6 @@ def test_onnx_prelu_slope_that_does_not_broadcast_is_refused_with_the_fix() -> N
     )
 
 
-@pytest.mark.usefixtures("iree")
 @pytest.mark.parametrize(
     "model",
     [
@@ -164,11 +163,13 @@ def test_onnx_prelu_slope_that_does_not_broadcast_is_refused_with_the_fix() -> N
         pytest.param(_pad_model("constant"), id="pad-constant"),
     ],
 )
-def test_onnx_what_is_not_refused_matches_the_reference_on_x86(model: onnx.ModelProto) -> None:
+def test_onnx_what_is_not_refused_matches_the_reference(
+    model: onnx.ModelProto, target: str
+) -> None:
     shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
     x = np.random.default_rng(0).uniform(-1, 1, shape).astype(np.float32)
     (want,) = ReferenceEvaluator(model).run(None, {"x": x})
-    (got,) = run_module(lower_onnx(model, "m.onnx"), "g", [x], "x86")
+    (got,) = run_module(lower_onnx(model, "m.onnx"), "g", [x], target)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 

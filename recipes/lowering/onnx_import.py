@@ -3,10 +3,9 @@ both run in-process.
 
 Steps: load and ``onnx.checker``; reject symbolic input dims; name unnamed nodes; upgrade
 opsets older than :data:`MIN_OPSET` (torch-mlir lowers e.g. ``MaxPool`` only from opset
-12), keeping the node names (:mod:`.onnx_names`); shape inference; refuse the nodes
-:mod:`.onnx_refusals` lists; import (each op gets
-``loc("<node name>")``); convert ONNX ops to torch ops and list the nodes left unconverted;
-lower to linalg; tag layers.
+12), keeping the node names (:mod:`.onnx_names`); shape inference; refuse the nodes that
+:mod:`.onnx_refusals` lists; import (each op gets ``loc("<node name>")``); convert ONNX
+ops to torch ops and list the nodes left unconverted; lower to linalg; tag layers.
 """
 
 from __future__ import annotations
@@ -44,7 +43,8 @@ def lower_onnx(model: onnx.ModelProto | str | Path, source: str) -> str:
     ``tdsched.onnx_op = "<op type>"``, both as in the model also where the opset upgrade
     replaced the node. ``source`` names the model in errors. Raises
     :class:`LoweringError` for a missing or invalid model, symbolic input dims, nodes
-    IREE's ONNX import cannot lower, or a missing ``onnx`` package. The caller's
+    refused before import (:mod:`.onnx_refusals`) or that IREE's ONNX import cannot
+    lower, or a missing ``onnx`` package. The caller's
     ``ModelProto`` is not modified.
     """
     onnx_mod = _require_onnx()

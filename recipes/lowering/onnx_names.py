@@ -3,9 +3,9 @@
 Every node is named before ONNX's version converter runs. The converter keeps the nodes it
 adapts in place (with their names) but leaves the nodes it creates unnamed: constants that
 carry former attributes, a ``Resize`` replacing an ``Upsample``, the ``Flatten`` and
-``Reshape`` around an opset-12 ``Softmax``. :func:`restore_names` gives each of those the
-name of the model node it stands for, traced through the data flow, so all ops of one model
-node stay one layer.
+``Reshape`` around an opset-9 ``Softmax`` (whose axis meant "flatten from here").
+:func:`restore_names` gives each of those the name of the model node it stands for, traced
+through the data flow, so all ops of one model node stay one layer.
 """
 
 from __future__ import annotations

@@ -319,9 +319,15 @@ class Sweep:
         sweep_id = self._open()
         o = self.options
         outcome = SweepOutcome(
-            sweep_id, self.recipe, self.target, self.enumeration, [], threads=o.threads
+            sweep_id,
+            self.recipe,
+            self.target,
+            self.enumeration,
+            [],
+            threads=o.threads,
+            strategy=o.strategy,
+            cost_model=o.cost_model,
         )
-        outcome.strategy, outcome.cost_model = o.strategy, o.cost_model
         outcome.build_files = self._kept_folder(sweep_id)
         history: dict[Point, float | None] = {}
         self._key(self.enumeration.valid[0])  # fixes the workload and the baseline's path

@@ -110,9 +110,13 @@ class Evolutionary:
         self.batch = max(1, batch)
         self.elite = elite
         self.model = model
-        self.cost_model = "additive" if model is None else "learned"
         primed = model is not None and model.primed
         self.initial = self.batch if primed else max(self.batch, self.budget // 4)
+
+    @property
+    def cost_model(self) -> str:
+        """``learned`` with a model given, else ``additive``."""
+        return "additive" if self.model is None else "learned"
 
     def propose(self, history: History) -> list[Point]:
         left = self.budget - len(history)
