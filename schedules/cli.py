@@ -492,6 +492,8 @@ def _print_report(report: RunReport) -> None:
     if report.max_abs_error is not None:
         status += f"  (max abs error {report.max_abs_error:.3g} vs {report.reference})"
     print(status)
+    if report.baseline_check is not None:
+        print(f"checked  {_baseline_check_line(report)}")
     if report.shape_entry:
         print(f"shapes   {report.shape_entry['description']}")
     if report.error:
@@ -513,6 +515,20 @@ def _print_report(report: RunReport) -> None:
     _print_throughput(report)
     if report.profile is not None:
         print("\n".join(profile_lines(report.profile)))
+
+
+def _baseline_check_line(report: RunReport) -> str:
+    """IREE default's results against the workload's own reference, in words."""
+    check = report.baseline_check
+    assert check is not None
+    error = check["max_abs_error"]
+    at = f"max abs error {error:.3g}" if error is not None else str(check["error"])
+    line = f"IREE default vs {report.reference}: {check['status']} ({at})"
+    if check["status"] == str(Status.OK):
+        return line
+    if report.status is Status.WRONG:
+        return f"{line}; both builds are wrong: the lowering or IREE is the likely cause"
+    return f"{line}; the schedule is timed against a wrong build"
 
 
 def _print_throughput(report: RunReport) -> None:

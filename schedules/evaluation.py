@@ -88,6 +88,14 @@ class Check:
     max_abs_error: float | None = None
     error: str | None = None
 
+    def as_dict(self) -> dict[str, Any]:
+        """The check as JSON values (``status``, ``max_abs_error``, ``error``)."""
+        return {
+            "status": str(self.status),
+            "max_abs_error": self.max_abs_error,
+            "error": self.error,
+        }
+
 
 def compare_outputs(
     got: list[np.ndarray],
@@ -137,6 +145,10 @@ def compile_scheduled(
     return files, compile_plan(p, files, work / f"{stem}.vmfb")
 
 
+IREE_DEFAULT_REFERENCE = "iree-default"
+"""The reference kind of a workload without its own: IREE default's results."""
+
+
 @dataclass(frozen=True)
 class Reference:
     """Seeded inputs of a workload and the results a build must reproduce."""
@@ -144,15 +156,21 @@ class Reference:
     inputs: list[np.ndarray]
     want: list[np.ndarray]
     kind: str
-    """``numpy`` (the workload's own reference) or ``iree-default`` (IREE default's
-    results, for workloads without one, e.g. ``.mlir`` files)."""
+    """The workload's own reference (its ``reference_kind``: ``numpy``, or
+    ``onnx-reference`` for an ONNX file) or ``iree-default`` (IREE default's results, for
+    workloads without one, e.g. ``.mlir`` files)."""
 
     @staticmethod
     def make(workload: Workload, baseline: LoadedModule, seed: int) -> Reference:
         inputs = random_inputs(workload, seed)
         if workload.reference is not None:
-            return Reference(inputs, workload.reference(inputs), "numpy")
-        return Reference(inputs, baseline.invoke(inputs), "iree-default")
+            return Reference(inputs, workload.reference(inputs), workload.reference_kind)
+        return Reference(inputs, baseline.invoke(inputs), IREE_DEFAULT_REFERENCE)
+
+    @property
+    def is_own(self) -> bool:
+        """Whether the expected results are the workload's own, not IREE default's."""
+        return self.kind != IREE_DEFAULT_REFERENCE
 
     def check(self, module: LoadedModule, tolerance: Tolerance) -> tuple[list[np.ndarray], Check]:
         """Run ``module`` on the inputs; its results and how they compare."""
@@ -173,6 +191,10 @@ class CheckedBuild:
     files: BuildFiles
     """What the scheduled build was compiled from (input module, kernel library)."""
     baseline_vmfb: Path
+    baseline_check: Check | None
+    """IREE default's results against the workload's own reference (``None`` when IREE
+    default is the reference): wrong here too means the lowering or IREE, not the
+    schedule."""
 
     def runners(self) -> dict[str, Any]:
         """The two builds as timing variants (``scheduled``, ``baseline``)."""
@@ -186,7 +208,8 @@ def build_and_check(
     p: Plan, work: Path, seed: int, tolerance: Tolerance | None = None
 ) -> tuple[CompileResult, CheckedBuild]:
     """Compile the plan and IREE default under ``work``, load both and check the
-    scheduled results within ``tolerance`` (default: the recipe's).
+    scheduled results within ``tolerance`` (default: the recipe's), and IREE default's
+    too where the workload has its own reference.
 
     Precondition: :func:`prepare_device` was called.
     """
@@ -195,6 +218,10 @@ def build_and_check(
     function, driver = p.workload.function, p.target.driver
     scheduled = LoadedModule(result.output, driver, function)
     baseline = LoadedModule(baseline_vmfb, driver, function)
+    tolerance = tolerance or p.recipe.tolerance
     reference = Reference.make(p.workload, baseline, seed)
-    got, check = reference.check(scheduled, tolerance or p.recipe.tolerance)
-    return result, CheckedBuild(scheduled, baseline, reference, got, check, files, baseline_vmfb)
+    got, check = reference.check(scheduled, tolerance)
+    baseline_check = reference.check(baseline, tolerance)[1] if reference.is_own else None
+    return result, CheckedBuild(
+        scheduled, baseline, reference, got, check, files, baseline_vmfb, baseline_check
+    )

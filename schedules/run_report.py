@@ -118,6 +118,9 @@ class RunReport:
     error: str | None = None
     max_abs_error: float | None = None
     reference: str | None = None
+    baseline_check: dict[str, Any] | None = None
+    """The baseline's results against the workload's own reference (``Check.as_dict``);
+    absent when IREE default is the reference."""
     evaluated_by: str | None = None
     compile_command: list[str] | None = None
     time_ms: Timing | None = None
@@ -154,7 +157,8 @@ class RunReport:
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of ``tdsched run --json``: every key always present except
-        ``compile_command``, ``reference``, ``error``, ``evaluated_by``, ``bandwidth``,
+        ``compile_command``, ``reference``, ``baseline_check``, ``error``,
+        ``evaluated_by``, ``bandwidth``,
         ``throughput``, ``peers``, ``shape_entry`` and ``profile``, which appear when
         known."""
         data: dict[str, Any] = {
@@ -174,6 +178,7 @@ class RunReport:
         optional = {
             "compile_command": self.compile_command,
             "reference": self.reference,
+            "baseline_check": self.baseline_check,
             "error": self.error,
             "evaluated_by": self.evaluated_by,
             "bandwidth": dataclasses.asdict(self.bandwidth) if self.bandwidth else None,
@@ -238,6 +243,8 @@ def run(
             compiled, checked = build_and_check(p, work, seed)
             report.compile_command = compiled.command
             report.reference = checked.reference.kind
+            if checked.baseline_check is not None:
+                report.baseline_check = checked.baseline_check.as_dict()
             report.take(checked.check)
             if time_it and checked.check.status is Status.OK:
                 variants = checked.runners()
@@ -390,7 +397,7 @@ def _evaluate_payload(p: Plan, seed: int, report: RunReport) -> None:
     else:
         want, undefined = evaluate_reference(p.workload.mlir, p.workload.function, inputs)
     got = evaluate(after, p.workload.function, inputs)
-    report.reference = "numpy" if p.workload.reference else "numpy-ir-evaluator"
+    report.reference = p.workload.reference_kind if p.workload.reference else "numpy-ir-evaluator"
     report.evaluated_by = (
         "numpy IR evaluator: the graph schedule leaves host-level loops, which IREE cannot "
         "compile, so it is checked but not timed"

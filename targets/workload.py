@@ -19,6 +19,8 @@ from iree.compiler import ir
 from iree.compiler.dialects import func
 
 Reference = Callable[[Sequence[np.ndarray]], list[np.ndarray]]
+NUMPY_REFERENCE = "numpy"
+"""The kind of a reference written in numpy (a generator's, a model builder's)."""
 
 NUMPY_DTYPES = {
     "f32": np.float32,
@@ -43,8 +45,10 @@ class DynamicShapeError(WorkloadError):
 class Workload:
     """A linalg-on-tensors module and its entry ``function``.
 
-    ``reference`` computes the expected outputs in numpy; when it is ``None`` (an MLIR
-    file), the untransformed module compiled by IREE's default pipeline is the reference.
+    ``reference`` computes the expected outputs in numpy; ``reference_kind`` names it
+    (``numpy``: the generator's or model builder's numpy; ``onnx-reference``: onnx's
+    reference evaluator of an ONNX file). When it is ``None`` (an MLIR or TOSA file), the
+    untransformed module compiled by IREE's default pipeline is the reference.
     ``peer`` is what a user would call instead of compiling the workload, at its own
     dtype (numpy's ``a @ b`` on OpenBLAS for a matmul): ``tdsched run --peers`` times it
     as the ``numpy`` peer. ``None`` where numpy has no equivalent a user would pick.
@@ -55,6 +59,7 @@ class Workload:
     function: str
     reference: Reference | None = None
     peer: Reference | None = None
+    reference_kind: str = NUMPY_REFERENCE
 
 
 def load_mlir_file(path: str | Path, function: str | None = None) -> Workload:
@@ -79,6 +84,7 @@ def workload_from_text(
     name: str,
     function: str | None = None,
     reference: Reference | None = None,
+    reference_kind: str = NUMPY_REFERENCE,
 ) -> Workload:
     """A workload from module ``text`` (``source`` names it in errors): checks that it
     parses and that ``function`` (default: the only public one) exists."""
@@ -97,7 +103,7 @@ def workload_from_text(
         function = names[0]
     elif function not in names:
         raise WorkloadError(f"{source}: no public function @{function} (found: {', '.join(names)})")
-    return Workload(name, text, function, reference)
+    return Workload(name, text, function, reference, reference_kind=reference_kind)
 
 
 def _public_functions(module: ir.Module) -> list[func.FuncOp]:

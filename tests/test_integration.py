@@ -125,6 +125,7 @@ def test_mlir_file_workload_uses_iree_default_as_reference(tmp_path: Path) -> No
     p = plan(load("matmul_x86"), overrides=SMALL, input_file=source)
     report = run(p, time_it=False)
     assert report.status == "ok" and report.reference == "iree-default"
+    assert report.baseline_check is None  # IREE default is the reference
 
 
 def test_run_report_has_timing_fields() -> None:

@@ -6,7 +6,18 @@ graph and kernel schedules match on.
 
 from .errors import LoweringError
 from .layer_tags import tag_layers
-from .onnx_import import lower_onnx
+from .onnx_import import LoweredOnnx, import_onnx, lower_onnx
+from .onnx_reference import ONNX_REFERENCE, OnnxReference
 from .tosa import looks_like_tosa, lower_tosa
 
-__all__ = ["LoweringError", "looks_like_tosa", "lower_onnx", "lower_tosa", "tag_layers"]
+__all__ = [
+    "ONNX_REFERENCE",
+    "LoweredOnnx",
+    "LoweringError",
+    "OnnxReference",
+    "import_onnx",
+    "looks_like_tosa",
+    "lower_onnx",
+    "lower_tosa",
+    "tag_layers",
+]

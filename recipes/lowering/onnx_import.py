@@ -5,13 +5,15 @@ Steps: load and ``onnx.checker``; reject symbolic input dims; name unnamed nodes
 opsets older than :data:`MIN_OPSET` (torch-mlir lowers e.g. ``MaxPool`` only from opset
 12), keeping the node names (:mod:`.onnx_names`); shape inference; refuse the nodes that
 :mod:`.onnx_refusals` lists; import (each op gets ``loc("<node name>")``); convert ONNX
-ops to torch ops and list the nodes left unconverted; lower to linalg; tag layers.
+ops to torch ops and list the nodes left unconverted; lower to linalg; tag layers. The
+prepared model is also the workload's reference (:mod:`.onnx_reference`).
 """
 
 from __future__ import annotations
 
 import importlib
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -21,6 +23,7 @@ from iree.compiler import ir
 from .errors import LoweringError, check_lowered, position, run_pipeline
 from .layer_tags import ONNX_OP_ATTR, annotate_layers, location_names, tag_layers
 from .onnx_names import name_nodes, name_unnamed, restore_names
+from .onnx_reference import OnnxReference
 from .onnx_refusals import refuse_unsupported
 
 if TYPE_CHECKING:
@@ -35,17 +38,31 @@ TORCH_TO_LINALG = (
 DEFAULT_DOMAIN = "ai.onnx"
 
 
+@dataclass(frozen=True)
+class LoweredOnnx:
+    """An ONNX model lowered to linalg (``text``) and its own ``reference``."""
+
+    text: str
+    reference: OnnxReference
+
+
 def lower_onnx(model: onnx.ModelProto | str | Path, source: str) -> str:
     """Lower an ONNX model (a ``ModelProto`` or a file path) to a linalg-on-tensors
-    module whose ``func.func`` is named after the graph.
+    module whose ``func.func`` is named after the graph: :func:`import_onnx`'s text."""
+    return import_onnx(model, source).text
+
+
+def import_onnx(model: onnx.ModelProto | str | Path, source: str) -> LoweredOnnx:
+    """Lower an ONNX model (a ``ModelProto`` or a file path) to a linalg-on-tensors
+    module whose ``func.func`` is named after the graph, with onnx's reference evaluator
+    of the model as prepared for import.
 
     Each op of a node carries ``tdsched.layer = "<node name>"`` and
     ``tdsched.onnx_op = "<op type>"``, both as in the model also where the opset upgrade
     replaced the node. ``source`` names the model in errors. Raises
     :class:`LoweringError` for a missing or invalid model, symbolic input dims, nodes
     refused before import (:mod:`.onnx_refusals`) or that IREE's ONNX import cannot
-    lower, or a missing ``onnx`` package. The caller's
-    ``ModelProto`` is not modified.
+    lower, or a missing ``onnx`` package. The caller's ``ModelProto`` is not modified.
     """
     onnx_mod = _require_onnx()
     proto, nodes = _prepared(onnx_mod, _load(onnx_mod, model, source), source)
@@ -57,7 +74,7 @@ def lower_onnx(model: onnx.ModelProto | str | Path, source: str) -> str:
         check_lowered(module, source, _leftover)
         tag_layers(module, layers=nodes)
         annotate_layers(module, ONNX_OP_ATTR, {name: n.op_type for name, n in nodes.items()})
-        return str(module)
+        return LoweredOnnx(str(module), OnnxReference.of(proto, _opset(proto), source))
 
 
 def _require_onnx() -> ModuleType:

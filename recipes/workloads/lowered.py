@@ -2,8 +2,10 @@
 
 Every route ends in linalg on tensors whose ops carry ``tdsched.layer`` (see
 ``docs/importing.md``), so recipes can select them by layer. A builder model keeps its
-numpy forward pass as the reference, whichever route lowers it; ONNX and TOSA files are
-checked against IREE's default build of the same lowered module.
+numpy forward pass as the reference, whichever route lowers it; an ONNX file is checked
+against onnx's reference evaluator of the model (:mod:`tdsched.recipes.lowering.onnx_reference`),
+which catches an import bug; TOSA and linalg files against IREE's default build of the
+same lowered module.
 """
 
 from __future__ import annotations
@@ -14,7 +16,14 @@ from pathlib import Path
 from typing import Literal
 
 from iree.compiler import ir
-from tdsched.recipes.lowering import looks_like_tosa, lower_onnx, lower_tosa, tag_layers
+from tdsched.recipes.lowering import (
+    ONNX_REFERENCE,
+    import_onnx,
+    looks_like_tosa,
+    lower_onnx,
+    lower_tosa,
+    tag_layers,
+)
 from tdsched.recipes.models import MODELS, Model, ModelError
 from tdsched.recipes.workloads.user_code import user_code_failure
 from tdsched.targets.workload import Workload, WorkloadError, read_text, workload_from_text
@@ -110,13 +119,15 @@ def file_workload(path: Path, function: str | None = None, fmt: FileFormat = "au
     (TOSA) or linalg on tensors; ``fmt`` overrides the guess."""
     fmt = _format_of(path, fmt)
     if fmt == "onnx":
-        text = lower_onnx(path, str(path))
+        lowered = import_onnx(path, str(path))
+        return workload_from_text(
+            lowered.text, str(path), path.stem, function, lowered.reference, ONNX_REFERENCE
+        )
+    text = read_text(path)
+    if fmt == "tosa" or (fmt == "auto" and looks_like_tosa(text)):
+        text = lower_tosa(text, str(path))
     else:
-        text = read_text(path)
-        if fmt == "tosa" or (fmt == "auto" and looks_like_tosa(text)):
-            text = lower_tosa(text, str(path))
-        else:
-            text = tag_layers_of(text, str(path))
+        text = tag_layers_of(text, str(path))
     return workload_from_text(text, str(path), path.stem, function)
 
 
