@@ -22,7 +22,7 @@ from tdsched.targets.ir_eval import DEFAULT_ATOL, DEFAULT_RTOL, check_files
 from tdsched.targets.runtime import DeviceError
 from tdsched.targets.target import TARGET_NAMES, run_conditions
 
-from . import list_command, lower_command, peak_command, schema_command
+from . import list_command, lower_command, peak_command, schema_command, tasks_command
 from .build_folders import EXECUTABLES, kept_temps, with_executable_dumps
 from .cli_types import add_threads_option, non_negative_float, non_negative_int, positive_int
 from .emit import ScriptStage
@@ -268,6 +268,7 @@ def make_parser() -> argparse.ArgumentParser:
     schema_command.add_parser(sub)
     list_command.add_parser(sub)
     peak_command.add_parser(sub)
+    tasks_command.add_parser(sub)
 
     check = sub.add_parser(
         "check",
@@ -586,6 +587,7 @@ _COMMANDS = {
     "schema": schema_command.run,
     "list": list_command.run,
     "peak": peak_command.run,
+    "tasks": tasks_command.run,
 }
 
 

@@ -49,31 +49,36 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    lower.add_argument(
+    add_model_arguments(lower)
+    lower.add_argument("--layers", action="store_true", help="list the layers and their ops")
+    lower.add_argument("-o", "--output", type=Path, help="write the module here")
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """MODEL and the options that say how to lower it (read by :func:`lower`)."""
+    parser.add_argument(
         "model", metavar="MODEL", help="a model name, FILE.py[:FUNCTION], FILE.onnx or FILE.mlir"
     )
-    lower.add_argument(
+    parser.add_argument(
         "--arg",
         action="append",
         default=[],
         metavar="NAME=VALUE",
         help="argument of a builder model (repeatable), e.g. --arg layout=NHWC",
     )
-    lower.add_argument(
+    parser.add_argument(
         "--via",
         choices=ROUTES,
         default="builder",
         help="lower a builder model directly (default) or by exporting it to ONNX first",
     )
-    lower.add_argument(
+    parser.add_argument(
         "--format",
         choices=FILE_FORMATS,
         default="auto",
         help="the format of a file MODEL (default: from its suffix and contents)",
     )
-    lower.add_argument("--function", help="entry function of a .mlir file with several")
-    lower.add_argument("--layers", action="store_true", help="list the layers and their ops")
-    lower.add_argument("-o", "--output", type=Path, help="write the module here")
+    parser.add_argument("--function", help="entry function of a .mlir file with several")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 from iree.compiler import ir
-from iree.compiler.dialects import transform
+from iree.compiler.dialects import linalg, transform
 from iree.compiler.passmanager import PassManager
 
 from .graph.generic_build import static_loop_ranges
@@ -45,6 +45,11 @@ class StructuredOp:
     op: str
     layer: str | None
     loop_ranges: tuple[int, ...] | None
+    kind: str = "elementwise"
+    """What it computes (:func:`op_kind`): ``contraction``, ``convolution``, ``pooling``,
+    ``reduction`` or ``elementwise``."""
+    dtype: str | None = None
+    """The element type of its first result (or output), e.g. ``f32``."""
 
     def describe(self) -> str:
         shape = list(self.loop_ranges) if self.loop_ranges is not None else "dynamic"
@@ -125,8 +130,41 @@ def structured_ops(module: ir.Module) -> list[StructuredOp]:
         generics = ops_under(general.operation, is_structured)
         for op, generic in zip(ops, generics, strict=True):
             layer = layer_of(op) or layer_at(op.location)
-            found.append(StructuredOp(name, op.name, layer, _ranges(generic)))
+            found.append(
+                StructuredOp(
+                    name, op.name, layer, _ranges(generic), op_kind(op, generic), _dtype(op)
+                )
+            )
     return found
+
+
+def op_kind(op: ir.Operation, generic: ir.Operation) -> str:
+    """What a structured op computes, by linalg's own interfaces on its generic form
+    (so a generalized matmul is still a contraction): ``contraction``, ``convolution``
+    (``pooling`` where its window combines without multiplying: max, sum), ``reduction``
+    (any other op with a reduction loop)
+    or ``elementwise``."""
+    if linalg.isa_contraction_op(generic):
+        return "contraction"
+    if linalg.isa_convolution_op(generic):
+        body = generic.regions[0].blocks[0].operations
+        multiplies = any(inner.operation.name in ("arith.mulf", "arith.muli") for inner in body)
+        return "convolution" if multiplies else "pooling"
+    attrs = generic.attributes
+    if "iterator_types" in attrs and "reduction" in str(attrs["iterator_types"]):
+        return "reduction"
+    return "elementwise"
+
+
+def _dtype(op: ir.Operation) -> str | None:
+    values = list(op.results) or list(op.operands)[-1:]
+    if not values:
+        return None
+    shaped = values[0].type
+    try:
+        return str(ir.ShapedType(shaped).element_type)
+    except ValueError:
+        return str(shaped)
 
 
 def _ranges(generic: ir.Operation) -> tuple[int, ...] | None:

@@ -1,0 +1,122 @@
+"""Task extraction (``tdsched tasks``): a model's dispatches grouped by what they compute,
+weighed by IREE default's profile."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from tdsched.schedules.cli import main
+from tdsched.schedules.model_tasks import group_tasks, weigh
+from tdsched.targets.dispatch_profile import DispatchTime, ModuleProfile
+from tdsched.targets.timing import Timing
+from tdsched.transform_lib.census import StructuredOp
+
+
+def _op(function: str, op: str, layer: str, ranges: tuple[int, ...], kind: str) -> StructuredOp:
+    return StructuredOp(function, op, layer, ranges, kind, "f32")
+
+
+CENSUS = [
+    _op("jit_eval_dispatch_0_elementwise_64_f32", "linalg.generic", "w", (64,), "elementwise"),
+    _op("net_dispatch_0_matmul", "linalg.fill", "fc1", (8, 16), "elementwise"),
+    _op("net_dispatch_0_matmul", "linalg.matmul", "fc1", (8, 16, 32), "contraction"),
+    _op("net_dispatch_0_matmul", "linalg.generic", "act1", (8, 16), "elementwise"),
+    _op("net_dispatch_1_matmul", "linalg.fill", "fc2", (8, 16), "elementwise"),
+    _op("net_dispatch_1_matmul", "linalg.matmul", "fc2", (8, 16, 32), "contraction"),
+    _op("net_dispatch_1_matmul", "linalg.generic", "act2", (8, 16), "elementwise"),
+    _op("net_dispatch_2_conv", "linalg.fill", "c", (4, 6, 6), "elementwise"),
+    _op("net_dispatch_2_conv", "linalg.generic", "c", (4, 6, 6, 3, 3, 3), "convolution"),
+]
+
+
+def test_identical_dispatches_are_one_task_with_all_their_layers() -> None:
+    tasks = group_tasks(CENSUS, "net")
+    assert [t.name for t in tasks] == ["t0", "t1"]  # jit_eval is compile time, not a task
+    matmul, conv = tasks
+    assert matmul.dispatches == ["net_dispatch_0_matmul", "net_dispatch_1_matmul"]
+    assert matmul.layers == ["fc1", "fc2"] and matmul.fused_layers == ["act1", "act2"]
+    assert matmul.runs == 2
+    assert (matmul.kind, matmul.root.describe()) == ("contraction", "linalg.matmul 8x16x32")
+    assert matmul.epilogue == ("fill", "generic")
+    assert (conv.kind, conv.epilogue, conv.runs) == ("convolution", ("fill",), 1)
+
+
+def test_tasks_are_weighed_by_the_profile_most_time_first() -> None:
+    profile = ModuleProfile(
+        Timing.of([10.0]),
+        (
+            DispatchTime("net_dispatch_0_matmul", 1.0, 1, 3),
+            DispatchTime("net_dispatch_1_matmul", 2.0, 2, 3),
+            DispatchTime("net_dispatch_2_conv", 6.0, 1, 3),
+        ),
+    )
+    conv, matmul = weigh(group_tasks(CENSUS, "net"), profile)
+    assert (conv.name, conv.time_ms, conv.share, conv.runs) == ("t1", 6.0, 0.6, 1)
+    assert (matmul.time_ms, matmul.share, matmul.runs) == (3.0, 0.3, 3)
+
+
+def _mlp_model(path: Path) -> None:
+    """Two identical dense+relu layers (different weights) and a wider third one."""
+    rng = np.random.default_rng(0)
+    f = TensorProto.FLOAT
+    weights = {
+        "w1": rng.standard_normal((64, 64)),
+        "w2": rng.standard_normal((64, 64)),
+        "w3": rng.standard_normal((64, 128)),
+    }
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["m1"], name="fc1"),
+        helper.make_node("Relu", ["m1"], ["a1"], name="act1"),
+        helper.make_node("MatMul", ["a1", "w2"], ["m2"], name="fc2"),
+        helper.make_node("Relu", ["m2"], ["a2"], name="act2"),
+        helper.make_node("MatMul", ["a2", "w3"], ["y"], name="fc3"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "mlp",
+        [helper.make_tensor_value_info("x", f, [32, 64])],
+        [helper.make_tensor_value_info("y", f, [32, 128])],
+        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in weights.items()],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+@pytest.mark.usefixtures("iree")
+def test_tasks_command_groups_and_weighs_an_onnx_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _mlp_model(tmp_path / "mlp.onnx")
+    assert main(["tasks", str(tmp_path / "mlp.onnx"), "--threads", "1", "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert (found["workload"], found["target"], found["threads"]) == ("mlp", "x86", 1)
+    by_layer = {layer: task for task in found["tasks"] for layer in task["layers"]}
+    twin = by_layer["fc1"]
+    assert by_layer["fc2"] is twin and twin["runs"] == 2 and twin["kind"] == "contraction"
+    assert twin["root"]["loop_ranges"] == [32, 64, 64] and "generic" in twin["epilogue"]
+    assert by_layer["fc3"]["root"]["loop_ranges"] == [32, 128, 64]
+    shares = [task["share"] for task in found["tasks"]]
+    assert shares == sorted(shares, reverse=True) and 0 < sum(shares) <= 1.0
+    assert found["call_ms"]["median"] > 0
+
+
+def test_tasks_command_without_timing_on_each_target(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], target: str
+) -> None:
+    _mlp_model(tmp_path / "mlp.onnx")
+    args = ["tasks", str(tmp_path / "mlp.onnx"), "--target", target, "--no-time", "--match"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"tasks of mlp on {target}")
+    assert "match: {layer: [" in out and '"fc1"' in out and "ms/call" not in out
+
+
+def test_tasks_command_names_a_missing_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["tasks", str(tmp_path / "nope.onnx"), "--no-time"]) == 2
+    assert "nope.onnx: not a valid ONNX model: cannot read it" in capsys.readouterr().err
