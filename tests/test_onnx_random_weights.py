@@ -1,0 +1,44 @@
+"""benchmarks/onnx_random_weights.py: a light model's splat weights become random ones."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import onnx
+from onnx.reference import ReferenceEvaluator
+
+LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
+SCRIPT = Path(__file__).parent.parent / "benchmarks" / "onnx_random_weights.py"
+
+
+def _script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("onnx_random_weights", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _opset17(model: onnx.ModelProto) -> onnx.ModelProto:
+    converted: onnx.ModelProto = onnx.version_converter.convert_version(model, 17)
+    return converted
+
+
+def test_light_model_gets_random_weights_and_a_non_trivial_output() -> None:
+    model = onnx.load(LIGHT / "light_squeezenet.onnx")
+    assert any(node.op_type == "ConstantOfShape" for node in model.graph.node)
+    randomized = _script().randomize(model, seed=0)
+    assert not any(node.op_type == "ConstantOfShape" for node in randomized.graph.node)
+    initializers = {init.name for init in randomized.graph.initializer}
+    (data,) = [v for v in randomized.graph.input if v.name not in initializers]
+    shape = [d.dim_value for d in data.type.tensor_type.shape.dim]
+    x = np.random.default_rng(0).uniform(-1, 1, shape).astype(np.float32)
+    # At opset 17, as tdsched prepares it: onnx's evaluator gives opset-9 Softmax the new
+    # single-axis meaning (over the [1, 1000, 1, 1] output's last dim: all 1).
+    (before,) = ReferenceEvaluator(_opset17(model)).run(None, {data.name: x})
+    (after,) = ReferenceEvaluator(_opset17(randomized)).run(None, {data.name: x})
+    assert np.ptp(before) == 0  # splat weights: every class gets the same probability
+    assert np.ptp(after) > 1e-4 and np.isfinite(after).all()
