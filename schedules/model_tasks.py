@@ -152,11 +152,12 @@ def group_tasks(census: Sequence[StructuredOp], function: str) -> list[Task]:
         task.dispatches.append(dispatch)
         task.runs += 1
         root = ops[key.index(task.root)]
-        if root.layer is not None and root.layer not in task.layers:
-            task.layers.append(root.layer)
+        for op in ops:
+            found = task.layers if op is root else task.fused_layers
+            if op.layer is not None and op.layer not in found:
+                found.append(op.layer)
     for task in tasks.values():
-        others = [op.layer for op in census if op.function in task.dispatches and op.layer]
-        task.fused_layers = list(dict.fromkeys(x for x in others if x not in task.layers))
+        task.fused_layers = [x for x in task.fused_layers if x not in task.layers]
     return list(tasks.values())
 
 

@@ -111,3 +111,27 @@ def test_cli_run_prints_the_reference_check(
     out = capsys.readouterr().out
     assert "vs onnx-reference)" in out
     assert "checked  IREE default vs onnx-reference: ok (max abs error " in out
+
+
+@pytest.mark.usefixtures("iree")
+def test_onnx_reference_takes_the_arguments_in_the_modules_order(tmp_path: Path) -> None:
+    # y = a - b @ w: swapping the two same-shaped inputs changes every element, so a
+    # reference fed in another order than the lowered function's would be `wrong`.
+    f = TensorProto.FLOAT
+    nodes = [
+        helper.make_node("MatMul", ["b", "w"], ["m"], name="proj"),
+        helper.make_node("Sub", ["a", "m"], ["y"], name="diff"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "two",
+        [helper.make_tensor_value_info(n, f, [8, 8]) for n in ("a", "b")],
+        [helper.make_tensor_value_info("y", f, [8, 8])],
+        [numpy_helper.from_array(WEIGHT[:8], "w")],
+    )
+    onnx.save(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "two.onnx"
+    )
+    (tmp_path / "two.yaml").write_text("name: two\nworkload: {file: two.onnx}\ntargets: [x86]\n")
+    report = run(plan(load(str(tmp_path / "two.yaml"))), time_it=False)
+    assert report.status == "ok" and report.reference == ONNX_REFERENCE, report.error

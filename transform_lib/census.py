@@ -45,10 +45,10 @@ class StructuredOp:
     op: str
     layer: str | None
     loop_ranges: tuple[int, ...] | None
-    kind: str = "elementwise"
+    kind: str
     """What it computes (:func:`op_kind`): ``contraction``, ``convolution``, ``pooling``,
     ``reduction`` or ``elementwise``."""
-    dtype: str | None = None
+    dtype: str | None
     """The element type of its first result (or output), e.g. ``f32``."""
 
     def describe(self) -> str:
@@ -131,19 +131,16 @@ def structured_ops(module: ir.Module) -> list[StructuredOp]:
         for op, generic in zip(ops, generics, strict=True):
             layer = layer_of(op) or layer_at(op.location)
             found.append(
-                StructuredOp(
-                    name, op.name, layer, _ranges(generic), op_kind(op, generic), _dtype(op)
-                )
+                StructuredOp(name, op.name, layer, _ranges(generic), op_kind(generic), _dtype(op))
             )
     return found
 
 
-def op_kind(op: ir.Operation, generic: ir.Operation) -> str:
+def op_kind(generic: ir.Operation) -> str:
     """What a structured op computes, by linalg's own interfaces on its generic form
     (so a generalized matmul is still a contraction): ``contraction``, ``convolution``
     (``pooling`` where its window combines without multiplying: max, sum), ``reduction``
-    (any other op with a reduction loop)
-    or ``elementwise``."""
+    (any other op with a reduction loop) or ``elementwise``."""
     if linalg.isa_contraction_op(generic):
         return "contraction"
     if linalg.isa_convolution_op(generic):
