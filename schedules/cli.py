@@ -22,7 +22,7 @@ from tdsched.targets.ir_eval import DEFAULT_ATOL, DEFAULT_RTOL, check_files
 from tdsched.targets.runtime import DeviceError
 from tdsched.targets.target import TARGET_NAMES, run_conditions
 
-from . import list_command, lower_command, peak_command, schema_command, tasks_command
+from . import list_command, lower_command, peak_command, schema_command, tasks_command, tune_command
 from .build_folders import EXECUTABLES, kept_temps, with_executable_dumps
 from .cli_types import add_threads_option, non_negative_float, non_negative_int, positive_int
 from .emit import ScriptStage
@@ -269,6 +269,7 @@ def make_parser() -> argparse.ArgumentParser:
     list_command.add_parser(sub)
     peak_command.add_parser(sub)
     tasks_command.add_parser(sub)
+    tune_command.add_parser(sub)
 
     check = sub.add_parser(
         "check",
@@ -588,6 +589,7 @@ _COMMANDS = {
     "list": list_command.run,
     "peak": peak_command.run,
     "tasks": tasks_command.run,
+    "tune": tune_command.run,
 }
 
 

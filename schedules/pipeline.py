@@ -188,6 +188,12 @@ def dispatch_census(
 ) -> tuple[StructuredOp, ...]:
     """The structured ops of each dispatch IREE forms from ``module``, as kernel configs
     see them (one compile that stops after kernel configuration; remembered per input)."""
+    return tuple(read_census(census_output(module, target, flags)))
+
+
+def census_output(module: str, target: Target, flags: tuple[str, ...] = ()) -> str:
+    """What a census compile of ``module`` prints: every dispatch function holding a
+    structured op, as kernel configs see it (:func:`census_functions` reads them)."""
     with tempfile.TemporaryDirectory(prefix="tdsched-census-") as tmp:
         source, library = Path(tmp) / "input.mlir", Path(tmp) / "census.mlir"
         source.write_text(locate_layers(module))
@@ -195,7 +201,7 @@ def dispatch_census(
         request = CompileRequest(
             source, target, Path(tmp) / "census.vmfb", library, (*flags, *CENSUS_FLAGS)
         )
-        return tuple(read_census(probe_compile(request)))
+        return probe_compile(request)
 
 
 def build_workload(recipe: Recipe) -> Workload:

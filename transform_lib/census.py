@@ -29,6 +29,7 @@ CENSUS_TITLE = "tdsched-census"
 CENSUS_FLAGS: tuple[str, ...] = ("--compile-to=executable-configurations", "--mlir-print-debuginfo")
 """iree-compile flags of a census compile (with :func:`census_library` as the library)."""
 
+_FUNCTION_NAME = re.compile(r"func\.func @([\w$.-]+)")
 _QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"(:\d+)?')
 
 
@@ -106,11 +107,22 @@ def read_census(output: str) -> list[StructuredOp]:
 
     A function is printed once per structured op in it; each is read once.
     """
-    texts = dict.fromkeys(body for title, body in printed_sections(output) if title == CENSUS_TITLE)
     found: list[StructuredOp] = []
     with ir.Context():
-        for text in texts:
+        for text in census_functions(output).values():
             found.extend(structured_ops(ir.Module.parse(text)))
+    return found
+
+
+def census_functions(output: str) -> dict[str, str]:
+    """Each dispatch function a census compile printed to ``output``: its name (without
+    ``@``) and its text, once each, in the order printed."""
+    found: dict[str, str] = {}
+    for title, body in printed_sections(output):
+        if title == CENSUS_TITLE:
+            name = _FUNCTION_NAME.search(body)
+            if name is not None:
+                found.setdefault(name.group(1), body)
     return found
 
 

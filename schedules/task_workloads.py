@@ -1,0 +1,82 @@
+"""A model's task as a workload of its own, the unit ``tdsched tune`` sweeps.
+
+A task's first dispatch function, as the census printed it, becomes a ``.mlir`` file
+with one public function on tensors (``transform_lib.standalone_dispatch``). It is kept
+only when IREE forms the same dispatch from it again: a census of the file must show
+the task's ops, names, loop bounds and element types, in order (a kernel schedule tuned
+on anything else would not be the one the model's dispatch gets). IREE's own
+configuration of that dispatch (``transform_lib.dispatch_config``) comes with it: the
+loops as strategies see them and IREE's tile sizes, which the templates start from.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tdsched.targets import Target
+from tdsched.targets.compiler import CompileError, CompileRequest, run_compile
+from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, read_configured
+from tdsched.transform_lib.errors import ScheduleError
+from tdsched.transform_lib.standalone_dispatch import standalone_function, structure
+
+from .files import write_atomically
+from .model_tasks import Task, group_tasks
+from .pipeline import dispatch_census
+
+CONFIGURE_FLAGS = ("--compile-to=executable-configurations",)
+
+
+class TaskSkipped(Exception):
+    """A task that cannot be tuned on its own; the message says why."""
+
+
+@dataclass(frozen=True)
+class TaskWorkload:
+    """A task written as a standalone workload."""
+
+    path: Path
+    function: str
+    configured: ConfiguredDispatch
+    """The dispatch IREE forms from it, as strategies see it, with IREE's tile sizes."""
+
+
+def standalone_task(task: Task, sources: Sequence[str], path: Path, target: Target) -> TaskWorkload:
+    """Write ``task`` (whose dispatch functions the census printed as ``sources``) to
+    ``path`` as a function named after the task, and check that IREE forms the same
+    dispatch from it. Raises :class:`TaskSkipped` with the reason when it cannot, or
+    when its dispatches differ in structure (a kernel schedule is planned on one)."""
+    try:
+        texts = [standalone_function(source, task.name) for source in sources]
+    except ScheduleError as exc:
+        raise TaskSkipped(str(exc)) from exc
+    text = texts[0]
+    if len({structure(t) for t in texts}) > 1:
+        raise TaskSkipped(
+            "its dispatches differ in the ops around the root (e.g. one epilogue adds a "
+            "residual), and one kernel match takes them all: fuse_ext plans one of them"
+        )
+    ops = group_tasks(dispatch_census(text, target), task.name)
+    if len(ops) != 1 or ops[0].ops != task.ops:
+        found = "; ".join(" ".join(o.describe() for o in t.ops) for t in ops) or "no dispatch"
+        raise TaskSkipped(f"IREE forms a different dispatch from it on its own ({found})")
+    write_atomically(path, text.encode())
+    return TaskWorkload(path, task.name, configure(text, task.name, target))
+
+
+def configure(text: str, function: str, target: Target) -> ConfiguredDispatch:
+    """IREE's kernel configuration of the one dispatch IREE forms from ``function`` in
+    ``text``. Raises :class:`TaskSkipped` when IREE cannot configure it."""
+    with tempfile.TemporaryDirectory(prefix="tdsched-configure-") as tmp:
+        source, out = Path(tmp) / "task.mlir", Path(tmp) / "configured.mlir"
+        source.write_text(text)
+        try:
+            run_compile(CompileRequest(source, target, out, None, CONFIGURE_FLAGS))
+            found = read_configured(out.read_text(), f"{function}_dispatch_")
+        except (CompileError, ScheduleError) as exc:
+            raise TaskSkipped(f"IREE's configuration of it cannot be read: {exc}") from exc
+    if len(found) != 1:
+        raise TaskSkipped(f"IREE forms {len(found)} dispatches from it")
+    return found[0]

@@ -1,0 +1,407 @@
+"""``tdsched tune``: make a whole model faster, task by task, within a time budget.
+
+1. **Tasks.** The model's distinct dispatches, weighed by a profile of IREE's default
+   build (:mod:`.model_tasks`).
+2. **A workload and a template per task.** Each task worth tuning is written as a
+   standalone workload and a recipe whose one kernel schedule comes from
+   :mod:`.tune_templates`, under ``OUT/tasks/``. A recipe already there is kept, so a
+   user's edits to it are what the next run sweeps.
+3. **Sweeps sharing the budget.** Each task is swept (the sweep engine: checked
+   candidates, racing, one results database ``OUT/tune.db``) in rounds of
+   ``round_size`` candidates: first every task once, most time first, then the task with
+   the largest expected gain, in the manner of Ansor's task scheduler: its time per call
+   in the model, divided by its best speedup so far, times the relative gain its last
+   round found (at least ``MIN_GAIN`` divided by the rounds it has had, so a task that
+   stopped improving yields to the others). A round never starts past the budget.
+4. **One frozen recipe for the model** (``OUT/<model>.tuned.yaml``): the model's
+   workload and, per task whose best candidate beat IREE's pipeline by ``WIN`` or more,
+   its kernel schedule with the winning values, matched by the task's root op and loop
+   bounds. The other tasks keep IREE's pipeline, each with its reason in the recipe's
+   ``provenance``.
+
+Every result is recorded the moment it is known, so a tune stopped at any point (even by
+SIGKILL) loses nothing: re-running it reuses every recorded candidate (a round whose
+candidates are all recorded costs no compile and no timing) and spends only the new
+budget.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from tdsched.targets import Target
+from tdsched.targets.workload import Workload
+from tdsched.transform_lib.census import census_functions
+
+from .files import write_atomically
+from .model_tasks import ModelTasks, Task, extract_tasks
+from .pipeline import census_output
+from .sweep.database import Result, ResultsDB
+from .sweep.executor import LocalExecutor
+from .sweep.runner import Sweep, SweepOptions
+from .task_workloads import TaskSkipped, standalone_task
+from .tune_templates import NoTemplate, template_for
+
+WIN = 1.02
+"""A task's best candidate must be this much faster than IREE's pipeline to be kept."""
+MIN_GAIN = 0.05
+"""The relative gain a task's second round is assumed to find at least (the floor falls
+with each round: a task whose rounds find nothing still gets time while it dominates)."""
+NO_CORRECT_ROUNDS = 2
+"""Rounds a task gets while none of its candidates is correct: the template does not fit
+it (its candidates fail to build or give wrong results), and the budget goes elsewhere."""
+TOLERANCE = {"atol": 1.0e-4, "rtol": 1.0e-4}
+"""The task recipes' and the model recipe's tolerance (f32 accumulation reordered)."""
+
+
+@dataclass(frozen=True)
+class TuneOptions:
+    """How to tune (see ``tdsched tune --help`` for each)."""
+
+    target: Target
+    threads: int
+    budget_s: float
+    min_share: float = 0.01
+    round_size: int = 8
+    jobs: int = 2
+    seed: int = 0
+    rounds: int = 3
+    """Profiled runs of IREE default when weighing the tasks."""
+
+
+@dataclass
+class TaskTuning:
+    """What tuning did for one task."""
+
+    task: Task
+    recipe: Path | None = None
+    reason: str | None = None
+    """Why the task keeps IREE's pipeline (not tuned, or no candidate won)."""
+    candidates: int = 0
+    """Candidates evaluated (those reused from earlier runs included)."""
+    failed: int = 0
+    spent_s: float = 0.0
+    best: Result | None = None
+    last_gain: float = 1.0
+    rounds: int = 0
+    valid: int = 0
+    """Valid candidates in its space."""
+    exhausted: bool = False
+    """Its last round found no candidate it had not evaluated (the search converged)."""
+
+    @property
+    def speedup(self) -> float | None:
+        """The best candidate's speedup over IREE's pipeline on the task (raced where it
+        raced)."""
+        if self.best is None:
+            return None
+        return self.best.confirmed_speedup or self.best.speedup
+
+    @property
+    def won(self) -> bool:
+        return self.speedup is not None and self.speedup >= WIN
+
+    @property
+    def tunable(self) -> bool:
+        untried = self.valid == 0 or self.candidates < self.valid
+        return self.recipe is not None and untried and not self.exhausted
+
+    def expected_gain_ms(self) -> float:
+        """The time per call its next round is expected to save (see the module)."""
+        now = (self.task.time_ms or 0.0) / max(self.speedup or 1.0, 1.0)
+        return now * max(self.last_gain, MIN_GAIN / max(self.rounds, 1))
+
+    def as_dict(self) -> dict[str, Any]:
+        best = self.best
+        return {
+            "task": self.task.name,
+            "kind": self.task.kind,
+            "root": self.task.root.describe(),
+            "layers": self.task.layers,
+            "share": self.task.share,
+            "time_ms": self.task.time_ms,
+            "recipe": str(self.recipe) if self.recipe else None,
+            "candidates": self.candidates,
+            "failed": self.failed,
+            "spent_s": round(self.spent_s, 1),
+            "speedup": self.speedup,
+            "best": dict(best.params) if best else None,
+            "kept": "schedule" if self.won else "iree",
+            "reason": None if self.won else self.reason or "no candidate beat IREE's pipeline",
+        }
+
+
+@dataclass
+class TuneOutcome:
+    """What a tune did: per task, and the model recipe it wrote."""
+
+    tasks: ModelTasks
+    tunings: list[TaskTuning]
+    recipe: Path
+    spent_s: float
+    kernels: int
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def estimated_speedup(self) -> float | None:
+        """The whole call's speedup if each kept task ran at its best speedup and the
+        rest did not change."""
+        call = self.tasks.call_ms.median if self.tasks.call_ms else None
+        if not call:
+            return None
+        saved = sum(
+            (t.task.time_ms or 0.0) * (1 - 1 / (t.speedup or 1.0)) for t in self.tunings if t.won
+        )
+        return call / (call - saved)
+
+
+Progress = Callable[[str], None]
+
+
+def tune(
+    workload: Workload,
+    workload_spec: Mapping[str, Any],
+    out: Path,
+    options: TuneOptions,
+    progress: Progress,
+) -> TuneOutcome:
+    """Tune ``workload`` (written into the model recipe as ``workload_spec``, paths
+    relative to ``out``) into ``out``; see the module docstring."""
+    start = time.monotonic()
+    target = options.target
+    threads = None if target.is_gpu else options.threads
+    tasks = extract_tasks(workload, target, threads, rounds=options.rounds, seed=options.seed)
+    progress(_tasks_line(tasks))
+    sources = census_functions(census_output(workload.mlir, target))
+    tunings = [_prepare(t, sources, out / "tasks", options) for t in tasks.tasks]
+    for prepared in tunings:
+        progress(_prepared_line(prepared))
+    db = ResultsDB(out / "tune.db")
+    try:
+        while (tuning := _next(tunings)) is not None:
+            if time.monotonic() - start >= options.budget_s:
+                break
+            _round(tuning, db, options)
+            progress(_round_line(tuning, tunings, tasks, time.monotonic() - start, options))
+    finally:
+        db.close()
+    name = f"{workload.name}_tuned"
+    recipe = out / f"{workload.name}.tuned.yaml"
+    kernels = _write_model_recipe(recipe, name, workload_spec, tasks, tunings, options)
+    return TuneOutcome(tasks, tunings, recipe, time.monotonic() - start, kernels)
+
+
+def _prepare(task: Task, sources: Mapping[str, str], folder: Path, o: TuneOptions) -> TaskTuning:
+    """The task's workload and template recipe, or the reason it is not tuned."""
+    tuning = TaskTuning(task)
+    if task.share is not None and task.share < o.min_share:
+        tuning.reason = f"{_percent(task.share)} of the call, below --min-share"
+        return tuning
+    if o.target.is_gpu:
+        tuning.reason = "templates exist for x86 only"
+        return tuning
+    recipe = folder / f"{task.name}.yaml"
+    try:
+        if not recipe.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            made = standalone_task(
+                task, [sources[d] for d in task.dispatches], folder / f"{task.name}.mlir", o.target
+            )
+            template = template_for(task, made.configured)
+            write_atomically(recipe, _task_recipe(task, template.__dict__, o).encode())
+    except (TaskSkipped, NoTemplate) as exc:
+        tuning.reason = str(exc)
+        return tuning
+    tuning.recipe = recipe
+    return tuning
+
+
+def _task_recipe(task: Task, template: Mapping[str, Any], o: TuneOptions) -> str:
+    root = task.root
+    document = {
+        "name": f"task_{task.name}",
+        "description": f"{task.kind} {root.describe()}: {', '.join(task.layers) or 'no layers'}",
+        "workload": {"file": f"{task.name}.mlir"},
+        "targets": [o.target.name],
+        "parameters": template["parameters"],
+        "space": template["space"],
+        "constraints": template["constraints"],
+        "tolerance": TOLERANCE,
+        "kernels": [
+            {
+                "name": task.name,
+                "match": _match(task),
+                "schedule": template["schedule"],
+            }
+        ],
+    }
+    header = (
+        f"# Written by tdsched tune: task {task.name} ({', '.join(task.epilogue) or 'no epilogue'}"
+        " after its root). Edit it and tune again: an existing file is kept.\n"
+    )
+    return header + yaml.safe_dump(document, sort_keys=False, default_flow_style=None)
+
+
+def _match(task: Task) -> dict[str, Any]:
+    root = task.root
+    return {"op": root.op, "shape": list(root.loop_ranges or ()), "dtype": root.dtype or "f32"}
+
+
+def _next(tunings: list[TaskTuning]) -> TaskTuning | None:
+    """The task to give the next round: an untried one (most time first), else the one
+    with the largest expected gain."""
+    open_ = [t for t in tunings if t.tunable]
+    untried = [t for t in open_ if t.candidates == 0 and t.valid == 0]
+    if untried:
+        return untried[0]
+    return max(open_, key=TaskTuning.expected_gain_ms, default=None)
+
+
+def _round(tuning: TaskTuning, db: ResultsDB, o: TuneOptions) -> None:
+    """Sweep ``tuning``'s recipe with ``round_size`` more candidates."""
+    assert tuning.recipe is not None
+    before = tuning.speedup or 1.0
+    sweep = Sweep(
+        str(tuning.recipe),
+        SweepOptions(
+            target=o.target.name,
+            strategy="adaptive",
+            budget=tuning.candidates + o.round_size,
+            seed=o.seed,
+            threads=o.threads,
+        ),
+        db,
+        LocalExecutor(o.jobs),
+        o.jobs,
+    )
+    tuning.valid = len(sweep.enumeration.valid)
+    started = time.monotonic()
+    outcome = sweep.run()
+    tuning.spent_s += time.monotonic() - started
+    tuning.rounds += 1
+    tuning.exhausted = len(outcome.results) <= tuning.candidates
+    tuning.candidates = len(outcome.results)
+    tuning.failed = len(outcome.failed)
+    ranked = outcome.ranked
+    tuning.best = ranked[0] if ranked else None
+    tuning.last_gain = (tuning.speedup or 1.0) / before - 1.0
+    if tuning.best is None:
+        tuning.reason = f"none of its {tuning.candidates} candidates built and checked"
+        tuning.exhausted = tuning.rounds >= NO_CORRECT_ROUNDS
+
+
+def _write_model_recipe(
+    path: Path,
+    name: str,
+    workload_spec: Mapping[str, Any],
+    tasks: ModelTasks,
+    tunings: list[TaskTuning],
+    o: TuneOptions,
+) -> int:
+    """Write the model recipe; return how many kernel schedules it holds."""
+    kernels = []
+    for tuning in tunings:
+        if not tuning.won:
+            continue
+        clash = _clash(tuning.task, tasks)
+        if clash is not None:
+            tuning.reason = (
+                f"its root op and loop bounds also occur in task {clash.name}; a kernel "
+                "match cannot tell them apart"
+            )
+            tuning.best = None
+            continue
+        assert tuning.best is not None and tuning.recipe is not None
+        schedule = yaml.safe_load(tuning.recipe.read_text())["kernels"][0]["schedule"]
+        kernels.append(
+            {
+                "name": tuning.task.name,
+                "match": _match(tuning.task),
+                "schedule": _filled(schedule, tuning.best.params),
+            }
+        )
+    document = {
+        "name": name,
+        "description": f"{name}: kernel schedules tuned by tdsched tune for {len(kernels)} tasks",
+        "workload": dict(workload_spec),
+        "targets": [o.target.name],
+        "tolerance": TOLERANCE,
+        "kernels": kernels,
+        "provenance": {
+            "tool": "tdsched tune",
+            "date": time.strftime("%Y-%m-%d"),
+            "threads": o.threads,
+            "tasks": [t.as_dict() for t in tunings],
+        },
+    }
+    header = (
+        "# Written by tdsched tune: one kernel schedule per task that beat IREE's pipeline;\n"
+        "# the other tasks keep it (provenance.tasks says why).\n"
+        "# Run it with: tdsched run {this file}\n"
+    )
+    write_atomically(
+        path, (header + yaml.safe_dump(document, sort_keys=False, default_flow_style=None)).encode()
+    )
+    return len(kernels)
+
+
+def _clash(task: Task, tasks: ModelTasks) -> Task | None:
+    """Another task holding an op with ``task``'s root op name and loop bounds."""
+    root = task.root
+    for other in tasks.tasks:
+        if other is not task and any(
+            op.op == root.op and op.loop_ranges == root.loop_ranges for op in other.ops
+        ):
+            return other
+    return None
+
+
+def _filled(value: Any, params: Mapping[str, Any]) -> Any:
+    """``value`` with each ``"${NAME}"`` replaced by ``params[NAME]``."""
+    if isinstance(value, dict):
+        return {k: _filled(v, params) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_filled(v, params) for v in value]
+    if isinstance(value, str) and value.startswith("${") and value.endswith("}"):
+        return params[value[2:-1]]
+    return value
+
+
+# -- progress lines -------------------------------------------------------------------
+
+
+def _percent(share: float | None) -> str:
+    return "-" if share is None else f"{share:.1%}"
+
+
+def _tasks_line(tasks: ModelTasks) -> str:
+    call = f"{tasks.call_ms.median:.3f} ms per call" if tasks.call_ms else "untimed"
+    return f"tune: {len(tasks.tasks)} tasks (IREE default: {call})"
+
+
+def _prepared_line(t: TaskTuning) -> str:
+    what = f"{t.task.name} {t.task.kind} {t.task.root.describe()} ({_percent(t.task.share)})"
+    if t.recipe is None:
+        return f"tune: {what}: IREE's pipeline kept: {t.reason}"
+    return f"tune: {what}: template {t.recipe}"
+
+
+def _round_line(
+    t: TaskTuning, all_: list[TaskTuning], tasks: ModelTasks, elapsed: float, o: TuneOptions
+) -> str:
+    best = f"best {t.speedup:.2f}x" if t.speedup else "no correct candidate yet"
+    estimate = TuneOutcome(tasks, all_, Path(), elapsed, 0).estimated_speedup
+    est = f"; model estimate {estimate:.2f}x" if estimate else ""
+    return (
+        f"tune: [{_clock(elapsed)}/{_clock(o.budget_s)}] {t.task.name} "
+        f"({_percent(t.task.share)}): {t.candidates}/{t.valid} candidates, {best}{est}"
+    )
+
+
+def _clock(seconds: float) -> str:
+    return f"{int(seconds) // 60:02d}:{int(seconds) % 60:02d}"

@@ -1,0 +1,249 @@
+"""``tdsched tune MODEL``: tune a model's tasks within a budget into one recipe
+(:mod:`.tune`), then run that recipe against the model's own reference."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from tdsched.targets.target import TARGET_NAMES, make_target, run_conditions
+
+from .cli_types import add_threads_option, non_negative_int, positive_int
+from .evaluation import Status
+from .lower_command import add_model_arguments, lower
+from .run_report import RunReport, RunRequest, run_isolated
+from .text_table import aligned
+from .tune import TuneOptions, TuneOutcome, tune
+
+DESCRIPTION = """\
+Make MODEL faster within a time budget, task by task, and write one recipe for it.
+
+The model's tasks (as `tdsched tasks` lists them) are weighed by a profile of IREE's
+default build. Each task with a share of at least --min-share becomes a workload of its
+own and a template recipe under OUT/tasks/ (kept if it is there: edit it to change the
+schedule or its space). The tasks are swept in rounds of --round-size candidates, each
+candidate checked against IREE's default build of the task and timed against it: every
+task once, most time first, then the task whose next round promises the most time per
+call. The budget is wall time; a round never starts past it.
+
+The result, OUT/MODEL.tuned.yaml, holds a kernel schedule for each task whose best
+candidate beat IREE's pipeline; the other tasks keep it, and the recipe says why. It is
+then run as `tdsched run` would: checked against the model's own reference and timed
+against IREE's default build of the whole model.
+
+Re-running reuses every recorded candidate (OUT/tune.db) and spends only the new budget.
+"""
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``tune`` on the ``tdsched`` subcommand parser."""
+    p = sub.add_parser(
+        "tune",
+        help="tune a model's tasks within a time budget into one recipe",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_model_arguments(p)
+    p.add_argument(
+        "--target", choices=TARGET_NAMES, default="x86", help="target to tune for (default x86)"
+    )
+    add_threads_option(p)
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=30.0,
+        metavar="MINUTES",
+        help="wall time for the sweeps, in minutes (default 30)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        help="folder for the task recipes, the database and the model recipe "
+        "(default: MODEL.tune beside the current folder's MODEL name)",
+    )
+    p.add_argument(
+        "--min-share",
+        type=float,
+        default=0.01,
+        help="tune only tasks taking at least this share of IREE default's call (default 0.01)",
+    )
+    p.add_argument(
+        "--round-size",
+        type=positive_int,
+        default=8,
+        help="candidates a task gets per round (default 8)",
+    )
+    p.add_argument(
+        "--jobs",
+        type=positive_int,
+        default=max(1, os.cpu_count() or 1),
+        help="parallel compiles (default: one per core)",
+    )
+    p.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
+    p.add_argument(
+        "--repeats",
+        type=positive_int,
+        default=9,
+        help="timed rounds of the final model run (default 9)",
+    )
+    p.add_argument(
+        "--no-check", action="store_true", help="write the recipe but do not run it at the end"
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Tune ``args.model``. Exit 0 when the model recipe ran correct (or --no-check), 1
+    when it came out wrong or failed."""
+    if args.budget <= 0:
+        raise ValueError(f"--budget {args.budget}: give a positive number of minutes")
+    workload = lower(args)
+    out: Path = args.out or Path(f"{Path(args.model.partition(':')[0]).stem}.tune")
+    out.mkdir(parents=True, exist_ok=True)
+    target = make_target(args.target)
+    options = TuneOptions(
+        target=target,
+        threads=args.threads,
+        budget_s=args.budget * 60,
+        min_share=args.min_share,
+        round_size=args.round_size,
+        jobs=args.jobs,
+        seed=args.seed,
+    )
+    quiet = args.quiet or args.json
+    outcome = tune(workload, workload_spec(args, out), out, options, _progress(quiet))
+    report = None if args.no_check else _check(outcome, args)
+    if args.json:
+        print(json.dumps(_as_json(outcome, report), indent=2))
+    else:
+        print("\n".join(summary_lines(outcome, report, args)))
+    return 0 if report is None or report.status is Status.OK else 1
+
+
+def workload_spec(args: argparse.Namespace, out: Path) -> dict[str, Any]:
+    """The model recipe's ``workload`` for ``args``: file paths relative to ``out``."""
+    model, _, function = args.model.partition(":")
+    path = Path(model)
+    if path.suffix in (".onnx", ".mlir"):
+        spec: dict[str, Any] = {"file": os.path.relpath(path.resolve(), out.resolve())}
+        if args.function:
+            spec["function"] = args.function
+        if args.format != "auto":
+            spec["format"] = args.format
+        return spec
+    name = (
+        str(path.resolve()) + (f":{function}" if function else "")
+        if path.suffix == ".py"
+        else args.model
+    )
+    spec = {"model": name, "args": dict(_args(args.arg))}
+    if args.via != "builder":
+        spec["via"] = args.via
+    return spec
+
+
+def _args(texts: list[str]) -> list[tuple[str, int | str]]:
+    pairs = []
+    for text in texts:
+        name, _, value = text.partition("=")
+        pairs.append((name, int(value) if value.lstrip("-").isdigit() else value))
+    return pairs
+
+
+def _progress(quiet: bool) -> Any:
+    def show(line: str) -> None:
+        if not quiet:
+            print(line, file=sys.stderr, flush=True)
+
+    return show
+
+
+def _check(outcome: TuneOutcome, args: argparse.Namespace) -> RunReport:
+    request = RunRequest(
+        recipe=str(outcome.recipe),
+        target=args.target,
+        params={},
+        cpu="host",
+        cpu_features=None,
+        threads=args.threads,
+        repeats=args.repeats,
+        seed=args.seed,
+        time_it=True,
+        peak=False,
+    )
+    return run_isolated(request)
+
+
+def summary_lines(
+    outcome: TuneOutcome, report: RunReport | None, args: argparse.Namespace
+) -> list[str]:
+    """The per-task table and the end-to-end result."""
+    tasks = outcome.tasks
+    where = run_conditions(tasks.target, tasks.threads)
+    call = f"{tasks.call_ms.median:.3f} ms per call" if tasks.call_ms else "untimed"
+    lines = [
+        f"tune of {tasks.workload} on {where}: {len(tasks.tasks)} tasks, "
+        f"{outcome.spent_s / 60:.1f} of {args.budget:g} minutes (IREE default: {call})"
+    ]
+    rows = [
+        ["task", "kind", "root op (loop bounds)", "share", "candidates", "time", "best", "kept"]
+    ]
+    for t in outcome.tunings:
+        d = t.as_dict()
+        kept = "schedule" if t.won else f"IREE's pipeline: {d['reason']}"
+        rows.append(
+            [
+                t.task.name,
+                t.task.kind,
+                t.task.root.describe(),
+                f"{t.task.share:.1%}" if t.task.share is not None else "-",
+                str(t.candidates) if t.recipe else "-",
+                f"{t.spent_s:.0f} s" if t.recipe else "-",
+                f"{t.speedup:.2f}x" if t.speedup else "-",
+                kept,
+            ]
+        )
+    lines += aligned(rows)
+    estimate = outcome.estimated_speedup
+    if estimate is not None:
+        lines.append(f"estimate {estimate:.2f}x vs IREE default, from the tasks' best speedups")
+    lines.append(f"recipe   {outcome.recipe} ({outcome.kernels} kernel schedules)")
+    if report is not None:
+        lines.append(
+            f"status   {report.status}"
+            + (
+                f"  (max abs error {report.max_abs_error:.3g} vs {report.reference})"
+                if report.max_abs_error is not None
+                else ""
+            )
+        )
+        if report.error:
+            lines.append(f"error    {report.error}")
+        if report.speedup and report.time_ms and report.baseline_ms:
+            lines.append(
+                f"model    {report.time_ms.median:.3f} ms vs IREE default "
+                f"{report.baseline_ms.median:.3f} ms: {report.speedup:.2f}x (same run, "
+                f"{args.repeats} rounds)"
+            )
+    lines.append(f"run it   tdsched run {outcome.recipe}")
+    return lines
+
+
+def _as_json(outcome: TuneOutcome, report: RunReport | None) -> dict[str, Any]:
+    return {
+        "workload": outcome.tasks.workload,
+        "target": outcome.tasks.target,
+        "threads": outcome.tasks.threads,
+        "call_ms": outcome.tasks.call_ms.as_dict() if outcome.tasks.call_ms else None,
+        "spent_s": round(outcome.spent_s, 1),
+        "recipe": str(outcome.recipe),
+        "kernels": outcome.kernels,
+        "estimated_speedup": outcome.estimated_speedup,
+        "tasks": [t.as_dict() for t in outcome.tunings],
+        "run": report.to_json() if report is not None else None,
+    }

@@ -1,0 +1,192 @@
+"""Schedule templates for a model's tasks: one kernel schedule with a parameter space,
+written as a recipe of its own (``tdsched tune``; users may edit it and tune again).
+
+One template covers every task whose root op has a reduction (convolution, contraction,
+pooling, reduction) and at most one elementwise epilogue after it, on x86:
+
+1. distribute to workgroups with ``fuse_ext`` (tiling the epilogue, or the root where
+   there is none, and fusing the rest, the init ``fill`` kept out of reduction loops),
+   ``W<d>`` output elements per workgroup along output dim ``d``;
+2. register-tile the root to ``RH`` x ``RW`` outputs on its two innermost non-unit output
+   dims (1 along the others), then its first non-unit reduction loop by ``RK`` (the other
+   reduction loops by 1); the init and the epilogue get the same register tile;
+3. fold unit loops and vectorize.
+
+The space is centred on IREE's own choice for the dispatch (its ``distribution`` and
+vector tile sizes): the workgroup tiles range from a quarter to four times IREE's,
+powers of two that divide the loop. The register tile keeps its non-unit sizes on the
+innermost dims: folding a unit loop between two tiled ones gives wrong results after
+vectorizing (docs/primitives/cleanup.md). Every candidate is checked against IREE's
+default build of the task, so a template that does not fit a task shows as failed
+candidates, never as a wrong model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tdsched.transform_lib.dispatch_config import ConfiguredDispatch
+
+from .model_tasks import Task
+
+VECTOR_WIDTHS = (4, 8, 16, 32)
+ROW_TILES = (1, 2, 4, 8)
+REDUCTION_TILES = (1, 2, 4, 8, 16)
+STACK_BYTES = 32768
+"""IREE's default stack allocation limit per thread: the register tiles must fit it."""
+
+
+class NoTemplate(Exception):
+    """No template fits the task; the message says why."""
+
+
+@dataclass(frozen=True)
+class Template:
+    """A task's kernel schedule with its parameter space (a recipe's parts)."""
+
+    parameters: dict[str, int]
+    space: dict[str, list[int]]
+    constraints: list[str]
+    schedule: list[dict[str, Any]]
+
+
+def template_for(task: Task, dispatch: ConfiguredDispatch) -> Template:
+    """The template for ``task``, whose standalone dispatch IREE configured as
+    ``dispatch``. Raises :class:`NoTemplate` naming what does not fit."""
+    root = dispatch.root_op
+    if "reduction" not in root.iterators:
+        raise NoTemplate(f"{task.kind}: no reduction loop, IREE's pipeline is kept")
+    if root.output_loops is None or len(set(root.output_loops)) != len(root.output_loops):
+        raise NoTemplate("the root's output is not indexed by plain loops")
+    out_ranges = [root.loop_ranges[loop] for loop in root.output_loops]
+    epilogue = dispatch.epilogue
+    if len(epilogue) > 1:
+        raise NoTemplate(f"{len(epilogue)} ops after the root; the template takes one")
+    for op in (*epilogue, *_init(dispatch)):
+        if list(op.loop_ranges) != out_ranges or op.output_loops != tuple(range(len(out_ranges))):
+            raise NoTemplate(f"{op.op} does not iterate over the root's output")
+    tiled = [d for d, size in enumerate(out_ranges) if size > 1]
+    if not tiled:
+        raise NoTemplate("the root's output has one element")
+    space, defaults = _space(dispatch, out_ranges, tiled)
+    register: list[int | str] = [1] * len(out_ranges)
+    register[tiled[-1]] = "${RW}"
+    if len(tiled) > 1:
+        register[tiled[-2]] = "${RH}"
+    workgroup = [f"${{W{d}}}" if f"W{d}" in space else 0 for d in range(len(out_ranges))]
+    schedule = _steps(dispatch, workgroup, register)
+    constraints = [
+        f"W{d} % {_register_name(d, tiled)} == 0" for d in tiled[-2:] if f"W{d}" in space
+    ]
+    constraints.append(f"RH * RW * RK * 4 <= {STACK_BYTES}")
+    return Template(defaults, space, constraints, schedule)
+
+
+def _init(dispatch: ConfiguredDispatch) -> tuple[Any, ...]:
+    if not dispatch.init_is_fill:
+        return ()
+    fills = [op for op in dispatch.ops[: dispatch.root] if op.op == "linalg.fill"]
+    return tuple(fills[-1:])
+
+
+def _register_name(dim: int, tiled: list[int]) -> str:
+    return "RW" if dim == tiled[-1] else "RH"
+
+
+def _space(
+    dispatch: ConfiguredDispatch, out_ranges: list[int], tiled: list[int]
+) -> tuple[dict[str, list[int]], dict[str, int]]:
+    """The swept values and their defaults (IREE's choice where it is in the space)."""
+    root = dispatch.root_op
+    loops = root.output_loops or ()
+    distribution = root.levels.get("distribution", (0,) * len(root.loop_ranges))
+    vector = root.levels.get("vector_common_parallel", (0,) * len(root.loop_ranges))
+    reduction = root.levels.get("vector_reduction", (0,) * len(root.loop_ranges))
+    space: dict[str, list[int]] = {}
+    defaults: dict[str, int] = {}
+    for d in tiled:
+        size = out_ranges[d]
+        iree = distribution[loops[d]] or size
+        values = [v for v in _pow2_divisors(size) if iree / 4 <= v <= iree * 4]
+        space[f"W{d}"] = values or [size]
+        defaults[f"W{d}"] = _nearest(space[f"W{d}"], iree)
+    inner = out_ranges[tiled[-1]]
+    space["RW"] = [v for v in VECTOR_WIDTHS if inner % v == 0] or [inner]
+    defaults["RW"] = _nearest(space["RW"], vector[loops[tiled[-1]]] or 16)
+    if len(tiled) > 1:
+        rows = out_ranges[tiled[-2]]
+        space["RH"] = [v for v in ROW_TILES if rows % v == 0]
+        defaults["RH"] = _nearest(space["RH"], vector[loops[tiled[-2]]] or 1)
+    else:
+        space["RH"], defaults["RH"] = [1], 1
+    first = _first_reduction(dispatch)
+    if first is None:
+        space["RK"], defaults["RK"] = [1], 1
+    else:
+        size = root.loop_ranges[first]
+        space["RK"] = [v for v in REDUCTION_TILES if size % v == 0]
+        defaults["RK"] = _nearest(space["RK"], reduction[first] or 1)
+    return space, defaults
+
+
+def _first_reduction(dispatch: ConfiguredDispatch) -> int | None:
+    root = dispatch.root_op
+    loops = [i for i, it in enumerate(root.iterators) if it == "reduction"]
+    non_unit = [i for i in loops if root.loop_ranges[i] > 1]
+    return non_unit[0] if non_unit else None
+
+
+def _steps(
+    dispatch: ConfiguredDispatch, workgroup: list[Any], register: list[int | str]
+) -> list[dict[str, Any]]:
+    root = dispatch.root_op
+    out_loops = root.output_loops or ()
+    steps: list[dict[str, Any]] = []
+    if dispatch.epilogue:
+        last = len(dispatch.ops) - 1
+        steps.append({"fuse_ext": {"root": {"op": dispatch.ops[last].op}, "tile_sizes": workgroup}})
+        steps.append(
+            {"producer": {"of": "root", "operand": dispatch.root_reads[last], "as": "main"}}
+        )
+        main = "main"
+    else:
+        sizes: list[Any] = [0] * len(root.loop_ranges)
+        for d, loop in enumerate(out_loops):
+            sizes[loop] = workgroup[d]
+        steps.append({"fuse_ext": {"tile_sizes": sizes}})
+        main = "root"
+    if dispatch.init_is_fill:
+        steps.append({"producer": {"of": main, "operand": dispatch.root_inputs, "as": "init"}})
+    parallel: list[Any] = [0] * len(root.loop_ranges)
+    for d, loop in enumerate(out_loops):
+        parallel[loop] = register[d]
+    steps.append({"tile": {"target": main, "sizes": parallel}})
+    first = _first_reduction(dispatch)
+    reduce: list[Any] = [
+        0 if it == "parallel" else ("${RK}" if i == first else 1)
+        for i, it in enumerate(root.iterators)
+    ]
+    steps.append({"tile": {"target": main, "sizes": reduce}})
+    if dispatch.init_is_fill:
+        steps.append({"tile": {"target": "init", "sizes": list(register)}})
+    if dispatch.epilogue:
+        steps.append({"tile": {"sizes": list(register)}})
+    steps.append({"cleanup": {"unit_dims": True}})
+    steps.append({"vectorize": {}})
+    return steps
+
+
+def _pow2_divisors(size: int) -> list[int]:
+    values, v = [], 1
+    while v <= size:
+        if size % v == 0:
+            values.append(v)
+        v *= 2
+    if size not in values:
+        values.append(size)
+    return values
+
+
+def _nearest(values: list[int], wanted: int) -> int:
+    return min(values, key=lambda v: (abs(v - wanted), v))

@@ -1,0 +1,154 @@
+"""IREE's own kernel configuration of a dispatch, as a schedule template starts from it.
+
+A kernel schedule's tile sizes count the loops of the ops as strategies see them, which
+is not always the census view (IREE restores a convolution's unit batch dim before
+strategies run). A compile that stops after kernel configuration
+(``--compile-to=executable-configurations``, no kernel library) prints each dispatch in
+that form, its root op carrying IREE's chosen tile sizes (``#iree_cpu.lowering_config``:
+``distribution``, ``vector_common_parallel``, ``vector_reduction``). :func:`read_configured`
+reads one dispatch of that output: its structured ops in order, their loops, and the
+root's levels, which a template takes as the centre of its parameter space.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from iree.compiler import ir
+from iree.compiler.passmanager import PassManager
+
+from .errors import ScheduleError
+from .graph.generic_build import static_loop_ranges
+from .payload import is_structured, ops_under
+
+_LEVEL = re.compile(r"(\w+) = \[([-\d, ]*)\]")
+_PIPELINE = re.compile(r"pipeline = #iree_cpu\.pipeline<(\w+)>")
+
+
+@dataclass(frozen=True)
+class ConfiguredOp:
+    """A structured op of a configured dispatch."""
+
+    op: str
+    loop_ranges: tuple[int, ...]
+    iterators: tuple[str, ...]
+    """``parallel`` or ``reduction`` per loop."""
+    output_loops: tuple[int, ...] | None
+    """The loop indexing each dim of its (first) output, ``None`` unless every output
+    dim is a plain loop."""
+    levels: dict[str, tuple[int, ...]]
+    """IREE's tile sizes per level of its ``lowering_config`` (empty without one)."""
+
+
+@dataclass(frozen=True)
+class ConfiguredDispatch:
+    """One dispatch as strategies see it, with IREE's configuration."""
+
+    function: str
+    pipeline: str | None
+    ops: tuple[ConfiguredOp, ...]
+    root: int
+    """The index in ``ops`` of IREE's root (the op configured with ``distribution``)."""
+    root_reads: dict[int, int]
+    """For each op after the root, the operand through which it reads the root's result."""
+    init_is_fill: bool
+    """Whether the root's output operand is a ``linalg.fill``'s result."""
+    root_inputs: int
+    """The root's number of input operands (its init is the operand after them)."""
+
+    @property
+    def root_op(self) -> ConfiguredOp:
+        return self.ops[self.root]
+
+    @property
+    def epilogue(self) -> tuple[ConfiguredOp, ...]:
+        return self.ops[self.root + 1 :]
+
+
+def read_configured(output: str, function_prefix: str) -> list[ConfiguredDispatch]:
+    """The dispatches whose function names start with ``function_prefix`` in ``output``
+    (the MLIR an ``executable-configurations`` compile wrote). Raises ``ScheduleError``
+    for a dispatch with dynamic loop bounds."""
+    found = []
+    with ir.Context():
+        module = ir.Module.parse(output)
+        functions = ops_under(
+            module.operation,
+            lambda op: (
+                op.name == "func.func"
+                and ir.StringAttr(op.attributes["sym_name"]).value.startswith(function_prefix)
+            ),
+        )
+        for function in functions:
+            found.append(_read(function))
+    return found
+
+
+def _read(function: ir.Operation) -> ConfiguredDispatch:
+    name = ir.StringAttr(function.attributes["sym_name"]).value
+    generic = ir.Module.parse(str(function))
+    PassManager.parse("builtin.module(func.func(linalg-generalize-named-ops))").run(
+        generic.operation
+    )
+    ops = ops_under(function, is_structured)
+    generics = ops_under(generic.operation, is_structured)
+    configured = tuple(_op(op, g) for op, g in zip(ops, generics, strict=True))
+    roots = [i for i, c in enumerate(configured) if "distribution" in c.levels]
+    if len(roots) != 1:
+        raise ScheduleError(f"@{name}: expected one op configured with distribution tile sizes")
+    root = roots[0]
+    reads = {}
+    for index in range(root + 1, len(ops)):
+        for number, operand in enumerate(ops[index].operands):
+            if operand.owner == ops[root]:
+                reads[index] = number
+    inputs = _input_count(ops[root])
+    init = ops[root].operands[inputs].owner
+    info = (
+        function.attributes.get("translation_info", None)
+    )
+    pipeline = _PIPELINE.search(str(info)) if info is not None else None
+    return ConfiguredDispatch(
+        name,
+        pipeline.group(1) if pipeline else None,
+        configured,
+        root,
+        reads,
+        isinstance(init, ir.Operation | ir.OpView) and init.name == "linalg.fill",
+        inputs,
+    )
+
+
+def _op(op: ir.Operation, generic: ir.Operation) -> ConfiguredOp:
+    ranges = static_loop_ranges(generic)
+    if ranges is None:
+        raise ScheduleError(f"{op.name}: dynamic loop bounds")
+    iterators = tuple(
+        "reduction" if "reduction" in str(t) else "parallel"
+        for t in ir.ArrayAttr(generic.attributes["iterator_types"])
+    )
+    maps = ir.ArrayAttr(generic.attributes["indexing_maps"])
+    output_map = ir.AffineMapAttr(maps[len(maps) - 1]).value
+    loops: list[int] | None = []
+    for expr in output_map.results:
+        try:
+            assert loops is not None
+            loops.append(ir.AffineDimExpr(expr).position)
+        except ValueError:
+            loops = None
+            break
+    config = str(op.attributes["lowering_config"]) if "lowering_config" in op.attributes else ""
+    levels = {
+        m.group(1): tuple(int(x) for x in m.group(2).split(",") if x.strip())
+        for m in _LEVEL.finditer(config)
+    }
+    return ConfiguredOp(
+        op.name, tuple(ranges), iterators, tuple(loops) if loops is not None else None, levels
+    )
+
+
+def _input_count(op: ir.Operation) -> int:
+    """How many of ``op``'s operands are inputs (``ins``): its operand segments say."""
+    segments = op.attributes["operandSegmentSizes"]
+    return int(ir.DenseI32ArrayAttr(segments)[0])

@@ -1,0 +1,170 @@
+"""A dispatch as a function of its own: the workload a model's task is tuned on.
+
+A census (``census``) prints each dispatch function as kernel configurations see it: it
+reads its operands from HAL bindings (``iree_tensor_ext.dispatch.tensor.load``) and writes
+its results into them (``...dispatch.tensor.store``). :func:`standalone_function` turns
+one into a plain ``func.func`` on tensors: every load becomes an argument of the loaded
+type, every stored value a result, and the binding ops go. IREE then forms the same
+dispatch from it, which a caller should confirm with a census of the result (a dispatch
+whose ops IREE's global passes rewrite again would be a different kernel).
+
+Preconditions: static shapes (a push constant that feeds anything but a binding is
+refused) and the ops at the function's top level, as IREE prints them at that stage.
+"""
+
+from __future__ import annotations
+
+import re
+
+from iree.compiler import ir
+from iree.compiler.dialects import func, tensor
+
+from .errors import ScheduleError
+
+_LOAD = "iree_tensor_ext.dispatch.tensor.load"
+_STORE = "iree_tensor_ext.dispatch.tensor.store"
+_BINDING_OPS = ("hal.interface.binding.subspan", "hal.interface.constant.load")
+_BINDING_TENSOR = re.compile(r"<(?:readonly|writeonly|readwrite):(tensor<.*>)>$")
+_SLICE_ATTRS = ("static_offsets", "static_sizes", "static_strides")
+_PLUMBING = (
+    *_BINDING_OPS,
+    "arith.constant",
+    "arith.index_cast",
+    "arith.index_castui",
+    "util.assume.int",
+)
+"""Ops that compute binding offsets; erased once nothing uses them."""
+_CONFIG_ATTRS = ("lowering_config", "translation_info", "compilation_info")
+"""Attributes kernel configuration may have set already; the standalone function is
+configured afresh when it is compiled."""
+
+
+def standalone_function(dispatch_text: str, name: str) -> str:
+    """The dispatch function printed in ``dispatch_text`` as a public function ``name``
+    taking the tensors it loads and returning the tensors it stores, in their order.
+
+    Raises ``ScheduleError`` when the dispatch has dynamic shapes, nested bindings or
+    stores nothing.
+    """
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(dispatch_text)
+        functions = [op for op in module.body.operations if op.operation.name == "func.func"]
+        if len(functions) != 1:
+            raise ScheduleError(f"expected one dispatch function, found {len(functions)}")
+        function = functions[0].operation
+        block = function.regions[0].blocks[0]
+        results = _unbind(block)
+        if not results:
+            raise ScheduleError("the dispatch stores no result")
+        arguments = [arg.type for arg in block.arguments]
+        function.attributes["function_type"] = ir.TypeAttr.get(
+            ir.FunctionType.get(arguments, [v.type for v in results])
+        )
+        function.attributes["sym_name"] = ir.StringAttr.get(name)
+        for attr in _CONFIG_ATTRS:
+            if attr in function.attributes:
+                del function.attributes[attr]
+        return str(module)
+
+
+def structure(function_text: str) -> tuple[str, ...]:
+    """What a kernel schedule's plan depends on in a standalone function: its type and
+    the names of its ops in order (constants' values and locations left out)."""
+    names: list[str] = []
+
+    def visit(op: ir.Operation) -> None:
+        names.append(op.name)
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    visit(inner.operation)
+
+    with ir.Context():
+        module = ir.Module.parse(function_text)
+        for op in module.body.operations:
+            names.append(str(op.operation.attributes["function_type"]))
+            visit(op.operation)
+    return tuple(names)
+
+
+def _unbind(block: ir.Block) -> list[ir.Value]:
+    """Rewrite ``block`` (a dispatch function's body) in place: loads become block
+    arguments, stores and binding ops go, ``return`` returns the stored values."""
+    if not any(op.operation.name == _LOAD for op in block.operations):
+        raise ScheduleError("the dispatch works on buffers, not tensors (a copy IREE made itself)")
+    stored: list[ir.Value] = []
+    doomed: list[ir.Operation] = []
+    terminator = None
+    for op in block.operations:
+        op = op.operation
+        if op.name == _LOAD:
+            op.results[0].replace_all_uses_with(_argument_for(block, op))
+            doomed.append(op)
+        elif op.name == _STORE:
+            stored.append(op.operands[0])
+            doomed.append(op)
+        elif op.name == "func.return":
+            terminator = op
+        else:
+            _check_nested(op)
+    assert terminator is not None
+    with ir.InsertionPoint(terminator):
+        func.ReturnOp(stored)
+    doomed.append(terminator)
+    for op in doomed:
+        op.erase()
+    _erase_bindings(block)
+    return stored
+
+
+def _argument_for(block: ir.Block, load: ir.Operation) -> ir.Value:
+    """A new argument of ``block`` standing for the tensor ``load`` reads: the loaded
+    type where it reads its whole binding, else the binding's whole tensor and, in place
+    of ``load``, the slice it reads (a strided read stays strided: IREE would otherwise
+    see a denser op, e.g. a strided 1x1 convolution as a matmul)."""
+    loaded = load.results[0].type
+    whole = _BINDING_TENSOR.search(str(load.operands[0].type))
+    if whole is None:
+        raise ScheduleError(f"cannot read the binding type {load.operands[0].type}")
+    source = ir.Type.parse(whole.group(1))
+    shape = ir.RankedTensorType(source).shape
+    attrs = {n: list(ir.DenseI64ArrayAttr(load.attributes[n])) for n in _SLICE_ATTRS}
+    if len(load.operands) > 1:
+        raise ScheduleError("the dispatch reads a slice at a dynamic offset")
+    if attrs["static_sizes"] == shape and set(attrs["static_strides"]) == {1}:
+        return block.add_argument(loaded, load.location)
+    argument = block.add_argument(source, load.location)
+    with ir.InsertionPoint(load), load.location:
+        return tensor.ExtractSliceOp(
+            loaded, argument, [], [], [], *(attrs[n] for n in _SLICE_ATTRS)
+        ).result
+
+
+def _check_nested(op: ir.Operation) -> None:
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                if inner.operation.name in (_LOAD, _STORE, *_BINDING_OPS):
+                    raise ScheduleError(
+                        f"the dispatch reads or writes its bindings inside {op.name}; only "
+                        "dispatches that load and store at their top level can stand alone"
+                    )
+                _check_nested(inner.operation)
+
+
+def _erase_bindings(block: ir.Block) -> None:
+    """Erase the binding plumbing left unused (subspans, then the push constants and
+    offset arithmetic they used), until none is left; binding ops still in use mean the
+    computation depends on them (a dynamic shape)."""
+    while dead := [
+        op.operation
+        for op in block.operations
+        if op.operation.name in _PLUMBING and not any(True for r in op.results for _ in r.uses)
+    ]:
+        for op in dead:
+            op.erase()
+    if any(op.operation.name in _BINDING_OPS for op in block.operations):
+        raise ScheduleError(
+            "the dispatch has dynamic shapes (a push constant feeds its computation); "
+            "only static dispatches can stand alone"
+        )
