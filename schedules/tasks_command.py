@@ -35,6 +35,21 @@ def add_parser(sub: Any) -> None:
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    add_profiled_model_arguments(p)
+    p.add_argument(
+        "--no-time",
+        action="store_true",
+        help="only group the dispatches (no build, no profile): runs are dispatch functions",
+    )
+    p.add_argument(
+        "--match", action="store_true", help="also print each task's kernel match (YAML)"
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def add_profiled_model_arguments(p: argparse.ArgumentParser) -> None:
+    """MODEL, how to lower it, and how its IREE default build is profiled: ``--target``,
+    ``--threads``, ``--rounds``, ``--seed`` (shared by ``tasks`` and ``tune``)."""
     add_model_arguments(p)
     p.add_argument(
         "--target", choices=TARGET_NAMES, default="x86", help="target to build for (default x86)"
@@ -46,16 +61,7 @@ def add_parser(sub: Any) -> None:
         default=3,
         help="profiled runs of IREE default; each task's time is its median (default 3)",
     )
-    p.add_argument("--seed", type=non_negative_int, default=0, help="random input seed (default 0)")
-    p.add_argument(
-        "--no-time",
-        action="store_true",
-        help="only group the dispatches (no build, no profile): runs are dispatch functions",
-    )
-    p.add_argument(
-        "--match", action="store_true", help="also print each task's kernel match (YAML)"
-    )
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
 
 
 def run(args: argparse.Namespace) -> int:

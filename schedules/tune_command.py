@@ -10,12 +10,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tdsched.targets.target import TARGET_NAMES, make_target, run_conditions
+from tdsched.targets.target import make_target, run_conditions
 
-from .cli_types import add_threads_option, non_negative_int, positive_int
+from .cli_types import positive_int
 from .evaluation import Status
-from .lower_command import add_model_arguments, lower
+from .lower_command import lower
 from .run_report import RunReport, RunRequest, run_isolated
+from .tasks_command import add_profiled_model_arguments
 from .text_table import aligned
 from .tune import TuneOptions, TuneOutcome, tune
 
@@ -47,11 +48,7 @@ def add_parser(sub: Any) -> None:
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_model_arguments(p)
-    p.add_argument(
-        "--target", choices=TARGET_NAMES, default="x86", help="target to tune for (default x86)"
-    )
-    add_threads_option(p)
+    add_profiled_model_arguments(p)
     p.add_argument(
         "--budget",
         type=float,
@@ -83,7 +80,6 @@ def add_parser(sub: Any) -> None:
         default=max(1, os.cpu_count() or 1),
         help="parallel compiles (default: one per core)",
     )
-    p.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
     p.add_argument(
         "--repeats",
         type=positive_int,
@@ -114,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
         round_size=args.round_size,
         jobs=args.jobs,
         seed=args.seed,
+        rounds=args.rounds,
     )
     quiet = args.quiet or args.json
     outcome = tune(workload, workload_spec(args, out), out, options, _progress(quiet))

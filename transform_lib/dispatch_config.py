@@ -105,9 +105,7 @@ def _read(function: ir.Operation) -> ConfiguredDispatch:
                 reads[index] = number
     inputs = _input_count(ops[root])
     init = ops[root].operands[inputs].owner
-    info = (
-        function.attributes.get("translation_info", None)
-    )
+    info = function.attributes.get("translation_info", None)
     pipeline = _PIPELINE.search(str(info)) if info is not None else None
     return ConfiguredDispatch(
         name,
