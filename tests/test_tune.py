@@ -1,0 +1,204 @@
+"""``tdsched tune``: standalone task workloads, schedule templates, budget sharing, and a
+real tune of the shipped small CNN checked against its numpy reference."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from tdsched.schedules.cli import main
+from tdsched.schedules.model_tasks import OpSignature, Task
+from tdsched.schedules.tune import TaskTuning, _filled, _next
+from tdsched.schedules.tune_templates import NoTemplate, template_for
+from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, ConfiguredOp
+from tdsched.transform_lib.errors import ScheduleError
+from tdsched.transform_lib.standalone_dispatch import standalone_function, structure
+
+LAYOUT = (
+    "#hal.pipeline.layout<bindings = [#hal.pipeline.binding<storage_buffer, ReadOnly>, "
+    "#hal.pipeline.binding<storage_buffer, ReadOnly>, #hal.pipeline.binding<storage_buffer>]>"
+)
+
+
+def _dispatch(bias: str = "1.0", strides: str = "[1, 1]") -> str:
+    """A dispatch as a census prints it: a matmul of a strided slice, plus a bias."""
+    return f"""
+func.func @net_dispatch_0_matmul() {{
+  %c0 = arith.constant 0 : index
+  %cst = arith.constant 0.0 : f32
+  %b = arith.constant {bias} : f32
+  %0 = hal.interface.binding.subspan layout({LAYOUT}) binding(0) alignment(64) offset(%c0) flags(ReadOnly) : !iree_tensor_ext.dispatch.tensor<readonly:tensor<16x16xf32>>
+  %1 = hal.interface.binding.subspan layout({LAYOUT}) binding(1) alignment(64) offset(%c0) flags(ReadOnly) : !iree_tensor_ext.dispatch.tensor<readonly:tensor<8x4xf32>>
+  %2 = hal.interface.binding.subspan layout({LAYOUT}) binding(2) alignment(64) offset(%c0) : !iree_tensor_ext.dispatch.tensor<writeonly:tensor<8x4xf32>>
+  %3 = iree_tensor_ext.dispatch.tensor.load %0, offsets = [0, 0], sizes = [8, 8], strides = {strides} : !iree_tensor_ext.dispatch.tensor<readonly:tensor<16x16xf32>> -> tensor<8x8xf32>
+  %4 = iree_tensor_ext.dispatch.tensor.load %1, offsets = [0, 0], sizes = [8, 4], strides = [1, 1] : !iree_tensor_ext.dispatch.tensor<readonly:tensor<8x4xf32>> -> tensor<8x4xf32>
+  %5 = tensor.empty() : tensor<8x4xf32>
+  %6 = linalg.fill ins(%cst : f32) outs(%5 : tensor<8x4xf32>) -> tensor<8x4xf32>
+  %7 = linalg.matmul ins(%3, %4 : tensor<8x8xf32>, tensor<8x4xf32>) outs(%6 : tensor<8x4xf32>) -> tensor<8x4xf32>
+  %8 = linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}} ins(%7 : tensor<8x4xf32>) outs(%5 : tensor<8x4xf32>) {{
+  ^bb0(%in: f32, %out: f32):
+    %9 = arith.addf %in, %b : f32
+    linalg.yield %9 : f32
+  }} -> tensor<8x4xf32>
+  iree_tensor_ext.dispatch.tensor.store %8, %2, offsets = [0, 0], sizes = [8, 4], strides = [1, 1] : tensor<8x4xf32> -> !iree_tensor_ext.dispatch.tensor<writeonly:tensor<8x4xf32>>
+  return
+}}
+"""
+
+
+def test_a_dispatch_stands_alone_with_its_loads_as_arguments_and_stores_as_results() -> None:
+    text = standalone_function(_dispatch(strides="[2, 2]"), "t0")
+    assert (
+        "func.func @t0(%arg0: tensor<16x16xf32>, %arg1: tensor<8x4xf32>) -> tensor<8x4xf32>" in text
+    )
+    # The strided read stays strided: IREE would see a denser op otherwise.
+    assert "tensor.extract_slice %arg0[0, 0] [8, 8] [2, 2]" in text
+    assert "hal.interface" not in text and "iree_tensor_ext" not in text
+    assert "return %" in text
+
+
+def test_a_whole_binding_read_is_the_argument_itself() -> None:
+    text = standalone_function(_dispatch().replace("16x16xf32>>", "8x8xf32>>"), "t0")
+    assert "%arg0: tensor<8x8xf32>" in text and "extract_slice" not in text
+
+
+def test_structure_ignores_constant_values_but_not_ops() -> None:
+    one = standalone_function(_dispatch(bias="1.0"), "t0")
+    two = standalone_function(_dispatch(bias="2.0"), "t0")
+    assert structure(one) == structure(two)
+    assert structure(one) != structure(one.replace("arith.addf", "arith.mulf"))
+
+
+def test_a_buffer_dispatch_cannot_stand_alone() -> None:
+    copy = """
+func.func @net_dispatch_1_slow_memcpy() {
+  %c0 = arith.constant 0 : index
+  return
+}
+"""
+    with pytest.raises(ScheduleError, match="works on buffers"):
+        standalone_function(copy, "t1")
+
+
+def _conv() -> ConfiguredDispatch:
+    """A 3x3 conv (unit batch, as strategies see it) with a fill and a bias epilogue."""
+    out = (1, 16, 16, 16)
+    parallel = ("parallel",) * 4
+    return ConfiguredDispatch(
+        "t4_dispatch_0",
+        "ConvTileAndDecomposeExpert",
+        (
+            ConfiguredOp("linalg.fill", out, parallel, (0, 1, 2, 3), {}),
+            ConfiguredOp(
+                "linalg.generic",
+                (1, 16, 16, 16, 16, 3, 3),
+                parallel + ("reduction",) * 3,
+                (0, 1, 2, 3),
+                {
+                    "distribution": (0, 2, 16, 16, 0, 0, 0),
+                    "vector_common_parallel": (1, 2, 1, 8, 0, 0, 0),
+                    "vector_reduction": (0, 0, 0, 0, 8, 1, 1),
+                },
+            ),
+            ConfiguredOp("linalg.generic", out, parallel, (0, 1, 2, 3), {}),
+        ),
+        root=1,
+        root_reads={2: 0},
+        init_is_fill=True,
+        root_inputs=2,
+    )
+
+
+TASK = Task("t4", (OpSignature("linalg.generic", (16, 16, 16, 16, 3, 3), "convolution", "f32"),))
+
+
+def test_the_template_is_centred_on_iree_s_tile_sizes() -> None:
+    template = template_for(TASK, _conv())
+    assert template.parameters == {"W1": 2, "W2": 16, "W3": 16, "RW": 8, "RH": 1, "RK": 8}
+    assert template.space["W1"] == [1, 2, 4, 8]  # a quarter to four times IREE's 2
+    assert template.space["RK"] == [1, 2, 4, 8, 16]
+    steps = template.schedule
+    assert steps[0] == {
+        "fuse_ext": {"root": {"op": "linalg.generic"}, "tile_sizes": [0, "${W1}", "${W2}", "${W3}"]}
+    }
+    assert steps[1] == {"producer": {"of": "root", "operand": 0, "as": "main"}}
+    assert steps[2] == {"producer": {"of": "main", "operand": 2, "as": "init"}}
+    # Register tile on the two innermost output dims only (a unit loop between two tiled
+    # ones gives wrong results after vectorizing), then the reduction.
+    assert steps[3]["tile"]["sizes"] == [1, 1, "${RH}", "${RW}", 0, 0, 0]
+    assert steps[4]["tile"]["sizes"] == [0, 0, 0, 0, "${RK}", 1, 1]
+    assert steps[-1] == {"vectorize": {}}
+    assert "W3 % RW == 0" in template.constraints
+
+
+def test_an_elementwise_task_has_no_template() -> None:
+    conv = _conv()
+    elementwise = ConfiguredDispatch(
+        "t0", None, (conv.ops[2],), 0, {}, init_is_fill=False, root_inputs=1
+    )
+    with pytest.raises(NoTemplate, match="no reduction loop"):
+        template_for(TASK, elementwise)
+
+
+def _tuning(name: str, time_ms: float, **state: object) -> TaskTuning:
+    task = Task(name, (OpSignature("linalg.matmul", (8, 8, 8), "contraction", "f32"),))
+    task.time_ms = time_ms
+    tuning = TaskTuning(task, recipe=Path(f"{name}.yaml"), valid=100)
+    for key, value in state.items():
+        setattr(tuning, key, value)
+    return tuning
+
+
+def test_the_budget_goes_first_to_untried_tasks_then_to_the_largest_expected_gain() -> None:
+    tried = _tuning("t0", 10.0, candidates=8, rounds=1, last_gain=0.0)
+    fresh = _tuning("t1", 1.0, valid=0)
+    assert _next([tried, fresh]) is fresh
+    fresh.candidates, fresh.valid, fresh.rounds, fresh.last_gain = 8, 100, 1, 0.0
+    assert _next([tried, fresh]) is tried  # 10 ms x 5% beats 1 ms x 5%
+    tried.rounds = 30  # its floor fell: 10 ms x 5%/30 < 1 ms x 5%
+    assert _next([tried, fresh]) is fresh
+    fresh.exhausted = True
+    assert _next([tried, fresh]) is tried
+    tried.exhausted = True
+    assert _next([tried, fresh]) is None
+
+
+def test_the_winning_values_fill_the_schedule() -> None:
+    schedule = [{"tile": {"sizes": [1, "${RH}", "${RW}"]}}, {"vectorize": {}}]
+    assert _filled(schedule, {"RH": 4, "RW": 16}) == [
+        {"tile": {"sizes": [1, 4, 16]}},
+        {"vectorize": {}},
+    ]
+
+
+def test_tune_writes_a_model_recipe_that_is_correct_and_resumes(
+    iree: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "cnn.tune"
+    args = ["tune", "small_cnn", "--threads", "1", "--budget", "0.5", "--out", str(out)]
+    args += ["--round-size", "4", "--min-share", "0.05", "--repeats", "3", "--json"]
+    assert main(args) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["run"]["status"] == "ok" and first["run"]["reference"] == "numpy"
+    by_task = {t["task"]: t for t in first["tasks"]}
+    tuned = [t for t in by_task.values() if t["recipe"]]
+    assert tuned, "no task got a template"
+    for t in tuned:
+        assert Path(t["recipe"]).exists() and t["candidates"] >= 4
+    below = [t for t in by_task.values() if t["share"] < 0.05]
+    assert below and all("below --min-share" in t["reason"] for t in below)
+    recipe = yaml.safe_load(Path(first["recipe"]).read_text())
+    assert recipe["workload"] == {"model": "small_cnn", "args": {}}
+    assert len(recipe["kernels"]) == first["kernels"]
+    for kernel in recipe["kernels"]:
+        assert "${" not in json.dumps(kernel), "a parameter was left in the schedule"
+        assert by_task[kernel["name"]]["kept"] == "schedule"
+    assert [t["task"] for t in recipe["provenance"]["tasks"]] == list(by_task)
+    # A second run reuses every recorded candidate of the rounds it repeats.
+    assert main([*args[:-1], "--no-check", "--json"]) == 0
+    second = json.loads(capsys.readouterr().out)
+    again = {t["task"]: t for t in second["tasks"]}
+    for name, t in by_task.items():
+        assert again[name]["candidates"] >= t["candidates"]
