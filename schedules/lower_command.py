@@ -101,10 +101,11 @@ def lower(args: argparse.Namespace) -> Workload:
         if args.arg:
             raise ValueError(f"{path}: --arg applies to builder models, not to files")
         return file_workload(path, args.function, args.format)
-    return model_workload(args.model, _model_args(args.arg), args.via, Path.cwd())
+    return model_workload(args.model, model_args(args.arg), args.via, Path.cwd())
 
 
-def _model_args(texts: list[str]) -> dict[str, int | str]:
+def model_args(texts: list[str]) -> dict[str, int | str]:
+    """``--arg NAME=VALUE`` texts as a builder model's arguments (integers where they are)."""
     parsed: dict[str, int | str] = {}
     for text in texts:
         name, sep, value = text.partition("=")

@@ -182,15 +182,19 @@ def extract_tasks(
     rounds: int = 3,
     seed: int = 0,
     time_it: bool = True,
+    census: Sequence[StructuredOp] | None = None,
 ) -> ModelTasks:
     """The tasks of ``workload`` built by IREE's default pipeline (plus ``flags``) for
     ``target``; with ``time_it``, weighed by a profile of ``rounds`` runs on seeded
-    random inputs with ``threads`` CPU workers (``None`` on GPU targets).
+    random inputs with ``threads`` CPU workers (``None`` on GPU targets). ``census``:
+    the workload's dispatch census where the caller has it already (else compiled here).
 
     Raises ``CompileError`` when IREE cannot build the workload and ``ProfileError``
     when it cannot be profiled. Precondition: static shapes.
     """
-    tasks = group_tasks(dispatch_census(workload.mlir, target, flags), workload.function)
+    if census is None:
+        census = dispatch_census(workload.mlir, target, flags)
+    tasks = group_tasks(census, workload.function)
     if not time_it:
         return ModelTasks(workload.name, target.name, threads, tuple(tasks), None)
     with tempfile.TemporaryDirectory(prefix="tdsched-tasks-") as tmp:

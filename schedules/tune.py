@@ -17,26 +17,27 @@
    workload and, per task whose best candidate beat IREE's pipeline by ``WIN`` or more,
    its kernel schedule with the winning values, matched by the task's root op and loop
    bounds. The other tasks keep IREE's pipeline, each with its reason in the recipe's
-   ``provenance``.
+   ``provenance``. A task whose root op and loop bounds also occur in another task is
+   not swept at all: its kernel match would take the other task's dispatches too.
 
-Every result is recorded the moment it is known, so a tune stopped at any point (even by
-SIGKILL) loses nothing: re-running it reuses every recorded candidate (a round whose
-candidates are all recorded costs no compile and no timing) and spends only the new
-budget.
+Every result is recorded the moment it is known, so a tune stopped at any point loses
+only the candidate in flight. Re-running it sweeps from the database: a candidate
+already recorded is reused without compiling or timing it (each round still races its
+leaders), and the learned cost model starts from every recorded result.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 from tdsched.targets import Target
 from tdsched.targets.workload import Workload
-from tdsched.transform_lib.census import census_functions
+from tdsched.transform_lib.census import census_functions, read_census
 
 from .files import write_atomically
 from .model_tasks import ModelTasks, Task, extract_tasks
@@ -45,7 +46,7 @@ from .sweep.database import Result, ResultsDB
 from .sweep.executor import LocalExecutor
 from .sweep.runner import Sweep, SweepOptions
 from .task_workloads import TaskSkipped, standalone_task
-from .tune_templates import NoTemplate, template_for
+from .tune_templates import NoTemplate, Template, template_for
 
 WIN = 1.02
 """A task's best candidate must be this much faster than IREE's pipeline to be kept."""
@@ -55,6 +56,7 @@ with each round: a task whose rounds find nothing still gets time while it domin
 NO_CORRECT_ROUNDS = 2
 """Rounds a task gets while none of its candidates is correct: the template does not fit
 it (its candidates fail to build or give wrong results), and the budget goes elsewhere."""
+NO_WIN = "no candidate beat IREE's pipeline"
 TOLERANCE = {"atol": 1.0e-4, "rtol": 1.0e-4}
 """The task recipes' and the model recipe's tolerance (f32 accumulation reordered)."""
 
@@ -108,8 +110,20 @@ class TaskTuning:
 
     @property
     def tunable(self) -> bool:
-        untried = self.valid == 0 or self.candidates < self.valid
+        untried = self.rounds == 0 or self.candidates < self.valid
         return self.recipe is not None and untried and not self.exhausted
+
+    @property
+    def kept_because(self) -> str | None:
+        """Why the model recipe keeps IREE's pipeline for it (``None``: it won)."""
+        if self.won:
+            return None
+        return self.reason or NO_WIN
+
+    @property
+    def outcome(self) -> str:
+        """What the model recipe keeps for it, with the reason for IREE's pipeline."""
+        return "schedule" if self.won else f"IREE's pipeline: {self.kept_because}"
 
     def expected_gain_ms(self) -> float:
         """The time per call its next round is expected to save (see the module)."""
@@ -132,7 +146,7 @@ class TaskTuning:
             "speedup": self.speedup,
             "best": dict(best.params) if best else None,
             "kept": "schedule" if self.won else "iree",
-            "reason": None if self.won else self.reason or "no candidate beat IREE's pipeline",
+            "reason": self.kept_because,
         }
 
 
@@ -145,19 +159,20 @@ class TuneOutcome:
     recipe: Path
     spent_s: float
     kernels: int
-    notes: list[str] = field(default_factory=list)
 
     @property
     def estimated_speedup(self) -> float | None:
-        """The whole call's speedup if each kept task ran at its best speedup and the
-        rest did not change."""
-        call = self.tasks.call_ms.median if self.tasks.call_ms else None
-        if not call:
-            return None
-        saved = sum(
-            (t.task.time_ms or 0.0) * (1 - 1 / (t.speedup or 1.0)) for t in self.tunings if t.won
-        )
-        return call / (call - saved)
+        return estimated_speedup(self.tasks, self.tunings)
+
+
+def estimated_speedup(tasks: ModelTasks, tunings: list[TaskTuning]) -> float | None:
+    """The whole call's speedup if each task that won ran at its best speedup and the
+    rest did not change (``None`` without a profile)."""
+    call = tasks.call_ms.median if tasks.call_ms else None
+    if not call:
+        return None
+    saved = sum((t.task.time_ms or 0.0) * (1 - 1 / (t.speedup or 1.0)) for t in tunings if t.won)
+    return call / (call - saved)
 
 
 Progress = Callable[[str], None]
@@ -175,10 +190,18 @@ def tune(
     start = time.monotonic()
     target = options.target
     threads = None if target.is_gpu else options.threads
-    tasks = extract_tasks(workload, target, threads, rounds=options.rounds, seed=options.seed)
+    census = census_output(workload.mlir, target)
+    tasks = extract_tasks(
+        workload,
+        target,
+        threads,
+        rounds=options.rounds,
+        seed=options.seed,
+        census=read_census(census),
+    )
     progress(_tasks_line(tasks))
-    sources = census_functions(census_output(workload.mlir, target))
-    tunings = [_prepare(t, sources, out / "tasks", options) for t in tasks.tasks]
+    sources = census_functions(census)
+    tunings = [_prepare(t, tasks, sources, out / "tasks", options) for t in tasks.tasks]
     for prepared in tunings:
         progress(_prepared_line(prepared))
     db = ResultsDB(out / "tune.db")
@@ -192,18 +215,26 @@ def tune(
         db.close()
     name = f"{workload.name}_tuned"
     recipe = out / f"{workload.name}.tuned.yaml"
-    kernels = _write_model_recipe(recipe, name, workload_spec, tasks, tunings, options)
+    kernels = _write_model_recipe(recipe, name, workload_spec, tunings, options)
     return TuneOutcome(tasks, tunings, recipe, time.monotonic() - start, kernels)
 
 
-def _prepare(task: Task, sources: Mapping[str, str], folder: Path, o: TuneOptions) -> TaskTuning:
+def _prepare(
+    task: Task, tasks: ModelTasks, sources: Mapping[str, str], folder: Path, o: TuneOptions
+) -> TaskTuning:
     """The task's workload and template recipe, or the reason it is not tuned."""
     tuning = TaskTuning(task)
+    clash = _clash(task, tasks)
     if task.share is not None and task.share < o.min_share:
         tuning.reason = f"{_percent(task.share)} of the call, below --min-share"
-        return tuning
-    if o.target.is_gpu:
+    elif o.target.is_gpu:
         tuning.reason = "templates exist for x86 only"
+    elif clash is not None:
+        tuning.reason = (
+            f"its root op and loop bounds also occur in task {clash.name}; a kernel match "
+            "cannot tell them apart"
+        )
+    if tuning.reason is not None:
         return tuning
     recipe = folder / f"{task.name}.yaml"
     try:
@@ -213,7 +244,7 @@ def _prepare(task: Task, sources: Mapping[str, str], folder: Path, o: TuneOption
                 task, [sources[d] for d in task.dispatches], folder / f"{task.name}.mlir", o.target
             )
             template = template_for(task, made.configured)
-            write_atomically(recipe, _task_recipe(task, template.__dict__, o).encode())
+            write_atomically(recipe, _task_recipe(task, template, o).encode())
     except (TaskSkipped, NoTemplate) as exc:
         tuning.reason = str(exc)
         return tuning
@@ -221,22 +252,22 @@ def _prepare(task: Task, sources: Mapping[str, str], folder: Path, o: TuneOption
     return tuning
 
 
-def _task_recipe(task: Task, template: Mapping[str, Any], o: TuneOptions) -> str:
+def _task_recipe(task: Task, template: Template, o: TuneOptions) -> str:
     root = task.root
     document = {
         "name": f"task_{task.name}",
         "description": f"{task.kind} {root.describe()}: {', '.join(task.layers) or 'no layers'}",
         "workload": {"file": f"{task.name}.mlir"},
         "targets": [o.target.name],
-        "parameters": template["parameters"],
-        "space": template["space"],
-        "constraints": template["constraints"],
+        "parameters": template.parameters,
+        "space": template.space,
+        "constraints": template.constraints,
         "tolerance": TOLERANCE,
         "kernels": [
             {
                 "name": task.name,
                 "match": _match(task),
-                "schedule": template["schedule"],
+                "schedule": template.schedule,
             }
         ],
     }
@@ -256,7 +287,7 @@ def _next(tunings: list[TaskTuning]) -> TaskTuning | None:
     """The task to give the next round: an untried one (most time first), else the one
     with the largest expected gain."""
     open_ = [t for t in tunings if t.tunable]
-    untried = [t for t in open_ if t.candidates == 0 and t.valid == 0]
+    untried = [t for t in open_ if t.rounds == 0]
     if untried:
         return untried[0]
     return max(open_, key=TaskTuning.expected_gain_ms, default=None)
@@ -299,7 +330,6 @@ def _write_model_recipe(
     path: Path,
     name: str,
     workload_spec: Mapping[str, Any],
-    tasks: ModelTasks,
     tunings: list[TaskTuning],
     o: TuneOptions,
 ) -> int:
@@ -307,14 +337,6 @@ def _write_model_recipe(
     kernels = []
     for tuning in tunings:
         if not tuning.won:
-            continue
-        clash = _clash(tuning.task, tasks)
-        if clash is not None:
-            tuning.reason = (
-                f"its root op and loop bounds also occur in task {clash.name}; a kernel "
-                "match cannot tell them apart"
-            )
-            tuning.best = None
             continue
         assert tuning.best is not None and tuning.recipe is not None
         schedule = yaml.safe_load(tuning.recipe.read_text())["kernels"][0]["schedule"]
@@ -395,7 +417,7 @@ def _round_line(
     t: TaskTuning, all_: list[TaskTuning], tasks: ModelTasks, elapsed: float, o: TuneOptions
 ) -> str:
     best = f"best {t.speedup:.2f}x" if t.speedup else "no correct candidate yet"
-    estimate = TuneOutcome(tasks, all_, Path(), elapsed, 0).estimated_speedup
+    estimate = estimated_speedup(tasks, all_)
     est = f"; model estimate {estimate:.2f}x" if estimate else ""
     return (
         f"tune: [{_clock(elapsed)}/{_clock(o.budget_s)}] {t.task.name} "

@@ -14,7 +14,7 @@ from tdsched.targets.target import make_target, run_conditions
 
 from .cli_types import positive_int
 from .evaluation import Status
-from .lower_command import lower
+from .lower_command import lower, model_args
 from .run_report import RunReport, RunRequest, run_isolated
 from .tasks_command import add_profiled_model_arguments
 from .text_table import aligned
@@ -36,7 +36,8 @@ candidate beat IREE's pipeline; the other tasks keep it, and the recipe says why
 then run as `tdsched run` would: checked against the model's own reference and timed
 against IREE's default build of the whole model.
 
-Re-running reuses every recorded candidate (OUT/tune.db) and spends only the new budget.
+Re-running reuses every recorded candidate (OUT/tune.db) and spends its budget on new
+ones.
 """
 
 
@@ -138,18 +139,10 @@ def workload_spec(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         if path.suffix == ".py"
         else args.model
     )
-    spec = {"model": name, "args": dict(_args(args.arg))}
+    spec = {"model": name, "args": model_args(args.arg)}
     if args.via != "builder":
         spec["via"] = args.via
     return spec
-
-
-def _args(texts: list[str]) -> list[tuple[str, int | str]]:
-    pairs = []
-    for text in texts:
-        name, _, value = text.partition("=")
-        pairs.append((name, int(value) if value.lstrip("-").isdigit() else value))
-    return pairs
 
 
 def _progress(quiet: bool) -> Any:
@@ -191,8 +184,6 @@ def summary_lines(
         ["task", "kind", "root op (loop bounds)", "share", "candidates", "time", "best", "kept"]
     ]
     for t in outcome.tunings:
-        d = t.as_dict()
-        kept = "schedule" if t.won else f"IREE's pipeline: {d['reason']}"
         rows.append(
             [
                 t.task.name,
@@ -202,7 +193,7 @@ def summary_lines(
                 str(t.candidates) if t.recipe else "-",
                 f"{t.spent_s:.0f} s" if t.recipe else "-",
                 f"{t.speedup:.2f}x" if t.speedup else "-",
-                kept,
+                t.outcome,
             ]
         )
     lines += aligned(rows)

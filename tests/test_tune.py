@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 from tdsched.schedules.cli import main
-from tdsched.schedules.model_tasks import OpSignature, Task
-from tdsched.schedules.tune import TaskTuning, _filled, _next
+from tdsched.schedules.model_tasks import ModelTasks, OpSignature, Task
+from tdsched.schedules.tune import TaskTuning, TuneOptions, _filled, _next, _prepare
 from tdsched.schedules.tune_templates import NoTemplate, template_for
+from tdsched.targets import make_target
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, ConfiguredOp
 from tdsched.transform_lib.errors import ScheduleError
 from tdsched.transform_lib.standalone_dispatch import standalone_function, structure
@@ -88,7 +89,6 @@ def _conv() -> ConfiguredDispatch:
     parallel = ("parallel",) * 4
     return ConfiguredDispatch(
         "t4_dispatch_0",
-        "ConvTileAndDecomposeExpert",
         (
             ConfiguredOp("linalg.fill", out, parallel, (0, 1, 2, 3), {}),
             ConfiguredOp(
@@ -135,9 +135,7 @@ def test_the_template_is_centred_on_iree_s_tile_sizes() -> None:
 
 def test_an_elementwise_task_has_no_template() -> None:
     conv = _conv()
-    elementwise = ConfiguredDispatch(
-        "t0", None, (conv.ops[2],), 0, {}, init_is_fill=False, root_inputs=1
-    )
+    elementwise = ConfiguredDispatch("t0", (conv.ops[2],), 0, {}, init_is_fill=False, root_inputs=1)
     with pytest.raises(NoTemplate, match="no reduction loop"):
         template_for(TASK, elementwise)
 
@@ -153,9 +151,9 @@ def _tuning(name: str, time_ms: float, **state: object) -> TaskTuning:
 
 def test_the_budget_goes_first_to_untried_tasks_then_to_the_largest_expected_gain() -> None:
     tried = _tuning("t0", 10.0, candidates=8, rounds=1, last_gain=0.0)
-    fresh = _tuning("t1", 1.0, valid=0)
+    fresh = _tuning("t1", 1.0)
     assert _next([tried, fresh]) is fresh
-    fresh.candidates, fresh.valid, fresh.rounds, fresh.last_gain = 8, 100, 1, 0.0
+    fresh.candidates, fresh.rounds, fresh.last_gain = 8, 1, 0.0
     assert _next([tried, fresh]) is tried  # 10 ms x 5% beats 1 ms x 5%
     tried.rounds = 30  # its floor fell: 10 ms x 5%/30 < 1 ms x 5%
     assert _next([tried, fresh]) is fresh
@@ -163,6 +161,19 @@ def test_the_budget_goes_first_to_untried_tasks_then_to_the_largest_expected_gai
     assert _next([tried, fresh]) is tried
     tried.exhausted = True
     assert _next([tried, fresh]) is None
+
+
+def test_a_task_whose_root_occurs_in_another_task_is_not_swept(tmp_path: Path) -> None:
+    conv = OpSignature("linalg.generic", (16, 16, 16, 16, 3, 3), "convolution", "f32")
+    fill = OpSignature("linalg.fill", (16, 16, 16), "elementwise", "f32")
+    bare, with_fill = Task("t0", (conv,)), Task("t1", (fill, conv))
+    tasks = ModelTasks("net", "x86", 1, (bare, with_fill), None)
+    options = TuneOptions(make_target("x86"), threads=1, budget_s=60)
+    tuning = _prepare(bare, tasks, {}, tmp_path, options)
+    assert tuning.recipe is None and tuning.reason is not None
+    assert "also occur in task t1" in tuning.reason
+    assert tuning.outcome.startswith("IREE's pipeline: its root op")
+    assert not list(tmp_path.iterdir())  # nothing written, nothing compiled
 
 
 def test_the_winning_values_fill_the_schedule() -> None:

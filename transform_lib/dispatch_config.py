@@ -23,7 +23,6 @@ from .graph.generic_build import static_loop_ranges
 from .payload import is_structured, ops_under
 
 _LEVEL = re.compile(r"(\w+) = \[([-\d, ]*)\]")
-_PIPELINE = re.compile(r"pipeline = #iree_cpu\.pipeline<(\w+)>")
 
 
 @dataclass(frozen=True)
@@ -46,7 +45,6 @@ class ConfiguredDispatch:
     """One dispatch as strategies see it, with IREE's configuration."""
 
     function: str
-    pipeline: str | None
     ops: tuple[ConfiguredOp, ...]
     root: int
     """The index in ``ops`` of IREE's root (the op configured with ``distribution``)."""
@@ -105,11 +103,8 @@ def _read(function: ir.Operation) -> ConfiguredDispatch:
                 reads[index] = number
     inputs = _input_count(ops[root])
     init = ops[root].operands[inputs].owner
-    info = function.attributes.get("translation_info", None)
-    pipeline = _PIPELINE.search(str(info)) if info is not None else None
     return ConfiguredDispatch(
         name,
-        pipeline.group(1) if pipeline else None,
         configured,
         root,
         reads,
@@ -128,22 +123,17 @@ def _op(op: ir.Operation, generic: ir.Operation) -> ConfiguredOp:
     )
     maps = ir.ArrayAttr(generic.attributes["indexing_maps"])
     output_map = ir.AffineMapAttr(maps[len(maps) - 1]).value
-    loops: list[int] | None = []
-    for expr in output_map.results:
-        try:
-            assert loops is not None
-            loops.append(ir.AffineDimExpr(expr).position)
-        except ValueError:
-            loops = None
-            break
+    loops: tuple[int, ...] | None
+    try:
+        loops = tuple(ir.AffineDimExpr(expr).position for expr in output_map.results)
+    except ValueError:  # an output dim that is not a plain loop
+        loops = None
     config = str(op.attributes["lowering_config"]) if "lowering_config" in op.attributes else ""
     levels = {
         m.group(1): tuple(int(x) for x in m.group(2).split(",") if x.strip())
         for m in _LEVEL.finditer(config)
     }
-    return ConfiguredOp(
-        op.name, tuple(ranges), iterators, tuple(loops) if loops is not None else None, levels
-    )
+    return ConfiguredOp(op.name, tuple(ranges), iterators, loops, levels)
 
 
 def _input_count(op: ir.Operation) -> int:
