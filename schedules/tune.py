@@ -57,6 +57,7 @@ NO_CORRECT_ROUNDS = 2
 """Rounds a task gets while none of its candidates is correct: the template does not fit
 it (its candidates fail to build or give wrong results), and the budget goes elsewhere."""
 NO_WIN = "no candidate beat IREE's pipeline"
+UNREACHED = "the budget ran out before its first round (give more --budget, or run again)"
 TOLERANCE = {"atol": 1.0e-4, "rtol": 1.0e-4}
 """The task recipes' and the model recipe's tolerance (f32 accumulation reordered)."""
 
@@ -118,6 +119,8 @@ class TaskTuning:
         """Why the model recipe keeps IREE's pipeline for it (``None``: it won)."""
         if self.won:
             return None
+        if self.reason is None and self.recipe is not None and self.rounds == 0:
+            return UNREACHED
         return self.reason or NO_WIN
 
     @property
