@@ -20,7 +20,7 @@ from tdsched.targets import Target
 from tdsched.targets.compiler import CompileError, CompileRequest, run_compile
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, read_configured
 from tdsched.transform_lib.errors import ScheduleError
-from tdsched.transform_lib.standalone_dispatch import standalone_function, structure
+from tdsched.transform_lib.standalone_dispatch import dataflow, standalone_function
 
 from .files import write_atomically
 from .model_tasks import Task, group_tasks
@@ -47,16 +47,18 @@ def standalone_task(task: Task, sources: Sequence[str], path: Path, target: Targ
     """Write ``task`` (whose dispatch functions the census printed as ``sources``) to
     ``path`` as a function named after the task, and check that IREE forms the same
     dispatch from it. Raises :class:`TaskSkipped` with the reason when it cannot, or
-    when its dispatches differ in structure (a kernel schedule is planned on one)."""
+    when its dispatches' dataflow differs (a kernel schedule is planned on one; the
+    first is the one timed, the others may differ only in what their elementwise ops
+    read and compute, e.g. a residual added in the epilogue)."""
     try:
         texts = [standalone_function(source, task.name) for source in sources]
     except ScheduleError as exc:
         raise TaskSkipped(str(exc)) from exc
     text = texts[0]
-    if len({structure(t) for t in texts}) > 1:
+    if len({dataflow(t) for t in texts}) > 1:
         raise TaskSkipped(
-            "its dispatches differ in the ops around the root (e.g. one epilogue adds a "
-            "residual), and one kernel match takes them all: fuse_ext plans one of them"
+            "its dispatches differ in how their ops connect around the root, and one kernel "
+            "match takes them all: fuse_ext plans one of them"
         )
     ops = group_tasks(dispatch_census(text, target), task.name)
     if len(ops) != 1 or ops[0].ops != task.ops:

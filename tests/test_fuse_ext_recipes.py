@@ -326,3 +326,63 @@ def test_dispatch_region_refuses_a_user_before_the_end_of_the_group() -> None:
         form_dispatch_region(
             _USER_INSIDE_GROUP, OpCriteria(attributes=(("tdsched.region_root", None),))
         )
+
+
+_TWO_MATMULS = """
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+func.func @two(%a: tensor<64x32xf32>, %b: tensor<32x64xf32>, %c: tensor<64x32xf32>,
+               %bias: tensor<64xf32>, %res: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x64xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %m1 = linalg.matmul ins(%a, %b : tensor<64x32xf32>, tensor<32x64xf32>) outs(%f : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %y1 = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%m1, %bias : tensor<64x64xf32>, tensor<64xf32>) outs(%e : tensor<64x64xf32>) {
+  ^bb0(%x: f32, %bb: f32, %o: f32):
+    %s = arith.addf %x, %bb : f32
+    %r = arith.maximumf %s, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<64x64xf32>
+  %m2 = linalg.matmul ins(%c, %b : tensor<64x32xf32>, tensor<32x64xf32>) outs(%f : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %y2 = linalg.generic {indexing_maps = [#id, #row, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%m2, %bias, %res : tensor<64x64xf32>, tensor<64xf32>, tensor<64x64xf32>) outs(%e : tensor<64x64xf32>) {
+  ^bb0(%x: f32, %bb: f32, %rr: f32, %o: f32):
+    %s = arith.addf %x, %bb : f32
+    %t = arith.addf %s, %rr : f32
+    %r = arith.maximumf %t, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<64x64xf32>
+  return %y1, %y2 : tensor<64x64xf32>, tensor<64x64xf32>
+}
+"""
+
+
+def test_one_kernel_fuse_ext_takes_dispatches_that_differ_only_in_epilogue_reads(
+    target: str, tmp_path: Path
+) -> None:
+    """Two matmul dispatches, the second adding a residual in its epilogue: it loads one
+    more operand, so its ops are numbered differently, but fuse_ext fuses both the same
+    way, and one kernel schedule serves both."""
+    (tmp_path / "two.mlir").write_text(_TWO_MATMULS)
+    recipe = tmp_path / "two.yaml"
+    recipe.write_text(
+        f"name: two\nworkload: {{file: two.mlir}}\ntargets: [{target}]\n"
+        "kernels:\n  - name: mm\n"
+        # On Vulkan the matmul is a linalg.generic by the time kernels are matched.
+        f"    match: {{{'kind: contraction' if target == 'vulkan' else 'op: linalg.matmul'}"
+        ", shape: [64, 64, 32]}\n"
+        + ("    workgroup_size: [4, 4, 1]\n" if target == "vulkan" else "")
+        + "    schedule:\n"
+        "      - fuse_ext: {root: {op: linalg.generic}, tile_sizes: [16, 32]}\n"
+        "      - producer: {of: root, operand: 0, as: matmul}\n"
+        + (
+            "      - tile: {sizes: [4, 8], loop: forall, mapping: thread, loops: threads}\n"
+            "      - fuse_into: {producer: matmul, loop: threads}\n"
+            if target == "vulkan"
+            else "      - tile: {target: matmul, sizes: [4, 16, 0]}\n"
+        )
+        + "      - cleanup: {}\n      - vectorize: {}\n"
+    )
+    report = run(plan(load(str(recipe))), time_it=False)
+    _ok(report)  # before plans were compared by position, this was an error

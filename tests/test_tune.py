@@ -15,7 +15,7 @@ from tdsched.schedules.tune_templates import NoTemplate, template_for
 from tdsched.targets import make_target
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, ConfiguredOp
 from tdsched.transform_lib.errors import ScheduleError
-from tdsched.transform_lib.standalone_dispatch import standalone_function, structure
+from tdsched.transform_lib.standalone_dispatch import dataflow, standalone_function
 
 LAYOUT = (
     "#hal.pipeline.layout<bindings = [#hal.pipeline.binding<storage_buffer, ReadOnly>, "
@@ -65,11 +65,23 @@ def test_a_whole_binding_read_is_the_argument_itself() -> None:
     assert "%arg0: tensor<8x8xf32>" in text and "extract_slice" not in text
 
 
-def test_structure_ignores_constant_values_but_not_ops() -> None:
+def test_dataflow_ignores_constant_values_and_what_an_epilogue_adds() -> None:
     one = standalone_function(_dispatch(bias="1.0"), "t0")
-    two = standalone_function(_dispatch(bias="2.0"), "t0")
-    assert structure(one) == structure(two)
-    assert structure(one) != structure(one.replace("arith.addf", "arith.mulf"))
+    assert dataflow(one) == dataflow(standalone_function(_dispatch(bias="2.0"), "t0"))
+    # A residual: the epilogue reads one more argument and adds it; fuse_ext plans the same.
+    residual = (
+        one.replace("%arg1: tensor<8x4xf32>)", "%arg1: tensor<8x4xf32>, %r: tensor<8x4xf32>)")
+        .replace("[#map, #map]", "[#map, #map, #map]")
+        .replace("ins(%2 : tensor<8x4xf32>)", "ins(%2, %r : tensor<8x4xf32>, tensor<8x4xf32>)")
+        .replace("^bb0(%in: f32, %out: f32)", "^bb0(%in: f32, %res: f32, %out: f32)")
+        .replace("%4 = arith.addf %in, %cst_0", "%4 = arith.addf %in, %res")
+    )
+    assert "%r :" in residual and dataflow(residual) == dataflow(one)
+    # An epilogue reading another op is another plan.
+    elsewhere = one.replace(
+        "ins(%2 : tensor<8x4xf32>) outs(%0", "ins(%1 : tensor<8x4xf32>) outs(%0"
+    )
+    assert elsewhere != one and dataflow(elsewhere) != dataflow(one)
 
 
 def test_a_buffer_dispatch_cannot_stand_alone() -> None:
@@ -210,6 +222,9 @@ def test_tune_writes_a_model_recipe_that_is_correct_and_resumes(
     assert swept and swept[0] == tuned[0]
     for t in tuned:
         assert t in swept or "budget ran out before its first round" in t["reason"]
+    # block1's convs form one task although conv2's epilogue adds the residual.
+    block1 = [t for t in by_task.values() if "block1.conv2" in t["layers"]]
+    assert len(block1) == 1 and block1[0]["recipe"], block1
     below = [t for t in by_task.values() if t["share"] < 0.05]
     assert below and all("below --min-share" in t["reason"] for t in below)
     recipe = yaml.safe_load(Path(first["recipe"]).read_text())

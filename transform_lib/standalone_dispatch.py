@@ -67,24 +67,53 @@ def standalone_function(dispatch_text: str, name: str) -> str:
         return str(module)
 
 
-def structure(function_text: str) -> tuple[str, ...]:
-    """What a kernel schedule's plan depends on in a standalone function: its type and
-    the names of its ops in order (constants' values and locations left out)."""
-    names: list[str] = []
-
-    def visit(op: ir.Operation) -> None:
-        names.append(op.name)
-        for region in op.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    visit(inner.operation)
-
+def dataflow(function_text: str) -> tuple[tuple[object, ...], ...]:
+    """What a kernel schedule planned on one standalone function relies on, so that two
+    functions with the same dataflow take the same schedule: per op at the top level
+    (constants left out), its name, its iterator types, and which earlier op produces
+    each of its operands, with the operand's group (inputs, inits) and position in it
+    and its indexing map. Every op but an elementwise ``linalg.generic`` (all loops
+    parallel) also records the arguments it reads and its body's ops; elementwise
+    generics may read further arguments (a residual, a bias) and compute differently:
+    ``fuse_ext`` fuses them the same way.
+    """
     with ir.Context():
         module = ir.Module.parse(function_text)
-        for op in module.body.operations:
-            names.append(str(op.operation.attributes["function_type"]))
-            visit(op.operation)
-    return tuple(names)
+        function = next(op.operation for op in module.body.operations)
+        body = [
+            op.operation
+            for op in function.regions[0].blocks[0].operations
+            if op.operation.name not in ("arith.constant", "func.return")
+        ]
+        return tuple(_op_dataflow(op, body) for op in body)
+
+
+def _op_dataflow(op: ir.Operation, body: list[ir.Operation]) -> tuple[object, ...]:
+    iterators = str(op.attributes["iterator_types"]) if "iterator_types" in op.attributes else ""
+    maps = list(op.attributes["indexing_maps"]) if "indexing_maps" in op.attributes else []
+    root = not (op.name == "linalg.generic" and "reduction" not in iterators)
+    operands: list[tuple[object, ...]] = []
+    for index, (group, position) in enumerate(_operand_groups(op)):
+        value = op.operands[index]
+        owner = value.owner
+        source: object = "arg"
+        if not isinstance(owner, ir.Block):
+            producer = owner.operation
+            source = body.index(producer) if producer in body else "const"
+        if source == "arg" and not root:
+            continue
+        map_text = str(maps[index]) if index < len(maps) else ""
+        operands.append((group, position, source, map_text))
+    inner = tuple(o.operation.name for r in op.regions for b in r.blocks for o in b.operations)
+    return (op.name, iterators, tuple(operands), inner if root else ())
+
+
+def _operand_groups(op: ir.Operation) -> list[tuple[int, int]]:
+    """(group, position in it) per operand: DPS ops' inputs then inits, others one group."""
+    if "operandSegmentSizes" not in op.attributes:
+        return [(0, i) for i in range(len(op.operands))]
+    sizes = ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])
+    return [(group, i) for group, size in enumerate(sizes) for i in range(size)]
 
 
 def _unbind(block: ir.Block) -> list[ir.Value]:

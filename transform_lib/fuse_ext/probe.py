@@ -157,12 +157,16 @@ def _picks(block_ops: Sequence[ir.Operation], plan: FusionPlan) -> tuple[Pick, .
 
 def _same_plan(kernel: str, plans: Sequence[KernelPlan]) -> KernelPlan:
     def signature(k: KernelPlan) -> tuple[object, ...]:
+        # Ops are compared by where the strategy picks them (name, position among the
+        # ops of that name), not by fid: a dispatch that loads one more operand (a
+        # residual) numbers its ops differently but is fused the same way.
         p = k.plan
+        where = {pick.fid: (pick.name, pick.index, pick.count) for pick in k.picks}
         names = [
-            tuple((op.fid, op.name) for op in ops)
+            tuple(where.get(op.fid, (op.name, op.fid)) for op in ops)
             for ops in (p.roots, p.producers, p.yielded, p.generalized)
         ]
-        return (*names, p.iterators, k.picks)
+        return (*names, p.iterators)
 
     if any(signature(p) != signature(plans[0]) for p in plans[1:]):
         raise FuseExtError(
