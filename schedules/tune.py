@@ -46,6 +46,7 @@ from .sweep.database import Result, ResultsDB
 from .sweep.executor import LocalExecutor
 from .sweep.runner import Sweep, SweepOptions
 from .task_workloads import TaskSkipped, standalone_task
+from .tune_state import digest, load_state, save_state
 from .tune_templates import NoTemplate, Template, template_for
 
 WIN = 1.02
@@ -57,7 +58,7 @@ NO_CORRECT_ROUNDS = 2
 """Rounds a task gets while none of its candidates is correct: the template does not fit
 it (its candidates fail to build or give wrong results), and the budget goes elsewhere."""
 NO_WIN = "no candidate beat IREE's pipeline"
-UNREACHED = "the budget ran out before its first round (give more --budget, or run again)"
+UNREACHED = "the budget ran out before its first round (run again with a larger --budget)"
 TOLERANCE = {"atol": 1.0e-4, "rtol": 1.0e-4}
 """The task recipes' and the model recipe's tolerance (f32 accumulation reordered)."""
 
@@ -133,6 +134,40 @@ class TaskTuning:
         now = (self.task.time_ms or 0.0) / max(self.speedup or 1.0, 1.0)
         return now * max(self.last_gain, MIN_GAIN / max(self.rounds, 1))
 
+    def state(self) -> dict[str, Any]:
+        """What a later run resumes from (see :mod:`.tune_state`)."""
+        return {
+            "root": self.task.root.describe(),
+            "template": digest(self.recipe) if self.recipe else None,
+            "rounds": self.rounds,
+            "candidates": self.candidates,
+            "failed": self.failed,
+            "spent_s": round(self.spent_s, 3),
+            "last_gain": self.last_gain,
+            "valid": self.valid,
+            "exhausted": self.exhausted,
+            "no_correct": self.best is None and self.rounds > 0,
+            "best": self.best.as_dict() if self.best else None,
+        }
+
+    def resume(self, saved: Mapping[str, Any] | None) -> bool:
+        """Take up ``saved`` (this task's state from an earlier run) when it is for the
+        same task and template; return whether it was."""
+        if self.recipe is None or not saved:
+            return False
+        if saved.get("root") != self.task.root.describe():
+            return False
+        if saved.get("template") != digest(self.recipe):
+            return False
+        self.rounds, self.candidates = saved["rounds"], saved["candidates"]
+        self.failed, self.spent_s = saved["failed"], saved["spent_s"]
+        self.last_gain, self.valid = saved["last_gain"], saved["valid"]
+        self.exhausted = saved["exhausted"]
+        self.best = Result(**saved["best"]) if saved["best"] else None
+        if saved["no_correct"]:
+            self.reason = _no_correct(self.candidates)
+        return True
+
     def as_dict(self) -> dict[str, Any]:
         best = self.best
         return {
@@ -161,7 +196,10 @@ class TuneOutcome:
     tunings: list[TaskTuning]
     recipe: Path
     spent_s: float
+    """Of the budget, over every run into the folder (see :mod:`.tune_state`)."""
     kernels: int
+    this_run_s: float
+    """Wall seconds this run took before the final check."""
 
     @property
     def estimated_speedup(self) -> float | None:
@@ -203,23 +241,39 @@ def tune(
         census=read_census(census),
     )
     progress(_tasks_line(tasks))
+    state, set_aside = load_state(
+        out, {"model": workload.name, "target": target.name, "threads": threads}
+    )
+    if set_aside:
+        progress(f"tune: {set_aside}")
     sources = census_functions(census)
     tunings = [_prepare(t, tasks, sources, out / "tasks", options) for t in tasks.tasks]
     for prepared in tunings:
-        progress(_prepared_line(prepared))
+        resumed = prepared.resume(state.tasks.get(prepared.task.name))
+        progress(_prepared_line(prepared, resumed))
+    before = state.spent_s
+
+    def spent() -> float:
+        return before + time.monotonic() - start
+
+    if before:
+        progress(f"tune: resumed, {_clock(before)} of the {_clock(options.budget_s)} budget spent")
     db = ResultsDB(out / "tune.db")
     try:
         while (tuning := _next(tunings)) is not None:
-            if time.monotonic() - start >= options.budget_s:
+            if spent() >= options.budget_s:
                 break
             _round(tuning, db, options)
-            progress(_round_line(tuning, tunings, tasks, time.monotonic() - start, options))
+            state.spent_s = spent()
+            state.tasks = {t.task.name: t.state() for t in tunings if t.recipe is not None}
+            save_state(out, state)
+            progress(_round_line(tuning, tunings, tasks, spent(), options))
     finally:
         db.close()
     name = f"{workload.name}_tuned"
     recipe = out / f"{workload.name}.tuned.yaml"
     kernels = _write_model_recipe(recipe, name, workload_spec, tunings, options)
-    return TuneOutcome(tasks, tunings, recipe, time.monotonic() - start, kernels)
+    return TuneOutcome(tasks, tunings, recipe, spent(), kernels, time.monotonic() - start)
 
 
 def _prepare(
@@ -324,9 +378,13 @@ def _round(tuning: TaskTuning, db: ResultsDB, o: TuneOptions) -> None:
     ranked = outcome.ranked
     tuning.best = ranked[0] if ranked else None
     tuning.last_gain = (tuning.speedup or 1.0) / before - 1.0
+    tuning.reason = None if tuning.best else _no_correct(tuning.candidates)
     if tuning.best is None:
-        tuning.reason = f"none of its {tuning.candidates} candidates built and checked"
         tuning.exhausted = tuning.rounds >= NO_CORRECT_ROUNDS
+
+
+def _no_correct(candidates: int) -> str:
+    return f"none of its {candidates} candidates built and checked"
 
 
 def _write_model_recipe(
@@ -409,10 +467,13 @@ def _tasks_line(tasks: ModelTasks) -> str:
     return f"tune: {len(tasks.tasks)} tasks (IREE default: {call})"
 
 
-def _prepared_line(t: TaskTuning) -> str:
+def _prepared_line(t: TaskTuning, resumed: bool) -> str:
     what = f"{t.task.name} {t.task.kind} {t.task.root.describe()} ({_percent(t.task.share)})"
     if t.recipe is None:
         return f"tune: {what}: IREE's pipeline kept: {t.reason}"
+    if resumed:
+        best = f", best {t.speedup:.2f}x" if t.speedup else ""
+        return f"tune: {what}: template {t.recipe}, resumed ({t.candidates} candidates{best})"
     return f"tune: {what}: template {t.recipe}"
 
 

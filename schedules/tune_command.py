@@ -36,8 +36,11 @@ candidate beat IREE's pipeline; the other tasks keep it, and the recipe says why
 then run as `tdsched run` would: checked against the model's own reference and timed
 against IREE's default build of the whole model.
 
-Re-running reuses every recorded candidate (OUT/tune.db) and spends its budget on new
-ones.
+The budget is the total over every run into OUT (OUT/tune-state.json keeps what was
+spent and found, after every round). Re-running with the same --budget sweeps nothing:
+it writes the recipe from what was found and checks it. A larger --budget resumes the
+tune and spends only the difference; a tune that was killed resumes the same way, and
+every recorded candidate (OUT/tune.db) is reused rather than compiled and timed again.
 """
 
 
@@ -178,7 +181,8 @@ def summary_lines(
     call = f"{tasks.call_ms.median:.3f} ms per call" if tasks.call_ms else "untimed"
     lines = [
         f"tune of {tasks.workload} on {where}: {len(tasks.tasks)} tasks, "
-        f"{outcome.spent_s / 60:.1f} of {args.budget:g} minutes (IREE default: {call})"
+        f"{outcome.spent_s / 60:.1f} of {args.budget:g} minutes spent (this run "
+        f"{outcome.this_run_s / 60:.1f}), IREE default: {call}"
     ]
     rows = [
         ["task", "kind", "root op (loop bounds)", "share", "candidates", "time", "best", "kept"]
@@ -229,6 +233,7 @@ def _as_json(outcome: TuneOutcome, report: RunReport | None) -> dict[str, Any]:
         "threads": outcome.tasks.threads,
         "call_ms": outcome.tasks.call_ms.as_dict() if outcome.tasks.call_ms else None,
         "spent_s": round(outcome.spent_s, 1),
+        "this_run_s": round(outcome.this_run_s, 1),
         "recipe": str(outcome.recipe),
         "kernels": outcome.kernels,
         "estimated_speedup": outcome.estimated_speedup,

@@ -10,7 +10,9 @@ import pytest
 import yaml
 from tdsched.schedules.cli import main
 from tdsched.schedules.model_tasks import ModelTasks, OpSignature, Task
+from tdsched.schedules.sweep.database import Result
 from tdsched.schedules.tune import TaskTuning, TuneOptions, _filled, _next, _prepare
+from tdsched.schedules.tune_state import TuneState, load_state, save_state
 from tdsched.schedules.tune_templates import NoTemplate, template_for
 from tdsched.targets import make_target
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, ConfiguredOp
@@ -203,7 +205,7 @@ def test_the_winning_values_fill_the_schedule() -> None:
     ]
 
 
-def test_tune_writes_a_model_recipe_that_is_correct_and_resumes(
+def test_tune_writes_a_model_recipe_that_is_correct_and_a_rerun_reuses_it(
     iree: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "cnn.tune"
@@ -234,9 +236,41 @@ def test_tune_writes_a_model_recipe_that_is_correct_and_resumes(
         assert "${" not in json.dumps(kernel), "a parameter was left in the schedule"
         assert by_task[kernel["name"]]["kept"] == "schedule"
     assert [t["task"] for t in recipe["provenance"]["tasks"]] == list(by_task)
-    # A second run reuses every recorded candidate of the rounds it repeats.
+    # The budget is spent: a second run sweeps nothing and takes up what the first found.
+    assert (out / "tune-state.json").exists()
     assert main([*args[:-1], "--no-check", "--json"]) == 0
     second = json.loads(capsys.readouterr().out)
     again = {t["task"]: t for t in second["tasks"]}
     for name, t in by_task.items():
-        assert again[name]["candidates"] >= t["candidates"]
+        assert again[name]["candidates"] == t["candidates"]
+        assert again[name]["speedup"] == t["speedup"] and again[name]["kept"] == t["kept"]
+    assert second["kernels"] == first["kernels"]
+    assert second["spent_s"] >= first["spent_s"]
+
+
+def test_a_task_resumes_from_its_saved_state_only_for_the_same_template(tmp_path: Path) -> None:
+    recipe = tmp_path / "t0.yaml"
+    recipe.write_text("name: task_t0\n")
+    best = Result("k", "t0.yaml", "x86", {"RW": 16}, "ok", speedup=1.5, confirmed_speedup=1.4)
+    done = _tuning("t0", 2.0, recipe=recipe, candidates=16, rounds=2, best=best)
+    saved = json.loads(json.dumps(done.state()))  # as written to the state file
+    again = _tuning("t0", 2.0, recipe=recipe)
+    assert again.resume(saved)
+    assert (again.rounds, again.candidates, again.speedup) == (2, 16, 1.4)
+    assert again.best is not None and again.best.params == {"RW": 16}
+    recipe.write_text("name: task_t0  # edited\n")
+    edited = _tuning("t0", 2.0, recipe=recipe)
+    assert not edited.resume(saved) and edited.rounds == 0
+
+
+def test_the_tune_state_is_kept_per_model_target_and_threads(tmp_path: Path) -> None:
+    identity = {"model": "net", "target": "x86", "threads": 1}
+    save_state(tmp_path, TuneState(identity, 90.0, {"t0": {"rounds": 1}}))
+    state, note = load_state(tmp_path, identity)
+    assert note is None and state.spent_s == 90.0 and state.tasks == {"t0": {"rounds": 1}}
+    other, note = load_state(tmp_path, {**identity, "threads": 2})
+    assert other.spent_s == 0.0 and not other.tasks
+    assert note is not None and "the budget starts afresh" in note
+    (tmp_path / "tune-state.json").write_text("{not json")
+    broken, note = load_state(tmp_path, identity)
+    assert broken.spent_s == 0.0 and note is not None and "unreadable" in note
