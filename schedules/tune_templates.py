@@ -7,9 +7,11 @@ pooling, reduction) and at most one elementwise epilogue after it, on x86:
 1. distribute to workgroups with ``fuse_ext`` (tiling the epilogue, or the root where
    there is none, and fusing the rest, the init ``fill`` kept out of reduction loops),
    ``W<d>`` output elements per workgroup along output dim ``d``;
-2. register-tile the root to ``RH`` x ``RW`` outputs on its two innermost non-unit output
-   dims (1 along the others), then its first non-unit reduction loop by ``RK`` (the other
-   reduction loops by 1); the init and the epilogue get the same register tile;
+2. tile the root's first non-unit reduction loop by ``TK`` (a cache tile: the register
+   tiles below sweep one ``TK`` slice of the reduction at a time), then register-tile it
+   to ``RH`` x ``RW`` outputs on its two innermost non-unit output dims (1 along the
+   others), then its first non-unit reduction loop by ``RK`` (the other reduction loops
+   by 1); the init and the epilogue get the same register tile;
 3. fold unit loops and vectorize.
 
 The space is centred on IREE's own choice for the dispatch (its ``distribution`` and
@@ -33,6 +35,11 @@ from .model_tasks import Task
 VECTOR_WIDTHS = (4, 8, 16, 32)
 ROW_TILES = (1, 2, 4, 8)
 REDUCTION_TILES = (1, 2, 4, 8, 16)
+CACHE_TILES = (32, 64, 128, 256, 512)
+"""The first reduction loop's cache tile (``TK``): the slice of the reduction one pass of
+register tiles covers, so the operands' panels stay in cache (the whole loop is a value
+too: no cache tile)."""
+CACHE_TILE_DEFAULT = 256
 STACK_BYTES = 32768
 """IREE's default stack allocation limit per thread: the register tiles must fit it."""
 
@@ -80,6 +87,7 @@ def template_for(task: Task, dispatch: ConfiguredDispatch) -> Template:
         f"W{d} % {_register_name(d, tiled)} == 0" for d in tiled[-2:] if f"W{d}" in space
     ]
     constraints.append(f"RH * RW * RK * 4 <= {STACK_BYTES}")
+    constraints.append("TK % RK == 0")
     return Template(defaults, space, constraints, schedule)
 
 
@@ -123,10 +131,14 @@ def _space(
     first = _first_reduction(dispatch)
     if first is None:
         space["RK"], defaults["RK"] = [1], 1
+        space["TK"], defaults["TK"] = [1], 1
     else:
         size = root.loop_ranges[first]
         space["RK"] = [v for v in REDUCTION_TILES if size % v == 0]
         defaults["RK"] = _nearest(space["RK"], reduction[first] or 1)
+        cache = [v for v in CACHE_TILES if v < size and size % v == 0]
+        space["TK"] = [*cache, size]
+        defaults["TK"] = _nearest(space["TK"], CACHE_TILE_DEFAULT)
     return space, defaults
 
 
@@ -158,11 +170,15 @@ def _steps(
         main = "root"
     if dispatch.init_is_fill:
         steps.append({"producer": {"of": main, "operand": dispatch.root_inputs, "as": "init"}})
+    first = _first_reduction(dispatch)
+    if first is not None:
+        cache: list[Any] = [0] * len(root.loop_ranges)
+        cache[first] = "${TK}"
+        steps.append({"tile": {"target": main, "sizes": cache}})
     parallel: list[Any] = [0] * len(root.loop_ranges)
     for d, loop in enumerate(out_loops):
         parallel[loop] = register[d]
     steps.append({"tile": {"target": main, "sizes": parallel}})
-    first = _first_reduction(dispatch)
     reduce: list[Any] = [
         0 if it == "parallel" else ("${RK}" if i == first else 1)
         for i, it in enumerate(root.iterators)

@@ -130,19 +130,25 @@ TASK = Task("t4", (OpSignature("linalg.generic", (16, 16, 16, 16, 3, 3), "convol
 
 def test_the_template_is_centred_on_iree_s_tile_sizes() -> None:
     template = template_for(TASK, _conv())
-    assert template.parameters == {"W1": 2, "W2": 16, "W3": 16, "RW": 8, "RH": 1, "RK": 8}
+    assert template.parameters == {
+        "W1": 2, "W2": 16, "W3": 16, "RW": 8, "RH": 1, "RK": 8, "TK": 16
+    }  # fmt: skip
     assert template.space["W1"] == [1, 2, 4, 8]  # a quarter to four times IREE's 2
     assert template.space["RK"] == [1, 2, 4, 8, 16]
+    assert template.space["TK"] == [16]  # 16 channels: no cache tile smaller than the loop
     steps = template.schedule
     assert steps[0] == {
         "fuse_ext": {"root": {"op": "linalg.generic"}, "tile_sizes": [0, "${W1}", "${W2}", "${W3}"]}
     }
     assert steps[1] == {"producer": {"of": "root", "operand": 0, "as": "main"}}
     assert steps[2] == {"producer": {"of": "main", "operand": 2, "as": "init"}}
-    # Register tile on the two innermost output dims only (a unit loop between two tiled
-    # ones gives wrong results after vectorizing), then the reduction.
-    assert steps[3]["tile"]["sizes"] == [1, 1, "${RH}", "${RW}", 0, 0, 0]
-    assert steps[4]["tile"]["sizes"] == [0, 0, 0, 0, "${RK}", 1, 1]
+    # The cache tile on the first reduction loop, then the register tile on the two
+    # innermost output dims only (a unit loop between two tiled ones gives wrong results
+    # after vectorizing), then the reduction.
+    assert steps[3]["tile"]["sizes"] == [0, 0, 0, 0, "${TK}", 0, 0]
+    assert steps[4]["tile"]["sizes"] == [1, 1, "${RH}", "${RW}", 0, 0, 0]
+    assert steps[5]["tile"]["sizes"] == [0, 0, 0, 0, "${RK}", 1, 1]
+    assert "TK % RK == 0" in template.constraints
     assert steps[-1] == {"vectorize": {}}
     assert "W3 % RW == 0" in template.constraints
 
