@@ -67,6 +67,18 @@ def resolve(
     return dataclasses.replace(resolved, parameters=tuple(params.items()), shape_choice=choice)
 
 
+def substitute_plain(value: Any, params: Mapping[str, ParamValue], where: Where) -> Any:
+    """``value`` (plain YAML data: mappings, lists, scalars) with every ``${NAME}``
+    replaced as in a recipe; an undeclared name is a RecipeError at ``where``."""
+    if isinstance(value, dict):
+        return {k: substitute_plain(v, params, where) for k, v in value.items()}
+    if isinstance(value, list):
+        return [substitute_plain(v, params, where) for v in value]
+    if isinstance(value, str):
+        return _substitute_text(value, params, where)
+    return value
+
+
 def _substitute(obj: T, params: Mapping[str, ParamValue], where: Where) -> T:
     result: Any
     if isinstance(obj, str):

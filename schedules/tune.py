@@ -20,10 +20,10 @@
    ``provenance``. A task whose root op and loop bounds also occur in another task is
    not swept at all: its kernel match would take the other task's dispatches too.
 
-Every result is recorded the moment it is known, so a tune stopped at any point loses
-only the candidate in flight. Re-running it sweeps from the database: a candidate
-already recorded is reused without compiling or timing it (each round still races its
-leaders), and the learned cost model starts from every recorded result.
+The budget is the total over every run into ``OUT`` (:mod:`.tune_state`, saved after
+each round): re-running a finished tune sweeps nothing, a larger budget spends only the
+difference, and a tune stopped at any point loses only the round in flight, whose
+candidates already recorded in the database are reused without compiling or timing them.
 """
 
 from __future__ import annotations
@@ -39,8 +39,10 @@ from tdsched.targets import Target
 from tdsched.targets.workload import Workload
 from tdsched.transform_lib.census import census_functions, read_census
 
+from .errors import Where
 from .files import write_atomically
 from .model_tasks import ModelTasks, Task, extract_tasks
+from .params import substitute_plain
 from .pipeline import census_output
 from .sweep.database import Result, ResultsDB
 from .sweep.executor import LocalExecutor
@@ -146,7 +148,6 @@ class TaskTuning:
             "last_gain": self.last_gain,
             "valid": self.valid,
             "exhausted": self.exhausted,
-            "no_correct": self.best is None and self.rounds > 0,
             "best": self.best.as_dict() if self.best else None,
         }
 
@@ -159,13 +160,23 @@ class TaskTuning:
             return False
         if saved.get("template") != digest(self.recipe):
             return False
-        self.rounds, self.candidates = saved["rounds"], saved["candidates"]
-        self.failed, self.spent_s = saved["failed"], saved["spent_s"]
-        self.last_gain, self.valid = saved["last_gain"], saved["valid"]
-        self.exhausted = saved["exhausted"]
-        self.best = Result(**saved["best"]) if saved["best"] else None
-        if saved["no_correct"]:
-            self.reason = _no_correct(self.candidates)
+        try:  # a state file edited by hand, or from another version: start afresh
+            best = Result(**saved["best"]) if saved["best"] else None
+            rounds, candidates = int(saved["rounds"]), int(saved["candidates"])
+            failed, spent_s = int(saved["failed"]), float(saved["spent_s"])
+            last_gain, valid = float(saved["last_gain"]), int(saved["valid"])
+            exhausted = bool(saved["exhausted"])
+        except (KeyError, TypeError, ValueError):
+            return False
+        self.best, self.rounds, self.candidates, self.failed = best, rounds, candidates, failed
+        self.spent_s, self.last_gain, self.valid, self.exhausted = (
+            spent_s,
+            last_gain,
+            valid,
+            exhausted,
+        )
+        if best is None and rounds:
+            self.reason = _no_correct(candidates)
         return True
 
     def as_dict(self) -> dict[str, Any]:
@@ -400,13 +411,12 @@ def _write_model_recipe(
         if not tuning.won:
             continue
         assert tuning.best is not None and tuning.recipe is not None
-        schedule = yaml.safe_load(tuning.recipe.read_text())["kernels"][0]["schedule"]
+        template = yaml.safe_load(tuning.recipe.read_text())
+        values = {**template.get("parameters", {}), **tuning.best.params}
+        where = Where(str(tuning.recipe), field="kernels[0].schedule")
+        schedule = substitute_plain(template["kernels"][0]["schedule"], values, where)
         kernels.append(
-            {
-                "name": tuning.task.name,
-                "match": _match(tuning.task),
-                "schedule": _filled(schedule, tuning.best.params),
-            }
+            {"name": tuning.task.name, "match": _match(tuning.task), "schedule": schedule}
         )
     document = {
         "name": name,
@@ -442,17 +452,6 @@ def _clash(task: Task, tasks: ModelTasks) -> Task | None:
         ):
             return other
     return None
-
-
-def _filled(value: Any, params: Mapping[str, Any]) -> Any:
-    """``value`` with each ``"${NAME}"`` replaced by ``params[NAME]``."""
-    if isinstance(value, dict):
-        return {k: _filled(v, params) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_filled(v, params) for v in value]
-    if isinstance(value, str) and value.startswith("${") and value.endswith("}"):
-        return params[value[2:-1]]
-    return value
 
 
 # -- progress lines -------------------------------------------------------------------

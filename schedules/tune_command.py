@@ -58,13 +58,14 @@ def add_parser(sub: Any) -> None:
         type=float,
         default=30.0,
         metavar="MINUTES",
-        help="wall time for the sweeps, in minutes (default 30)",
+        help="wall time for the sweeps in minutes, the total over every run into --out: "
+        "a re-run spends only what is left (default 30)",
     )
     p.add_argument(
         "--out",
         type=Path,
-        help="folder for the task recipes, the database and the model recipe "
-        "(default: MODEL.tune beside the current folder's MODEL name)",
+        help="folder for the task recipes, the database, the tune's state and the model "
+        "recipe (default: MODEL's name with .tune, in the current folder)",
     )
     p.add_argument(
         "--min-share",

@@ -9,9 +9,17 @@ from pathlib import Path
 import pytest
 import yaml
 from tdsched.schedules.cli import main
+from tdsched.schedules.errors import RecipeError, Where
 from tdsched.schedules.model_tasks import ModelTasks, OpSignature, Task
+from tdsched.schedules.params import substitute_plain
 from tdsched.schedules.sweep.database import Result
-from tdsched.schedules.tune import TaskTuning, TuneOptions, _filled, _next, _prepare
+from tdsched.schedules.tune import (
+    TaskTuning,
+    TuneOptions,
+    _next,
+    _prepare,
+    _write_model_recipe,
+)
 from tdsched.schedules.tune_state import TuneState, load_state, save_state
 from tdsched.schedules.tune_templates import NoTemplate, template_for
 from tdsched.targets import make_target
@@ -203,12 +211,30 @@ def test_a_task_whose_root_occurs_in_another_task_is_not_swept(tmp_path: Path) -
     assert not list(tmp_path.iterdir())  # nothing written, nothing compiled
 
 
-def test_the_winning_values_fill_the_schedule() -> None:
+def test_the_winning_values_fill_the_schedule(tmp_path: Path) -> None:
     schedule = [{"tile": {"sizes": [1, "${RH}", "${RW}"]}}, {"vectorize": {}}]
-    assert _filled(schedule, {"RH": 4, "RW": 16}) == [
+    assert substitute_plain(schedule, {"RH": 4, "RW": 16}, Where("t0.yaml")) == [
         {"tile": {"sizes": [1, 4, 16]}},
         {"vectorize": {}},
     ]
+    # In the model recipe: the winner's values, and the template's own for the rest (a
+    # user may fix a parameter in the template rather than sweep it).
+    recipe = tmp_path / "t0.yaml"
+    template = {"parameters": {"RH": 1, "RW": 8, "FIXED": 2}, "kernels": [{"schedule": schedule}]}
+    template["kernels"][0]["schedule"] = [{"tile": {"sizes": ["${FIXED}", "${RH}", "${RW}"]}}]
+    recipe.write_text(yaml.safe_dump(template))
+    best = Result("k", "t0.yaml", "x86", {"RH": 4, "RW": 16}, "ok", speedup=1.5)
+    won = _tuning("t0", 1.0, recipe=recipe, rounds=1, best=best)
+    options = TuneOptions(make_target("x86"), threads=1, budget_s=60)
+    _write_model_recipe(tmp_path / "m.yaml", "m", {"model": "m"}, [won], options)
+    written = yaml.safe_load((tmp_path / "m.yaml").read_text())
+    assert written["kernels"][0]["schedule"] == [{"tile": {"sizes": [2, 4, 16]}}]
+    # A name the template does not declare is an error naming the template.
+    template["kernels"][0]["schedule"] = [{"tile": {"sizes": ["${NOPE}"]}}]
+    recipe.write_text(yaml.safe_dump(template))
+    won.recipe = recipe
+    with pytest.raises(RecipeError, match=r"t0.yaml.*\$\{NOPE\} is not declared"):
+        _write_model_recipe(tmp_path / "m.yaml", "m", {"model": "m"}, [won], options)
 
 
 def test_tune_writes_a_model_recipe_that_is_correct_and_a_rerun_reuses_it(

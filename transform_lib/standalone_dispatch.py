@@ -91,7 +91,7 @@ def dataflow(function_text: str) -> tuple[tuple[object, ...], ...]:
 def _op_dataflow(op: ir.Operation, body: list[ir.Operation]) -> tuple[object, ...]:
     iterators = str(op.attributes["iterator_types"]) if "iterator_types" in op.attributes else ""
     maps = list(op.attributes["indexing_maps"]) if "indexing_maps" in op.attributes else []
-    root = not (op.name == "linalg.generic" and "reduction" not in iterators)
+    elementwise = op.name == "linalg.generic" and "reduction" not in iterators
     operands: list[tuple[object, ...]] = []
     for index, (group, position) in enumerate(_operand_groups(op)):
         value = op.operands[index]
@@ -100,12 +100,12 @@ def _op_dataflow(op: ir.Operation, body: list[ir.Operation]) -> tuple[object, ..
         if not isinstance(owner, ir.Block):
             producer = owner.operation
             source = body.index(producer) if producer in body else "const"
-        if source == "arg" and not root:
+        if source == "arg" and elementwise:
             continue
         map_text = str(maps[index]) if index < len(maps) else ""
         operands.append((group, position, source, map_text))
     inner = tuple(o.operation.name for r in op.regions for b in r.blocks for o in b.operations)
-    return (op.name, iterators, tuple(operands), inner if root else ())
+    return (op.name, iterators, tuple(operands), () if elementwise else inner)
 
 
 def _operand_groups(op: ir.Operation) -> list[tuple[int, int]]:

@@ -162,8 +162,8 @@ def _same_plan(kernel: str, plans: Sequence[KernelPlan]) -> KernelPlan:
         # residual) numbers its ops differently but is fused the same way.
         p = k.plan
         where = {pick.fid: (pick.name, pick.index, pick.count) for pick in k.picks}
-        names = [
-            tuple(where.get(op.fid, (op.name, op.fid)) for op in ops)
+        names = [  # yielded and generalized ops are producers: all of them are picked
+            tuple(where[op.fid] for op in ops)
             for ops in (p.roots, p.producers, p.yielded, p.generalized)
         ]
         return (*names, p.iterators)
