@@ -343,6 +343,8 @@ def _plan(args: argparse.Namespace, **extra: object) -> Plan:
     )
     if p.recipe.shape_choice is not None:
         print(f"tdsched: {p.recipe.shape_choice.describe()}", file=sys.stderr)
+    for skipped in p.recipe.skipped:
+        print(f"tdsched: {skipped.describe()}", file=sys.stderr)
     return p
 
 
@@ -498,6 +500,8 @@ def _print_report(report: RunReport) -> None:
         print(f"checked  {_baseline_check_line(report)}")
     if report.shape_entry:
         print(f"shapes   {report.shape_entry['description']}")
+    for skipped in report.skipped or ():
+        print(f"skipped  {skipped}")
     if report.error:
         print(f"error    {report.error}")
     if report.evaluated_by:

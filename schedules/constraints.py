@@ -2,9 +2,10 @@
 
 A constraint is a Python-syntax boolean expression over parameter names, integer and
 float literals, arithmetic (``+ - * / // % **``, unary ``-``), comparisons (chains
-allowed), ``and`` / ``or`` / ``not``, parentheses and the functions ``min``, ``max``,
-``abs``. Nothing else parses: no attribute access, calls to other names, subscripts,
-strings or lambdas, so a recipe cannot run code. :func:`parse_constraint` checks the
+allowed; a string literal may be compared, ``LAYOUT == 'packed'``, but not computed
+with), ``and`` / ``or`` / ``not``, parentheses and the functions ``min``, ``max``,
+``abs``. Nothing else parses: no attribute access, calls to other names, subscripts or
+lambdas, so a recipe cannot run code. :func:`parse_constraint` checks the
 syntax and the names at load time; :meth:`Expression.holds` evaluates it for one
 candidate.
 """
@@ -38,8 +39,8 @@ _COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
 _FUNCTIONS: dict[str, Callable[..., Any]] = {"min": min, "max": max, "abs": abs}
 _MAX_EXPONENT = 64
 ALLOWED = (
-    "parameter names, numbers, + - * / // % **, comparisons, and/or/not, "
-    "parentheses, min(), max(), abs()"
+    "parameter names, numbers, + - * / // % **, comparisons (with numbers or 'strings'), "
+    "and/or/not, parentheses, min(), max(), abs()"
 )
 
 
@@ -94,7 +95,10 @@ def _check(node: ast.AST, text: str, names: set[str]) -> None:
         return
     if isinstance(node, ast.Constant):
         if isinstance(node.value, bool) or not isinstance(node.value, int | float):
-            raise ConstraintError(f"{text!r}: only numeric literals are allowed")
+            raise ConstraintError(
+                f"{text!r}: only numeric literals are allowed here (a 'string' only as a "
+                "side of a comparison, e.g. LAYOUT == 'packed')"
+            )
         return
     if isinstance(node, ast.Call):
         if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCTIONS:
@@ -114,13 +118,18 @@ def _check(node: ast.AST, text: str, names: set[str]) -> None:
     elif isinstance(node, ast.BoolOp):
         checks = list(node.values)
     elif isinstance(node, ast.Compare) and all(type(op) in _COMPARE for op in node.ops):
-        checks = [node.left, *node.comparators]
+        checks = [side for side in (node.left, *node.comparators) if not _is_text(side)]
     else:
         raise ConstraintError(
             f"{text!r}: {type(node).__name__} is not allowed in a constraint; allowed: {ALLOWED}"
         )
     for child in checks:
         _check(child, text, names)
+
+
+def _is_text(node: ast.AST) -> bool:
+    """A string literal, allowed as one side of a comparison."""
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
 
 
 def _evaluate(node: ast.AST, values: Mapping[str, Number | str]) -> Any:

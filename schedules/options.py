@@ -30,6 +30,7 @@ class Kind(Enum):
     CHOICE = "one of"
     MATCH = "op selection"
     OPS = "op selection by op, attributes, layer"
+    CONDITION = "condition on the parameters"
 
 
 ValueCheck = Callable[[Any], str | None]
@@ -80,12 +81,18 @@ class StepOption:
 
 
 def step_options(cls: type) -> Iterator[StepOption]:
-    """The options of a step dataclass, in declaration order."""
-    for f in dataclasses.fields(cls):
+    """The options of a step dataclass, in declaration order, except that the condition
+    every step inherits (``when``) comes last."""
+    fields = dataclasses.fields(cls)
+    for f in sorted(fields, key=lambda f: _is_condition(f.metadata.get("option"))):
         spec = f.metadata.get("option")
         if spec is not None:
             required = f.default is MISSING
             yield StepOption(f.name, spec.key or f.name, required, f.default, spec)
+
+
+def _is_condition(spec: Option | None) -> bool:
+    return spec is not None and spec.kind is Kind.CONDITION
 
 
 def is_param(value: object) -> bool:
@@ -133,6 +140,14 @@ def _normalise(spec: Option, value: Any, where: Where) -> Any:
     if kind is Kind.FLAG:
         if not isinstance(value, bool):
             raise RecipeError(where, f"expected true or false, got {value!r}")
+        return value
+    if kind is Kind.CONDITION:
+        if not isinstance(value, str) or not value.strip():
+            raise RecipeError(
+                where,
+                "expected a condition on the parameters, e.g. \"LAYOUT == 'packed'\", "
+                f"got {value!r}",
+            )
         return value
     if kind is Kind.CHOICE:
         if value not in spec.choices:

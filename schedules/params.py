@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+from .conditions import apply_conditions
 from .errors import RecipeError, Where
 from .recipe import Recipe
 from .space import ParamValue
@@ -44,7 +45,9 @@ def resolve(
     error (a typo would otherwise silently run the default schedule). A ``shapes`` table
     entry chosen by the shape and the CPU ``threads`` it runs on (None: a GPU target; see
     :mod:`.shape_table`) replaces defaults first, overrides win over it; the result's
-    ``shape_choice`` says which entry was used.
+    ``shape_choice`` says which entry was used. Steps and kernel schedules whose ``when``
+    is false for the final values are left out, and listed in ``skipped``
+    (:mod:`.conditions`).
     """
     params = recipe.parameter_dict
     for name in overrides or {}:
@@ -64,7 +67,10 @@ def resolve(
     resolved = _substitute(recipe, params, Where(recipe.source))
     if choice is not None and choice.entry is not None and choice.entry.iree_default:
         resolved = dataclasses.replace(resolved, graph=(), kernels=())
-    return dataclasses.replace(resolved, parameters=tuple(params.items()), shape_choice=choice)
+    resolved, skipped = apply_conditions(resolved, params)
+    return dataclasses.replace(
+        resolved, parameters=tuple(params.items()), shape_choice=choice, skipped=skipped
+    )
 
 
 def substitute_plain(value: Any, params: Mapping[str, ParamValue], where: Where) -> Any:
@@ -91,7 +97,17 @@ def _substitute(obj: T, params: Mapping[str, ParamValue], where: Where) -> T:
         changes = {
             f.name: _substitute(getattr(obj, f.name), params, here)
             for f in dataclasses.fields(obj)
-            if f.name not in ("where", "parameters", "source", "space", "shapes", "shape_choice")
+            if f.name
+            not in (
+                "where",
+                "parameters",
+                "source",
+                "space",
+                "shapes",
+                "shape_choice",
+                "skipped",
+                "when",
+            )
         }
         result = dataclasses.replace(obj, **changes)
     else:

@@ -570,15 +570,18 @@ class RecipeBuilder:
         match: MatchSpec,
         workgroup_size: Sequence[IntOrParam] | None = None,
         targets: Sequence[str] | None = None,
+        when: str | None = None,
     ) -> KernelBuilder:
         """Start a kernel schedule (a transform-dialect strategy) for matching dispatches
-        (on ``targets`` only, when given)."""
+        (on ``targets`` only, when given; only where the condition ``when`` on the
+        parameters holds, when given)."""
         schedule = _Schedule()
         kernel = KernelSchedule(
             name=name,
             match=match,
             workgroup_size=tuple(workgroup_size) if workgroup_size is not None else None,
             targets=tuple(targets) if targets is not None else None,
+            when=when,
             where=_caller(),
         )
         self._kernels.append((kernel, schedule))
@@ -593,8 +596,10 @@ class RecipeBuilder:
         workgroup_size: Sequence[IntOrParam] | None = None,
         pipeline: str | None = None,
         targets: Sequence[str] | None = None,
+        when: str | None = None,
     ) -> None:
-        """A config-only kernel schedule: IREE's own pipeline with these tile sizes."""
+        """A config-only kernel schedule: IREE's own pipeline with these tile sizes
+        (``targets`` and ``when`` as in :meth:`kernel`)."""
         where = _caller()
         config = LoweringConfig(
             tile_sizes=tuple((k, tuple(v)) for k, v in tile_sizes.items()),
@@ -609,6 +614,7 @@ class RecipeBuilder:
                     match=match,
                     config=config,
                     targets=tuple(targets) if targets is not None else None,
+                    when=when,
                     where=where,
                 ),
                 None,

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from tdsched.targets.target import TARGET_NAMES
 
+from .conditions import Skipped, check_conditions
 from .errors import RecipeError, Where
 from .shape_table import ShapeChoice, ShapeTable
 from .space import ParamValue, SearchSpace
@@ -77,6 +78,9 @@ class KernelSchedule:
     targets: tuple[str, ...] | None = None
     """The targets it applies to (``None``: all the recipe's); kernel schedules are
     target-specific, so a recipe for x86 and Vulkan may give each its own."""
+    when: str | None = None
+    """Leave the kernel schedule out unless this condition on the parameters holds
+    (:mod:`.conditions`)."""
     where: Where = field(default_factory=Where)
 
     def __post_init__(self) -> None:
@@ -151,6 +155,8 @@ class Recipe:
     """Tuned parameters per workload shape (:mod:`.shape_table`)."""
     shape_choice: ShapeChoice | None = None
     """Set by resolving: the ``shapes`` entry the parameters came from."""
+    skipped: tuple[Skipped, ...] = ()
+    """Set by resolving: the steps and kernel schedules whose ``when`` was false."""
     source: str | None = None
 
     def __post_init__(self) -> None:
@@ -164,6 +170,7 @@ class Recipe:
                     f"unknown target {target!r}; available: {', '.join(TARGET_NAMES)}",
                 )
         _check_scope(self.graph, Scope.GRAPH)
+        check_conditions(self)
         if self.shapes is not None:
             self.shapes.check(self.parameter_dict)
 

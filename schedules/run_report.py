@@ -131,6 +131,8 @@ class RunReport:
     peers: list[PeerResult] | None = None
     shape_entry: dict[str, Any] | None = None
     """The ``shapes`` table entry the parameters came from (:mod:`.shape_table`)."""
+    skipped: list[str] | None = None
+    """The steps and kernel schedules left out by their ``when`` (:mod:`.conditions`)."""
     profile: DispatchProfile | None = None
     """Per-dispatch times of both builds (``--profile``, :mod:`.profile_report`)."""
 
@@ -159,8 +161,8 @@ class RunReport:
         """The JSON object of ``tdsched run --json``: every key always present except
         ``compile_command``, ``reference``, ``baseline_check``, ``error``,
         ``evaluated_by``, ``bandwidth``,
-        ``throughput``, ``peers``, ``shape_entry`` and ``profile``, which appear when
-        known."""
+        ``throughput``, ``peers``, ``shape_entry``, ``skipped`` and ``profile``, which
+        appear when known."""
         data: dict[str, Any] = {
             "recipe": self.recipe,
             "target": self.target,
@@ -185,6 +187,7 @@ class RunReport:
             "throughput": dataclasses.asdict(self.throughput) if self.throughput else None,
             "peers": [peer.as_dict() for peer in self.peers] if self.peers is not None else None,
             "shape_entry": self.shape_entry,
+            "skipped": self.skipped,
             "profile": self.profile.as_dict() if self.profile else None,
         }
         data.update({k: v for k, v in optional.items() if v is not None})
@@ -231,6 +234,8 @@ def run(
     choice = p.recipe.shape_choice
     if choice is not None:
         report.shape_entry = {**choice.as_dict(), "description": choice.describe()}
+    if p.recipe.skipped:
+        report.skipped = [skipped.describe() for skipped in p.recipe.skipped]
     with tempfile.TemporaryDirectory(prefix="tdsched-") as tmp:
         work = out_dir or Path(tmp)
         try:

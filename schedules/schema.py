@@ -61,6 +61,7 @@ def recipe_schema() -> JSON:
             ),
             "workgroup_size": _INTS,
             "targets": {"type": "array", "items": {"enum": list(TARGET_NAMES)}},
+            "when": _TEXT,
         },
         required=("name", "match"),
     )
@@ -229,6 +230,7 @@ def _option(opt: StepOption) -> JSON:
     kind = opt.spec.kind
     schemas: dict[Kind, JSON] = {
         Kind.HANDLE: _TEXT,
+        Kind.CONDITION: _TEXT,
         Kind.INT: _INT,
         Kind.INTS: _INTS,
         Kind.INT_GROUPS: {"anyOf": [{"const": "auto"}, {"type": "array", "items": _INTS}]},

@@ -76,9 +76,17 @@ def step_info(step: StepBase | type[StepBase]) -> StepInfo:
 
 @dataclass(frozen=True, kw_only=True)
 class StepBase:
-    """Common to every step: where it was written. Options are checked on creation."""
+    """Common to every step: where it was written and ``when`` it applies (a condition on
+    the recipe's parameters, checked when the recipe is made and evaluated when it is
+    resolved). Options are checked on creation."""
 
     where: Where = field(default_factory=Where)
+    when: str | None = option(
+        "leave the step out unless this condition on the parameters holds "
+        "(docs/recipes.md#conditional-steps-and-kernels)",
+        Kind.CONDITION,
+        default=None,
+    )
 
     binds_only: ClassVar[bool] = False
     """The step only binds a handle (match, producer): it never changes the payload, so

@@ -71,6 +71,7 @@ KERNEL_FIELDS = {
     "config": "lowering config for IREE's own pipeline",
     "workgroup_size": "GPU threads [x, y, z] for a Vulkan strategy",
     "targets": f"the targets it applies to ({', '.join(TARGET_NAMES)}; default all)",
+    "when": "a condition on the parameters: leave the kernel schedule out unless it holds",
 }
 CONFIG_FIELDS = {
     "tile_sizes": "level: sizes, levels workgroup, thread, reduction",
@@ -355,6 +356,7 @@ def _kernel(node: Node) -> KernelSchedule:
         targets=tuple(t.choice(TARGET_NAMES) for t in f["targets"].sequence())
         if "targets" in f
         else None,
+        when=optional(f, "when", Node.text, None),
         where=node.where,
     )
 
@@ -426,6 +428,7 @@ def _read_option(opt: StepOption, step: Node, fields: dict[str, Node]) -> Any:
         return tuple(group.ints() for group in node.sequence())
     readers: dict[Kind, Callable[[Node], Any]] = {
         Kind.HANDLE: Node.text,
+        Kind.CONDITION: Node.text,
         Kind.INT: Node.int_or_param,
         Kind.INTS: Node.ints,
         Kind.FLAG: Node.flag,

@@ -96,9 +96,20 @@ def test_constraint_language_is_arithmetic_only() -> None:
     assert parse_constraint("4 <= A < B", known).holds({"A": 4, "B": 5}) is True
     with pytest.raises(ConstraintError, match="division by zero"):
         parse_constraint("A % B == 0", known).holds({"A": 4, "B": 0})
-    for bad in ("[A][0] > 1", "lambda: 1", "'x' == A", "A if B else 1", "A ** 1000 > 1"):
+    for bad in ("[A][0] > 1", "lambda: 1", "'x' * A > 1", "A if B else 1", "A ** 1000 > 1"):
         with pytest.raises(ConstraintError):
             parse_constraint(bad, known).holds({"A": 2, "B": 3})
+
+
+def test_a_string_may_be_compared_but_not_computed_with() -> None:
+    known = frozenset({"LAYOUT", "B"})
+    packed = parse_constraint("LAYOUT == 'packed' or B > 2", known)
+    assert packed.holds({"LAYOUT": "packed", "B": 1}) is True
+    assert packed.holds({"LAYOUT": "rowmajor", "B": 1}) is False
+    with pytest.raises(ConstraintError, match="a 'string' only as a side of a comparison"):
+        parse_constraint("LAYOUT + 'x' == 'y'", known)
+    with pytest.raises(ConstraintError, match="not supported between"):
+        parse_constraint("'a' < B", known).holds({"LAYOUT": "x", "B": 1})
 
 
 def test_evaluation_errors_prune_with_a_reason() -> None:

@@ -1,0 +1,97 @@
+"""Conditional steps and kernel schedules: ``when: "<condition on the parameters>"``.
+
+One recipe may hold more than one way to compute its workload and let its parameters
+choose: ``matmul_x86`` register-tiles the matmul in place (``LAYOUT: rowmajor``) or packs
+it into IREE's data-tiling layout (``LAYOUT: packed``, a graph ``mmt4d`` step), and its
+shape table picks per shape. Any step (graph or kernel) and any kernel schedule may carry
+``when``, written in the constraint language (:mod:`.constraints`; strings may be
+compared: ``LAYOUT == 'packed'``). :func:`check_conditions` checks every condition's
+syntax and names when the recipe is made; :func:`apply_conditions` evaluates them when
+the recipe is resolved, leaves out what does not apply and says what it left out, so a
+skipped step is never silent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .constraints import ConstraintError, parse_constraint
+from .errors import RecipeError, Where
+from .space import ParamValue
+from .steps import Step
+
+if TYPE_CHECKING:
+    from .recipe import KernelSchedule, Recipe
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A step or kernel schedule left out because its ``when`` was false."""
+
+    what: str
+    """``graph step 1 (mmt4d)``, ``kernel 'matmul'``, ``kernel 'matmul' step 3 (tile)``."""
+    condition: str
+    where: Where
+
+    def describe(self) -> str:
+        return f"{self.what} at {self.where} left out: when {self.condition!r} is false"
+
+
+def check_conditions(recipe: Recipe) -> None:
+    """Refuse a ``when`` that does not parse or names an undeclared parameter."""
+    known = frozenset(recipe.parameter_dict)
+    for what, where, condition in _conditions(recipe):
+        try:
+            parse_constraint(condition, known)
+        except ConstraintError as exc:
+            raise RecipeError(where.child("when"), f"{what}: {exc}") from exc
+
+
+def apply_conditions(
+    recipe: Recipe, params: Mapping[str, ParamValue]
+) -> tuple[Recipe, tuple[Skipped, ...]]:
+    """``recipe`` without the steps and kernel schedules whose ``when`` is false for
+    ``params`` (the resolved parameter values), and what was left out."""
+    skipped: list[Skipped] = []
+
+    def holds(what: str, where: Where, condition: str | None) -> bool:
+        if condition is None:
+            return True
+        try:
+            keep = parse_constraint(condition, frozenset(params)).holds(dict(params))
+        except ConstraintError as exc:
+            raise RecipeError(where.child("when"), f"{what}: {exc}") from exc
+        if not keep:
+            skipped.append(Skipped(what, condition, where))
+        return keep
+
+    def steps(scope: str, listed: tuple[Step, ...]) -> tuple[Step, ...]:
+        return tuple(
+            step
+            for i, step in enumerate(listed, 1)
+            if holds(f"{scope} step {i} ({step.primitive})", step.where, step.when)
+        )
+
+    graph = steps("graph", recipe.graph)
+    kernels: list[KernelSchedule] = []
+    for kernel in recipe.kernels:
+        scope = f"kernel {kernel.name!r}"
+        if holds(scope, kernel.where, kernel.when):
+            kernels.append(dataclasses.replace(kernel, steps=steps(scope, kernel.steps)))
+    return dataclasses.replace(recipe, graph=graph, kernels=tuple(kernels)), tuple(skipped)
+
+
+def _conditions(recipe: Recipe) -> Iterator[tuple[str, Where, str]]:
+    for i, step in enumerate(recipe.graph, 1):
+        if step.when is not None:
+            yield f"graph step {i} ({step.primitive})", step.where, step.when
+    for kernel in recipe.kernels:
+        scope = f"kernel {kernel.name!r}"
+        if kernel.when is not None:
+            yield scope, kernel.where, kernel.when
+        for i, step in enumerate(kernel.steps, 1):
+            if step.when is not None:
+                yield f"{scope} step {i} ({step.primitive})", step.where, step.when

@@ -1,0 +1,120 @@
+"""Conditional steps and kernel schedules (``when``): left out when their condition on
+the parameters is false, said so in ``show``/``run``, refused at load when the condition
+names an unknown parameter or does not parse; and the packed layout that matmul_x86's
+shape table selects this way, run for real against numpy."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cli_process import tdsched
+from tdsched.schedules.errors import RecipeError
+from tdsched.schedules.params import resolve
+from tdsched.schedules.python_api import Match, P, RecipeBuilder, generator
+from tdsched.schedules.steps import Mmt4dStep
+from tdsched.schedules.yaml_frontend import parse_recipe
+
+RECIPE = """\
+name: t
+workload:
+  generator: matmul
+  args: {M: 64, N: 64, K: 64}
+parameters: {LAYOUT: rowmajor, TM: 8}
+graph:
+  - mmt4d: {tile: [16, 16, 1], when: "LAYOUT == 'packed'"}
+kernels:
+  - name: mm
+    match: {kind: contraction}
+    when: "LAYOUT == 'rowmajor'"
+    schedule:
+      - tile: {sizes: ["${TM}", 16, 0], loop: forall, mapping: workgroup, loops: wg}
+      - tile: {sizes: [0, 0, 16], when: "TM >= 16"}
+      - vectorize: {}
+"""
+
+
+def test_a_false_condition_leaves_the_step_or_kernel_out_and_says_so() -> None:
+    recipe = parse_recipe(RECIPE, "r.yaml")
+    rowmajor = resolve(recipe)
+    assert rowmajor.graph == ()
+    assert [len(k.steps) for k in rowmajor.kernels] == [2]
+    assert [s.describe() for s in rowmajor.skipped] == [
+        "graph step 1 (mmt4d) at r.yaml:7: graph[0].mmt4d left out: "
+        "when \"LAYOUT == 'packed'\" is false",
+        "kernel 'mm' step 2 (tile) at r.yaml:14: kernels[0].schedule[1].tile left out: "
+        "when 'TM >= 16' is false",
+    ]
+    wide = resolve(recipe, {"TM": 16})
+    assert [len(k.steps) for k in wide.kernels] == [3] and len(wide.skipped) == 1
+    packed = resolve(recipe, {"LAYOUT": "packed"})
+    assert [type(s) for s in packed.graph] == [Mmt4dStep]
+    assert packed.kernels == ()
+    assert [s.what for s in packed.skipped] == ["kernel 'mm'"]
+
+
+@pytest.mark.parametrize(
+    ("when", "said"),
+    [
+        ("SHAPE == 'packed'", "names SHAPE, which is not a parameter"),
+        ("LAYOUT = 'packed'", "is not a valid expression"),
+        ("LAYOUT + 'x' == 'packedx'", "a 'string' only as a side of a comparison"),
+    ],
+)
+def test_a_bad_condition_is_refused_at_load_naming_its_line(when: str, said: str) -> None:
+    text = RECIPE.replace("\"LAYOUT == 'rowmajor'\"", json.dumps(when))
+    with pytest.raises(RecipeError) as caught:
+        parse_recipe(text, "r.yaml")
+    message = str(caught.value)
+    assert message.startswith("r.yaml:9: kernels[0].when: kernel 'mm': ")
+    assert said in message
+
+
+def test_an_empty_condition_is_refused() -> None:
+    with pytest.raises(RecipeError, match=r"r.yaml:7: graph\[0\].mmt4d.when: expected a cond"):
+        parse_recipe(RECIPE.replace("\"LAYOUT == 'packed'\"", '" "'), "r.yaml")
+
+
+def test_a_condition_that_cannot_be_evaluated_names_the_step() -> None:
+    text = RECIPE.replace('"TM >= 16"', '"LAYOUT > 3"')
+    with pytest.raises(RecipeError, match=r"r.yaml:14: .*when: kernel 'mm' step 2 \(tile\): "):
+        resolve(parse_recipe(text, "r.yaml"))
+
+
+def test_python_recipe_conditions_match_yaml() -> None:
+    b = RecipeBuilder("t", workload=generator("matmul", M=64, N=64, K=64))
+    b.parameters(LAYOUT="rowmajor", TM=8)
+    b.graph.step("mmt4d", tile=[16, 16, 1], when="LAYOUT == 'packed'")
+    k = b.kernel("mm", match=Match(kind="contraction"), when="LAYOUT == 'rowmajor'")
+    k.root.tile([P("TM"), 16, 0], loop="forall", mapping="workgroup")
+    k.root.step("tile", sizes=[0, 0, 16], when="TM >= 16")
+    k.vectorize()
+    built, parsed = b.build(), parse_recipe(RECIPE, "r.yaml")
+    assert [s.when for s in built.graph] == [s.when for s in parsed.graph]
+    assert [k.when for k in built.kernels] == [k.when for k in parsed.kernels]
+    for params in ({}, {"LAYOUT": "packed"}, {"TM": 16}):
+        ours, theirs = resolve(built, params), resolve(parsed, params)
+        assert [s.what for s in ours.skipped] == [s.what for s in theirs.skipped]
+
+
+@pytest.mark.integration
+def test_matmul_x86_packed_layout_runs_correct_and_says_the_kernel_was_left_out(
+    iree: None,
+) -> None:
+    """The packed layout (graph mmt4d, no kernel schedule) on x86 against numpy; the
+    rowmajor kernel schedule it replaces is reported as left out, not silently dropped."""
+    shape = ("--param", "M=96", "--param", "N=160", "--param", "K=48")
+    done = tdsched(
+        "run", "matmul_x86", *shape, "--param", "LAYOUT=packed", "--repeats", "1", "--json"
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["status"] == "ok" and report["reference"] == "numpy"
+    assert report["skipped"] == [
+        next(line for line in report["skipped"] if line.startswith("kernel 'matmul' at "))
+    ]
+    assert "left out: when \"LAYOUT == 'rowmajor'\" is false" in report["skipped"][0]
+    shown = tdsched("show", "matmul_x86", *shape, "--param", "LAYOUT=packed")
+    assert shown.returncode == 0, shown.stderr
+    assert "tdsched: kernel 'matmul' at " in shown.stderr
+    assert "mmt4d" in shown.stdout and "tdsched_strategy_matmul" not in shown.stdout
