@@ -11,7 +11,7 @@ r = RecipeBuilder(
     "matmul_x86_py",
     workload=generator("matmul", M=P("M"), N=P("N"), K=P("K"), dtype="f32", weights=P("WEIGHTS")),
     targets=["x86"],
-    description="f32 matmul, workgroup/reduction/register tiling + vectorization on x86",
+    description="f32 matmul on x86, register-tiled in place or packed (mmt4d) per shape",
 )
 r.parameters(WEIGHTS="input", M=1024, N=1024, K=1024, TM=64, TN=128, TK=256, RM=8, RN=32, RK=1)
 # LAYOUT rowmajor: the kernel schedule below; packed: pack + mmt4d + unpack (IREE's
