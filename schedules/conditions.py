@@ -72,13 +72,13 @@ def apply_conditions(
         return tuple(
             step
             for i, step in enumerate(listed, 1)
-            if holds(f"{scope} step {i} ({step.primitive})", step.where, step.when)
+            if holds(_step_label(scope, i, step), step.where, step.when)
         )
 
     graph = steps("graph", recipe.graph)
     kernels: list[KernelSchedule] = []
     for kernel in recipe.kernels:
-        scope = f"kernel {kernel.name!r}"
+        scope = _kernel_label(kernel)
         if holds(scope, kernel.where, kernel.when):
             kernels.append(dataclasses.replace(kernel, steps=steps(scope, kernel.steps)))
     return dataclasses.replace(recipe, graph=graph, kernels=tuple(kernels)), tuple(skipped)
@@ -87,11 +87,19 @@ def apply_conditions(
 def _conditions(recipe: Recipe) -> Iterator[tuple[str, Where, str]]:
     for i, step in enumerate(recipe.graph, 1):
         if step.when is not None:
-            yield f"graph step {i} ({step.primitive})", step.where, step.when
+            yield _step_label("graph", i, step), step.where, step.when
     for kernel in recipe.kernels:
-        scope = f"kernel {kernel.name!r}"
+        scope = _kernel_label(kernel)
         if kernel.when is not None:
             yield scope, kernel.where, kernel.when
         for i, step in enumerate(kernel.steps, 1):
             if step.when is not None:
-                yield f"{scope} step {i} ({step.primitive})", step.where, step.when
+                yield _step_label(scope, i, step), step.where, step.when
+
+
+def _kernel_label(kernel: KernelSchedule) -> str:
+    return f"kernel {kernel.name!r}"
+
+
+def _step_label(scope: str, number: int, step: Step) -> str:
+    return f"{scope} step {number} ({step.primitive})"

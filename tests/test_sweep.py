@@ -328,3 +328,33 @@ def test_keep_temps_keeps_a_build_folder_per_compiled_candidate(
 def _artifact(db: Path, key: str) -> str:
     with sqlite3.connect(db) as conn:
         return str(conn.execute("SELECT artifact FROM results WHERE key=?", (key,)).fetchone()[0])
+
+
+def test_candidates_that_build_the_same_module_are_compiled_and_timed_once(
+    recipe: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With a ``when`` leaving out the only step TM feeds, the four TM candidates build one
+    module: it is compiled and timed once, and the three others reuse its result (in one
+    batch, so never compiled side by side into the same artifact)."""
+    text = (
+        RECIPE.replace("SPLITK: 0}", "SPLITK: 0, WIDE: 0}")
+        .replace(
+            "      - vectorize: {}\n",
+            '      - vectorize: {}\n      - cleanup: {when: "WIDE == 1"}\n',
+        )
+        .replace(
+            '      - tile: {sizes: ["${TM}", 32, "${SPLITK}"], loop: forall, mapping: workgroup, '
+            "loops: wg}\n",
+            '      - tile: {sizes: [16, 32, "${SPLITK}"], loop: forall, mapping: workgroup, '
+            "loops: wg}\n"
+            '      - tile: {sizes: ["${TM}", 0, 0], when: "WIDE == 1"}\n',
+        )
+    )
+    assert text.count("WIDE == 1") == 2
+    path = tmp_path / "same.yaml"
+    path.write_text(text)
+    args = (str(path), "--db", str(tmp_path / "s.db"), "--param", "SPLITK=0")
+    code, out = sweep(capsys, *args, "--strategy", "grid")
+    assert code == 0
+    assert (out["compiled"], out["timed"], out["reused"]) == (1, 1, 3)
+    assert len({r["key"] for r in out["ranked"]}) == 1

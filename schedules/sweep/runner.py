@@ -392,12 +392,21 @@ class Sweep:
         history: dict[Point, float | None],
         outcome: SweepOutcome,
     ) -> None:
-        """Reuse, compile (in parallel) and then time (one by one) a batch."""
+        """Reuse, compile (in parallel) and then time (one by one) a batch.
+
+        Points that build the same module (parameters a ``when`` left unused) share one
+        key: the first is compiled and timed, the others reuse its result."""
         jobs: list[CompileJob] = []
         ready: list[BenchJob] = []
+        points: dict[str, Point] = {}
+        same_build: list[Point] = []
         for point in batch:
             params = self.enumeration.as_params(point)
             key = self._key(point)
+            if key in points:
+                same_build.append(point)
+                continue
+            points[key] = point
             recorded = self.db.result(key)
             if recorded is not None and self._reusable(recorded):
                 self.db.link(sweep_id, key)
@@ -412,7 +421,6 @@ class Sweep:
                 kept = outcome.build_files
                 folder = str(kept / build_folder_name(params)) if kept else None
                 jobs.append(CompileJob(key, params, str(artifact), folder))
-        points = {self._keys[p]: p for p in batch}
         self.db.artifacts.mkdir(parents=True, exist_ok=True)
         for compiled in self.executor.compile(jobs) if jobs else ():
             outcome.compiled += 1
@@ -431,6 +439,13 @@ class Sweep:
                 ready.append(BenchJob(job.key, job.params, job.artifact))
         for bench in ready:
             self._time(bench, sweep_id, history, points, outcome)
+        for point in same_build:
+            key = self._keys[point]
+            history[point] = history[points[key]]
+            outcome.reused += 1
+            recorded = self.db.result(key)
+            if recorded is not None:
+                self._done("reused", recorded)
 
     def _reusable(self, recorded: Result) -> bool:
         """Whether a recorded result stands: always, unless --rebench asks to time again
