@@ -32,7 +32,9 @@ def _rows(profile: dict[str, Any], build: str) -> list[dict[str, Any]]:
 def _assert_dispatches_make_up_the_call(profile: dict[str, Any]) -> None:
     """Each build's dispatch times sum to its call within IN_DISPATCHES, against the
     fastest round: other load on the machine only delays the host between calls, and a
-    delayed round says nothing about the dispatches."""
+    delayed round says nothing about the dispatches. On Vulkan the device is lavapipe,
+    on the same CPU: load delays its dispatches too, so their sum may reach the slowest
+    round (within IN_DISPATCHES), never more."""
     for name, build in profile["builds"].items():
         rows = _rows(profile, name)
         assert build["in_dispatches_ms"] == pytest.approx(sum(r["time_ms"] for r in rows))
@@ -41,7 +43,9 @@ def _assert_dispatches_make_up_the_call(profile: dict[str, Any]) -> None:
         assert build["timed_ms"] == timed
         assert build["fraction_of_timed"] == pytest.approx(build["in_dispatches_ms"] / timed)
         fastest = build["call_ms"]["min"]
-        assert build["in_dispatches_ms"] / fastest == pytest.approx(1.0, abs=IN_DISPATCHES), (
+        slowest = build["call_ms"]["max"] if profile["threads"] is None else fastest
+        in_dispatches = build["in_dispatches_ms"]
+        assert (1 - IN_DISPATCHES) * fastest <= in_dispatches <= (1 + IN_DISPATCHES) * slowest, (
             name,
             build,
         )
