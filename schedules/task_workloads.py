@@ -1,7 +1,8 @@
 """A model's task as a workload of its own, the unit ``tdsched tune`` sweeps.
 
 A task's first dispatch function, as the census printed it, becomes a ``.mlir`` file
-with one public function on tensors (``transform_lib.standalone_dispatch``). It is kept
+with one public function on tensors (``transform_lib.standalone_dispatch``); the root's
+inputs that are weights in the model may be made constants in it, as they are there. It is kept
 only when IREE forms the same dispatch from it again: a census of the file must show
 the task's ops, names, loop bounds and element types, in order (a kernel schedule tuned
 on anything else would not be the one the model's dispatch gets). IREE's own
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from tdsched.targets import Target
 from tdsched.targets.compiler import CompileError, CompileRequest, run_compile
+from tdsched.transform_lib.constant_operands import with_constant_operands
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, read_configured
 from tdsched.transform_lib.errors import ScheduleError
 from tdsched.transform_lib.standalone_dispatch import dataflow, standalone_function
@@ -43,15 +45,27 @@ class TaskWorkload:
     """The dispatch IREE forms from it, as strategies see it, with IREE's tile sizes."""
 
 
-def standalone_task(task: Task, sources: Sequence[str], path: Path, target: Target) -> TaskWorkload:
+def standalone_task(
+    task: Task,
+    sources: Sequence[str],
+    path: Path,
+    target: Target,
+    constants: frozenset[int] = frozenset(),
+) -> TaskWorkload:
     """Write ``task`` (whose dispatch functions the census printed as ``sources``) to
     ``path`` as a function named after the task, and check that IREE forms the same
     dispatch from it. Raises :class:`TaskSkipped` with the reason when it cannot, or
     when its dispatches' dataflow differs (a kernel schedule is planned on one; the
     first is the one timed, the others may differ only in what their elementwise ops
-    read and compute, e.g. a residual added in the epilogue)."""
+    read and compute, e.g. a residual added in the epilogue). ``constants``: the root
+    op's inputs that are constants in the model (weights), defined as constants in the
+    function too (``transform_lib.constant_operands``)."""
+    root = task.root.op
     try:
-        texts = [standalone_function(source, task.name) for source in sources]
+        texts = [
+            with_constant_operands(standalone_function(source, task.name), root, constants)
+            for source in sources
+        ]
     except ScheduleError as exc:
         raise TaskSkipped(str(exc)) from exc
     text = texts[0]

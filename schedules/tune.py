@@ -18,7 +18,11 @@
    its kernel schedule with the winning values, matched by the task's root op and loop
    bounds. The other tasks keep IREE's pipeline, each with its reason in the recipe's
    ``provenance``. A task whose root op and loop bounds also occur in another task is
-   not swept at all: its kernel match would take the other task's dispatches too.
+   not swept at all: its kernel match would take the other task's dispatches too. A
+   packed winner (:mod:`.tune_templates`) is an ``mmt4d`` graph step for its layers.
+5. **A packed alternative** (``OUT/<model>.packed.yaml``), where some task has a
+   correct packed candidate the recipe did not take: every such task packed. The
+   command races the two on the whole model and keeps the faster.
 
 The budget is the total over every run into ``OUT`` (:mod:`.tune_state`, saved after
 each round): re-running a finished tune sweeps nothing, a larger budget spends only the
@@ -38,6 +42,7 @@ import yaml
 from tdsched.targets import Target
 from tdsched.targets.workload import Workload
 from tdsched.transform_lib.census import census_functions, read_census
+from tdsched.transform_lib.constant_operands import constant_operands
 
 from .errors import Where
 from .files import write_atomically
@@ -49,7 +54,7 @@ from .sweep.executor import LocalExecutor
 from .sweep.runner import Sweep, SweepOptions
 from .task_workloads import TaskSkipped, standalone_task
 from .tune_state import digest, load_state, save_state
-from .tune_templates import NoTemplate, Template, template_for
+from .tune_templates import PACKABLE, UKERNELS_OFF, NoTemplate, Template, template_for
 
 WIN = 1.02
 """A task's best candidate must be this much faster than IREE's pipeline to be kept."""
@@ -99,6 +104,9 @@ class TaskTuning:
     """Valid candidates in its space."""
     exhausted: bool = False
     """Its last round found no candidate it had not evaluated (the search converged)."""
+    best_packed: Result | None = None
+    """Its best correct candidate in the packed layout, where its template has one: the
+    model-level layout race may take it (see :func:`tune`)."""
 
     @property
     def speedup(self) -> float | None:
@@ -149,6 +157,7 @@ class TaskTuning:
             "valid": self.valid,
             "exhausted": self.exhausted,
             "best": self.best.as_dict() if self.best else None,
+            "best_packed": self.best_packed.as_dict() if self.best_packed else None,
         }
 
     def resume(self, saved: Mapping[str, Any] | None) -> bool:
@@ -166,6 +175,8 @@ class TaskTuning:
             failed, spent_s = int(saved["failed"]), float(saved["spent_s"])
             last_gain, valid = float(saved["last_gain"]), int(saved["valid"])
             exhausted = bool(saved["exhausted"])
+            packed = saved.get("best_packed")
+            best_packed = Result(**packed) if packed else None
         except (KeyError, TypeError, ValueError):
             return False
         self.best, self.rounds, self.candidates, self.failed = best, rounds, candidates, failed
@@ -175,6 +186,7 @@ class TaskTuning:
             valid,
             exhausted,
         )
+        self.best_packed = best_packed
         if best is None and rounds:
             self.reason = _no_correct(candidates)
         return True
@@ -211,6 +223,10 @@ class TuneOutcome:
     kernels: int
     this_run_s: float
     """Wall seconds this run took before the final check."""
+    packed: tuple[Path, int] | None = None
+    """The model recipe with every task that has a correct packed candidate packed, and
+    its schedule count, where that differs from :attr:`recipe` (the layouts race on the
+    whole model: a task's own timing misjudges what packing saves in the model)."""
 
     @property
     def estimated_speedup(self) -> float | None:
@@ -258,7 +274,9 @@ def tune(
     if set_aside:
         progress(f"tune: {set_aside}")
     sources = census_functions(census)
-    tunings = [_prepare(t, tasks, sources, out / "tasks", options) for t in tasks.tasks]
+    tunings = [
+        _prepare(t, tasks, sources, workload.mlir, out / "tasks", options) for t in tasks.tasks
+    ]
     for prepared in tunings:
         resumed = prepared.resume(state.tasks.get(prepared.task.name))
         progress(_prepared_line(prepared, resumed))
@@ -284,13 +302,28 @@ def tune(
     name = f"{workload.name}_tuned"
     recipe = out / f"{workload.name}.tuned.yaml"
     kernels = _write_model_recipe(recipe, name, workload_spec, tunings, options)
-    return TuneOutcome(tasks, tunings, recipe, spent(), kernels, time.monotonic() - start)
+    packed = None
+    if any(t.best_packed is not None and _chosen(t, False) is not t.best_packed for t in tunings):
+        path = out / f"{workload.name}.packed.yaml"
+        count = _write_model_recipe(path, name, workload_spec, tunings, options, packed=True)
+        packed = (path, count)
+    outcome = TuneOutcome(tasks, tunings, recipe, spent(), kernels, time.monotonic() - start)
+    outcome.packed = packed
+    return outcome
 
 
 def _prepare(
-    task: Task, tasks: ModelTasks, sources: Mapping[str, str], folder: Path, o: TuneOptions
+    task: Task,
+    tasks: ModelTasks,
+    sources: Mapping[str, str],
+    model: str,
+    folder: Path,
+    o: TuneOptions,
 ) -> TaskTuning:
-    """The task's workload and template recipe, or the reason it is not tuned."""
+    """The task's workload and template recipe, or the reason it is not tuned. A task
+    that may run packed (its root is a matmul) keeps the model's constant weights as
+    constants (``model``: the model's module), so a pack of them leaves the timed call
+    as it does in the model."""
     tuning = TaskTuning(task)
     clash = _clash(task, tasks)
     if task.share is not None and task.share < o.min_share:
@@ -308,8 +341,17 @@ def _prepare(
     try:
         if not recipe.exists():
             folder.mkdir(parents=True, exist_ok=True)
+            constants = (
+                constant_operands(model, task.root.op, task.layers)
+                if task.root.op in PACKABLE
+                else frozenset()
+            )
             made = standalone_task(
-                task, [sources[d] for d in task.dispatches], folder / f"{task.name}.mlir", o.target
+                task,
+                [sources[d] for d in task.dispatches],
+                folder / f"{task.name}.mlir",
+                o.target,
+                constants,
             )
             template = template_for(task, made.configured)
             write_atomically(recipe, _task_recipe(task, template, o).encode())
@@ -331,10 +373,13 @@ def _task_recipe(task: Task, template: Template, o: TuneOptions) -> str:
         "space": template.space,
         "constraints": template.constraints,
         "tolerance": TOLERANCE,
+        **({"compile_flags": template.compile_flags} if template.compile_flags else {}),
+        **({"graph": template.graph} if template.graph else {}),
         "kernels": [
             {
                 "name": task.name,
                 "match": _match(task),
+                **({"when": template.kernel_when} if template.kernel_when else {}),
                 "schedule": template.schedule,
             }
         ],
@@ -388,6 +433,8 @@ def _round(tuning: TaskTuning, db: ResultsDB, o: TuneOptions) -> None:
     tuning.failed = len(outcome.failed)
     ranked = outcome.ranked
     tuning.best = ranked[0] if ranked else None
+    packed = [r for r in ranked if r.params.get("LAYOUT") == "packed"]
+    tuning.best_packed = packed[0] if packed else None
     tuning.last_gain = (tuning.speedup or 1.0) / before - 1.0
     tuning.reason = None if tuning.best else _no_correct(tuning.candidates)
     if tuning.best is None:
@@ -404,15 +451,23 @@ def _write_model_recipe(
     workload_spec: Mapping[str, Any],
     tunings: list[TaskTuning],
     o: TuneOptions,
+    packed: bool = False,
 ) -> int:
-    """Write the model recipe; return how many kernel schedules it holds."""
-    kernels = []
-    for tuning in tunings:
-        if not tuning.won:
+    """Write the model recipe (``packed``: every task with a correct packed candidate
+    packed); return how many schedules (kernels and graph steps) it holds."""
+    kernels, graph = [], []
+    # In task order (t0, t1, ...), not by their profiled time: the same schedules write
+    # the same recipe in every run (tdsched tune's layout race keys on it).
+    for tuning in sorted(tunings, key=lambda t: (len(t.task.name), t.task.name)):
+        chosen = _chosen(tuning, packed)
+        if chosen is None:
             continue
-        assert tuning.best is not None and tuning.recipe is not None
+        assert tuning.recipe is not None
         template = yaml.safe_load(tuning.recipe.read_text())
-        values = {**template.get("parameters", {}), **tuning.best.params}
+        values = {**template.get("parameters", {}), **chosen.params}
+        if values.get("LAYOUT") == "packed":
+            graph.append(_packed_step(tuning.task, tuning.recipe, template, values))
+            continue
         where = Where(str(tuning.recipe), field="kernels[0].schedule")
         schedule = substitute_plain(template["kernels"][0]["schedule"], values, where)
         kernels.append(
@@ -420,10 +475,13 @@ def _write_model_recipe(
         )
     document = {
         "name": name,
-        "description": f"{name}: kernel schedules tuned by tdsched tune for {len(kernels)} tasks",
+        "description": (
+            f"{name}: schedules tuned by tdsched tune for {len(kernels) + len(graph)} tasks"
+        ),
         "workload": dict(workload_spec),
         "targets": [o.target.name],
         "tolerance": TOLERANCE,
+        **({"compile_flags": [UKERNELS_OFF], "graph": graph} if graph else {}),
         "kernels": kernels,
         "provenance": {
             "tool": "tdsched tune",
@@ -440,7 +498,28 @@ def _write_model_recipe(
     write_atomically(
         path, (header + yaml.safe_dump(document, sort_keys=False, default_flow_style=None)).encode()
     )
-    return len(kernels)
+    return len(kernels) + len(graph)
+
+
+def _chosen(tuning: TaskTuning, packed: bool) -> Result | None:
+    """The candidate the model recipe takes for ``tuning`` (``None``: IREE's pipeline)."""
+    if packed and tuning.best_packed is not None:
+        return tuning.best_packed
+    return tuning.best if tuning.won else None
+
+
+def _packed_step(
+    task: Task, recipe: Path, template: Mapping[str, Any], values: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The task's winning packed layout as a graph step of the model recipe: its
+    template's ``mmt4d`` step with the winning tile, limited to the task's root layers
+    (in the model, other matmuls keep their own schedules)."""
+    where = Where(str(recipe), field="graph[0]")
+    step = substitute_plain(template["graph"][0], values, where)
+    options = dict(step["mmt4d"])
+    options.pop("when", None)
+    options["ops"] = {"op": task.root.op, "layer": list(task.layers)}
+    return {"mmt4d": options}
 
 
 def _clash(task: Task, tasks: ModelTasks) -> Task | None:

@@ -4,21 +4,27 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
+import yaml
 from tdsched.targets.target import make_target, run_conditions
 
 from .cli_types import positive_int
 from .evaluation import Status
+from .files import write_atomically
 from .lower_command import lower, model_args
 from .run_report import RunReport, RunRequest, run_isolated
 from .tasks_command import add_profiled_model_arguments
 from .text_table import aligned
 from .tune import TuneOptions, TuneOutcome, tune
+
+RACE_FILE = "layout-race.json"
+"""Where the layout race's decision is kept, beside the model recipe."""
 
 DESCRIPTION = """\
 Make MODEL faster within a time budget, task by task, and write one recipe for it.
@@ -31,10 +37,13 @@ candidate checked against IREE's default build of the task and timed against it:
 task once, most time first, then the task whose next round promises the most time per
 call. The budget is wall time; a round never starts past it.
 
-The result, OUT/MODEL.tuned.yaml, holds a kernel schedule for each task whose best
-candidate beat IREE's pipeline; the other tasks keep it, and the recipe says why. It is
-then run as `tdsched run` would: checked against the model's own reference and timed
-against IREE's default build of the whole model.
+The result, OUT/MODEL.tuned.yaml, holds a kernel schedule (or, for a matmul that won
+packed, an mmt4d graph step) for each task whose best candidate beat IREE's pipeline;
+the other tasks keep it, and the recipe says why. It is then run as `tdsched run` would:
+checked against the model's own reference and timed against IREE's default build of the
+whole model. Where matmul tasks have correct packed candidates it did not take,
+OUT/MODEL.packed.yaml packs them all, is run the same way, and replaces the result when
+it is faster (the `layouts` line says which was kept).
 
 The budget is the total over every run into OUT (OUT/tune-state.json keeps what was
 spent and found, after every round). Re-running with the same --budget sweeps nothing:
@@ -119,11 +128,15 @@ def run(args: argparse.Namespace) -> int:
     )
     quiet = args.quiet or args.json
     outcome = tune(workload, workload_spec(args, out), out, options, _progress(quiet))
-    report = None if args.no_check else _check(outcome, args)
+    report, layouts = None, None
+    if not args.no_check and outcome.packed is not None:
+        report, layouts = _race_layouts(outcome, args)
+    elif not args.no_check:
+        report = _check(outcome.recipe, args)
     if args.json:
-        print(json.dumps(_as_json(outcome, report), indent=2))
+        print(json.dumps({**_as_json(outcome, report), "layouts": layouts}, indent=2))
     else:
-        print("\n".join(summary_lines(outcome, report, args)))
+        print("\n".join(summary_lines(outcome, report, args, layouts)))
     return 0 if report is None or report.status is Status.OK else 1
 
 
@@ -157,9 +170,68 @@ def _progress(quiet: bool) -> Any:
     return show
 
 
-def _check(outcome: TuneOutcome, args: argparse.Namespace) -> RunReport:
+def _race_layouts(outcome: TuneOutcome, args: argparse.Namespace) -> tuple[RunReport, str]:
+    """Run the tasks' recipe and the packed one, and keep the faster (each timed against
+    IREE default in its own run, so their speedups are compared) as ``outcome.recipe``;
+    return the kept one's report and a line saying what was raced and kept.
+
+    The decision is recorded in ``OUT/``:data:`RACE_FILE` with the two recipes' digests
+    (their schedules, not the profile in their provenance):
+    a later run that writes the same two recipes keeps the same one and runs only it, so
+    re-running a finished tune neither races again nor flips on noise."""
+    assert outcome.packed is not None
+    path, count = outcome.packed
+    record = outcome.recipe.parent / RACE_FILE
+    key = {"tasks": _schedules_digest(outcome.recipe), "packed": _schedules_digest(path)}
+    earlier = _earlier_race(record, key)
+    if earlier is not None:
+        if earlier["kept"] == "packed":
+            write_atomically(outcome.recipe, path.read_bytes())
+            outcome.kernels = count
+        return _check(outcome.recipe, args), f"{earlier['line']} (raced by an earlier run)"
+    report, packed = _check(outcome.recipe, args), _check(path, args)
+    ours, theirs = report.speedup, packed.speedup
+    kept = "tasks"
+    if packed.status is not Status.OK or theirs is None:
+        line = f"layouts  packed matmuls: {packed.status}, not kept ({path})"
+    elif ours is not None and report.status is Status.OK and ours >= theirs:
+        line = f"layouts  packed matmuls {theirs:.2f}x vs {ours:.2f}x: not kept ({path})"
+    else:
+        write_atomically(outcome.recipe, path.read_bytes())
+        outcome.kernels = count
+        shown = f"{ours:.2f}x" if ours is not None else str(report.status)
+        line = f"layouts  packed matmuls {theirs:.2f}x vs {shown}: kept (from {path})"
+        kept, report = "packed", packed
+    document = {"key": key, "kept": kept, "line": line}
+    write_atomically(record, json.dumps(document, indent=1).encode())
+    return report, line
+
+
+def _schedules_digest(recipe: Path) -> str:
+    """A model recipe's digest without its ``provenance`` (which holds this run's
+    profile of the tasks): the same schedules give the same digest."""
+    document = yaml.safe_load(recipe.read_text())
+    document.pop("provenance", None)
+    text = json.dumps(document, sort_keys=True).encode()
+    return hashlib.sha256(text).hexdigest()[:16]
+
+
+def _earlier_race(record: Path, key: dict[str, str]) -> dict[str, str] | None:
+    """The decision recorded in ``record`` for the recipes of ``key``, if any."""
+    try:
+        saved = json.loads(record.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(saved, dict) or saved.get("key") != key:
+        return None
+    if saved.get("kept") not in ("tasks", "packed") or not isinstance(saved.get("line"), str):
+        return None
+    return saved
+
+
+def _check(recipe: Path, args: argparse.Namespace) -> RunReport:
     request = RunRequest(
-        recipe=str(outcome.recipe),
+        recipe=str(recipe),
         target=args.target,
         params={},
         cpu="host",
@@ -174,9 +246,13 @@ def _check(outcome: TuneOutcome, args: argparse.Namespace) -> RunReport:
 
 
 def summary_lines(
-    outcome: TuneOutcome, report: RunReport | None, args: argparse.Namespace
+    outcome: TuneOutcome,
+    report: RunReport | None,
+    args: argparse.Namespace,
+    layouts: str | None = None,
 ) -> list[str]:
-    """The per-task table and the end-to-end result."""
+    """The per-task table and the end-to-end result (``layouts``: what the layout race
+    on the whole model did, if it ran)."""
     tasks = outcome.tasks
     where = run_conditions(tasks.target, tasks.threads)
     call = f"{tasks.call_ms.median:.3f} ms per call" if tasks.call_ms else "untimed"
@@ -205,7 +281,7 @@ def summary_lines(
     estimate = outcome.estimated_speedup
     if estimate is not None:
         lines.append(f"estimate {estimate:.2f}x vs IREE default, from the tasks' best speedups")
-    lines.append(f"recipe   {outcome.recipe} ({outcome.kernels} kernel schedules)")
+    lines.append(f"recipe   {outcome.recipe} ({outcome.kernels} task schedules)")
     if report is not None:
         lines.append(
             f"status   {report.status}"
@@ -223,6 +299,8 @@ def summary_lines(
                 f"{report.baseline_ms.median:.3f} ms: {report.speedup:.2f}x (same run, "
                 f"{args.repeats} rounds)"
             )
+    if layouts is not None:
+        lines.append(layouts)
     lines.append(f"run it   tdsched run {outcome.recipe}")
     return lines
 

@@ -14,6 +14,13 @@ pooling, reduction) and at most one elementwise epilogue after it, on x86:
    by 1); the init and the epilogue get the same register tile;
 3. fold unit loops and vectorize.
 
+A task whose root is a named ``linalg.matmul`` or ``linalg.batch_matmul`` from named
+layers has a second way to run, ``LAYOUT: packed``: the graph step ``mmt4d`` packs it
+into ``M0`` x ``N0`` x ``K0`` tiles (IREE's data-tiling layout, compiled by IREE's mmt4d
+codegen) instead of the kernel schedule. The two are alternatives selected by ``when``;
+each layout's unused parameters are held at one value by a constraint, so the space
+holds every kernel candidate once and the packed tiles (:data:`PACK_TILES`) once each.
+
 The space is centred on IREE's own choice for the dispatch (its ``distribution`` and
 vector tile sizes): the workgroup tiles range from a quarter to four times IREE's,
 powers of two that divide the loop. The register tile keeps its non-unit sizes on the
@@ -25,12 +32,14 @@ candidates, never as a wrong model.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch
 
+from .constraints import parse_constraint
 from .model_tasks import Task
+from .space import ParamValue
 
 VECTOR_WIDTHS = (4, 8, 16, 32)
 ROW_TILES = (1, 2, 4, 8)
@@ -42,6 +51,17 @@ too: no cache tile)."""
 CACHE_TILE_DEFAULT = 256
 STACK_BYTES = 32768
 """IREE's default stack allocation limit per thread: the register tiles must fit it."""
+PACKABLE = ("linalg.matmul", "linalg.batch_matmul")
+"""Root ops the ``mmt4d`` graph step rewrites (the packed layout)."""
+PACK_ROWS = (8, 16)
+PACK_COLUMNS = (16, 32)
+PACK_TILES = {"M0": PACK_ROWS, "N0": PACK_COLUMNS}
+"""The packed layout's swept inner tiles (``K0`` is 1): IREE's data tiling takes 16x16
+on AVX-512 and 8x8 on AVX2; 16x32 measured fastest on AVX-512 (docs/primitives/mmt4d.md)."""
+PACK_DEFAULT = {"M0": 16, "N0": 32, "K0": 1}
+UKERNELS_OFF = "--iree-llvmcpu-enable-ukernels=none"
+"""The packed layout's compile flag: IREE 3.13's generic mmt4d ukernel fallback gives
+wrong results for tiles it has no kernel for (docs/primitives/mmt4d.md)."""
 
 
 class NoTemplate(Exception):
@@ -52,10 +72,14 @@ class NoTemplate(Exception):
 class Template:
     """A task's kernel schedule with its parameter space (a recipe's parts)."""
 
-    parameters: dict[str, int]
-    space: dict[str, list[int]]
+    parameters: dict[str, ParamValue]
+    space: dict[str, list[ParamValue]]
     constraints: list[str]
     schedule: list[dict[str, Any]]
+    graph: list[dict[str, Any]] = field(default_factory=list)
+    compile_flags: list[str] = field(default_factory=list)
+    kernel_when: str | None = None
+    """The kernel schedule's condition (the rowmajor layout, where a packed one exists)."""
 
 
 def template_for(task: Task, dispatch: ConfiguredDispatch) -> Template:
@@ -88,7 +112,44 @@ def template_for(task: Task, dispatch: ConfiguredDispatch) -> Template:
     ]
     constraints.append(f"RH * RW * RK * 4 <= {STACK_BYTES}")
     constraints.append("TK % RK == 0")
-    return Template(defaults, space, constraints, schedule)
+    swept: dict[str, list[ParamValue]] = {name: list(values) for name, values in space.items()}
+    template = Template(dict(defaults), swept, constraints, schedule)
+    named = bool(task.layers) and len(task.layers) >= len(task.dispatches)
+    if root.op in PACKABLE and named and _holds(template.constraints, defaults):
+        return with_packed_layout(template, defaults)
+    return template
+
+
+def _holds(constraints: list[str], values: dict[str, int]) -> bool:
+    """Whether ``values`` (the kernel defaults, which the packed layout holds its unused
+    kernel parameters at) meet ``constraints``."""
+    return all(parse_constraint(c, set(values)).holds(values) for c in constraints)
+
+
+def with_packed_layout(template: Template, kernel_defaults: dict[str, int]) -> Template:
+    """``template`` with ``LAYOUT: rowmajor | packed`` (see the module docstring): the
+    kernel schedule when ``rowmajor``, the ``mmt4d`` graph step when ``packed``."""
+    held = " and ".join(f"{name} == {value}" for name, value in kernel_defaults.items())
+    packed_held = " and ".join(f"{name} == {PACK_DEFAULT[name]}" for name in PACK_TILES)
+    space: dict[str, list[ParamValue]] = {
+        **template.space,
+        "LAYOUT": ["rowmajor", "packed"],
+        **{name: list(values) for name, values in PACK_TILES.items()},
+    }
+    tile = ["${M0}", "${N0}", "${K0}"]
+    return Template(
+        parameters={**template.parameters, "LAYOUT": "rowmajor", **PACK_DEFAULT},
+        space=space,
+        constraints=[
+            *template.constraints,
+            f"LAYOUT == 'rowmajor' or ({held})",
+            f"LAYOUT == 'packed' or ({packed_held})",
+        ],
+        schedule=template.schedule,
+        graph=[{"mmt4d": {"tile": tile, "when": "LAYOUT == 'packed'"}}],
+        compile_flags=[UKERNELS_OFF],
+        kernel_when="LAYOUT == 'rowmajor'",
+    )
 
 
 def _init(dispatch: ConfiguredDispatch) -> tuple[Any, ...]:

@@ -79,6 +79,19 @@ def test_adaptive_gets_within_5_percent_of_grid_best_with_30_percent(seed: int) 
     assert found >= 0.95 * best, (found, best)
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_adaptive_seeds_every_value_of_a_text_axis_however_few_its_points(seed: int) -> None:
+    # The rowmajor tiles, and one packed point (its tiles held at one value), as a tune
+    # template has them: a random start of 4 would rarely draw the packed point.
+    points, axes = matmul_space()
+    layouts = [(*p, "rowmajor") for p in points] + [(*points[0], "packed")]
+    axes_with_layout = [*axes, ("rowmajor", "packed")]
+    strategy = Evolutionary(layouts, axes_with_layout, budget=8, seed=seed, batch=4)
+    first = strategy.propose({})
+    assert ("packed" in [p[-1] for p in first]) and len(first) == 4
+    assert len(set(first)) == 4 and set(first) <= set(layouts)
+
+
 def test_adaptive_is_reproducible_and_beats_random_on_average() -> None:
     points, axes = matmul_space()
     budget = 30

@@ -20,6 +20,7 @@ from tdsched.schedules.tune import (
     _prepare,
     _write_model_recipe,
 )
+from tdsched.schedules.tune_command import RACE_FILE, _earlier_race
 from tdsched.schedules.tune_state import TuneState, load_state, save_state
 from tdsched.schedules.tune_templates import NoTemplate, template_for
 from tdsched.targets import make_target
@@ -168,6 +169,53 @@ def test_an_elementwise_task_has_no_template() -> None:
         template_for(TASK, elementwise)
 
 
+def _matmul() -> ConfiguredDispatch:
+    """A 128x256x64 matmul with a fill and a bias epilogue."""
+    out, parallel = (128, 256), ("parallel", "parallel")
+    return ConfiguredDispatch(
+        "t0_dispatch_0",
+        (
+            ConfiguredOp("linalg.fill", out, parallel, (0, 1), {}),
+            ConfiguredOp(
+                "linalg.matmul",
+                (128, 256, 64),
+                ("parallel", "parallel", "reduction"),
+                (0, 1),
+                {"distribution": (64, 64, 0), "vector_common_parallel": (8, 32, 0)},
+            ),
+            ConfiguredOp("linalg.generic", out, parallel, (0, 1), {}),
+        ),
+        root=1,
+        root_reads={2: 0},
+        init_is_fill=True,
+        root_inputs=2,
+    )
+
+
+MATMUL = OpSignature("linalg.matmul", (128, 256, 64), "contraction", "f32")
+
+
+def test_a_matmul_task_from_named_layers_may_also_run_packed() -> None:
+    task = Task("t0", (MATMUL,), dispatches=["d0"], layers=["ffn.up"])
+    template = template_for(task, _matmul())
+    assert template.space["LAYOUT"] == ["rowmajor", "packed"]
+    assert template.parameters["LAYOUT"] == "rowmajor"
+    assert template.space["M0"] == [8, 16] and template.space["N0"] == [16, 32]
+    assert template.graph == [
+        {"mmt4d": {"tile": ["${M0}", "${N0}", "${K0}"], "when": "LAYOUT == 'packed'"}}
+    ]
+    assert template.kernel_when == "LAYOUT == 'rowmajor'"
+    assert template.compile_flags == ["--iree-llvmcpu-enable-ukernels=none"]
+    # Each layout holds the other's parameters at one value: every candidate once.
+    held = template.constraints[-2]
+    assert held.startswith("LAYOUT == 'rowmajor' or (W0 == 64 and W1 == 64 and RW == 32")
+    assert template.constraints[-1] == "LAYOUT == 'packed' or (M0 == 16 and N0 == 32)"
+    # Without layer names the model recipe could not select its matmuls: kernel only.
+    unnamed = template_for(Task("t0", (MATMUL,), dispatches=["d0"]), _matmul())
+    assert "LAYOUT" not in unnamed.space and unnamed.graph == []
+    assert unnamed.kernel_when is None and unnamed.compile_flags == []
+
+
 def _tuning(name: str, time_ms: float, **state: object) -> TaskTuning:
     task = Task(name, (OpSignature("linalg.matmul", (8, 8, 8), "contraction", "f32"),))
     task.time_ms = time_ms
@@ -204,7 +252,7 @@ def test_a_task_whose_root_occurs_in_another_task_is_not_swept(tmp_path: Path) -
     bare, with_fill = Task("t0", (conv,)), Task("t1", (fill, conv))
     tasks = ModelTasks("net", "x86", 1, (bare, with_fill), None)
     options = TuneOptions(make_target("x86"), threads=1, budget_s=60)
-    tuning = _prepare(bare, tasks, {}, tmp_path, options)
+    tuning = _prepare(bare, tasks, {}, "", tmp_path, options)
     assert tuning.recipe is None and tuning.reason is not None
     assert "also occur in task t1" in tuning.reason
     assert tuning.outcome.startswith("IREE's pipeline: its root op")
@@ -235,6 +283,40 @@ def test_the_winning_values_fill_the_schedule(tmp_path: Path) -> None:
     won.recipe = recipe
     with pytest.raises(RecipeError, match=r"t0.yaml.*\$\{NOPE\} is not declared"):
         _write_model_recipe(tmp_path / "m.yaml", "m", {"model": "m"}, [won], options)
+
+
+def test_a_packed_winner_is_a_graph_step_for_its_layers_and_the_packed_recipe_packs_all(
+    tmp_path: Path,
+) -> None:
+    recipe = tmp_path / "t0.yaml"
+    template = {
+        "parameters": {"RH": 1, "LAYOUT": "rowmajor", "M0": 16, "N0": 32, "K0": 1},
+        "graph": [{"mmt4d": {"tile": ["${M0}", "${N0}", "${K0}"], "when": "LAYOUT == 'packed'"}}],
+        "kernels": [{"when": "LAYOUT == 'rowmajor'", "schedule": [{"tile": {"sizes": ["${RH}"]}}]}],
+    }
+    recipe.write_text(yaml.safe_dump(template))
+    rowmajor = Result("k1", "t0.yaml", "x86", {"RH": 4, "LAYOUT": "rowmajor"}, "ok", speedup=1.3)
+    packed = Result("k2", "t0.yaml", "x86", {"LAYOUT": "packed", "M0": 8}, "ok", speedup=1.01)
+    task = Task("t0", (MATMUL,), dispatches=["d0"], layers=["ffn.up"])
+    tuning = TaskTuning(task, recipe=recipe, rounds=1, best=rowmajor, best_packed=packed)
+    options = TuneOptions(make_target("x86"), threads=1, budget_s=60)
+    # The tasks' winners: the rowmajor kernel (the packed candidate did not win).
+    assert _write_model_recipe(tmp_path / "m.yaml", "m", {"model": "m"}, [tuning], options) == 1
+    written = yaml.safe_load((tmp_path / "m.yaml").read_text())
+    assert "graph" not in written and "compile_flags" not in written
+    assert written["kernels"][0]["schedule"] == [{"tile": {"sizes": [4]}}]
+    # The packed alternative (raced on the whole model): the winner's tile, for the
+    # task's layers only, and no kernel schedule for it.
+    _write_model_recipe(tmp_path / "p.yaml", "m", {"model": "m"}, [tuning], options, packed=True)
+    written = yaml.safe_load((tmp_path / "p.yaml").read_text())
+    assert written["graph"] == [
+        {"mmt4d": {"tile": [8, 32, 1], "ops": {"op": "linalg.matmul", "layer": ["ffn.up"]}}}
+    ]
+    assert written["compile_flags"] == ["--iree-llvmcpu-enable-ukernels=none"]
+    assert written["kernels"] == []
+    # A later run resumes the packed candidate with the rest of the task's state.
+    again = TaskTuning(task, recipe=recipe)
+    assert again.resume(tuning.state()) and again.best_packed == packed
 
 
 def test_tune_writes_a_model_recipe_that_is_correct_and_a_rerun_reuses_it(
@@ -306,3 +388,18 @@ def test_the_tune_state_is_kept_per_model_target_and_threads(tmp_path: Path) -> 
     (tmp_path / "tune-state.json").write_text("{not json")
     broken, note = load_state(tmp_path, identity)
     assert broken.spent_s == 0.0 and note is not None and "unreadable" in note
+
+
+def test_a_layout_race_is_reused_only_for_the_same_two_recipes(tmp_path: Path) -> None:
+    record = tmp_path / RACE_FILE
+    key = {"tasks": "aaa", "packed": "bbb"}
+    assert _earlier_race(record, key) is None  # never raced
+    line = "layouts  packed matmuls 1.37x vs 1.10x: kept (from p.yaml)"
+    record.write_text(json.dumps({"key": key, "kept": "packed", "line": line}))
+    assert _earlier_race(record, key) == {"key": key, "kept": "packed", "line": line}
+    # Another task winner or packed candidate since: race again.
+    assert _earlier_race(record, {"tasks": "aaa", "packed": "ccc"}) is None
+    record.write_text(json.dumps({"key": key, "kept": "maybe", "line": line}))
+    assert _earlier_race(record, key) is None
+    record.write_text("{not json")
+    assert _earlier_race(record, key) is None

@@ -7,15 +7,16 @@ far, and proposes an empty batch when it is done. Proposals never repeat a point
 * :class:`Grid`: every valid candidate, in space order.
 * :class:`RandomSample`: ``samples`` distinct candidates drawn with a seed.
 * :class:`Evolutionary`: an adaptive search for large spaces. It seeds a population at
-  random, then spends the rest of its budget alternating two kinds of proposal:
-  mutations of the best candidates so far (one or two parameters moved to an adjacent
-  value of their axis, and crossovers of two of the best), and the favourites of a cost
-  model fitted to everything measured. The cost model is a :class:`Ranker`: the learned
-  one (:class:`~.cost_model.LearnedModel`, which also learns from the results database
-  and then screens the mutations too, measuring the ones it predicts fastest first), or
-  without it an additive one (each axis value scores the mean speedup of the candidates
-  that have it). Tile-size spaces are smooth along each axis and dominated by
-  per-parameter effects; see ``docs/benchmarks.md`` for its hit rate.
+  random (one point for each value of a text axis first), then spends the rest of its
+  budget alternating two kinds of proposal: mutations of the best candidates so far (one
+  or two parameters moved to an adjacent value of their axis, and crossovers of two of
+  the best), and the favourites of a cost model fitted to everything measured. The cost
+  model is a :class:`Ranker`: the learned one (:class:`~.cost_model.LearnedModel`, which
+  also learns from the results database and then screens the mutations too, measuring
+  the ones it predicts fastest first), or without it an additive one (each axis value
+  scores the mean speedup of the candidates that have it). Tile-size spaces are smooth
+  along each axis and dominated by per-parameter effects; see ``docs/benchmarks.md`` for
+  its hit rate.
 * ``model`` (:class:`~.cost_model.ModelGuided`): the learned cost model alone ranks the
   candidates.
 """
@@ -125,7 +126,7 @@ class Evolutionary:
         size = min(left, self.batch)
         if len(history) < self.initial:
             size = min(left, self.initial - len(history))
-            return self._random(history, size)
+            return self._seeding(history, size)
         ranked = sorted(
             (p for p, score in history.items() if score is not None),
             key=lambda p: history[p] or 0.0,
@@ -203,6 +204,24 @@ class Evolutionary:
                     moved[axis] = values[index + step]
                     moves.append(tuple(moved))
         return moves
+
+    def _seeding(self, history: History, size: int) -> list[Point]:
+        """Random points, after one for each value of a text axis (an alternative such
+        as ``LAYOUT: [rowmajor, packed]``) that no evaluated point has yet: an
+        alternative with few candidates would otherwise rarely be drawn, and the
+        mutations never move to it when its points pin the other parameters."""
+        chosen: list[Point] = []
+        for axis, values in enumerate(self.axes):
+            for value in values:
+                if not isinstance(value, str) or len(chosen) == size:
+                    continue
+                if any(p[axis] == value for p in [*history, *chosen]):
+                    continue
+                having = [p for p in self.order if p[axis] == value and p not in history]
+                if having:
+                    chosen.append(self.rng.choice(having))
+        seen = {**history, **dict.fromkeys(chosen)}
+        return chosen + self._random(seen, size - len(chosen))
 
     def _random(self, history: History, size: int) -> list[Point]:
         unseen = [p for p in self.order if p not in history]
