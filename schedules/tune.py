@@ -303,13 +303,12 @@ def tune(
     recipe = out / f"{workload.name}.tuned.yaml"
     kernels = _write_model_recipe(recipe, name, workload_spec, tunings, options)
     packed = None
-    if any(t.best_packed is not None and _chosen(t, False) is not t.best_packed for t in tunings):
+    if any(t.best_packed is not None and _chosen(t, False) != t.best_packed for t in tunings):
         path = out / f"{workload.name}.packed.yaml"
         count = _write_model_recipe(path, name, workload_spec, tunings, options, packed=True)
         packed = (path, count)
-    outcome = TuneOutcome(tasks, tunings, recipe, spent(), kernels, time.monotonic() - start)
-    outcome.packed = packed
-    return outcome
+    elapsed = time.monotonic() - start
+    return TuneOutcome(tasks, tunings, recipe, spent(), kernels, elapsed, packed=packed)
 
 
 def _prepare(
