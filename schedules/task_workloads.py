@@ -60,14 +60,12 @@ def standalone_task(
     read and compute, e.g. a residual added in the epilogue). ``constants``: the root
     op's inputs that are constants in the model (weights), defined as constants in the
     function too (``transform_lib.constant_operands``)."""
-    root = task.root.op
     try:
-        texts = [
-            with_constant_operands(standalone_function(source, task.name), root, constants)
-            for source in sources
-        ]
+        texts = [standalone_function(source, task.name) for source in sources]
     except ScheduleError as exc:
         raise TaskSkipped(str(exc)) from exc
+    if constants:
+        texts = [with_constant_operands(t, task.root.op, constants) for t in texts]
     text = texts[0]
     if len({dataflow(t) for t in texts}) > 1:
         raise TaskSkipped(

@@ -42,7 +42,7 @@ import yaml
 from tdsched.targets import Target
 from tdsched.targets.workload import Workload
 from tdsched.transform_lib.census import census_functions, read_census
-from tdsched.transform_lib.constant_operands import constant_operands
+from tdsched.transform_lib.constant_operands import ModelConstants
 
 from .errors import Where
 from .files import write_atomically
@@ -274,9 +274,8 @@ def tune(
     if set_aside:
         progress(f"tune: {set_aside}")
     sources = census_functions(census)
-    tunings = [
-        _prepare(t, tasks, sources, workload.mlir, out / "tasks", options) for t in tasks.tasks
-    ]
+    weights = ModelConstants(workload.mlir)  # parsed only if a new task template needs it
+    tunings = [_prepare(t, tasks, sources, weights, out / "tasks", options) for t in tasks.tasks]
     for prepared in tunings:
         resumed = prepared.resume(state.tasks.get(prepared.task.name))
         progress(_prepared_line(prepared, resumed))
@@ -315,14 +314,14 @@ def _prepare(
     task: Task,
     tasks: ModelTasks,
     sources: Mapping[str, str],
-    model: str,
+    weights: ModelConstants,
     folder: Path,
     o: TuneOptions,
 ) -> TaskTuning:
     """The task's workload and template recipe, or the reason it is not tuned. A task
     that may run packed (its root is a matmul) keeps the model's constant weights as
-    constants (``model``: the model's module), so a pack of them leaves the timed call
-    as it does in the model."""
+    constants (``weights``: the model's), so a pack of them leaves the timed call as it
+    does in the model."""
     tuning = TaskTuning(task)
     clash = _clash(task, tasks)
     if task.share is not None and task.share < o.min_share:
@@ -341,7 +340,7 @@ def _prepare(
         if not recipe.exists():
             folder.mkdir(parents=True, exist_ok=True)
             constants = (
-                constant_operands(model, task.root.op, task.layers)
+                weights.inputs(task.root.op, task.layers)
                 if task.root.op in PACKABLE
                 else frozenset()
             )

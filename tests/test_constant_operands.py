@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from iree.compiler import ir
-from tdsched.transform_lib.constant_operands import constant_operands, with_constant_operands
+from tdsched.transform_lib.constant_operands import ModelConstants, with_constant_operands
 
 MODEL = """
 func.func @net(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> tensor<4x16xf32> {
@@ -36,11 +36,13 @@ func.func @t0(%arg0: tensor<4x8xf32>, %arg1: tensor<8x16xf32>) -> tensor<4x16xf3
 
 def test_a_weight_is_an_input_computed_from_constants_alone() -> None:
     # fc's B is a transpose of a constant (a weight); fc2's B is an argument.
-    assert constant_operands(MODEL, "linalg.matmul", ["fc"]) == {1}
-    assert constant_operands(MODEL, "linalg.matmul", ["fc2"]) == frozenset()
+    model = ModelConstants(MODEL)
+    assert model.inputs("linalg.matmul", ["fc"]) == {1}
+    assert model.inputs("linalg.matmul", ["fc2"]) == frozenset()
     # Over several layers: only the inputs that are constant in every one of them.
-    assert constant_operands(MODEL, "linalg.matmul", ["fc", "fc2"]) == frozenset()
-    assert constant_operands(MODEL, "linalg.matmul", ["nope"]) == frozenset()
+    assert model.inputs("linalg.matmul", ["fc", "fc2"]) == frozenset()
+    assert model.inputs("linalg.matmul", ["nope"]) == frozenset()
+    assert model.inputs("linalg.matmul", []) == frozenset()
 
 
 def test_the_task_defines_the_weight_as_a_seeded_constant_of_its_type() -> None:

@@ -24,6 +24,7 @@ from tdsched.schedules.tune_command import RACE_FILE, _earlier_race
 from tdsched.schedules.tune_state import TuneState, load_state, save_state
 from tdsched.schedules.tune_templates import NoTemplate, template_for
 from tdsched.targets import make_target
+from tdsched.transform_lib.constant_operands import ModelConstants
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, ConfiguredOp
 from tdsched.transform_lib.errors import ScheduleError
 from tdsched.transform_lib.standalone_dispatch import dataflow, standalone_function
@@ -252,7 +253,7 @@ def test_a_task_whose_root_occurs_in_another_task_is_not_swept(tmp_path: Path) -
     bare, with_fill = Task("t0", (conv,)), Task("t1", (fill, conv))
     tasks = ModelTasks("net", "x86", 1, (bare, with_fill), None)
     options = TuneOptions(make_target("x86"), threads=1, budget_s=60)
-    tuning = _prepare(bare, tasks, {}, "", tmp_path, options)
+    tuning = _prepare(bare, tasks, {}, ModelConstants(""), tmp_path, options)
     assert tuning.recipe is None and tuning.reason is not None
     assert "also occur in task t1" in tuning.reason
     assert tuning.outcome.startswith("IREE's pipeline: its root op")

@@ -16,12 +16,14 @@ do); the function is one ``func.func`` whose op reads the argument directly or t
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Iterable
 
 import numpy as np
 from iree.compiler import ir
 
-from .match import LAYER_ATTR
+from .graph.report import layer_of
+from .payload import ops_under
 
 WEIGHT_SEED = 4321
 """The seed of the constants that stand for a model's weights in a task: uniform in
@@ -29,20 +31,36 @@ WEIGHT_SEED = 4321
 _NUMPY = {"f32": np.float32, "f64": np.float64, "f16": np.float16}
 
 
-def constant_operands(module_text: str, op_name: str, layers: Collection[str]) -> frozenset[int]:
-    """Positions of the inputs of every ``op_name`` op of ``layers`` (by its
-    ``tdsched.layer``) that are computed from constants alone, in every such op; empty
-    when no such op exists."""
-    with ir.Context() as context:
-        context.allow_unregistered_dialects = True
-        module = ir.Module.parse(module_text)
-        found: list[frozenset[int]] = []
-        for op in _walk(module.operation):
-            if op.name != op_name or _layer(op) not in layers:
-                continue
-            inputs = _inputs(op)
-            found.append(frozenset(i for i, v in enumerate(inputs) if _from_constants(v, {})))
-    return frozenset.intersection(*found) if found else frozenset()
+class ModelConstants:
+    """Which inputs of a model's layer ops are computed from constants alone. The model
+    is parsed and walked once, on the first question (a tune asks once per task)."""
+
+    def __init__(self, module_text: str) -> None:
+        self._text = module_text
+
+    def inputs(self, op_name: str, layers: Collection[str]) -> frozenset[int]:
+        """Positions of the inputs of the ``op_name`` ops of ``layers`` (by their
+        ``tdsched.layer``) that are computed from constants alone in every one of them;
+        empty when a layer has no such op."""
+        found = [self._by_layer.get((op_name, layer)) for layer in layers]
+        if not found or any(f is None for f in found):
+            return frozenset()
+        return frozenset.intersection(*(f for f in found if f is not None))
+
+    @functools.cached_property
+    def _by_layer(self) -> dict[tuple[str, str], frozenset[int]]:
+        """(op name, layer) -> the inputs constant in every such op of the layer."""
+        table: dict[tuple[str, str], frozenset[int]] = {}
+        with ir.Context() as context:
+            context.allow_unregistered_dialects = True
+            module = ir.Module.parse(self._text)
+            seen: dict[ir.Value, bool] = {}
+            for op in ops_under(module.operation, _tagged_structured):
+                inputs = list(op.opview.inputs)
+                constant = frozenset(i for i, v in enumerate(inputs) if _from_constants(v, seen))
+                key = (op.name, str(layer_of(op)))
+                table[key] = table[key] & constant if key in table else constant
+        return table
 
 
 def with_constant_operands(function_text: str, op_name: str, positions: Iterable[int]) -> str:
@@ -54,12 +72,11 @@ def with_constant_operands(function_text: str, op_name: str, positions: Iterable
         module = ir.Module.parse(function_text)
         function = next(op for op in module.body.operations if op.operation.name == "func.func")
         block = function.operation.regions[0].blocks[0]
-        op = next((o for o in _walk(function.operation) if o.name == op_name), None)
-        if op is None:
+        ops = ops_under(function.operation, lambda o: o.name == op_name)
+        if not ops:
             return function_text
-        wanted = sorted(set(positions))
-        inputs = _inputs(op)
-        arguments = [_argument(inputs[i], block) for i in wanted if i < len(inputs)]
+        inputs = list(ops[0].opview.inputs)
+        arguments = [_argument(inputs[i], block) for i in sorted(set(positions)) if i < len(inputs)]
         rng = np.random.default_rng(WEIGHT_SEED)
         replaced = []
         for argument in arguments:
@@ -82,25 +99,9 @@ def with_constant_operands(function_text: str, op_name: str, positions: Iterable
         return str(module)
 
 
-def _walk(root: ir.Operation) -> Iterable[ir.Operation]:
-    for region in root.regions:
-        for block in region.blocks:
-            for op in block.operations:
-                yield op.operation
-                yield from _walk(op.operation)
-
-
-def _layer(op: ir.Operation) -> str | None:
-    attr = op.attributes.get(LAYER_ATTR, None)
-    return ir.StringAttr(attr).value if isinstance(attr, ir.StringAttr) else None
-
-
-def _inputs(op: ir.Operation) -> list[ir.Value]:
-    """A structured op's inputs (its operands before the outputs)."""
-    if "operandSegmentSizes" in op.attributes:
-        count = ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])[0]
-        return list(op.operands)[:count]
-    return list(op.operands)[:-1]
+def _tagged_structured(op: ir.Operation) -> bool:
+    """A structured op (``ins``/``outs`` segments) that carries its layer."""
+    return "operandSegmentSizes" in op.attributes and layer_of(op) is not None
 
 
 def _from_constants(value: ir.Value, seen: dict[ir.Value, bool]) -> bool:
@@ -111,17 +112,18 @@ def _from_constants(value: ir.Value, seen: dict[ir.Value, bool]) -> bool:
     owner = value.owner
     result = False
     if not isinstance(owner, ir.Block):
-        operation = owner.operation
-        result = all(_from_constants(v, seen) for v in _reads(operation))
+        result = all(_from_constants(v, seen) for v in _reads(owner.operation))
     seen[value] = result
     return result
 
 
 def _reads(op: ir.Operation) -> list[ir.Value]:
     """The values ``op`` reads: its operands and those its regions use from outside."""
-    inside = [op, *_walk(op)]
+    inside = ops_under(op, lambda _: True)  # op itself among them
     values = list(op.operands)
-    for inner in inside[1:]:
+    for inner in inside:
+        if inner == op:
+            continue
         for value in inner.operands:
             owner = value.owner
             parent = owner.owner if isinstance(owner, ir.Block) else owner.operation
