@@ -11,8 +11,10 @@ more than one element, by a random initializer of the same shape:
 
 * tensors of rank >= 2 (conv and dense weights): normal with variance 2 / fan-in (He), so
   activations keep their scale through a deep ReLU network;
-* 1-D tensors named like a variance or a scale (``var``, ``scale``, ``_s_``): uniform in
-  [0.5, 1.5); other 1-D tensors (biases, means): uniform in [-0.1, 0.1).
+* 1-D tensors a normalization reads as a scale or a variance (``BatchNormalization``'s
+  ``scale`` and ``input_var``, ``InstanceNormalization``'s and ``LayerNormalization``'s
+  ``scale``), found by where they are used, not by their names: uniform in [0.5, 1.5);
+  other 1-D tensors (biases, means): uniform in [-0.1, 0.1).
 
     .venv/bin/python benchmarks/onnx_random_weights.py MODEL.onnx OUT.onnx [--seed 0]
 
@@ -28,16 +30,31 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-POSITIVE_HINTS = ("var", "scale", "_s_")
-"""Name parts of 1-D tensors that must stay positive (batch-norm variance and scale)."""
+POSITIVE_OPERANDS = {
+    "BatchNormalization": (1, 4),
+    "InstanceNormalization": (1,),
+    "LayerNormalization": (1,),
+}
+"""Operand positions, per op type, that must stay positive (a scale, a variance)."""
 
 
-def random_tensor(name: str, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
-    """A random f32 tensor for the weight ``name`` of ``shape`` (see the module docstring)."""
+def positive_names(graph: onnx.GraphProto) -> set[str]:
+    """The tensors some node reads at a :data:`POSITIVE_OPERANDS` position."""
+    return {
+        node.input[i]
+        for node in graph.node
+        for i in POSITIVE_OPERANDS.get(node.op_type, ())
+        if i < len(node.input)
+    }
+
+
+def random_tensor(shape: tuple[int, ...], positive: bool, rng: np.random.Generator) -> np.ndarray:
+    """A random f32 tensor of ``shape`` (see the module docstring); ``positive`` for a
+    1-D scale or variance."""
     if len(shape) >= 2:
         fan_in = int(np.prod(shape[1:]))
         values = rng.standard_normal(shape) * np.sqrt(2.0 / fan_in)
-    elif any(hint in name for hint in POSITIVE_HINTS):
+    elif positive:
         values = rng.uniform(0.5, 1.5, shape)
     else:
         values = rng.uniform(-0.1, 0.1, shape)
@@ -51,10 +68,11 @@ def randomize(model: onnx.ModelProto, seed: int) -> onnx.ModelProto:
     rng = np.random.default_rng(seed)
     graph = out.graph
     shapes = {init.name: numpy_helper.to_array(init) for init in graph.initializer}
+    positive = positive_names(graph)
     for index, init in enumerate(graph.initializer):
         array = shapes[init.name]
         if array.dtype == np.float32 and array.size > 1:
-            fresh = random_tensor(init.name, array.shape, rng)
+            fresh = random_tensor(array.shape, init.name in positive, rng)
             graph.initializer[index].CopyFrom(numpy_helper.from_array(fresh, init.name))
     declare = out.ir_version < 4  # IR version < 4 lists every initializer as an input
     kept = []
@@ -64,7 +82,9 @@ def randomize(model: onnx.ModelProto, seed: int) -> onnx.ModelProto:
             continue
         name = node.output[0]
         shape = tuple(int(d) for d in shapes[node.input[0]])
-        graph.initializer.append(numpy_helper.from_array(random_tensor(name, shape, rng), name))
+        graph.initializer.append(
+            numpy_helper.from_array(random_tensor(shape, name in positive, rng), name)
+        )
         if declare:
             graph.input.append(helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, shape))
     del graph.node[:]

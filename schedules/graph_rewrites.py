@@ -1,8 +1,8 @@
 """Graph rewrite steps → stages that run a tdsched rewrite on the module in Python.
 
-fuse_elementwise_ext, collapse_dims, mmt4d and fuse_pad have no (complete) transform op in
-IREE 3.13; they run between transform-script stages, in recipe order, each reporting one
-line of what it changed (see :mod:`tdsched.transform_lib.graph`).
+fuse_elementwise_ext, collapse_dims, mmt4d, fuse_pad and conv1x1_to_matmul have no
+(complete) transform op in IREE 3.13; they run between transform-script stages, in recipe
+order, each reporting one line of what it changed (see :mod:`tdsched.transform_lib.graph`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,10 @@ from typing import Any
 
 from tdsched.targets import Target
 from tdsched.transform_lib.graph.collapse_dims import CollapseDimsOptions, collapse_dims
+from tdsched.transform_lib.graph.conv1x1_to_matmul import (
+    Conv1x1ToMatmulOptions,
+    conv1x1_to_matmul,
+)
 from tdsched.transform_lib.graph.fuse_elementwise import (
     FuseElementwiseOptions,
     fuse_elementwise_ext,
@@ -27,6 +31,7 @@ from .errors import Where
 from .resolved import as_int, as_ints, payload_criteria
 from .steps import (
     CollapseDimsStep,
+    Conv1x1ToMatmulStep,
     FuseElementwiseExtStep,
     FusePadStep,
     GraphRewriteStep,
@@ -77,6 +82,11 @@ def _fuse_pad(step: FusePadStep, target: Target) -> RewriteStage:
     return _stage(step, partial(fuse_pad, options=FusePadOptions(_ops(step))))
 
 
+def _conv1x1_to_matmul(step: Conv1x1ToMatmulStep, target: Target) -> RewriteStage:
+    options = Conv1x1ToMatmulOptions(_ops(step))
+    return _stage(step, partial(conv1x1_to_matmul, options=options))
+
+
 def _stage(step: GraphRewriteStep, rewrite: Rewrite) -> RewriteStage:
     return RewriteStage(step.primitive, rewrite, step.where)
 
@@ -90,5 +100,6 @@ REWRITES: dict[type[Step], Callable[[Any, Target], RewriteStage]] = {
     CollapseDimsStep: _collapse_dims,
     Mmt4dStep: _mmt4d,
     FusePadStep: _fuse_pad,
+    Conv1x1ToMatmulStep: _conv1x1_to_matmul,
 }
 """The Python rewrites a graph schedule can run, by step type."""

@@ -45,6 +45,7 @@ from .steps import (
     STEPS,
     CleanupStep,
     CollapseDimsStep,
+    Conv1x1ToMatmulStep,
     DispatchRegionStep,
     FuseElementwiseExtStep,
     FuseExtStep,
@@ -400,6 +401,10 @@ class ScheduleBuilder:
     def fuse_pad(self, *, ops: MatchSpec | None = None) -> None:
         """Let pads' producers write into the padded buffer (graph schedules)."""
         self._schedule.add(FusePadStep, ops=ops)
+
+    def conv1x1_to_matmul(self, *, ops: MatchSpec | None = None) -> None:
+        """Rewrite 1x1 convolutions (any stride) as linalg.matmul (graph schedules)."""
+        self._schedule.add(Conv1x1ToMatmulStep, ops=ops)
 
     def vectorize(self) -> None:
         """Vectorize every op in scope (invalidates op handles: do it after tiling)."""

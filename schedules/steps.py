@@ -393,6 +393,18 @@ class Mmt4dStep(StepBase):
     )
 
 
+@register("conv1x1_to_matmul", Scope.GRAPH, _GRAPH_REWRITE)
+@dataclass(frozen=True, kw_only=True)
+class Conv1x1ToMatmulStep(StepBase):
+    """Rewrite convolutions with a 1x1 filter (any stride) as linalg.matmul.
+
+    Without ``ops`` every 1x1 convolution is rewritten and the others are reported with
+    the reason; the matmuls can then be packed by ``mmt4d``.
+    """
+
+    ops: MatchSpec | None = _ops()
+
+
 @register("fuse_pad", Scope.GRAPH, _GRAPH_REWRITE)
 @dataclass(frozen=True, kw_only=True)
 class FusePadStep(StepBase):
@@ -440,7 +452,9 @@ class CleanupStep(StepBase):
     unit_dims: bool = option("fold unit-extent loops", Kind.FLAG, default=False)
 
 
-GraphRewriteStep = FuseElementwiseExtStep | CollapseDimsStep | Mmt4dStep | FusePadStep
+GraphRewriteStep = (
+    FuseElementwiseExtStep | CollapseDimsStep | Mmt4dStep | FusePadStep | Conv1x1ToMatmulStep
+)
 """Steps that rewrite the whole module in Python before IREE (not transform scripts)."""
 
 Step = StepBase

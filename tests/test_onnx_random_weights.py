@@ -42,3 +42,15 @@ def test_light_model_gets_random_weights_and_a_non_trivial_output() -> None:
     (after,) = ReferenceEvaluator(_opset17(randomized)).run(None, {data.name: x})
     assert np.ptp(before) == 0  # splat weights: every class gets the same probability
     assert np.ptp(after) > 1e-4 and np.isfinite(after).all()
+
+
+def test_batch_norm_variances_stay_positive_whatever_their_names() -> None:
+    # light_resnet50 names its running variances ``..._bn_riv_0``: found by their use.
+    model = onnx.load(LIGHT / "light_resnet50.onnx")
+    randomized = _script().randomize(model, seed=0)
+    arrays = {i.name: onnx.numpy_helper.to_array(i) for i in randomized.graph.initializer}
+    norms = [n for n in randomized.graph.node if n.op_type == "BatchNormalization"]
+    assert norms
+    for node in norms:
+        assert arrays[node.input[1]].min() > 0 and arrays[node.input[4]].min() > 0
+        assert arrays[node.input[2]].min() < 0  # a bias may be negative

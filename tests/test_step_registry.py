@@ -117,6 +117,7 @@ graph:
   - collapse_dims: {reassociation: [[0], [1, 2]]}
   - mmt4d: {tile: [8, 8, 1], lower_packs: true}
   - fuse_pad: {ops: {op: tensor.pad}}
+  - conv1x1_to_matmul: {ops: {layer: [proj]}}
   - dispatch_region: {root: {op: linalg.matmul}, stop: {op: linalg.fill}}
   - fuse_ext: {root: {op: linalg.matmul}, tile_sizes: [8, 8, 0], intermediates: recompute, loop: for}
   - tile_ext: {root: {op: linalg.matmul}, tile_nums: [2, 2, 2], interchange: [2, 0, 1]}
@@ -148,6 +149,7 @@ def test_every_primitive_reads_the_same_from_yaml_and_python() -> None:
     g.collapse_dims([[0], [1, 2]])
     g.mmt4d([8, 8, 1], lower_packs=True)
     g.step("fuse_pad", ops=Match("tensor.pad"))
+    g.conv1x1_to_matmul(ops=Match(layer=["proj"]))
     g.dispatch_region(Match("linalg.matmul"), stop=Match("linalg.fill"))
     g.fuse_ext(Match("linalg.matmul"), [8, 8, 0], intermediates="recompute", loop="for")
     g.tile_ext(Match("linalg.matmul"), tile_nums=[2, 2, 2], interchange=[2, 0, 1])
