@@ -20,6 +20,10 @@
    ``provenance``. A task whose root op and loop bounds also occur in another task is
    not swept at all: its kernel match would take the other task's dispatches too. A
    packed winner (:mod:`.tune_templates`) is an ``mmt4d`` graph step for its layers.
+The model may have been rewritten first (:mod:`.tune_races`: 1x1 convolutions as
+matmuls); its tasks are then the rewritten model's, and the graph steps that rewrote it
+start every model recipe.
+
 5. **A packed alternative** (``OUT/<model>.packed.yaml``), where some task has a
    correct packed candidate the recipe did not take: every such task packed. The
    command races the two on the whole model and keeps the faster.
@@ -33,7 +37,7 @@ candidates already recorded in the database are reused without compiling or timi
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -227,20 +231,25 @@ class TuneOutcome:
     """The model recipe with every task that has a correct packed candidate packed, and
     its schedule count, where that differs from :attr:`recipe` (the layouts race on the
     whole model: a task's own timing misjudges what packing saves in the model)."""
+    graph_speedup: float = 1.0
+    """What the model rewrites gave IREE's own pipeline (1.0: none were kept)."""
 
     @property
     def estimated_speedup(self) -> float | None:
-        return estimated_speedup(self.tasks, self.tunings)
+        return estimated_speedup(self.tasks, self.tunings, self.graph_speedup)
 
 
-def estimated_speedup(tasks: ModelTasks, tunings: list[TaskTuning]) -> float | None:
-    """The whole call's speedup if each task that won ran at its best speedup and the
-    rest did not change (``None`` without a profile)."""
+def estimated_speedup(
+    tasks: ModelTasks, tunings: list[TaskTuning], graph_speedup: float = 1.0
+) -> float | None:
+    """The whole call's speedup over IREE default of the model as imported, if each task
+    that won ran at its best speedup and the rest did not change (``None`` without a
+    profile). ``graph_speedup``: what the model rewrites the tasks come from gave."""
     call = tasks.call_ms.median if tasks.call_ms else None
     if not call:
         return None
     saved = sum((t.task.time_ms or 0.0) * (1 - 1 / (t.speedup or 1.0)) for t in tunings if t.won)
-    return call / (call - saved)
+    return graph_speedup * call / (call - saved)
 
 
 Progress = Callable[[str], None]
@@ -252,9 +261,13 @@ def tune(
     out: Path,
     options: TuneOptions,
     progress: Progress,
+    graph: Sequence[Mapping[str, Any]] = (),
+    graph_speedup: float = 1.0,
 ) -> TuneOutcome:
     """Tune ``workload`` (written into the model recipe as ``workload_spec``, paths
-    relative to ``out``) into ``out``; see the module docstring."""
+    relative to ``out``) into ``out``; see the module docstring. ``graph``: the steps
+    that made ``workload`` from the model ``workload_spec`` names (they start every model
+    recipe), ``graph_speedup`` what they gave IREE's own pipeline."""
     start = time.monotonic()
     target = options.target
     threads = None if target.is_gpu else options.threads
@@ -267,7 +280,7 @@ def tune(
         seed=options.seed,
         census=read_census(census),
     )
-    progress(_tasks_line(tasks))
+    progress(_tasks_line(tasks, bool(graph)))
     state, set_aside = load_state(
         out, {"model": workload.name, "target": target.name, "threads": threads}
     )
@@ -295,19 +308,19 @@ def tune(
             state.spent_s = spent()
             state.tasks = {t.task.name: t.state() for t in tunings if t.recipe is not None}
             save_state(out, state)
-            progress(_round_line(tuning, tunings, tasks, spent(), options))
+            progress(_round_line(tuning, tunings, tasks, spent(), options, graph_speedup))
     finally:
         db.close()
     name = f"{workload.name}_tuned"
     recipe = out / f"{workload.name}.tuned.yaml"
-    kernels = _write_model_recipe(recipe, name, workload_spec, tunings, options)
+    model = ModelSpec(name, workload_spec, tuple(graph))
+    kernels = _write_model_recipe(recipe, model, tunings, options)
     packed = None
     if any(t.best_packed is not None and _chosen(t, False) != t.best_packed for t in tunings):
         path = out / f"{workload.name}.packed.yaml"
-        count = _write_model_recipe(path, name, workload_spec, tunings, options, packed=True)
-        packed = (path, count)
+        packed = (path, _write_model_recipe(path, model, tunings, options, packed=True))
     elapsed = time.monotonic() - start
-    return TuneOutcome(tasks, tunings, recipe, spent(), kernels, elapsed, packed=packed)
+    return TuneOutcome(tasks, tunings, recipe, spent(), kernels, elapsed, packed, graph_speedup)
 
 
 def _prepare(
@@ -443,17 +456,23 @@ def _no_correct(candidates: int) -> str:
     return f"none of its {candidates} candidates built and checked"
 
 
+@dataclass(frozen=True)
+class ModelSpec:
+    """What every model recipe of a tune starts with: its name, its ``workload`` and the
+    graph steps of the model rewrites."""
+
+    name: str
+    workload: Mapping[str, Any]
+    graph: tuple[Mapping[str, Any], ...]
+
+
 def _write_model_recipe(
-    path: Path,
-    name: str,
-    workload_spec: Mapping[str, Any],
-    tunings: list[TaskTuning],
-    o: TuneOptions,
-    packed: bool = False,
+    path: Path, model: ModelSpec, tunings: list[TaskTuning], o: TuneOptions, packed: bool = False
 ) -> int:
     """Write the model recipe (``packed``: every task with a correct packed candidate
-    packed); return how many schedules (kernels and graph steps) it holds."""
-    kernels, graph = [], []
+    packed); return how many task schedules (kernels and packed graph steps) it holds."""
+    kernels: list[dict[str, Any]] = []
+    graph: list[dict[str, Any]] = []
     # In task order (t0, t1, ...), not by their profiled time: the same schedules write
     # the same recipe in every run (tdsched tune's layout race keys on it).
     for tuning in sorted(tunings, key=lambda t: (len(t.task.name), t.task.name)):
@@ -471,15 +490,17 @@ def _write_model_recipe(
         kernels.append(
             {"name": tuning.task.name, "match": _match(tuning.task), "schedule": schedule}
         )
+    steps = [dict(step) for step in model.graph] + graph
     document = {
-        "name": name,
+        "name": model.name,
         "description": (
-            f"{name}: schedules tuned by tdsched tune for {len(kernels) + len(graph)} tasks"
+            f"{model.name}: schedules tuned by tdsched tune for {len(kernels) + len(graph)} tasks"
         ),
-        "workload": dict(workload_spec),
+        "workload": dict(model.workload),
         "targets": [o.target.name],
         "tolerance": TOLERANCE,
-        **({"compile_flags": [UKERNELS_OFF], "graph": graph} if graph else {}),
+        **({"compile_flags": [UKERNELS_OFF]} if graph else {}),
+        **({"graph": steps} if steps else {}),
         "kernels": kernels,
         "provenance": {
             "tool": "tdsched tune",
@@ -538,9 +559,10 @@ def _percent(share: float | None) -> str:
     return "-" if share is None else f"{share:.1%}"
 
 
-def _tasks_line(tasks: ModelTasks) -> str:
+def _tasks_line(tasks: ModelTasks, rewritten: bool) -> str:
     call = f"{tasks.call_ms.median:.3f} ms per call" if tasks.call_ms else "untimed"
-    return f"tune: {len(tasks.tasks)} tasks (IREE default: {call})"
+    model = ", of the rewritten model" if rewritten else ""
+    return f"tune: {len(tasks.tasks)} tasks (IREE default: {call}{model})"
 
 
 def _prepared_line(t: TaskTuning, resumed: bool) -> str:
@@ -554,10 +576,15 @@ def _prepared_line(t: TaskTuning, resumed: bool) -> str:
 
 
 def _round_line(
-    t: TaskTuning, all_: list[TaskTuning], tasks: ModelTasks, elapsed: float, o: TuneOptions
+    t: TaskTuning,
+    all_: list[TaskTuning],
+    tasks: ModelTasks,
+    elapsed: float,
+    o: TuneOptions,
+    graph_speedup: float,
 ) -> str:
     best = f"best {t.speedup:.2f}x" if t.speedup else "no correct candidate yet"
-    estimate = estimated_speedup(tasks, all_)
+    estimate = estimated_speedup(tasks, all_, graph_speedup)
     est = f"; model estimate {estimate:.2f}x" if estimate else ""
     return (
         f"tune: [{_clock(elapsed)}/{_clock(o.budget_s)}] {t.task.name} "

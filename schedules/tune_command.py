@@ -4,27 +4,23 @@
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-import yaml
 from tdsched.targets.target import make_target, run_conditions
 
 from .cli_types import positive_int
 from .evaluation import Status
-from .files import write_atomically
 from .lower_command import lower, model_args
 from .run_report import RunReport, RunRequest, run_isolated
 from .tasks_command import add_profiled_model_arguments
 from .text_table import aligned
 from .tune import TuneOptions, TuneOutcome, tune
-
-RACE_FILE = "layout-race.json"
-"""Where the layout race's decision is kept, beside the model recipe."""
+from .tune_races import ModelRewrites, race_layouts, race_model_rewrites
 
 DESCRIPTION = """\
 Make MODEL faster within a time budget, task by task, and write one recipe for it.
@@ -127,16 +123,24 @@ def run(args: argparse.Namespace) -> int:
         rounds=args.rounds,
     )
     quiet = args.quiet or args.json
-    outcome = tune(workload, workload_spec(args, out), out, options, _progress(quiet))
+    progress = _progress(quiet)
+    spec = workload_spec(args, out)
+    rewrites = race_model_rewrites(workload, spec, out, target, partial(_check, args=args))
+    if rewrites.line is not None:
+        progress(f"tune: {rewrites.line}")
+    outcome = tune(
+        rewrites.workload, spec, out, options, progress, rewrites.steps, rewrites.speedup
+    )
     report, layouts = None, None
     if not args.no_check and outcome.packed is not None:
-        report, layouts = _race_layouts(outcome, args)
+        report, layouts = race_layouts(outcome, partial(_check, args=args))
     elif not args.no_check:
         report = _check(outcome.recipe, args)
     if args.json:
-        print(json.dumps({**_as_json(outcome, report), "layouts": layouts}, indent=2))
+        document = {**_as_json(outcome, report), "graph": rewrites.line, "layouts": layouts}
+        print(json.dumps(document, indent=2))
     else:
-        print("\n".join(summary_lines(outcome, report, args, layouts)))
+        print("\n".join(summary_lines(outcome, report, args, layouts, rewrites)))
     return 0 if report is None or report.status is Status.OK else 1
 
 
@@ -170,65 +174,6 @@ def _progress(quiet: bool) -> Any:
     return show
 
 
-def _race_layouts(outcome: TuneOutcome, args: argparse.Namespace) -> tuple[RunReport, str]:
-    """Run the tasks' recipe and the packed one, and keep the faster (each timed against
-    IREE default in its own run, so their speedups are compared) as ``outcome.recipe``;
-    return the kept one's report and a line saying what was raced and kept.
-
-    The decision is recorded in ``OUT/``:data:`RACE_FILE` with the two recipes' digests
-    (their schedules, not the profile in their provenance):
-    a later run that writes the same two recipes keeps the same one and runs only it, so
-    re-running a finished tune neither races again nor flips on noise."""
-    assert outcome.packed is not None
-    path, count = outcome.packed
-    record = outcome.recipe.parent / RACE_FILE
-    key = {"tasks": _schedules_digest(outcome.recipe), "packed": _schedules_digest(path)}
-    earlier = _earlier_race(record, key)
-    if earlier is not None:
-        if earlier["kept"] == "packed":
-            write_atomically(outcome.recipe, path.read_bytes())
-            outcome.kernels = count
-        return _check(outcome.recipe, args), f"{earlier['line']} (raced by an earlier run)"
-    report, packed = _check(outcome.recipe, args), _check(path, args)
-    ours, theirs = report.speedup, packed.speedup
-    kept = "tasks"
-    if packed.status is not Status.OK or theirs is None:
-        line = f"layouts  packed matmuls: {packed.status}, not kept ({path})"
-    elif ours is not None and report.status is Status.OK and ours >= theirs:
-        line = f"layouts  packed matmuls {theirs:.2f}x vs {ours:.2f}x: not kept ({path})"
-    else:
-        write_atomically(outcome.recipe, path.read_bytes())
-        outcome.kernels = count
-        shown = f"{ours:.2f}x" if ours is not None else str(report.status)
-        line = f"layouts  packed matmuls {theirs:.2f}x vs {shown}: kept (from {path})"
-        kept, report = "packed", packed
-    document = {"key": key, "kept": kept, "line": line}
-    write_atomically(record, json.dumps(document, indent=1).encode())
-    return report, line
-
-
-def _schedules_digest(recipe: Path) -> str:
-    """A model recipe's digest without its ``provenance`` (which holds this run's
-    profile of the tasks): the same schedules give the same digest."""
-    document = yaml.safe_load(recipe.read_text())
-    document.pop("provenance", None)
-    text = json.dumps(document, sort_keys=True).encode()
-    return hashlib.sha256(text).hexdigest()[:16]
-
-
-def _earlier_race(record: Path, key: dict[str, str]) -> dict[str, str] | None:
-    """The decision recorded in ``record`` for the recipes of ``key``, if any."""
-    try:
-        saved = json.loads(record.read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(saved, dict) or saved.get("key") != key:
-        return None
-    if saved.get("kept") not in ("tasks", "packed") or not isinstance(saved.get("line"), str):
-        return None
-    return saved
-
-
 def _check(recipe: Path, args: argparse.Namespace) -> RunReport:
     request = RunRequest(
         recipe=str(recipe),
@@ -250,12 +195,15 @@ def summary_lines(
     report: RunReport | None,
     args: argparse.Namespace,
     layouts: str | None = None,
+    rewrites: ModelRewrites | None = None,
 ) -> list[str]:
     """The per-task table and the end-to-end result (``layouts``: what the layout race
-    on the whole model did, if it ran)."""
+    on the whole model did, if it ran; ``rewrites``: what the model-rewrite race did)."""
     tasks = outcome.tasks
     where = run_conditions(tasks.target, tasks.threads)
     call = f"{tasks.call_ms.median:.3f} ms per call" if tasks.call_ms else "untimed"
+    if rewrites is not None and rewrites.steps:
+        call += " (of the rewritten model)"
     lines = [
         f"tune of {tasks.workload} on {where}: {len(tasks.tasks)} tasks, "
         f"{outcome.spent_s / 60:.1f} of {args.budget:g} minutes spent (this run "
@@ -299,8 +247,9 @@ def summary_lines(
                 f"{report.baseline_ms.median:.3f} ms: {report.speedup:.2f}x (same run, "
                 f"{args.repeats} rounds)"
             )
-    if layouts is not None:
-        lines.append(layouts)
+    for raced in (rewrites.line if rewrites else None, layouts):
+        if raced is not None:
+            lines.append(raced)
     lines.append(f"run it   tdsched run {outcome.recipe}")
     return lines
 

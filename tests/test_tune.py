@@ -14,13 +14,19 @@ from tdsched.schedules.model_tasks import ModelTasks, OpSignature, Task
 from tdsched.schedules.params import substitute_plain
 from tdsched.schedules.sweep.database import Result
 from tdsched.schedules.tune import (
+    ModelSpec,
     TaskTuning,
     TuneOptions,
     _next,
     _prepare,
     _write_model_recipe,
 )
-from tdsched.schedules.tune_command import RACE_FILE, _earlier_race
+from tdsched.schedules.tune_races import (
+    GRAPH_RACE_FILE,
+    LAYOUT_RACE_FILE,
+    earlier_race,
+    race_model_rewrites,
+)
 from tdsched.schedules.tune_state import TuneState, load_state, save_state
 from tdsched.schedules.tune_templates import NoTemplate, template_for
 from tdsched.targets import make_target
@@ -28,6 +34,15 @@ from tdsched.transform_lib.constant_operands import ModelConstants
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, ConfiguredOp
 from tdsched.transform_lib.errors import ScheduleError
 from tdsched.transform_lib.standalone_dispatch import dataflow, standalone_function
+
+MODEL = ModelSpec("m", {"model": "m"}, ())
+
+MATMUL_MODULE = """
+func.func @mm(%a: tensor<4x8xf32>, %b: tensor<8x6xf32>, %c: tensor<4x6xf32>) -> tensor<4x6xf32> {
+  %m = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x6xf32>) outs(%c : tensor<4x6xf32>) -> tensor<4x6xf32>
+  return %m : tensor<4x6xf32>
+}
+"""
 
 LAYOUT = (
     "#hal.pipeline.layout<bindings = [#hal.pipeline.binding<storage_buffer, ReadOnly>, "
@@ -275,7 +290,7 @@ def test_the_winning_values_fill_the_schedule(tmp_path: Path) -> None:
     best = Result("k", "t0.yaml", "x86", {"RH": 4, "RW": 16}, "ok", speedup=1.5)
     won = _tuning("t0", 1.0, recipe=recipe, rounds=1, best=best)
     options = TuneOptions(make_target("x86"), threads=1, budget_s=60)
-    _write_model_recipe(tmp_path / "m.yaml", "m", {"model": "m"}, [won], options)
+    _write_model_recipe(tmp_path / "m.yaml", MODEL, [won], options)
     written = yaml.safe_load((tmp_path / "m.yaml").read_text())
     assert written["kernels"][0]["schedule"] == [{"tile": {"sizes": [2, 4, 16]}}]
     # A name the template does not declare is an error naming the template.
@@ -283,7 +298,7 @@ def test_the_winning_values_fill_the_schedule(tmp_path: Path) -> None:
     recipe.write_text(yaml.safe_dump(template))
     won.recipe = recipe
     with pytest.raises(RecipeError, match=r"t0.yaml.*\$\{NOPE\} is not declared"):
-        _write_model_recipe(tmp_path / "m.yaml", "m", {"model": "m"}, [won], options)
+        _write_model_recipe(tmp_path / "m.yaml", MODEL, [won], options)
 
 
 def test_a_packed_winner_is_a_graph_step_for_its_layers_and_the_packed_recipe_packs_all(
@@ -302,13 +317,13 @@ def test_a_packed_winner_is_a_graph_step_for_its_layers_and_the_packed_recipe_pa
     tuning = TaskTuning(task, recipe=recipe, rounds=1, best=rowmajor, best_packed=packed)
     options = TuneOptions(make_target("x86"), threads=1, budget_s=60)
     # The tasks' winners: the rowmajor kernel (the packed candidate did not win).
-    assert _write_model_recipe(tmp_path / "m.yaml", "m", {"model": "m"}, [tuning], options) == 1
+    assert _write_model_recipe(tmp_path / "m.yaml", MODEL, [tuning], options) == 1
     written = yaml.safe_load((tmp_path / "m.yaml").read_text())
     assert "graph" not in written and "compile_flags" not in written
     assert written["kernels"][0]["schedule"] == [{"tile": {"sizes": [4]}}]
     # The packed alternative (raced on the whole model): the winner's tile, for the
     # task's layers only, and no kernel schedule for it.
-    _write_model_recipe(tmp_path / "p.yaml", "m", {"model": "m"}, [tuning], options, packed=True)
+    _write_model_recipe(tmp_path / "p.yaml", MODEL, [tuning], options, packed=True)
     written = yaml.safe_load((tmp_path / "p.yaml").read_text())
     assert written["graph"] == [
         {"mmt4d": {"tile": [8, 32, 1], "ops": {"op": "linalg.matmul", "layer": ["ffn.up"]}}}
@@ -318,6 +333,14 @@ def test_a_packed_winner_is_a_graph_step_for_its_layers_and_the_packed_recipe_pa
     # A later run resumes the packed candidate with the rest of the task's state.
     again = TaskTuning(task, recipe=recipe)
     assert again.resume(tuning.state()) and again.best_packed == packed
+    # The model rewrites the tasks came from start every model recipe.
+    rewritten = ModelSpec("m", {"model": "m"}, ({"conv1x1_to_matmul": {}},))
+    _write_model_recipe(tmp_path / "p.yaml", rewritten, [tuning], options, packed=True)
+    written = yaml.safe_load((tmp_path / "p.yaml").read_text())
+    assert [next(iter(step)) for step in written["graph"]] == ["conv1x1_to_matmul", "mmt4d"]
+    _write_model_recipe(tmp_path / "m.yaml", rewritten, [tuning], options)
+    written = yaml.safe_load((tmp_path / "m.yaml").read_text())
+    assert written["graph"] == [{"conv1x1_to_matmul": {}}] and "compile_flags" not in written
 
 
 def test_tune_writes_a_model_recipe_that_is_correct_and_a_rerun_reuses_it(
@@ -392,15 +415,68 @@ def test_the_tune_state_is_kept_per_model_target_and_threads(tmp_path: Path) -> 
 
 
 def test_a_layout_race_is_reused_only_for_the_same_two_recipes(tmp_path: Path) -> None:
-    record = tmp_path / RACE_FILE
+    record = tmp_path / LAYOUT_RACE_FILE
     key = {"tasks": "aaa", "packed": "bbb"}
-    assert _earlier_race(record, key) is None  # never raced
+    choices = ("tasks", "packed")
+    assert earlier_race(record, key, choices) is None  # never raced
     line = "layouts  packed matmuls 1.37x vs 1.10x: kept (from p.yaml)"
     record.write_text(json.dumps({"key": key, "kept": "packed", "line": line}))
-    assert _earlier_race(record, key) == {"key": key, "kept": "packed", "line": line}
+    assert earlier_race(record, key, choices) == {"key": key, "kept": "packed", "line": line}
     # Another task winner or packed candidate since: race again.
-    assert _earlier_race(record, {"tasks": "aaa", "packed": "ccc"}) is None
+    assert earlier_race(record, {"tasks": "aaa", "packed": "ccc"}, choices) is None
     record.write_text(json.dumps({"key": key, "kept": "maybe", "line": line}))
-    assert _earlier_race(record, key) is None
+    assert earlier_race(record, key, choices) is None
     record.write_text("{not json")
-    assert _earlier_race(record, key) is None
+    assert earlier_race(record, key, choices) is None
+
+
+STRIDED_1X1 = """
+func.func @m(%x: tensor<1x8x8x4xf32>, %w: tensor<1x1x4x6xf32>) -> tensor<1x4x4x6xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x4x4x6xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<1x4x4x6xf32>) -> tensor<1x4x4x6xf32>
+  %c = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>}
+      ins(%x, %w : tensor<1x8x8x4xf32>, tensor<1x1x4x6xf32>) outs(%f : tensor<1x4x4x6xf32>) -> tensor<1x4x4x6xf32>
+  return %c : tensor<1x4x4x6xf32>
+}
+"""
+
+
+def test_the_model_rewrite_race_runs_once_and_keeps_a_correct_faster_model(
+    tmp_path: Path,
+) -> None:
+    from tdsched.schedules.evaluation import Status
+    from tdsched.schedules.run_report import RunReport
+    from tdsched.targets.workload import workload_from_text
+
+    workload = workload_from_text(STRIDED_1X1, "m.mlir", "m", None)
+    raced: list[Path] = []
+
+    def check(recipe: Path, speedup: float = 1.5) -> RunReport:
+        raced.append(recipe)
+        return RunReport(
+            "m_graph", "x86", "m", {}, 1, "iree-default", status=Status.OK, speedup=speedup
+        )
+
+    x86 = make_target("x86")
+    kept = race_model_rewrites(workload, {"file": "m.mlir"}, tmp_path, x86, check)
+    assert kept.steps == ({"conv1x1_to_matmul": {}},) and kept.speedup == 1.5
+    assert "linalg.matmul" in kept.workload.mlir and "conv_2d" not in kept.workload.mlir
+    assert kept.line is not None and "1.50x IREE default, kept" in kept.line
+    graph = yaml.safe_load((tmp_path / "m.graph.yaml").read_text())
+    assert graph["graph"] == [{"conv1x1_to_matmul": {}}] and graph["workload"] == {"file": "m.mlir"}
+    # A re-run reuses the recorded decision without running the model again.
+    again = race_model_rewrites(workload, {"file": "m.mlir"}, tmp_path, x86, check)
+    assert len(raced) == 1 and again.steps == kept.steps and again.speedup == 1.5
+    assert again.line is not None and again.line.endswith("(raced by an earlier run)")
+    # Not faster by the tune's margin: the model stays as imported.
+    (tmp_path / GRAPH_RACE_FILE).unlink()
+    slower = race_model_rewrites(
+        workload, {"file": "m.mlir"}, tmp_path, x86, lambda r: check(r, 1.0)
+    )
+    assert slower.steps == () and slower.workload is workload
+    assert slower.line is not None and "not kept" in slower.line
+    # A model no rewrite changes races nothing.
+    plain = workload_from_text(MATMUL_MODULE, "mm.mlir", "mm", None)
+    none = race_model_rewrites(plain, {"file": "mm.mlir"}, tmp_path, x86, check)
+    assert none.steps == () and none.line is None and len(raced) == 2
