@@ -23,7 +23,7 @@ import numpy as np
 from iree.compiler import ir
 
 from .graph.report import layer_of
-from .payload import ops_under
+from .payload import is_structured, ops_under
 
 WEIGHT_SEED = 4321
 """The seed of the constants that stand for a model's weights in a task: uniform in
@@ -100,8 +100,10 @@ def with_constant_operands(function_text: str, op_name: str, positions: Iterable
 
 
 def _tagged_structured(op: ir.Operation) -> bool:
-    """A structured op (``ins``/``outs`` segments) that carries its layer."""
-    return "operandSegmentSizes" in op.attributes and layer_of(op) is not None
+    """A linalg structured op (``ins``/``outs`` segments) that carries its layer (a
+    ``tensor.pad`` has operand segments too, and no ``ins``)."""
+    tagged = layer_of(op) is not None
+    return tagged and is_structured(op) and "operandSegmentSizes" in op.attributes
 
 
 def _from_constants(value: ir.Value, seen: dict[ir.Value, bool]) -> bool:

@@ -36,7 +36,7 @@ from iree.compiler.dialects import linalg, tensor
 
 from ..match import OpCriteria
 from ..payload import ops_under
-from .report import GraphRewriteError, RewriteReport, describe_op, selected
+from .report import RewriteReport, describe_op, plan_each, selected
 
 PRIMITIVE = "conv1x1_to_matmul"
 _INHERENT = {"dilations", "strides", "linalg.memoized_indexing_maps", "operandSegmentSizes"}
@@ -100,19 +100,14 @@ def conv1x1_to_matmul(module: ir.Module, options: Conv1x1ToMatmulOptions) -> Rew
     :class:`GraphRewriteError` before anything is rewritten; otherwise it is left as it
     is and the report's details say why.
     """
-    plans: list[_Plan] = []
-    left: list[str] = []
-    for op in _selected_convs(module, options.ops):
-        plan = _plan(op)
-        if isinstance(plan, _Plan):
-            plans.append(plan)
-        elif options.ops is not None:
-            raise GraphRewriteError(
-                f"{PRIMITIVE}: cannot rewrite {describe_op(op)}: {plan}; "
-                "narrow 'ops' to convolutions with a 1x1 filter"
-            )
-        else:
-            left.append(f"{describe_op(op)}: left as it is: {plan}")
+    plans, left = plan_each(
+        _selected_convs(module, options.ops),
+        _plan,
+        options.ops is not None,
+        refusal=f"{PRIMITIVE}: cannot rewrite",
+        fix="narrow 'ops' to convolutions with a 1x1 filter",
+        left="left as it is",
+    )
     details = [_describe(plan) for plan in plans]
     names = [plan.op.name for plan in plans]
     for plan in plans:

@@ -26,7 +26,7 @@ from iree.compiler.dialects import linalg, tensor
 
 from ..match import OpCriteria
 from ..payload import ops_under
-from .report import GraphRewriteError, RewriteReport, describe_op, selected
+from .report import RewriteReport, describe_op, plan_each, selected
 
 PRIMITIVE = "fuse_pad"
 PAD = "tensor.pad"
@@ -68,19 +68,14 @@ def fuse_pad(module: ir.Module, options: FusePadOptions) -> RewriteReport:
     :class:`GraphRewriteError` (before anything is rewritten); otherwise it is skipped
     and the report's details say why.
     """
-    plans: list[_Plan] = []
-    skipped: list[str] = []
-    for pad in _selected_pads(module, options.ops):
-        plan = _plan(pad)
-        if isinstance(plan, _Plan):
-            plans.append(plan)
-        elif options.ops is not None:
-            raise GraphRewriteError(
-                f"{PRIMITIVE}: cannot fuse {describe_op(pad)}: {plan}; "
-                "narrow 'ops' to pads that can be fused"
-            )
-        else:
-            skipped.append(f"{describe_op(pad)}: skipped: {plan}")
+    plans, skipped = plan_each(
+        _selected_pads(module, options.ops),
+        _plan,
+        options.ops is not None,
+        refusal=f"{PRIMITIVE}: cannot fuse",
+        fix="narrow 'ops' to pads that can be fused",
+        left="skipped",
+    )
     details = [
         f"{describe_op(p.pad)}: fused into {describe_op(p.producer)} ({_HOW[p.init]})"
         for p in plans

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from iree.compiler import ir
 
@@ -68,6 +69,38 @@ def layer_of(op: ir.Operation) -> str | None:
         name: str = ir.StringAttr(attrs[LAYER_ATTR]).value
         return name
     return None
+
+
+Plan = TypeVar("Plan")
+
+
+def plan_each(
+    ops: list[ir.Operation],
+    plan: Callable[[ir.Operation], Plan | str],
+    explicit: bool,
+    *,
+    refusal: str,
+    fix: str,
+    left: str,
+) -> tuple[list[Plan], list[str]]:
+    """Plan a rewrite of each of ``ops``: ``plan`` returns how, or why it cannot be done.
+
+    With ``explicit`` (the user selected the ops with ``ops``), an op that cannot be
+    rewritten raises :class:`GraphRewriteError` (``"{refusal} <op>: <why>; {fix}"``)
+    before anything is rewritten; otherwise it gets a detail line ``"<op>: {left}:
+    <why>"``. Returns the plans and those lines.
+    """
+    plans: list[Plan] = []
+    lines: list[str] = []
+    for op in ops:
+        how = plan(op)
+        if not isinstance(how, str):
+            plans.append(how)
+        elif explicit:
+            raise GraphRewriteError(f"{refusal} {describe_op(op)}: {how}; {fix}")
+        else:
+            lines.append(f"{describe_op(op)}: {left}: {how}")
+    return plans, lines
 
 
 Rewrite = Callable[[ir.Module], RewriteReport]
