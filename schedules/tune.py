@@ -334,10 +334,14 @@ def _prepare(
     """The task's workload and template recipe, or the reason it is not tuned. A task
     that may run packed (its root is a matmul) keeps the model's constant weights as
     constants (``weights``: the model's), so a pack of them leaves the timed call as it
-    does in the model."""
+    does in the model. A task that has a template from an earlier run into ``folder``
+    is tuned whatever its share now: the profile is noisy, and a task near
+    ``--min-share`` must not drop out of the model recipe on a re-run."""
     tuning = TaskTuning(task)
     clash = _clash(task, tasks)
-    if task.share is not None and task.share < o.min_share:
+    recipe = folder / f"{task.name}.yaml"
+    small = task.share is not None and task.share < o.min_share
+    if small and not recipe.exists():
         tuning.reason = f"{_percent(task.share)} of the call, below --min-share"
     elif o.target.is_gpu:
         tuning.reason = "templates exist for x86 only"
@@ -348,7 +352,6 @@ def _prepare(
         )
     if tuning.reason is not None:
         return tuning
-    recipe = folder / f"{task.name}.yaml"
     try:
         if not recipe.exists():
             folder.mkdir(parents=True, exist_ok=True)

@@ -275,6 +275,20 @@ def test_a_task_whose_root_occurs_in_another_task_is_not_swept(tmp_path: Path) -
     assert not list(tmp_path.iterdir())  # nothing written, nothing compiled
 
 
+def test_a_task_below_min_share_is_tuned_again_if_an_earlier_run_gave_it_a_template(
+    tmp_path: Path,
+) -> None:
+    task = Task("t0", (MATMUL,), dispatches=["d0"], share=0.005)
+    tasks = ModelTasks("net", "x86", 1, (task,), None)
+    options = TuneOptions(make_target("x86"), threads=1, budget_s=60, min_share=0.01)
+    first = _prepare(task, tasks, {}, ModelConstants(""), tmp_path, options)
+    assert first.recipe is None and first.reason == "0.5% of the call, below --min-share"
+    # A re-run whose noisy profile puts a tuned task just below the threshold keeps it.
+    (tmp_path / "t0.yaml").write_text("name: task_t0\n")
+    again = _prepare(task, tasks, {}, ModelConstants(""), tmp_path, options)
+    assert again.recipe == tmp_path / "t0.yaml" and again.reason is None
+
+
 def test_the_winning_values_fill_the_schedule(tmp_path: Path) -> None:
     schedule = [{"tile": {"sizes": [1, "${RH}", "${RW}"]}}, {"vectorize": {}}]
     assert substitute_plain(schedule, {"RH": 4, "RW": 16}, Where("t0.yaml")) == [
