@@ -8,7 +8,8 @@ device on lavapipe keeps two cores busy until its process exits. ``tdsched run``
 the request (a JSON object) and writes what it returns (a JSON object). The function may
 also report progress (a JSON object, e.g. what it has planned and which stage it is in).
 A child that dies, or runs past its limit, becomes a :class:`ChildFailure` with its last
-progress and the end of its output; Ctrl-C stops the child and everything it started.
+progress and the end of its output; Ctrl-C, or SIGTERM to the parent (``timeout``,
+``kill``), stops the child and everything it started.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,12 +67,13 @@ def call_isolated(entry: str, request: JSON, timeout_s: float | None = None) -> 
                 start_new_session=True,
             )
             try:
-                code = proc.wait(timeout=timeout_s)
+                with _terminate_raises():
+                    code = proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 _kill(proc)
                 progress = _read(progress_file)
                 return ChildFailure(Status.TIMEOUT, f"no result within {timeout_s:.0f} s", progress)
-            except BaseException:  # Ctrl-C: the child is in its own session, stop it too
+            except BaseException:  # Ctrl-C, SIGTERM: the child is in its own session, stop it too
                 _kill(proc)
                 raise
             result = _read(result_file)
@@ -91,6 +95,26 @@ def _read(path: Path) -> JSON | None:
         return None
     data: JSON = json.loads(path.read_text())
     return data
+
+
+@contextmanager
+def _terminate_raises() -> Iterator[None]:
+    """While the child runs, SIGTERM raises ``SystemExit`` in the parent, so the child is
+    stopped with it: by default the parent would die at once and leave the child (in a
+    session of its own) running. Only in the main thread, the one Python delivers
+    signals to; elsewhere nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
