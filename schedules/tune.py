@@ -20,13 +20,13 @@
    ``provenance``. A task whose root op and loop bounds also occur in another task is
    not swept at all: its kernel match would take the other task's dispatches too. A
    packed winner (:mod:`.tune_templates`) is an ``mmt4d`` graph step for its layers.
-The model may have been rewritten first (:mod:`.tune_races`: 1x1 convolutions as
-matmuls); its tasks are then the rewritten model's, and the graph steps that rewrote it
-start every model recipe.
-
 5. **A packed alternative** (``OUT/<model>.packed.yaml``), where some task has a
    correct packed candidate the recipe did not take: every such task packed. The
    command races the two on the whole model and keeps the faster.
+
+The model may have been rewritten before all this (:mod:`.tune_races`: 1x1
+convolutions as matmuls); its tasks are then the rewritten model's, and the graph steps
+that rewrote it start every model recipe.
 
 The budget is the total over every run into ``OUT`` (:mod:`.tune_state`, saved after
 each round): re-running a finished tune sweeps nothing, a larger budget spends only the

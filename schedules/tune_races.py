@@ -85,12 +85,8 @@ def race_model_rewrites(
     key = {"model": _digest(workload.mlir.encode()), "graph": _digest(json.dumps(steps).encode())}
     earlier = earlier_race(record, key, ("rewritten", "as imported"))
     if earlier is not None:
-        kept, speedup, line = (
-            earlier["kept"] == "rewritten",
-            earlier.get("speedup"),
-            earlier["line"],
-        )
-        line += " (raced by an earlier run)"
+        kept, speedup = earlier["kept"] == "rewritten", earlier.get("speedup")
+        line = f"{earlier['line']} (raced by an earlier run)"
     else:
         path = out / f"{workload.name}.graph.yaml"
         _write_graph_recipe(path, workload.name, spec, target, steps)

@@ -54,12 +54,12 @@ class Conv1x1ToMatmulOptions:
 class _Layout:
     """Where one named convolution keeps its dims, and how its matmul is formed.
 
-    Positions index the 4-d input, filter and output shapes; ``pixels_first`` says the
-    pixels are the matmul's left-hand side (NHWC) rather than its right (NCHW);
-    ``filter_fc`` that the filter collapses to ``F x C`` (then transposed for NHWC).
+    Positions index the 4-d input, filter and output shapes (the batch is dim 0 in all
+    three); ``pixels_first`` says the pixels are the matmul's left-hand side (NHWC)
+    rather than its right (NCHW); ``filter_fc`` that the filter collapses to ``F x C``
+    (then transposed for NHWC).
     """
 
-    batch: int
     channel: int
     spatial: tuple[int, int]
     filter_window: tuple[int, int]
@@ -75,9 +75,9 @@ class _Layout:
 
 
 _LAYOUTS = {
-    "linalg.conv_2d_nhwc_hwcf": _Layout(0, 3, (1, 2), (0, 1), filter_fc=False, pixels_first=True),
-    "linalg.conv_2d_nhwc_fhwc": _Layout(0, 3, (1, 2), (1, 2), filter_fc=True, pixels_first=True),
-    "linalg.conv_2d_nchw_fchw": _Layout(0, 1, (2, 3), (2, 3), filter_fc=True, pixels_first=False),
+    "linalg.conv_2d_nhwc_hwcf": _Layout(3, (1, 2), (0, 1), filter_fc=False, pixels_first=True),
+    "linalg.conv_2d_nhwc_fhwc": _Layout(3, (1, 2), (1, 2), filter_fc=True, pixels_first=True),
+    "linalg.conv_2d_nchw_fchw": _Layout(1, (2, 3), (2, 3), filter_fc=True, pixels_first=False),
 }
 
 
@@ -132,9 +132,9 @@ def _plan(op: ir.Operation) -> _Plan | str:
     window = [weights[d] for d in layout.filter_window]
     if window != [1, 1]:
         return f"its filter is {window[0]}x{window[1]}, not 1x1"
-    if not layout.pixels_first and image[layout.batch] != 1:
+    if not layout.pixels_first and image[0] != 1:
         return (
-            f"it is NCHW with batch {image[layout.batch]}: its images' pixels are not one "
+            f"it is NCHW with batch {image[0]}: its images' pixels are not one "
             "matrix (batch 1, or an NHWC convolution, can be rewritten)"
         )
     strides = tuple(ir.DenseIntElementsAttr(op.attributes["strides"]))
@@ -214,9 +214,9 @@ def _describe(plan: _Plan) -> str:
 def _matmul_sizes(plan: _Plan) -> tuple[int, int, int]:
     """The matmul's ``M, N, K``."""
     layout, out = plan.layout, plan.output_shape
-    pixels = prod(out[d] for d in (layout.batch, *layout.spatial))
+    pixels = prod(out[d] for d in (0, *layout.spatial))
     channels = plan.input_shape[layout.channel]
-    filters = out[3] if layout.pixels_first else out[1]
+    filters = out[layout.channel]  # the output keeps its channels where the input does
     return (pixels, filters, channels) if layout.pixels_first else (filters, pixels, channels)
 
 
