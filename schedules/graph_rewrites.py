@@ -1,6 +1,6 @@
 """Graph rewrite steps → stages that run a tdsched rewrite on the module in Python.
 
-fuse_elementwise_ext, collapse_dims, mmt4d, fuse_pad and conv1x1_to_matmul have no
+fuse_elementwise_ext, collapse_dims, mmt4d, fuse_pad, conv1x1_to_matmul and im2col have no
 (complete) transform op in IREE 3.13; they run between transform-script stages, in recipe
 order, each reporting one line of what it changed (see :mod:`tdsched.transform_lib.graph`).
 """
@@ -23,6 +23,7 @@ from tdsched.transform_lib.graph.fuse_elementwise import (
     fuse_elementwise_ext,
 )
 from tdsched.transform_lib.graph.fuse_pad import FusePadOptions, fuse_pad
+from tdsched.transform_lib.graph.im2col import Im2colOptions, im2col
 from tdsched.transform_lib.graph.mmt4d import Mmt4dOptions, mmt4d
 from tdsched.transform_lib.graph.report import Rewrite
 from tdsched.transform_lib.match import OpCriteria
@@ -35,6 +36,7 @@ from .steps import (
     FuseElementwiseExtStep,
     FusePadStep,
     GraphRewriteStep,
+    Im2colStep,
     Mmt4dStep,
     Step,
 )
@@ -87,6 +89,10 @@ def _conv1x1_to_matmul(step: Conv1x1ToMatmulStep, target: Target) -> RewriteStag
     return _stage(step, partial(conv1x1_to_matmul, options=options))
 
 
+def _im2col(step: Im2colStep, target: Target) -> RewriteStage:
+    return _stage(step, partial(im2col, options=Im2colOptions(_ops(step))))
+
+
 def _stage(step: GraphRewriteStep, rewrite: Rewrite) -> RewriteStage:
     return RewriteStage(step.primitive, rewrite, step.where)
 
@@ -101,5 +107,6 @@ REWRITES: dict[type[Step], Callable[[Any, Target], RewriteStage]] = {
     Mmt4dStep: _mmt4d,
     FusePadStep: _fuse_pad,
     Conv1x1ToMatmulStep: _conv1x1_to_matmul,
+    Im2colStep: _im2col,
 }
 """The Python rewrites a graph schedule can run, by step type."""

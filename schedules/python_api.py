@@ -53,6 +53,7 @@ from .steps import (
     FuseOperandsStep,
     FusePadStep,
     GeneralizeStep,
+    Im2colStep,
     InterchangeStep,
     MatchStep,
     Mmt4dStep,
@@ -405,6 +406,11 @@ class ScheduleBuilder:
     def conv1x1_to_matmul(self, *, ops: MatchSpec | None = None) -> None:
         """Rewrite 1x1 convolutions (any stride) as linalg.matmul (graph schedules)."""
         self._schedule.add(Conv1x1ToMatmulStep, ops=ops)
+
+    def im2col(self, *, ops: MatchSpec | None = None) -> None:
+        """Rewrite convolutions as a gather of their windows and linalg.matmul (graph
+        schedules)."""
+        self._schedule.add(Im2colStep, ops=ops)
 
     def vectorize(self) -> None:
         """Vectorize every op in scope (invalidates op handles: do it after tiling)."""

@@ -405,6 +405,18 @@ class Conv1x1ToMatmulStep(StepBase):
     ops: MatchSpec | None = _ops()
 
 
+@register("im2col", Scope.GRAPH, _GRAPH_REWRITE)
+@dataclass(frozen=True, kw_only=True)
+class Im2colStep(StepBase):
+    """Rewrite convolutions as a gather of their input windows and a linalg.matmul.
+
+    Without ``ops`` every convolution with a filter larger than 1x1 is rewritten and the
+    others are reported with the reason; the matmuls can then be packed by ``mmt4d``.
+    """
+
+    ops: MatchSpec | None = _ops()
+
+
 @register("fuse_pad", Scope.GRAPH, _GRAPH_REWRITE)
 @dataclass(frozen=True, kw_only=True)
 class FusePadStep(StepBase):
@@ -453,7 +465,12 @@ class CleanupStep(StepBase):
 
 
 GraphRewriteStep = (
-    FuseElementwiseExtStep | CollapseDimsStep | Mmt4dStep | FusePadStep | Conv1x1ToMatmulStep
+    FuseElementwiseExtStep
+    | CollapseDimsStep
+    | Mmt4dStep
+    | FusePadStep
+    | Conv1x1ToMatmulStep
+    | Im2colStep
 )
 """Steps that rewrite the whole module in Python before IREE (not transform scripts)."""
 

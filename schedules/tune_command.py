@@ -126,8 +126,8 @@ def run(args: argparse.Namespace) -> int:
     progress = _progress(quiet)
     spec = workload_spec(args, out)
     rewrites = race_model_rewrites(workload, spec, out, target, partial(_check, args=args))
-    if rewrites.line is not None:
-        progress(f"tune: {rewrites.line}")
+    for line in rewrites.lines:
+        progress(f"tune: {line}")
     outcome = tune(
         rewrites.workload, spec, out, options, progress, rewrites.steps, rewrites.speedup
     )
@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
     elif not args.no_check:
         report = _check(outcome.recipe, args)
     if args.json:
-        document = {**_as_json(outcome, report), "graph": rewrites.line, "layouts": layouts}
+        document = {**_as_json(outcome, report), "graph": list(rewrites.lines), "layouts": layouts}
         print(json.dumps(document, indent=2))
     else:
         print("\n".join(summary_lines(outcome, report, args, layouts, rewrites)))
@@ -247,9 +247,9 @@ def summary_lines(
                 f"{report.baseline_ms.median:.3f} ms: {report.speedup:.2f}x (same run, "
                 f"{args.repeats} rounds)"
             )
-    for raced in (rewrites.line if rewrites else None, layouts):
-        if raced is not None:
-            lines.append(raced)
+    lines += rewrites.lines if rewrites else ()
+    if layouts is not None:
+        lines.append(layouts)
     lines.append(f"run it   tdsched run {outcome.recipe}")
     return lines
 

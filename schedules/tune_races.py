@@ -3,11 +3,12 @@ make, taken by running model recipes against IREE's default build of the model, 
 recorded beside them so that a re-run reuses the choice instead of flipping on noise.
 
 1. **Model rewrites**, before the tasks are extracted: graph rewrites that change which
-   ops IREE's dispatches hold (:data:`MODEL_REWRITES`: 1x1 convolutions as matmuls).
-   Where one changes the model, a recipe with only those graph steps
-   (``OUT/<model>.graph.yaml``) is run. The steps are kept when it is correct and at
-   least ``WIN`` faster than IREE default; the tasks are then those of the rewritten
-   model, and every model recipe starts with the steps.
+   ops IREE's dispatches hold (:data:`MODEL_REWRITES`: 1x1 convolutions as matmuls, then
+   the other convolutions as im2col gathers and matmuls). Each, in turn, is tried on top
+   of the rewrites kept before it: where it changes the model, a recipe with those graph
+   steps and it (``OUT/<model>.<rewrite>.yaml``) is run, and the rewrite is kept when
+   the model is correct and ``WIN`` faster than without it. The tasks are then those of
+   the rewritten model, and every model recipe starts with the steps kept.
 2. **Layouts**, after the sweeps: the tasks' recipe against the one with every matmul
    task that has a correct packed candidate packed (a task's own timing misjudges what
    packing saves in the model); the faster is kept.
@@ -36,7 +37,7 @@ from .evaluation import Status
 from .files import write_atomically
 from .graph_rewrites import rewrite_stage
 from .run_report import RunReport
-from .steps import Conv1x1ToMatmulStep, GraphRewriteStep
+from .steps import Conv1x1ToMatmulStep, GraphRewriteStep, Im2colStep
 from .tune import TOLERANCE, WIN, TuneOutcome
 
 GRAPH_RACE_FILE = "graph-race.json"
@@ -44,8 +45,9 @@ GRAPH_RACE_FILE = "graph-race.json"
 LAYOUT_RACE_FILE = "layout-race.json"
 """Where the layout race's decision is kept, beside the model recipe."""
 
-MODEL_REWRITES: tuple[GraphRewriteStep, ...] = (Conv1x1ToMatmulStep(),)
-"""The graph rewrites tried on the whole model, in order (steps without options)."""
+MODEL_REWRITES: tuple[GraphRewriteStep, ...] = (Conv1x1ToMatmulStep(), Im2colStep())
+"""The graph rewrites tried on the whole model, in order (steps without options), each
+on top of those kept before it."""
 
 Check = Callable[[Path], RunReport]
 """Runs a model recipe as ``tdsched run`` does: checked, and timed against IREE default."""
@@ -55,61 +57,95 @@ Check = Callable[[Path], RunReport]
 class ModelRewrites:
     """What the model-rewrite race kept: the graph steps every model recipe starts with
     (none: the model as imported), the model the tasks come from, the speedup the steps
-    gave IREE's own pipeline (1.0 without them), and a line saying what was raced
-    (``None``: no rewrite changed the model, nothing was raced)."""
+    gave IREE's own pipeline (1.0 without them), and a line per rewrite raced (none: no
+    rewrite changed the model, nothing was raced)."""
 
     steps: tuple[dict[str, Any], ...]
     workload: Workload
     speedup: float = 1.0
-    line: str | None = None
+    lines: tuple[str, ...] = ()
 
 
 def race_model_rewrites(
     workload: Workload, spec: Mapping[str, Any], out: Path, target: Target, check: Check
 ) -> ModelRewrites:
-    """Apply :data:`MODEL_REWRITES` to ``workload`` and keep them if the model runs
-    correct and faster with them (see the module docstring). ``spec`` is the model
-    recipe's ``workload``."""
-    text = workload.mlir
-    steps: list[dict[str, Any]] = []
-    summaries: list[str] = []
-    for step in MODEL_REWRITES:
-        text, report = rewrite_text(text, rewrite_stage(step, target).rewrite)
-        if report.changed:
-            steps.append({step.primitive: {}})
-            summaries.append(f"{step.primitive} ({report.summary})")
-    if not steps:
-        return ModelRewrites((), workload)
-    what = ", ".join(summaries)
+    """Try :data:`MODEL_REWRITES` on ``workload`` one by one and keep each that makes the
+    model run correct and ``WIN`` faster than the rewrites kept before it (see the module
+    docstring). ``spec`` is the model recipe's ``workload``."""
     record = out / GRAPH_RACE_FILE
-    key = {"model": _digest(workload.mlir.encode()), "graph": _digest(json.dumps(steps).encode())}
+    names = [step.primitive for step in MODEL_REWRITES]
+    key = {"model": _digest(workload.mlir.encode()), "graph": _digest(json.dumps(names).encode())}
     earlier = earlier_race(record, key, ("rewritten", "as imported"))
-    if earlier is not None:
-        kept, speedup = earlier["kept"] == "rewritten", earlier.get("speedup")
-        line = f"{earlier['line']} (raced by an earlier run)"
+    kept_steps = earlier.get("steps") if earlier is not None else None
+    if earlier is not None and isinstance(kept_steps, list) and set(kept_steps) <= set(names):
+        steps = [step for step in MODEL_REWRITES if step.primitive in kept_steps]
+        text = _rewritten(workload.mlir, steps, target)
+        lines = tuple(f"{line} (raced by an earlier run)" for line in earlier["line"].split("\n"))
+        speedup = float(earlier.get("speedup") or 1.0)
     else:
-        path = out / f"{workload.name}.graph.yaml"
-        _write_graph_recipe(path, workload.name, spec, target, steps)
-        kept, speedup, line = _judge(check(path), what, path)
-        document = {"key": key, "kept": "rewritten" if kept else "as imported", "line": line}
-        write_atomically(record, json.dumps({**document, "speedup": speedup}, indent=1).encode())
-    if not kept:
-        return ModelRewrites((), workload, line=line)
+        steps, text, speedup, lines = _race(workload, spec, out, target, check)
+        if not lines:
+            return ModelRewrites((), workload)
+        document = {
+            "key": key,
+            "kept": "rewritten" if steps else "as imported",
+            "steps": [step.primitive for step in steps],
+            "line": "\n".join(lines),
+            "speedup": speedup,
+        }
+        write_atomically(record, json.dumps(document, indent=1).encode())
+    if not steps:
+        return ModelRewrites((), workload, lines=lines)
     rewritten = dataclasses.replace(workload, mlir=text)
-    return ModelRewrites(tuple(steps), rewritten, float(speedup or 1.0), line)
+    graph: tuple[dict[str, Any], ...] = tuple({step.primitive: {}} for step in steps)
+    return ModelRewrites(graph, rewritten, speedup, lines)
 
 
-def _judge(report: RunReport, what: str, path: Path) -> tuple[bool, float | None, str]:
-    """Whether the rewritten model is kept, its speedup and the line saying so."""
+def _race(
+    workload: Workload, spec: Mapping[str, Any], out: Path, target: Target, check: Check
+) -> tuple[list[GraphRewriteStep], str, float, tuple[str, ...]]:
+    """Race each rewrite that changes the model on top of those kept so far; return the
+    steps kept, the model they make, its speedup over IREE default (1.0: as imported)
+    and a line per rewrite raced."""
+    kept: list[GraphRewriteStep] = []
+    text, best = workload.mlir, 1.0
+    lines: list[str] = []
+    for step in MODEL_REWRITES:
+        candidate, report = rewrite_text(text, rewrite_stage(step, target).rewrite)
+        if not report.changed:
+            continue
+        steps = [*kept, step]
+        path = out / f"{workload.name}.{step.primitive}.yaml"
+        _write_graph_recipe(path, workload.name, spec, target, steps)
+        what = f"{'+ ' if kept else ''}{step.primitive} ({report.summary})"
+        speedup, line = _judge(check(path), what, path, best)
+        lines.append(line)
+        if speedup is not None:
+            kept, text, best = steps, candidate, speedup
+    return kept, text, best, tuple(lines)
+
+
+def _rewritten(text: str, steps: list[GraphRewriteStep], target: Target) -> str:
+    for step in steps:
+        text, _ = rewrite_text(text, rewrite_stage(step, target).rewrite)
+    return text
+
+
+def _judge(report: RunReport, what: str, path: Path, best: float) -> tuple[float | None, str]:
+    """The rewritten model's speedup if it is kept (correct, and ``WIN`` faster than
+    ``best``, the speedup without this rewrite), and the line saying so."""
     speedup = report.speedup
     if report.status is not Status.OK or speedup is None:
-        return False, None, f"graph    {what}: {report.status}, not kept ({path})"
-    verdict = "kept: the tasks are the rewritten model's" if speedup >= WIN else "not kept"
-    return speedup >= WIN, speedup, f"graph    {what}: {speedup:.2f}x IREE default, {verdict}"
+        return None, f"graph    {what}: {report.status}, not kept ({path})"
+    than = "" if best == 1.0 else f" (without it {best:.2f}x)"
+    if speedup >= best * WIN:
+        verdict = "kept: the tasks are the rewritten model's"
+        return speedup, f"graph    {what}: {speedup:.2f}x IREE default{than}, {verdict}"
+    return None, f"graph    {what}: {speedup:.2f}x IREE default{than}, not kept"
 
 
 def _write_graph_recipe(
-    path: Path, name: str, spec: Mapping[str, Any], target: Target, steps: list[dict[str, Any]]
+    path: Path, name: str, spec: Mapping[str, Any], target: Target, steps: list[GraphRewriteStep]
 ) -> None:
     document = {
         "name": f"{name}_graph",
@@ -117,7 +153,7 @@ def _write_graph_recipe(
         "workload": dict(spec),
         "targets": [target.name],
         "tolerance": TOLERANCE,
-        "graph": steps,
+        "graph": [{step.primitive: {}} for step in steps],
     }
     write_atomically(path, yaml.safe_dump(document, sort_keys=False).encode())
 

@@ -7,9 +7,11 @@ real target (x86 or Vulkan) and comparing their results on the same seeded input
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from iree.compiler import ir
 from tdsched.targets import make_target
 from tdsched.targets.compiler import CompileRequest, run_compile
 from tdsched.targets.runtime import LoadedModule
@@ -39,3 +41,33 @@ def assert_same_results(
     for g, w in zip(got, want, strict=True):
         assert g.shape == w.shape
         np.testing.assert_allclose(g, w, atol=atol, rtol=1e-5)
+
+
+def assert_matches_numpy(
+    before: str,
+    after: str,
+    function: str,
+    target: str,
+    expected: Callable[[list[np.ndarray]], list[np.ndarray]],
+    *,
+    atol: float = 1e-5,
+) -> None:
+    """``after`` (a rewrite of ``before``), compiled by IREE for ``target``, gives
+    ``expected(inputs)`` on ``before``'s seeded random inputs."""
+    inputs = random_inputs(Workload("test", before, function, None), seed=0)
+    got = run_module(after, function, inputs, target)
+    for g, want in zip(got, expected(inputs), strict=True):
+        np.testing.assert_allclose(g, want, atol=atol, rtol=1e-5)
+
+
+def op_names(text: str) -> list[str]:
+    """The names of every op of the module ``text``, in walk order."""
+    names: list[str] = []
+    with ir.Context():
+
+        def visit(op: ir.Operation) -> ir.WalkResult:
+            names.append(op.name)
+            return ir.WalkResult.ADVANCE
+
+        ir.Module.parse(text).operation.walk(visit)
+    return names

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from iree.compiler import ir
-from iree_numerics import run_module
-from tdsched.targets.workload import Workload, random_inputs
+from iree_numerics import assert_matches_numpy, op_names
 from tdsched.transform_lib.graph.conv1x1_to_matmul import (
     Conv1x1ToMatmulOptions,
     conv1x1_to_matmul,
@@ -74,23 +72,8 @@ def _run(text: str, ops: OpCriteria | None = None) -> tuple[str, RewriteReport]:
     return rewrite_text(text, lambda m: conv1x1_to_matmul(m, Conv1x1ToMatmulOptions(ops)))
 
 
-def _op_names(text: str) -> list[str]:
-    names: list[str] = []
-    with ir.Context():
-
-        def visit(op: ir.Operation) -> ir.WalkResult:
-            names.append(op.name)
-            return ir.WalkResult.ADVANCE
-
-        ir.Module.parse(text).operation.walk(visit)
-    return names
-
-
 def _check_numerics(after: str, target: str) -> None:
-    inputs = random_inputs(Workload("test", CONVS, "f", None), seed=0)
-    got = run_module(after, "f", inputs, target)
-    for g, want in zip(got, _expected(inputs), strict=True):
-        np.testing.assert_allclose(g, want, atol=1e-5, rtol=1e-5)
+    assert_matches_numpy(CONVS, after, "f", target, _expected)
 
 
 def test_report_names_each_rewrite_and_each_convolution_left() -> None:
@@ -110,7 +93,7 @@ def test_report_names_each_rewrite_and_each_convolution_left() -> None:
 
 def test_matmuls_keep_the_layer_and_strided_inputs_are_sliced() -> None:
     after, _ = _run(CONVS)
-    names = _op_names(after)
+    names = op_names(after)
     assert names.count("linalg.matmul") == 3
     assert names.count("linalg.conv_2d_nhwc_hwcf") == 1  # the 3x3
     assert names.count("linalg.conv_2d_nchw_fchw") == 1  # batch 2

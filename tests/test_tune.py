@@ -444,53 +444,74 @@ def test_a_layout_race_is_reused_only_for_the_same_two_recipes(tmp_path: Path) -
     assert earlier_race(record, key, choices) is None
 
 
-STRIDED_1X1 = """
-func.func @m(%x: tensor<1x8x8x4xf32>, %w: tensor<1x1x4x6xf32>) -> tensor<1x4x4x6xf32> {
+CONVS_1X1_3X3 = """
+func.func @m(%x: tensor<1x8x8x4xf32>, %w: tensor<1x1x4x6xf32>, %w3: tensor<3x3x6x6xf32>)
+    -> tensor<1x2x2x6xf32> {
   %z = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<1x4x4x6xf32>
   %f = linalg.fill ins(%z : f32) outs(%e : tensor<1x4x4x6xf32>) -> tensor<1x4x4x6xf32>
   %c = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>}
       ins(%x, %w : tensor<1x8x8x4xf32>, tensor<1x1x4x6xf32>) outs(%f : tensor<1x4x4x6xf32>) -> tensor<1x4x4x6xf32>
-  return %c : tensor<1x4x4x6xf32>
+  %e3 = tensor.empty() : tensor<1x2x2x6xf32>
+  %f3 = linalg.fill ins(%z : f32) outs(%e3 : tensor<1x2x2x6xf32>) -> tensor<1x2x2x6xf32>
+  %d = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+      ins(%c, %w3 : tensor<1x4x4x6xf32>, tensor<3x3x6x6xf32>) outs(%f3 : tensor<1x2x2x6xf32>) -> tensor<1x2x2x6xf32>
+  return %d : tensor<1x2x2x6xf32>
 }
 """
 
 
-def test_the_model_rewrite_race_runs_once_and_keeps_a_correct_faster_model(
+def test_the_model_rewrite_race_keeps_each_rewrite_that_pays_on_top_of_those_before(
     tmp_path: Path,
 ) -> None:
     from tdsched.schedules.evaluation import Status
     from tdsched.schedules.run_report import RunReport
     from tdsched.targets.workload import workload_from_text
 
-    workload = workload_from_text(STRIDED_1X1, "m.mlir", "m", None)
-    raced: list[Path] = []
+    workload = workload_from_text(CONVS_1X1_3X3, "m.mlir", "m", None)
+    raced: list[str] = []
 
-    def check(recipe: Path, speedup: float = 1.5) -> RunReport:
-        raced.append(recipe)
+    def check(recipe: Path, speedups: dict[str, float]) -> RunReport:
+        raced.append(recipe.name)
+        speedup = speedups[recipe.name]
         return RunReport(
             "m_graph", "x86", "m", {}, 1, "iree-default", status=Status.OK, speedup=speedup
         )
 
     x86 = make_target("x86")
-    kept = race_model_rewrites(workload, {"file": "m.mlir"}, tmp_path, x86, check)
+    spec = {"file": "m.mlir"}
+    # im2col is no faster than conv1x1_to_matmul alone: only the first is kept.
+    speedups = {"m.conv1x1_to_matmul.yaml": 1.5, "m.im2col.yaml": 1.51}
+    kept = race_model_rewrites(workload, spec, tmp_path, x86, lambda r: check(r, speedups))
+    assert raced == ["m.conv1x1_to_matmul.yaml", "m.im2col.yaml"]
     assert kept.steps == ({"conv1x1_to_matmul": {}},) and kept.speedup == 1.5
-    assert "linalg.matmul" in kept.workload.mlir and "conv_2d" not in kept.workload.mlir
-    assert kept.line is not None and "1.50x IREE default, kept" in kept.line
-    graph = yaml.safe_load((tmp_path / "m.graph.yaml").read_text())
-    assert graph["graph"] == [{"conv1x1_to_matmul": {}}] and graph["workload"] == {"file": "m.mlir"}
-    # A re-run reuses the recorded decision without running the model again.
-    again = race_model_rewrites(workload, {"file": "m.mlir"}, tmp_path, x86, check)
-    assert len(raced) == 1 and again.steps == kept.steps and again.speedup == 1.5
-    assert again.line is not None and again.line.endswith("(raced by an earlier run)")
-    # Not faster by the tune's margin: the model stays as imported.
+    assert "linalg.matmul" in kept.workload.mlir and "conv_2d_nhwc_hwcf" in kept.workload.mlir
+    first, second = kept.lines
+    assert "conv1x1_to_matmul (rewrote 1 linalg.conv_2d_nhwc_hwcf into linalg.matmul)" in first
+    assert first.endswith("1.50x IREE default, kept: the tasks are the rewritten model's")
+    assert second.startswith("graph    + im2col (rewrote 1 linalg.conv_2d_nhwc_hwcf")
+    assert second.endswith("1.51x IREE default (without it 1.50x), not kept")
+    graph = yaml.safe_load((tmp_path / "m.im2col.yaml").read_text())
+    assert graph["graph"] == [{"conv1x1_to_matmul": {}}, {"im2col": {}}]
+    assert graph["workload"] == spec
+    # A re-run reuses the recorded decisions without running the model again.
+    again = race_model_rewrites(workload, spec, tmp_path, x86, lambda r: check(r, speedups))
+    assert len(raced) == 2 and again.steps == kept.steps and again.speedup == 1.5
+    assert again.workload.mlir == kept.workload.mlir
+    assert all(line.endswith("(raced by an earlier run)") for line in again.lines)
+    # Both pay: the tasks come from the model with every convolution a matmul.
     (tmp_path / GRAPH_RACE_FILE).unlink()
-    slower = race_model_rewrites(
-        workload, {"file": "m.mlir"}, tmp_path, x86, lambda r: check(r, 1.0)
-    )
-    assert slower.steps == () and slower.workload is workload
-    assert slower.line is not None and "not kept" in slower.line
+    speedups["m.im2col.yaml"] = 2.0
+    both = race_model_rewrites(workload, spec, tmp_path, x86, lambda r: check(r, speedups))
+    assert both.steps == ({"conv1x1_to_matmul": {}}, {"im2col": {}}) and both.speedup == 2.0
+    assert "conv_2d" not in both.workload.mlir
+    # Neither is faster by the tune's margin: the model stays as imported.
+    (tmp_path / GRAPH_RACE_FILE).unlink()
+    slower = {"m.conv1x1_to_matmul.yaml": 1.0, "m.im2col.yaml": 1.01}
+    none = race_model_rewrites(workload, spec, tmp_path, x86, lambda r: check(r, slower))
+    assert none.steps == () and none.workload is workload
+    assert len(none.lines) == 2 and all("not kept" in line for line in none.lines)
     # A model no rewrite changes races nothing.
     plain = workload_from_text(MATMUL_MODULE, "mm.mlir", "mm", None)
-    none = race_model_rewrites(plain, {"file": "mm.mlir"}, tmp_path, x86, check)
-    assert none.steps == () and none.line is None and len(raced) == 2
+    nothing = race_model_rewrites(plain, {"file": "mm.mlir"}, tmp_path, x86, lambda r: 1 / 0)
+    assert nothing.steps == () and nothing.lines == ()
