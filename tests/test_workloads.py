@@ -15,6 +15,7 @@ CASES = [
     ("matmul", {"M": 33, "N": 17, "K": 65}),
     ("matmul_bias_relu", {"M": 64, "N": 48, "K": 32}),
     ("conv2d_nhwc", {"N": 1, "H": 12, "W": 10, "C": 8, "F": 4}),
+    ("conv2d_nhwc", {"N": 2, "H": 9, "W": 7, "C": 4, "F": 6, "stride": 2, "weights": "constant"}),
     ("matmul", {"M": 33, "N": 17, "K": 65, "weights": "constant"}),
     ("matmul_bias_relu", {"M": 64, "N": 48, "K": 32, "weights": "constant"}),
 ]
@@ -41,6 +42,16 @@ def test_conv_shapes_and_padding() -> None:
     # ... the corner only the 2x2 part inside the image (the rest is zero padding)
     corner = sum(x[0, i - 1, j - 1] @ f[i, j] for i in (1, 2) for j in (1, 2))
     assert y[0, 0, 0] == pytest.approx(corner, rel=1e-5)
+
+
+def test_a_strided_conv_reads_every_stride_th_window() -> None:
+    w = generate("conv2d_nhwc", {"N": 1, "H": 7, "W": 7, "C": 2, "F": 3, "pad": 0, "stride": 2})
+    assert w.name == "conv2d_nhwc_1x7x7x2_3_s2_f32"
+    x, f = random_inputs(w)
+    (y,) = w.reference([x, f])
+    assert y.shape == (1, 3, 3, 3)
+    window = sum(x[0, 2 + i, 4 + j] @ f[i, j] for i in range(3) for j in range(3))
+    assert y[0, 1, 2] == pytest.approx(window, rel=1e-5)
 
 
 def test_inputs_are_seeded() -> None:

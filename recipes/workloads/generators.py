@@ -76,7 +76,9 @@ class _Arguments:
         )
         return f"func.func @{self.name}({given}) -> {result} {{\n{defined}"
 
-    def workload(self, label: str, mlir: str, reference: Reference, peer: Reference) -> Workload:
+    def workload(
+        self, label: str, mlir: str, reference: Reference, peer: Reference | None
+    ) -> Workload:
         """The workload, named ``NAME_label`` (``_constant_weights`` added with constants);
         its reference and peer take every argument and are called with the inputs only."""
         suffix = "_constant_weights" * bool(self.constants)
@@ -85,7 +87,7 @@ class _Arguments:
             mlir,
             self.name,
             self._with_constants(reference),
-            self._with_constants(peer),
+            self._with_constants(peer) if peer is not None else None,
         )
 
     def _with_constants(self, fn: Reference) -> Reference:
@@ -176,45 +178,49 @@ def conv2d_nhwc(
     KW: int = 3,
     pad: int = 1,
     dtype: str = "f32",
+    stride: int = 1,
+    weights: str = "input",
 ) -> Workload:
-    """Stride-1 2-D convolution, NHWC input, HWCF filter, zero padding ``pad`` on H and W."""
-    _check("conv2d_nhwc", dtype, N=N, H=H, W=W, C=C, F=F, KH=KH, KW=KW)
+    """2-D convolution, NHWC input, HWCF filter, zero padding ``pad`` on H and W, the same
+    ``stride`` on both; ``weights``: the filter is an argument (``input``) or a constant
+    (see :data:`WEIGHTS`)."""
+    _check("conv2d_nhwc", dtype, N=N, H=H, W=W, C=C, F=F, KH=KH, KW=KW, stride=stride)
     if pad < 0:
         raise WorkloadError(f"conv2d_nhwc: pad must be >= 0, got {pad}")
-    OH, OW = H + 2 * pad - KH + 1, W + 2 * pad - KW + 1
-    if OH <= 0 or OW <= 0:
-        raise WorkloadError("conv2d_nhwc: the filter is larger than the padded input")
     PH, PW = H + 2 * pad, W + 2 * pad
+    if PH < KH or PW < KW:
+        raise WorkloadError("conv2d_nhwc: the filter is larger than the padded input")
+    OH, OW = (PH - KH) // stride + 1, (PW - KW) // stride + 1
     t = dtype
-    inp, flt, out = (
-        f"tensor<{N}x{H}x{W}x{C}x{t}>",
-        f"tensor<{KH}x{KW}x{C}x{F}x{t}>",
-        f"tensor<{N}x{OH}x{OW}x{F}x{t}>",
-    )
-    mlir = f"""func.func @conv2d_nhwc(%x: {inp}, %w: {flt}) -> {out} {{
-  %zero = arith.constant 0.0 : {t}
+    args = _Arguments.of("conv2d_nhwc", weights, t, {"x": (N, H, W, C), "w": (KH, KW, C, F)}, {"w"})
+    inp, flt, out = args.type("x"), args.type("w"), f"tensor<{N}x{OH}x{OW}x{F}x{t}>"
+    padded = f"tensor<{N}x{PH}x{PW}x{C}x{t}>"
+    mlir = f"""{args.header(out)}  %zero = arith.constant 0.0 : {t}
   %padded = tensor.pad %x low[0, {pad}, {pad}, 0] high[0, {pad}, {pad}, 0] {{
   ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
     tensor.yield %zero : {t}
-  }} : {inp} to tensor<{N}x{PH}x{PW}x{C}x{t}>
+  }} : {inp} to {padded}
   %empty = tensor.empty() : {out}
   %init = linalg.fill ins(%zero : {t}) outs(%empty : {out}) -> {out}
-  %y = linalg.conv_2d_nhwc_hwcf {{dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}}
-      ins(%padded, %w : tensor<{N}x{PH}x{PW}x{C}x{t}>, {flt}) outs(%init : {out}) -> {out}
+  %y = linalg.conv_2d_nhwc_hwcf {{dilations = dense<1> : tensor<2xi64>, strides = dense<{stride}> : tensor<2xi64>}}
+      ins(%padded, %w : {padded}, {flt}) outs(%init : {out}) -> {out}
   return %y : {out}
 }}
 """
 
-    def reference(args: Sequence[np.ndarray]) -> list[np.ndarray]:
-        x, w = args
+    def reference(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        x, w = arrays
         xp = np.pad(x.astype(np.float64), ((0, 0), (pad, pad), (pad, pad), (0, 0)))
         y = np.zeros((N, OH, OW, F))
+        rows, cols = (OH - 1) * stride + 1, (OW - 1) * stride + 1
         for kh in range(KH):
             for kw in range(KW):
-                y += np.einsum("nhwc,cf->nhwf", xp[:, kh : kh + OH, kw : kw + OW, :], w[kh, kw])
+                window = xp[:, kh : kh + rows : stride, kw : kw + cols : stride, :]
+                y += np.einsum("nhwc,cf->nhwf", window, w[kh, kw])
         return [y.astype(x.dtype)]
 
-    return Workload(f"conv2d_nhwc_{N}x{H}x{W}x{C}_{F}_{t}", mlir, "conv2d_nhwc", reference)
+    strided = f"_s{stride}" if stride != 1 else ""
+    return args.workload(f"{N}x{H}x{W}x{C}_{F}{strided}_{t}", mlir, reference, None)
 
 
 def matmul_chain(M: int, N: int, K: int, P: int, dtype: str = "f32") -> Workload:
