@@ -3,8 +3,9 @@
 1. **Tasks.** The model's distinct dispatches, weighed by a profile of IREE's default
    build (:mod:`.model_tasks`).
 2. **A workload and a template per task.** Each task worth tuning is written as a
-   standalone workload and a recipe whose one kernel schedule comes from
-   :mod:`.tune_templates`, under ``OUT/tasks/``. A recipe already there is kept, so a
+   standalone workload and a recipe whose one kernel comes from :mod:`.tune_templates`
+   (x86: a kernel schedule) or :mod:`.tune_templates_vulkan` (Vulkan: a lowering config
+   for IREE's pipeline), under ``OUT/tasks/``. A recipe already there is kept, so a
    user's edits to it are what the next run sweeps.
 3. **Sweeps sharing the budget.** Each task is swept (the sweep engine: checked
    candidates, racing, one results database ``OUT/tune.db``) in rounds of
@@ -15,11 +16,12 @@
    stopped improving yields to the others). A round never starts past the budget.
 4. **One frozen recipe for the model** (``OUT/<model>.tuned.yaml``): the model's
    workload and, per task whose best candidate beat IREE's pipeline by ``WIN`` or more,
-   its kernel schedule with the winning values, matched by the task's root op and loop
-   bounds. The other tasks keep IREE's pipeline, each with its reason in the recipe's
-   ``provenance``. A task whose root op and loop bounds also occur in another task is
-   not swept at all: its kernel match would take the other task's dispatches too. A
-   packed winner (:mod:`.tune_templates`) is an ``mmt4d`` graph step for its layers.
+   its kernel schedule (or config) with the winning values, matched by the task's root op
+   (on Vulkan: its kind) and loop bounds. The other tasks keep IREE's pipeline, each
+   with its reason in the recipe's ``provenance``. A task whose root op and loop bounds
+   also occur in another task is not swept at all: its kernel match would take the
+   other task's dispatches too. A packed winner (:mod:`.tune_templates`) is an
+   ``mmt4d`` graph step for its layers.
 5. **A packed alternative** (``OUT/<model>.packed.yaml``), where some task has a
    correct packed candidate the recipe did not take: every such task packed. The
    command races the two on the whole model and keeps the faster.
@@ -50,7 +52,7 @@ from tdsched.transform_lib.constant_operands import ModelConstants
 
 from .errors import Where
 from .files import write_atomically
-from .model_tasks import ModelTasks, Task, extract_tasks
+from .model_tasks import ModelTasks, OpSignature, Task, extract_tasks
 from .params import substitute_plain
 from .pipeline import census_output
 from .sweep.database import Result, ResultsDB
@@ -59,6 +61,7 @@ from .sweep.runner import Sweep, SweepOptions
 from .task_workloads import TaskSkipped, standalone_task
 from .tune_state import digest, load_state, save_state
 from .tune_templates import PACKABLE, UKERNELS_OFF, NoTemplate, Template, template_for
+from .tune_templates_vulkan import vulkan_match, vulkan_template
 
 WIN = 1.02
 """A task's best candidate must be this much faster than IREE's pipeline to be kept."""
@@ -338,13 +341,11 @@ def _prepare(
     is tuned whatever its share now: the profile is noisy, and a task near
     ``--min-share`` must not drop out of the model recipe on a re-run."""
     tuning = TaskTuning(task)
-    clash = _clash(task, tasks)
+    clash = _clash(task, tasks, o.target)
     recipe = folder / f"{task.name}.yaml"
     small = task.share is not None and task.share < o.min_share
     if small and not recipe.exists():
         tuning.reason = f"{_percent(task.share)} of the call, below --min-share"
-    elif o.target.is_gpu:
-        tuning.reason = "templates exist for x86 only"
     elif clash is not None:
         tuning.reason = (
             f"its root op and loop bounds also occur in task {clash.name}; a kernel match "
@@ -367,7 +368,8 @@ def _prepare(
                 o.target,
                 constants,
             )
-            template = template_for(task, made.configured)
+            templated = vulkan_template if o.target.is_gpu else template_for
+            template = templated(task, made.configured)
             write_atomically(recipe, _task_recipe(task, template, o).encode())
     except (TaskSkipped, NoTemplate) as exc:
         tuning.reason = str(exc)
@@ -392,9 +394,9 @@ def _task_recipe(task: Task, template: Template, o: TuneOptions) -> str:
         "kernels": [
             {
                 "name": task.name,
-                "match": _match(task),
+                "match": _match(task, o.target),
                 **({"when": template.kernel_when} if template.kernel_when else {}),
-                "schedule": template.schedule,
+                **template.kernel_body(),
             }
         ],
     }
@@ -405,7 +407,10 @@ def _task_recipe(task: Task, template: Template, o: TuneOptions) -> str:
     return header + yaml.safe_dump(document, sort_keys=False, default_flow_style=None)
 
 
-def _match(task: Task) -> dict[str, Any]:
+def _match(task: Task, target: Target) -> dict[str, Any]:
+    """The kernel match of ``task``'s root on ``target``."""
+    if target.is_gpu:
+        return vulkan_match(task)
     root = task.root
     return {"op": root.op, "shape": list(root.loop_ranges or ()), "dtype": root.dtype or "f32"}
 
@@ -488,10 +493,11 @@ def _write_model_recipe(
         if values.get("LAYOUT") == "packed":
             graph.append(_packed_step(tuning.task, tuning.recipe, template, values))
             continue
-        where = Where(str(tuning.recipe), field="kernels[0].schedule")
-        schedule = substitute_plain(template["kernels"][0]["schedule"], values, where)
+        body = "config" if "config" in template["kernels"][0] else "schedule"
+        where = Where(str(tuning.recipe), field=f"kernels[0].{body}")
+        filled = substitute_plain(template["kernels"][0][body], values, where)
         kernels.append(
-            {"name": tuning.task.name, "match": _match(tuning.task), "schedule": schedule}
+            {"name": tuning.task.name, "match": _match(tuning.task, o.target), body: filled}
         )
     steps = [dict(step) for step in model.graph] + graph
     document = {
@@ -544,13 +550,17 @@ def _packed_step(
     return {"mmt4d": options}
 
 
-def _clash(task: Task, tasks: ModelTasks) -> Task | None:
-    """Another task holding an op with ``task``'s root op name and loop bounds."""
+def _clash(task: Task, tasks: ModelTasks, target: Target) -> Task | None:
+    """Another task holding an op that ``task``'s kernel match would take too: one with
+    its root's op name (on Vulkan: kind) and loop bounds."""
     root = task.root
+
+    def same(op: OpSignature) -> bool:
+        alike = op.kind == root.kind if target.is_gpu else op.op == root.op
+        return alike and op.loop_ranges == root.loop_ranges
+
     for other in tasks.tasks:
-        if other is not task and any(
-            op.op == root.op and op.loop_ranges == root.loop_ranges for op in other.ops
-        ):
+        if other is not task and any(same(op) for op in other.ops):
             return other
     return None
 

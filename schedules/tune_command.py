@@ -33,11 +33,15 @@ candidate checked against IREE's default build of the task and timed against it:
 task once, most time first, then the task whose next round promises the most time per
 call. The budget is wall time; a round never starts past it.
 
-The result, OUT/MODEL.tuned.yaml, holds a kernel schedule (or, for a matmul that won
-packed, an mmt4d graph step) for each task whose best candidate beat IREE's pipeline;
-the other tasks keep it, and the recipe says why. It is then run as `tdsched run` would:
-checked against the model's own reference and timed against IREE's default build of the
-whole model. Where matmul tasks have correct packed candidates it did not take,
+On x86 a task's template is a kernel schedule (and, for a matmul, the packed mmt4d
+layout); on --target vulkan it is a lowering config for IREE's own pipeline, for matmul
+tasks only (convolutions become matmuls through the model rewrites raced first).
+
+The result, OUT/MODEL.tuned.yaml, holds a kernel schedule or config (or, for a matmul
+that won packed, an mmt4d graph step) for each task whose best candidate beat IREE's
+pipeline; the other tasks keep it, and the recipe says why. It is then run as `tdsched
+run` would: checked against the model's own reference and timed against IREE's default
+build of the whole model. Where matmul tasks have correct packed candidates it did not take,
 OUT/MODEL.packed.yaml packs them all, is run the same way, and replaces the result when
 it is faster (the `layouts` line says which was kept).
 

@@ -80,6 +80,14 @@ class Template:
     compile_flags: list[str] = field(default_factory=list)
     kernel_when: str | None = None
     """The kernel schedule's condition (the rowmajor layout, where a packed one exists)."""
+    config: dict[str, Any] | None = None
+    """A lowering config for IREE's own pipeline, in place of ``schedule`` (Vulkan)."""
+
+    def kernel_body(self) -> dict[str, Any]:
+        """The kernel's ``schedule`` or ``config`` entry, as a recipe writes it."""
+        if self.config is not None:
+            return {"config": self.config}
+        return {"schedule": self.schedule}
 
 
 def template_for(task: Task, dispatch: ConfiguredDispatch) -> Template:
@@ -177,16 +185,16 @@ def _space(
     for d in tiled:
         size = out_ranges[d]
         iree = distribution[loops[d]] or size
-        values = [v for v in _pow2_divisors(size) if iree / 4 <= v <= iree * 4]
+        values = [v for v in pow2_divisors(size) if iree / 4 <= v <= iree * 4]
         space[f"W{d}"] = values or [size]
-        defaults[f"W{d}"] = _nearest(space[f"W{d}"], iree)
+        defaults[f"W{d}"] = nearest(space[f"W{d}"], iree)
     inner = out_ranges[tiled[-1]]
     space["RW"] = [v for v in VECTOR_WIDTHS if inner % v == 0] or [inner]
-    defaults["RW"] = _nearest(space["RW"], vector[loops[tiled[-1]]] or 16)
+    defaults["RW"] = nearest(space["RW"], vector[loops[tiled[-1]]] or 16)
     if len(tiled) > 1:
         rows = out_ranges[tiled[-2]]
         space["RH"] = [v for v in ROW_TILES if rows % v == 0]
-        defaults["RH"] = _nearest(space["RH"], vector[loops[tiled[-2]]] or 1)
+        defaults["RH"] = nearest(space["RH"], vector[loops[tiled[-2]]] or 1)
     else:
         space["RH"], defaults["RH"] = [1], 1
     first = _first_reduction(dispatch)
@@ -196,10 +204,10 @@ def _space(
     else:
         size = root.loop_ranges[first]
         space["RK"] = [v for v in REDUCTION_TILES if size % v == 0]
-        defaults["RK"] = _nearest(space["RK"], reduction[first] or 1)
+        defaults["RK"] = nearest(space["RK"], reduction[first] or 1)
         cache = [v for v in CACHE_TILES if v < size and size % v == 0]
         space["TK"] = [*cache, size]
-        defaults["TK"] = _nearest(space["TK"], CACHE_TILE_DEFAULT)
+        defaults["TK"] = nearest(space["TK"], CACHE_TILE_DEFAULT)
     return space, defaults
 
 
@@ -254,7 +262,8 @@ def _steps(
     return steps
 
 
-def _pow2_divisors(size: int) -> list[int]:
+def pow2_divisors(size: int) -> list[int]:
+    """The powers of two that divide ``size``, and ``size`` itself."""
     values, v = [], 1
     while v <= size:
         if size % v == 0:
@@ -265,5 +274,6 @@ def _pow2_divisors(size: int) -> list[int]:
     return values
 
 
-def _nearest(values: list[int], wanted: int) -> int:
+def nearest(values: list[int], wanted: int) -> int:
+    """The value closest to ``wanted`` (the smaller on a tie)."""
     return min(values, key=lambda v: (abs(v - wanted), v))

@@ -6,10 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx_models import mlp_model
 from tdsched.schedules.cli import main
 from tdsched.schedules.model_tasks import group_tasks, weigh
 from tdsched.targets.dispatch_profile import DispatchTime, ModuleProfile
@@ -60,37 +58,11 @@ def test_tasks_are_weighed_by_the_profile_most_time_first() -> None:
     assert (matmul.time_ms, matmul.share, matmul.runs) == (3.0, 0.3, 3)
 
 
-def _mlp_model(path: Path) -> None:
-    """Two identical dense+relu layers (different weights) and a wider third one."""
-    rng = np.random.default_rng(0)
-    f = TensorProto.FLOAT
-    weights = {
-        "w1": rng.standard_normal((64, 64)),
-        "w2": rng.standard_normal((64, 64)),
-        "w3": rng.standard_normal((64, 128)),
-    }
-    nodes = [
-        helper.make_node("MatMul", ["x", "w1"], ["m1"], name="fc1"),
-        helper.make_node("Relu", ["m1"], ["a1"], name="act1"),
-        helper.make_node("MatMul", ["a1", "w2"], ["m2"], name="fc2"),
-        helper.make_node("Relu", ["m2"], ["a2"], name="act2"),
-        helper.make_node("MatMul", ["a2", "w3"], ["y"], name="fc3"),
-    ]
-    graph = helper.make_graph(
-        nodes,
-        "mlp",
-        [helper.make_tensor_value_info("x", f, [32, 64])],
-        [helper.make_tensor_value_info("y", f, [32, 128])],
-        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in weights.items()],
-    )
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
-
-
 @pytest.mark.usefixtures("iree")
 def test_tasks_command_groups_and_weighs_an_onnx_model(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _mlp_model(tmp_path / "mlp.onnx")
+    mlp_model(tmp_path / "mlp.onnx")
     assert main(["tasks", str(tmp_path / "mlp.onnx"), "--threads", "1", "--json"]) == 0
     found = json.loads(capsys.readouterr().out)
     assert (found["workload"], found["target"], found["threads"]) == ("mlp", "x86", 1)
@@ -107,7 +79,7 @@ def test_tasks_command_groups_and_weighs_an_onnx_model(
 def test_tasks_command_without_timing_on_each_target(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], target: str
 ) -> None:
-    _mlp_model(tmp_path / "mlp.onnx")
+    mlp_model(tmp_path / "mlp.onnx")
     args = ["tasks", str(tmp_path / "mlp.onnx"), "--target", target, "--no-time", "--match"]
     assert main(args) == 0
     out = capsys.readouterr().out

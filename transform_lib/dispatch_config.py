@@ -8,6 +8,11 @@ that form, its root op carrying IREE's chosen tile sizes (``#iree_cpu.lowering_c
 ``distribution``, ``vector_common_parallel``, ``vector_reduction``). :func:`read_configured`
 reads one dispatch of that output: its structured ops in order, their loops, and the
 root's levels, which a template takes as the centre of its parameter space.
+
+On Vulkan the root carries ``#iree_codegen.lowering_config<tile_sizes = [[...], ...]>``,
+whose lists are unnamed; they are read as the levels a Vulkan ``config`` names
+(``workgroup``, ``thread``, ``reduction``, in that order), each padded with zeros to one
+size per loop.
 """
 
 from __future__ import annotations
@@ -23,6 +28,10 @@ from .graph.generic_build import static_loop_ranges
 from .payload import is_structured, ops_under
 
 _LEVEL = re.compile(r"(\w+) = \[([-\d, ]*)\]")
+_GPU_TILE_SIZES = re.compile(r"tile_sizes = \[((?:\[[-\d, ]*\](?:, )?)*)\]")
+_GPU_LEVELS = ("workgroup", "thread", "reduction")
+DISTRIBUTION_LEVELS = ("distribution", "workgroup")
+"""The level that distributes work to workgroups: x86's name, Vulkan's."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +47,9 @@ class ConfiguredOp:
     dim is a plain loop."""
     levels: dict[str, tuple[int, ...]]
     """IREE's tile sizes per level of its ``lowering_config`` (empty without one)."""
+    input_loops: tuple[tuple[int, ...] | None, ...] = ()
+    """Per input operand, the loops indexing its dims (``None`` unless every dim is a
+    plain loop)."""
 
 
 @dataclass(frozen=True)
@@ -47,7 +59,8 @@ class ConfiguredDispatch:
     function: str
     ops: tuple[ConfiguredOp, ...]
     root: int
-    """The index in ``ops`` of IREE's root (the op configured with ``distribution``)."""
+    """The index in ``ops`` of IREE's root (the op configured with a distribution level,
+    :data:`DISTRIBUTION_LEVELS`)."""
     root_reads: dict[int, int]
     """For each op after the root, the operand through which it reads the root's result."""
     init_is_fill: bool
@@ -92,7 +105,9 @@ def _read(function: ir.Operation) -> ConfiguredDispatch:
     ops = ops_under(function, is_structured)
     generics = ops_under(generic.operation, is_structured)
     configured = tuple(_op(op, g) for op, g in zip(ops, generics, strict=True))
-    roots = [i for i, c in enumerate(configured) if "distribution" in c.levels]
+    roots = [
+        i for i, c in enumerate(configured) if any(lvl in c.levels for lvl in DISTRIBUTION_LEVELS)
+    ]
     if len(roots) != 1:
         raise ScheduleError(f"@{name}: expected one op configured with distribution tile sizes")
     root = roots[0]
@@ -121,19 +136,35 @@ def _op(op: ir.Operation, generic: ir.Operation) -> ConfiguredOp:
         "reduction" if "reduction" in str(t) else "parallel"
         for t in ir.ArrayAttr(generic.attributes["iterator_types"])
     )
-    maps = ir.ArrayAttr(generic.attributes["indexing_maps"])
-    output_map = ir.AffineMapAttr(maps[len(maps) - 1]).value
-    loops: tuple[int, ...] | None
-    try:
-        loops = tuple(ir.AffineDimExpr(expr).position for expr in output_map.results)
-    except ValueError:  # an output dim that is not a plain loop
-        loops = None
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(generic.attributes["indexing_maps"])]
+    inputs = tuple(_plain_loops(m) for m in maps[: _input_count(generic)])
     config = str(op.attributes["lowering_config"]) if "lowering_config" in op.attributes else ""
-    levels = {
-        m.group(1): tuple(int(x) for x in m.group(2).split(",") if x.strip())
-        for m in _LEVEL.finditer(config)
+    levels = _levels(config, len(ranges))
+    return ConfiguredOp(op.name, tuple(ranges), iterators, _plain_loops(maps[-1]), levels, inputs)
+
+
+def _plain_loops(indexing: ir.AffineMap) -> tuple[int, ...] | None:
+    """The loop indexing each dim of an operand, ``None`` if a dim is not a plain loop."""
+    try:
+        return tuple(ir.AffineDimExpr(expr).position for expr in indexing.results)
+    except ValueError:
+        return None
+
+
+def _levels(config: str, loop_count: int) -> dict[str, tuple[int, ...]]:
+    """The tile sizes per level of a ``lowering_config``'s text (see the module docstring)."""
+    gpu = _GPU_TILE_SIZES.search(config)
+    if gpu is None:
+        return {m.group(1): _ints(m.group(2)) for m in _LEVEL.finditer(config)}
+    lists = [_ints(text) for text in re.findall(r"\[([-\d, ]*)\]", gpu.group(1))]
+    return {
+        level: sizes + (0,) * (loop_count - len(sizes))
+        for level, sizes in zip(_GPU_LEVELS, lists, strict=False)
     }
-    return ConfiguredOp(op.name, tuple(ranges), iterators, loops, levels)
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split(",") if x.strip())
 
 
 def _input_count(op: ir.Operation) -> int:

@@ -3,6 +3,11 @@
 A config keeps IREE's own codegen pipeline and only sets its tile sizes (and GPU
 workgroup size). Levels: ``workgroup`` (distribution to workgroups), ``vector`` or
 ``thread`` (per-thread / vector tile), ``reduction`` (reduction-loop tile).
+
+On Vulkan, IREE's ``BaseVectorize`` pipeline gives each thread one ``thread`` tile of its
+workgroup's ``workgroup`` tile, so the workgroup size follows from the two levels (as in
+IREE's own configurations): ``x`` threads along the innermost loop, ``y`` along the one
+before it, ``z`` for the rest. A config that leaves ``workgroup_size`` out gets that.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ _CPU_LEVELS = {
 _GPU_LEVELS = {"workgroup": "workgroup", "thread": "thread", "reduction": "reduction"}
 _DEFAULT_PIPELINE = {"x86": "DoubleTilingExpert", "vulkan": "BaseVectorize"}
 _PIPELINE_ATTR = {"x86": "#iree_cpu.pipeline<{}>", "vulkan": "#iree_gpu.spirv_pipeline<{}>"}
+_DERIVES_WORKGROUP_SIZE = "BaseVectorize"
 
 
 def _list(sizes: Sequence[int]) -> str:
@@ -55,8 +61,16 @@ def compilation_info(
         config = f"#iree_cpu.lowering_config<{fields}>"
         info = f"#iree_codegen.translation_info<pipeline = {pipeline}>"
     else:
+        name = pipeline_name or _DEFAULT_PIPELINE[target]
+        if not workgroup_size and name == _DERIVES_WORKGROUP_SIZE:
+            workgroup_size = derived_workgroup_size(
+                tile_sizes.get("workgroup", ()), tile_sizes.get("thread", ())
+            )
         if not workgroup_size:
-            raise ScheduleError("config: a Vulkan config needs workgroup_size [x, y, z]")
+            raise ScheduleError(
+                f"config: a Vulkan config with pipeline {name} needs workgroup_size [x, y, z] "
+                f"(only {_DERIVES_WORKGROUP_SIZE} derives it from the workgroup and thread tiles)"
+            )
         ordered = [tile_sizes.get(level) for level in ("workgroup", "thread", "reduction")]
         present = [_list(s) for s in ordered if s is not None]
         config = f"#iree_codegen.lowering_config<tile_sizes = [{', '.join(present)}]>"
@@ -65,3 +79,30 @@ def compilation_info(
             f"workgroup_size = {_list(workgroup_size)}>"
         )
     return f"#iree_codegen.compilation_info<lowering_config = {config}, translation_info = {info}>"
+
+
+def derived_workgroup_size(workgroup: Sequence[int], thread: Sequence[int]) -> list[int]:
+    """The threads of a ``BaseVectorize`` workgroup: per loop, its ``workgroup`` tile over
+    its ``thread`` tile (1 where either is 0: untiled, or one thread takes the whole
+    tile); ``x`` is the innermost tiled loop's count, ``y`` the one before, ``z`` the
+    product of the rest. Raises ``ScheduleError`` when a thread tile does not divide its
+    workgroup tile, or without both levels."""
+    if not workgroup or not thread:
+        raise ScheduleError(
+            "config: give workgroup_size [x, y, z], or both 'workgroup' and 'thread' tile "
+            "sizes to derive it from"
+        )
+    counts = []
+    for loop, size in enumerate(workgroup):
+        per_thread = thread[loop] if loop < len(thread) else 0
+        if size and per_thread and size % per_thread:
+            raise ScheduleError(
+                f"config: the thread tile {per_thread} does not divide the workgroup tile "
+                f"{size} of loop {loop}: make it a divisor, or give workgroup_size"
+            )
+        counts.append(size // per_thread if size and per_thread else 1)
+    counts = [1, 1, *counts]
+    z = 1
+    for count in counts[:-2]:
+        z *= count
+    return [counts[-1], counts[-2], z]

@@ -1,0 +1,119 @@
+"""The Vulkan schedule template of ``tdsched tune``: a lowering config for IREE's own
+SPIR-V ``BaseVectorize`` pipeline, swept around IREE's choice.
+
+It takes tasks whose root is a matmul or batch matmul, in any form (named, or a
+``linalg.generic`` with either operand transposed): loops ``[B,] M, N, K`` in that order,
+the output indexed ``[B,] M, N``, one input reading ``M`` and ``K`` (and ``B``), the other
+``K`` and ``N`` (and ``B``). That covers the FFN's matmuls, and every convolution once
+``conv1x1_to_matmul`` or ``im2col`` has rewritten it. Any epilogue: IREE's pipeline tiles
+and fuses it itself. Per task:
+
+* ``WM`` x ``WN``: the workgroup tile of the output (the batch tiled by 1), powers of two
+  that divide the loop (or the loop itself, or IREE's own size) from a quarter to four
+  times IREE's;
+* ``RM`` x ``RN``: one thread's tile (:data:`THREAD_TILES`, and IREE's own), dividing
+  the workgroup tile, at most :data:`MAX_THREAD_ELEMENTS` accumulators;
+* ``TK``: the reduction loop's tile (:data:`REDUCTION_TILES` that divide it).
+
+The workgroup has ``WN/RN`` x ``WM/RM`` threads (the config derives it), at most
+:data:`MAX_THREADS`. A kernel config reaches the root by kind and loop bounds
+(``{kind: contraction, shape: [...]}``): on Vulkan a matmul is a ``linalg.generic`` by
+the time kernel configs run. As on x86, every candidate is checked against IREE's
+default build of the task.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, ConfiguredOp
+
+from .model_tasks import Task
+from .space import ParamValue
+from .tune_templates import NoTemplate, Template, nearest, pow2_divisors
+
+THREAD_TILES = (1, 2, 4, 8)
+REDUCTION_TILES = (1, 2, 4, 8, 16, 32)
+MAX_THREADS = 128
+"""Threads per workgroup: the least every Vulkan device supports
+(``maxComputeWorkGroupInvocations``)."""
+MAX_THREAD_ELEMENTS = 64
+"""Accumulators per thread (``RM * RN``): IREE's own largest thread tile is 8x8."""
+
+
+def vulkan_template(task: Task, dispatch: ConfiguredDispatch) -> Template:
+    """The Vulkan template for ``task``, whose standalone dispatch IREE configured as
+    ``dispatch`` (its root carrying ``workgroup``/``thread``/``reduction`` levels).
+    Raises :class:`NoTemplate` naming what does not fit."""
+    root = dispatch.root_op
+    if not is_matmul(root):
+        raise NoTemplate(
+            f"{task.kind}: on vulkan the template takes matmul and batch matmul roots "
+            "(convolutions become matmuls with the conv1x1_to_matmul and im2col rewrites)"
+        )
+    batch = len(root.loop_ranges) - 3
+    m, n, k = root.loop_ranges[batch:]
+    workgroup = root.levels.get("workgroup", (0,) * len(root.loop_ranges))
+    thread = root.levels.get("thread", (0,) * len(root.loop_ranges))
+    reduction = root.levels.get("reduction", (0,) * len(root.loop_ranges))
+    space: dict[str, list[ParamValue]] = {}
+    defaults: dict[str, ParamValue] = {}
+    for name, size, loop in (("M", m, batch), ("N", n, batch + 1)):
+        tiles = _tiles(size, workgroup[loop] or size)
+        space[f"W{name}"] = list(tiles)
+        defaults[f"W{name}"] = nearest(tiles, workgroup[loop] or size)
+        per_thread = sorted({v for v in (*THREAD_TILES, thread[loop]) if v and size % v == 0})
+        space[f"R{name}"] = list(per_thread)
+        defaults[f"R{name}"] = nearest(per_thread, thread[loop] or 1)
+    tk = [v for v in REDUCTION_TILES if k % v == 0]
+    space["TK"], defaults["TK"] = list(tk), nearest(tk, reduction[batch + 2] or 4)
+    unit = [1] * batch
+    config = {
+        "pipeline": "BaseVectorize",
+        "tile_sizes": {
+            "workgroup": [*unit, "${WM}", "${WN}"],
+            "thread": [*unit, "${RM}", "${RN}"],
+            "reduction": [0] * (batch + 2) + ["${TK}"],
+        },
+    }
+    constraints = [
+        "WM % RM == 0",
+        "WN % RN == 0",
+        f"WM * WN <= {MAX_THREADS} * RM * RN",
+        f"RM * RN <= {MAX_THREAD_ELEMENTS}",
+    ]
+    return Template(defaults, space, constraints, schedule=[], config=config)
+
+
+def is_matmul(root: ConfiguredOp) -> bool:
+    """Whether ``root`` is a matmul or batch matmul as the module docstring says: what
+    IREE's contraction matcher reads as ``[B,] M, N, K`` in loop order."""
+    parallel = len(root.loop_ranges) - 1
+    if root.iterators != ("parallel",) * parallel + ("reduction",) or parallel not in (2, 3):
+        return False
+    if root.output_loops != tuple(range(parallel)) or len(root.input_loops) != 2:
+        return False
+    lhs, rhs = root.input_loops
+    if lhs is None or rhs is None:
+        return False
+    k, m, n = parallel, parallel - 2, parallel - 1
+    batch = set(range(parallel - 2))
+    distinct = len(set(lhs)) == len(lhs) and len(set(rhs)) == len(rhs)
+    return distinct and set(lhs) == {*batch, m, k} and set(rhs) == {*batch, k, n}
+
+
+def vulkan_match(task: Task) -> dict[str, Any]:
+    """The kernel match of a Vulkan task: by kind and loop bounds (see the module
+    docstring)."""
+    root = task.root
+    return {
+        "kind": "contraction",
+        "shape": list(root.loop_ranges or ()),
+        "dtype": root.dtype or "f32",
+    }
+
+
+def _tiles(size: int, iree: int) -> list[int]:
+    """Workgroup tiles of a ``size`` loop around IREE's ``iree``."""
+    values = sorted({*pow2_divisors(size), iree})
+    return [v for v in values if iree / 4 <= v <= iree * 4]

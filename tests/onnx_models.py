@@ -1,0 +1,35 @@
+"""Test helper: small ONNX models written with ``onnx.helper``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def mlp_model(path: Path) -> None:
+    """Two identical dense+relu layers (different weights) and a wider third one."""
+    rng = np.random.default_rng(0)
+    f = TensorProto.FLOAT
+    weights = {
+        "w1": rng.standard_normal((64, 64)),
+        "w2": rng.standard_normal((64, 64)),
+        "w3": rng.standard_normal((64, 128)),
+    }
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["m1"], name="fc1"),
+        helper.make_node("Relu", ["m1"], ["a1"], name="act1"),
+        helper.make_node("MatMul", ["a1", "w2"], ["m2"], name="fc2"),
+        helper.make_node("Relu", ["m2"], ["a2"], name="act2"),
+        helper.make_node("MatMul", ["a2", "w3"], ["y"], name="fc3"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "mlp",
+        [helper.make_tensor_value_info("x", f, [32, 64])],
+        [helper.make_tensor_value_info("y", f, [32, 128])],
+        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in weights.items()],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)

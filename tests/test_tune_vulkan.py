@@ -1,0 +1,202 @@
+"""``tdsched tune --target vulkan``: IREE's SPIR-V configuration read back, the lowering
+config template for matmul tasks (workgroup size derived from its tiles), the model
+recipe it writes, and a real tune on Vulkan checked against onnx's reference."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from onnx_models import mlp_model
+from tdsched.schedules.cli import main
+from tdsched.schedules.model_tasks import ModelTasks, OpSignature, Task
+from tdsched.schedules.sweep.database import Result
+from tdsched.schedules.tune import ModelSpec, TaskTuning, TuneOptions, _prepare, _write_model_recipe
+from tdsched.schedules.tune_templates import NoTemplate
+from tdsched.schedules.tune_templates_vulkan import vulkan_template
+from tdsched.targets import make_target
+from tdsched.transform_lib.constant_operands import ModelConstants
+from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, read_configured
+from tdsched.transform_lib.errors import ScheduleError
+from tdsched.transform_lib.lowering_config import compilation_info, derived_workgroup_size
+
+CONFIG = "#iree_codegen.lowering_config<tile_sizes = [[16, 64], [4, 8], [0, 0, 4]]>"
+
+
+def _configured(body: str, args: str, result: str) -> ConfiguredDispatch:
+    """One dispatch as a Vulkan ``executable-configurations`` compile prints it."""
+    text = f"""
+func.func @t0_dispatch_0({args}) -> {result} {{
+  %cst = arith.constant 0.0 : f32
+  %e = tensor.empty() : {result}
+  %f = linalg.fill ins(%cst : f32) outs(%e : {result}) -> {result}
+  {body}
+  return %m : {result}
+}}
+"""
+    (dispatch,) = read_configured(text, "t0_dispatch_")
+    return dispatch
+
+
+def _matmul() -> ConfiguredDispatch:
+    """A 64x128x32 matmul, as IREE's SPIR-V configuration leaves it: configured."""
+    a, b, c = "tensor<64x32xf32>", "tensor<32x128xf32>", "tensor<64x128xf32>"
+    body = (
+        f"%m = linalg.matmul {{lowering_config = {CONFIG}}} ins(%a, %b : {a}, {b}) "
+        f"outs(%f : {c}) -> {c}"
+    )
+    return _configured(body, f"%a: {a}, %b: {b}", c)
+
+
+def _generic(maps: str, lhs: str = "tensor<8x8xf32>") -> ConfiguredDispatch:
+    """A three-loop contraction generic over 8x8 matrices whose two inputs are indexed
+    by ``maps`` (the first of type ``lhs``)."""
+    rhs = out = "tensor<8x8xf32>"
+    body = f"""%m = linalg.generic {{indexing_maps = [{maps}, affine_map<(i, j, k) -> (i, j)>],
+      iterator_types = ["parallel", "parallel", "reduction"], lowering_config = {CONFIG}}}
+      ins(%a, %b : {lhs}, {rhs}) outs(%f : {out}) {{
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  }} -> {out}"""
+    return _configured(body, f"%a: {lhs}, %b: {rhs}", out)
+
+
+MATMUL = OpSignature("linalg.generic", (64, 128, 32), "contraction", "f32")
+TASK = Task("t0", (MATMUL,), dispatches=["d0"])
+
+
+def test_a_vulkan_configuration_is_read_as_the_levels_a_config_names() -> None:
+    dispatch = _matmul()
+    assert dispatch.root_op.levels == {
+        "workgroup": (16, 64, 0),  # padded to one size per loop
+        "thread": (4, 8, 0),
+        "reduction": (0, 0, 4),
+    }
+    assert dispatch.init_is_fill and dispatch.root_op.input_loops == ((0, 2), (2, 1))
+
+
+def test_the_workgroup_size_follows_from_the_tiles_as_iree_derives_it() -> None:
+    # IREE's own choices (see the module docstring): x along the innermost loop.
+    assert derived_workgroup_size([16, 256], [8, 8]) == [32, 2, 1]
+    assert derived_workgroup_size([1, 32, 128], [1, 8, 8]) == [16, 4, 1]
+    assert derived_workgroup_size([0, 256], [0, 4]) == [64, 1, 1]
+    info = compilation_info("vulkan", {"workgroup": [16, 64], "thread": [4, 8]})
+    assert "workgroup_size = [8, 4, 1]" in info
+    with pytest.raises(ScheduleError, match="thread tile 3 does not divide the workgroup tile 64"):
+        derived_workgroup_size([16, 64], [4, 3])
+    with pytest.raises(ScheduleError, match="MatmulPromoteVectorize needs workgroup_size"):
+        compilation_info(
+            "vulkan", {"workgroup": [16, 64], "thread": [4, 8]}, None, "MatmulPromoteVectorize"
+        )
+
+
+def test_the_vulkan_template_is_a_config_centred_on_iree_s_tiles() -> None:
+    template = vulkan_template(TASK, _matmul())
+    assert template.parameters == {"WM": 16, "RM": 4, "WN": 64, "RN": 8, "TK": 4}
+    assert template.space["WM"] == [4, 8, 16, 32, 64]  # a quarter to four times IREE's 16
+    assert template.space["WN"] == [16, 32, 64, 128]
+    assert template.space["TK"] == [1, 2, 4, 8, 16, 32]
+    assert template.schedule == [] and template.kernel_body() == {
+        "config": {
+            "pipeline": "BaseVectorize",
+            "tile_sizes": {
+                "workgroup": ["${WM}", "${WN}"],
+                "thread": ["${RM}", "${RN}"],
+                "reduction": [0, 0, "${TK}"],
+            },
+        }
+    }
+    assert "WM * WN <= 128 * RM * RN" in template.constraints
+
+
+@pytest.mark.parametrize(
+    ("maps", "lhs", "matmul"),
+    [
+        ("affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (j, k)>", "", True),  # B^T
+        ("affine_map<(i, j, k) -> (k, i)>, affine_map<(i, j, k) -> (k, j)>", "", True),  # A^T
+        # The lhs reads N: IREE's matcher would read the loops as [N, M, K].
+        ("affine_map<(i, j, k) -> (j, k)>, affine_map<(i, j, k) -> (k, i)>", "", False),
+        # The lhs reads every loop: not a matmul.
+        (
+            "affine_map<(i, j, k) -> (i, j, k)>, affine_map<(i, j, k) -> (k, j)>",
+            "tensor<8x8x8xf32>",
+            False,
+        ),
+    ],
+)
+def test_the_vulkan_template_takes_matmuls_in_loop_order_only(
+    maps: str, lhs: str, matmul: bool
+) -> None:
+    dispatch = _generic(maps, lhs or "tensor<8x8xf32>")
+    task = Task("t0", (OpSignature("linalg.generic", (8, 8, 8), "contraction", "f32"),))
+    if matmul:
+        assert vulkan_template(task, dispatch).config is not None
+    else:
+        with pytest.raises(NoTemplate, match="takes matmul and batch matmul roots"):
+            vulkan_template(task, dispatch)
+
+
+def test_on_vulkan_a_task_clashes_with_any_contraction_of_its_loop_bounds(tmp_path: Path) -> None:
+    # A named matmul elsewhere is a generic contraction to a Vulkan kind match.
+    named = OpSignature("linalg.matmul", (64, 128, 32), "contraction", "f32")
+    other = Task("t1", (named,))
+    tasks = ModelTasks("net", "vulkan", None, (TASK, other), None)
+    options = TuneOptions(make_target("vulkan"), threads=1, budget_s=60)
+    tuning = _prepare(TASK, tasks, {}, ModelConstants(""), tmp_path, options)
+    assert tuning.recipe is None and tuning.reason is not None
+    assert "also occur in task t1" in tuning.reason
+
+
+def test_a_vulkan_winner_is_a_config_matched_by_kind_and_loop_bounds(tmp_path: Path) -> None:
+    recipe = tmp_path / "t0.yaml"
+    template = vulkan_template(TASK, _matmul())
+    document = {"parameters": template.parameters, "kernels": [template.kernel_body()]}
+    recipe.write_text(yaml.safe_dump(document))
+    best = Result(
+        "k", "t0.yaml", "vulkan", {"WM": 32, "WN": 64, "RM": 4, "RN": 4}, "ok", speedup=1.3
+    )
+    won = TaskTuning(TASK, recipe=recipe, rounds=1, best=best)
+    options = TuneOptions(make_target("vulkan"), threads=1, budget_s=60)
+    _write_model_recipe(tmp_path / "m.yaml", ModelSpec("m", {"model": "m"}, ()), [won], options)
+    written = yaml.safe_load((tmp_path / "m.yaml").read_text())
+    assert written["targets"] == ["vulkan"]
+    assert written["kernels"] == [
+        {
+            "name": "t0",
+            "match": {"kind": "contraction", "shape": [64, 128, 32], "dtype": "f32"},
+            "config": {
+                "pipeline": "BaseVectorize",
+                "tile_sizes": {
+                    "workgroup": [32, 64],
+                    "thread": [4, 4],
+                    "reduction": [0, 0, 4],  # TK: the template's own value
+                },
+            },
+        }
+    ]
+
+
+def test_tune_on_vulkan_sweeps_configs_and_the_model_recipe_is_correct(
+    vulkan: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mlp_model(tmp_path / "mlp.onnx")
+    out = tmp_path / "mlp.tune"
+    args = ["tune", str(tmp_path / "mlp.onnx"), "--target", "vulkan", "--budget", "0.5"]
+    args += ["--out", str(out), "--round-size", "4", "--min-share", "0", "--repeats", "3"]
+    assert main([*args, "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["target"] == "vulkan"
+    assert found["run"]["status"] == "ok" and found["run"]["reference"] == "onnx-reference"
+    tuned = [t for t in found["tasks"] if t["recipe"]]
+    assert tuned, found["tasks"]
+    first = yaml.safe_load(Path(tuned[0]["recipe"]).read_text())
+    assert first["targets"] == ["vulkan"] and "config" in first["kernels"][0]
+    assert first["kernels"][0]["match"]["kind"] == "contraction"
+    assert tuned[0]["candidates"] >= 4, "the task with the most time got no round"
+    recipe = yaml.safe_load(Path(found["recipe"]).read_text())
+    for kernel in recipe["kernels"]:
+        assert "config" in kernel and "${" not in json.dumps(kernel)
