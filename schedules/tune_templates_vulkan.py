@@ -47,10 +47,7 @@ def vulkan_template(task: Task, dispatch: ConfiguredDispatch) -> Template:
     Raises :class:`NoTemplate` naming what does not fit."""
     root = dispatch.root_op
     if not is_matmul(root):
-        raise NoTemplate(
-            f"{task.kind}: on vulkan the template takes matmul and batch matmul roots "
-            "(convolutions become matmuls with the conv1x1_to_matmul and im2col rewrites)"
-        )
+        raise NoTemplate(_why_not(task.kind, root))
     batch = len(root.loop_ranges) - 3
     m, n, k = root.loop_ranges[batch:]
     workgroup = root.levels.get("workgroup", (0,) * len(root.loop_ranges))
@@ -100,6 +97,21 @@ def is_matmul(root: ConfiguredOp) -> bool:
     batch = set(range(parallel - 2))
     distinct = len(set(lhs)) == len(lhs) and len(set(rhs)) == len(rhs)
     return distinct and set(lhs) == {*batch, m, k} and set(rhs) == {*batch, k, n}
+
+
+def _why_not(kind: str, root: ConfiguredOp) -> str:
+    """Why a root that is not a matmul keeps IREE's pipeline on Vulkan."""
+    if "reduction" not in root.iterators:
+        return f"{kind}: no reduction loop, IREE's pipeline is kept"
+    if kind == "convolution":
+        return (
+            "convolution: on vulkan the template takes matmul roots; the conv1x1_to_matmul "
+            "and im2col rewrites (raced first) make convolutions matmuls where they pay"
+        )
+    return (
+        f"{kind}: on vulkan the template takes matmul and batch matmul roots whose loops "
+        "are [B,] M, N, K in that order"
+    )
 
 
 def vulkan_match(task: Task) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from tdsched.schedules.tune_templates import NoTemplate
 from tdsched.schedules.tune_templates_vulkan import vulkan_template
 from tdsched.targets import make_target
 from tdsched.transform_lib.constant_operands import ModelConstants
-from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, read_configured
+from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, ConfiguredOp, read_configured
 from tdsched.transform_lib.errors import ScheduleError
 from tdsched.transform_lib.lowering_config import compilation_info, derived_workgroup_size
 
@@ -136,7 +136,7 @@ def test_the_vulkan_template_takes_matmuls_in_loop_order_only(
     if matmul:
         assert vulkan_template(task, dispatch).config is not None
     else:
-        with pytest.raises(NoTemplate, match="takes matmul and batch matmul roots"):
+        with pytest.raises(NoTemplate, match="takes matmul and batch matmul roots whose loops"):
             vulkan_template(task, dispatch)
 
 
@@ -200,3 +200,22 @@ def test_tune_on_vulkan_sweeps_configs_and_the_model_recipe_is_correct(
     recipe = yaml.safe_load(Path(found["recipe"]).read_text())
     for kernel in recipe["kernels"]:
         assert "config" in kernel and "${" not in json.dumps(kernel)
+
+
+@pytest.mark.parametrize(
+    ("kind", "iterators", "why"),
+    [
+        ("elementwise", ("parallel",) * 3, "elementwise: no reduction loop"),
+        ("convolution", ("parallel",) * 4 + ("reduction",) * 3, "im2col rewrites"),
+        ("pooling", ("parallel",) * 4 + ("reduction",) * 2, "pooling: on vulkan the template"),
+    ],
+)
+def test_a_root_that_is_no_matmul_keeps_iree_s_pipeline_with_its_reason(
+    kind: str, iterators: tuple[str, ...], why: str
+) -> None:
+    ranges = (2,) * len(iterators)
+    root = ConfiguredOp("linalg.generic", ranges, iterators, None, {"workgroup": ranges})
+    dispatch = ConfiguredDispatch("t0", (root,), 0, {}, init_is_fill=False, root_inputs=1)
+    task = Task("t0", (OpSignature("linalg.generic", ranges, kind, "f32"),))
+    with pytest.raises(NoTemplate, match=why):
+        vulkan_template(task, dispatch)
