@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -236,6 +236,8 @@ class TuneOutcome:
     whole model: a task's own timing misjudges what packing saves in the model)."""
     graph_speedup: float = 1.0
     """What the model rewrites gave IREE's own pipeline (1.0: none were kept)."""
+    history: list[dict[str, Any]] = field(default_factory=list)
+    """A line per round over every run into the folder (see :mod:`.tune_state`)."""
 
     @property
     def estimated_speedup(self) -> float | None:
@@ -310,8 +312,17 @@ def tune(
             _round(tuning, db, options)
             state.spent_s = spent()
             state.tasks = {t.task.name: t.state() for t in tunings if t.recipe is not None}
+            estimate = estimated_speedup(tasks, tunings, graph_speedup)
+            state.history.append(
+                {
+                    "spent_s": round(state.spent_s, 1),
+                    "task": tuning.task.name,
+                    "speedup": tuning.speedup,
+                    "estimate": estimate,
+                }
+            )
             save_state(out, state)
-            progress(_round_line(tuning, tunings, tasks, spent(), options, graph_speedup))
+            progress(_round_line(tuning, estimate, spent(), options))
     finally:
         db.close()
     name = f"{workload.name}_tuned"
@@ -323,7 +334,9 @@ def tune(
         path = out / f"{workload.name}.packed.yaml"
         packed = (path, _write_model_recipe(path, model, tunings, options, packed=True))
     elapsed = time.monotonic() - start
-    return TuneOutcome(tasks, tunings, recipe, spent(), kernels, elapsed, packed, graph_speedup)
+    return TuneOutcome(
+        tasks, tunings, recipe, spent(), kernels, elapsed, packed, graph_speedup, state.history
+    )
 
 
 def _prepare(
@@ -588,16 +601,8 @@ def _prepared_line(t: TaskTuning, resumed: bool) -> str:
     return f"tune: {what}: template {t.recipe}"
 
 
-def _round_line(
-    t: TaskTuning,
-    all_: list[TaskTuning],
-    tasks: ModelTasks,
-    elapsed: float,
-    o: TuneOptions,
-    graph_speedup: float,
-) -> str:
+def _round_line(t: TaskTuning, estimate: float | None, elapsed: float, o: TuneOptions) -> str:
     best = f"best {t.speedup:.2f}x" if t.speedup else "no correct candidate yet"
-    estimate = estimated_speedup(tasks, all_, graph_speedup)
     est = f"; model estimate {estimate:.2f}x" if estimate else ""
     return (
         f"tune: [{_clock(elapsed)}/{_clock(o.budget_s)}] {t.task.name} "

@@ -16,10 +16,12 @@ from tdsched.targets.target import make_target, run_conditions
 from .cli_types import positive_int
 from .evaluation import Status
 from .lower_command import lower, model_args
+from .roofline_plot import require_matplotlib
 from .run_report import RunReport, RunRequest, run_isolated
 from .tasks_command import add_profiled_model_arguments
 from .text_table import aligned
 from .tune import TuneOptions, TuneOutcome, tune
+from .tune_plot import plot_tune
 from .tune_races import ModelRewrites, race_layouts, race_model_rewrites
 
 DESCRIPTION = """\
@@ -103,6 +105,14 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--no-check", action="store_true", help="write the recipe but do not run it at the end"
     )
+    p.add_argument(
+        "--plot",
+        type=Path,
+        metavar="PNG",
+        help="draw the tune into PNG: the model's estimated speedup after every round "
+        "against the budget spent (and the final run's), and the tasks' time per call "
+        "before and after (needs tdsched[plot])",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
 
@@ -112,6 +122,8 @@ def run(args: argparse.Namespace) -> int:
     when it came out wrong or failed."""
     if args.budget <= 0:
         raise ValueError(f"--budget {args.budget}: give a positive number of minutes")
+    if args.plot is not None:
+        require_matplotlib()  # before the tune, not after it
     workload = lower(args)
     out: Path = args.out or Path(f"{Path(args.model.partition(':')[0]).stem}.tune")
     out.mkdir(parents=True, exist_ok=True)
@@ -140,8 +152,17 @@ def run(args: argparse.Namespace) -> int:
         report, layouts = race_layouts(outcome, partial(_check, args=args))
     elif not args.no_check:
         report = _check(outcome.recipe, args)
+    if args.plot is not None:
+        where = run_conditions(outcome.tasks.target, outcome.tasks.threads)
+        title = f"tdsched tune of {outcome.tasks.workload} on {where}"
+        plot_tune(outcome, report.speedup if report is not None else None, args.plot, title)
     if args.json:
-        document = {**_as_json(outcome, report), "graph": list(rewrites.lines), "layouts": layouts}
+        document = {
+            **_as_json(outcome, report),
+            "graph": list(rewrites.lines),
+            "layouts": layouts,
+            "plot": str(args.plot) if args.plot is not None else None,
+        }
         print(json.dumps(document, indent=2))
     else:
         print("\n".join(summary_lines(outcome, report, args, layouts, rewrites)))
@@ -254,6 +275,8 @@ def summary_lines(
     lines += rewrites.lines if rewrites else ()
     if layouts is not None:
         lines.append(layouts)
+    if args.plot is not None:
+        lines.append(f"plot     {args.plot}")
     lines.append(f"run it   tdsched run {outcome.recipe}")
     return lines
 

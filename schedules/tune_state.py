@@ -10,6 +10,10 @@ A task's saved state is used only while it still describes the same task (its ro
 and loop bounds) and the same template (the recipe file's digest): a template the user
 edited starts that task afresh. A state written for another model, target or thread
 count is set aside, so its numbers are never mixed with the new run's.
+
+``history`` has a line per round, over every run: the budget spent when it ended, the
+task it swept, that task's best speedup and the model's estimated speedup then (what
+``tdsched tune --plot`` draws). A state written before it existed has none.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ class TuneState:
     identity: dict[str, Any]
     spent_s: float = 0.0
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    history: list[dict[str, Any]] = field(default_factory=list)
+    """One entry per round: ``spent_s``, ``task``, ``speedup``, ``estimate``."""
 
 
 def load_state(folder: Path, identity: Mapping[str, Any]) -> tuple[TuneState, str | None]:
@@ -53,7 +59,10 @@ def load_state(folder: Path, identity: Mapping[str, Any]) -> tuple[TuneState, st
                 f"{path}: written for {saved.get('identity')}, not {dict(identity)}; the "
                 "budget starts afresh (the database's candidates are still reused)"
             )
-        return TuneState(dict(identity), float(saved["spent_s"]), saved["tasks"]), None
+        history = saved.get("history", [])
+        if not isinstance(history, list):
+            raise TypeError(f"'history' is a {type(history).__name__}, not a list")
+        return TuneState(dict(identity), float(saved["spent_s"]), saved["tasks"], history), None
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return fresh, f"{path}: unreadable ({exc}); starting afresh"
 
@@ -65,6 +74,7 @@ def save_state(folder: Path, state: TuneState) -> None:
         "identity": state.identity,
         "spent_s": round(state.spent_s, 3),
         "tasks": state.tasks,
+        "history": state.history,
     }
     write_atomically(folder / STATE_FILE, json.dumps(document, indent=1).encode())
 

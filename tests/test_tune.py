@@ -17,10 +17,12 @@ from tdsched.schedules.tune import (
     ModelSpec,
     TaskTuning,
     TuneOptions,
+    TuneOutcome,
     _next,
     _prepare,
     _write_model_recipe,
 )
+from tdsched.schedules.tune_plot import plot_tune
 from tdsched.schedules.tune_races import (
     GRAPH_RACE_FILE,
     LAYOUT_RACE_FILE,
@@ -30,6 +32,7 @@ from tdsched.schedules.tune_races import (
 from tdsched.schedules.tune_state import TuneState, load_state, save_state
 from tdsched.schedules.tune_templates import NoTemplate, template_for
 from tdsched.targets import make_target
+from tdsched.targets.timing import Timing
 from tdsched.transform_lib.constant_operands import ModelConstants
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, ConfiguredOp
 from tdsched.transform_lib.errors import ScheduleError
@@ -362,10 +365,12 @@ def test_tune_writes_a_model_recipe_that_is_correct_and_a_rerun_reuses_it(
 ) -> None:
     out = tmp_path / "cnn.tune"
     args = ["tune", "small_cnn", "--threads", "1", "--budget", "0.5", "--out", str(out)]
-    args += ["--round-size", "4", "--min-share", "0.05", "--repeats", "3", "--json"]
+    args += ["--round-size", "4", "--min-share", "0.05", "--repeats", "3"]
+    args += ["--plot", str(tmp_path / "tune.png"), "--json"]
     assert main(args) == 0
     first = json.loads(capsys.readouterr().out)
     assert first["run"]["status"] == "ok" and first["run"]["reference"] == "numpy"
+    assert first["plot"] == str(tmp_path / "tune.png") and (tmp_path / "tune.png").stat().st_size
     by_task = {t["task"]: t for t in first["tasks"]}
     tuned = [t for t in by_task.values() if t["recipe"]]
     assert tuned, "no task got a template"
@@ -389,7 +394,8 @@ def test_tune_writes_a_model_recipe_that_is_correct_and_a_rerun_reuses_it(
         assert by_task[kernel["name"]]["kept"] == "schedule"
     assert [t["task"] for t in recipe["provenance"]["tasks"]] == list(by_task)
     # The budget is spent: a second run sweeps nothing and takes up what the first found.
-    assert (out / "tune-state.json").exists()
+    state = json.loads((out / "tune-state.json").read_text())
+    assert len(state["history"]) == sum(t["rounds"] for t in state["tasks"].values())
     assert main([*args[:-1], "--no-check", "--json"]) == 0
     second = json.loads(capsys.readouterr().out)
     again = {t["task"]: t for t in second["tasks"]}
@@ -426,6 +432,36 @@ def test_the_tune_state_is_kept_per_model_target_and_threads(tmp_path: Path) -> 
     (tmp_path / "tune-state.json").write_text("{not json")
     broken, note = load_state(tmp_path, identity)
     assert broken.spent_s == 0.0 and note is not None and "unreadable" in note
+
+
+def test_the_tune_state_keeps_a_line_per_round_and_older_states_have_none(
+    tmp_path: Path,
+) -> None:
+    identity = {"model": "net", "target": "x86", "threads": 1}
+    line = {"spent_s": 42.0, "task": "t0", "speedup": 1.3, "estimate": 1.1}
+    save_state(tmp_path, TuneState(identity, 42.0, {}, [line]))
+    assert load_state(tmp_path, identity)[0].history == [line]
+    path = tmp_path / "tune-state.json"
+    older = json.loads(path.read_text())
+    del older["history"]
+    path.write_text(json.dumps(older))
+    state, note = load_state(tmp_path, identity)
+    assert note is None and state.history == [] and state.spent_s == 42.0
+
+
+def test_the_tune_chart_is_drawn_from_the_history_and_the_tasks(tmp_path: Path) -> None:
+    won = _tuning("t0", 2.0, rounds=1, best=Result("k", "t0.yaml", "x86", {}, "ok", speedup=2.0))
+    lost = _tuning("t1", 1.0, rounds=1)
+    tasks = ModelTasks("net", "x86", 1, (won.task, lost.task), Timing.of([4.0]))
+    history = [
+        {"spent_s": 30.0, "task": "t0", "speedup": 2.0, "estimate": 1.33},
+        {"spent_s": 60.0, "task": "t1", "speedup": None, "estimate": 1.33},
+    ]
+    outcome = TuneOutcome(
+        tasks, [won, lost], tmp_path / "m.yaml", 60.0, 1, 60.0, None, 1.0, history
+    )
+    plot_tune(outcome, 1.3, tmp_path / "tune.png", "tune of net")
+    assert (tmp_path / "tune.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_a_layout_race_is_reused_only_for_the_same_two_recipes(tmp_path: Path) -> None:
