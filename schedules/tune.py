@@ -56,7 +56,7 @@ from .model_tasks import ModelTasks, OpSignature, Task, extract_tasks
 from .params import substitute_plain
 from .pipeline import census_output
 from .sweep.database import Result, ResultsDB
-from .sweep.executor import LocalExecutor
+from .sweep.executor import make_executor
 from .sweep.runner import Sweep, SweepOptions
 from .task_workloads import TaskSkipped, standalone_task
 from .tune_state import digest, load_state, save_state
@@ -90,6 +90,10 @@ class TuneOptions:
     seed: int = 0
     rounds: int = 3
     """Profiled runs of IREE default when weighing the tasks."""
+    executor: str = "local"
+    """Where the sweeps compile and time (:data:`~.sweep.executor.EXECUTORS`)."""
+    ray_address: str | None = None
+    """With the ``ray`` executor: the cluster (``None``: a local one, per round)."""
 
 
 @dataclass
@@ -452,7 +456,7 @@ def _round(tuning: TaskTuning, db: ResultsDB, o: TuneOptions) -> None:
             threads=o.threads,
         ),
         db,
-        LocalExecutor(o.jobs),
+        make_executor(o.executor, o.jobs, ray_address=o.ray_address),
         o.jobs,
     )
     tuning.valid = len(sweep.enumeration.valid)

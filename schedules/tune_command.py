@@ -18,6 +18,7 @@ from .evaluation import Status
 from .lower_command import lower, model_args
 from .roofline_plot import require_matplotlib
 from .run_report import RunReport, RunRequest, run_isolated
+from .sweep.executor import EXECUTORS
 from .tasks_command import add_profiled_model_arguments
 from .text_table import aligned
 from .tune import TuneOptions, TuneOutcome, tune
@@ -97,6 +98,17 @@ def add_parser(sub: Any) -> None:
         help="parallel compiles (default: one per core)",
     )
     p.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default="local",
+        help="where the sweeps compile and time: this machine (local, the default) or a "
+        "Ray cluster (ray; see tdsched sweep --help)",
+    )
+    p.add_argument(
+        "--ray-address",
+        help="ray: the cluster's address (default: a local cluster, started for each round)",
+    )
+    p.add_argument(
         "--repeats",
         type=positive_int,
         default=9,
@@ -137,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         seed=args.seed,
         rounds=args.rounds,
+        executor=args.executor,
+        ray_address=args.ray_address,
     )
     quiet = args.quiet or args.json
     progress = _progress(quiet)

@@ -13,6 +13,7 @@ from typing import Any
 
 import iree.compiler.version
 import pytest
+from onnx_models import mlp_model
 from tdsched.recipes import RECIPES_DIR
 from tdsched.schedules.cli import main
 from tdsched.schedules.sweep.database import ResultsDB
@@ -258,3 +259,36 @@ def test_missing_ray_is_a_clear_cli_error(
     code = main(["sweep", "matmul_x86", *SIZES, "--executor", "ray", "--db", str(tmp_path / "d")])
     assert code == 2
     assert "tdsched: error: --executor ray needs Ray" in capsys.readouterr().err
+
+
+@needs_ray
+def test_tune_sweeps_its_tasks_on_ray(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    running_ray: None,
+) -> None:
+    started: list[str] = []
+    start = RayExecutor.start
+
+    def counted(self: RayExecutor, context: SweepContext) -> None:
+        started.append(context.recipe)
+        start(self, context)
+
+    monkeypatch.setattr(RayExecutor, "start", counted)
+    mlp_model(tmp_path / "mlp.onnx")
+    args = ["tune", str(tmp_path / "mlp.onnx"), "--executor", "ray", "--jobs", "2"]
+    args += ["--threads", "1", "--budget", "0.3", "--out", str(tmp_path / "mlp.tune")]
+    args += ["--round-size", "2", "--min-share", "0", "--no-check", "--json", "-q"]
+    assert main(args) == 0
+    found = json.loads(capsys.readouterr().out)
+    swept = [t for t in found["tasks"] if t["candidates"]]
+    assert swept, found["tasks"]
+    # Every round ran on the Ray executor, which left the connection it found open.
+    assert started and all(Path(r).parent == tmp_path / "mlp.tune" / "tasks" for r in started)
+    assert ray.is_initialized()
+    db = ResultsDB(tmp_path / "mlp.tune" / "tune.db")
+    try:
+        assert len([r for r in db.results() if r.ok]) >= 2
+    finally:
+        db.close()

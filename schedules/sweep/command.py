@@ -17,7 +17,7 @@ from tdsched.targets.target import cpu_threads, run_conditions
 from ..cli_types import add_threads_option, non_negative_int, positive_float, positive_int
 from ..params import parse_override
 from .database import ResultsDB, method
-from .executor import Executor, Limits, LocalExecutor
+from .executor import EXECUTORS, Executor, Limits, make_executor
 from .freeze import recorded_sweep, write_frozen, write_shape_table
 from .racing import RaceSettings
 from .runner import COST_MODELS, Sweep, SweepOptions, SweepOutcome, SweepState
@@ -32,7 +32,6 @@ from .table import (
 )
 
 DEFAULT_DB = Path("tdsched-sweeps.db")
-EXECUTORS = ("local", "ray")
 
 DESCRIPTION = """\
 Evaluate the parameter space a recipe declares ('space' and 'constraints') and find the
@@ -208,11 +207,7 @@ def add_parser(sub: Any) -> None:
 
 def _executor(args: argparse.Namespace) -> Executor:
     limits = Limits(args.compile_timeout, args.run_timeout)
-    if args.executor == "ray":
-        from .ray_executor import RayExecutor
-
-        return RayExecutor(args.jobs, limits, address=args.ray_address)
-    return LocalExecutor(args.jobs, limits)
+    return make_executor(args.executor, args.jobs, limits, args.ray_address)
 
 
 def _progress(quiet: bool) -> Any:

@@ -258,3 +258,21 @@ class LocalExecutor:
         if self._bench is not None:
             self._bench.stop()
             self._bench = None
+
+
+EXECUTORS = ("local", "ray")
+"""The executors ``--executor`` names: this machine's processes, or a Ray cluster."""
+
+
+def make_executor(
+    kind: str, jobs: int | None, limits: Limits | None = None, ray_address: str | None = None
+) -> Executor:
+    """The executor ``kind`` (:data:`EXECUTORS`) with ``jobs`` compile workers; for
+    ``ray``, the cluster at ``ray_address`` (``None``: a local one it starts)."""
+    if kind == "ray":
+        from .ray_executor import RayExecutor
+
+        return RayExecutor(jobs, limits, address=ray_address)
+    if kind != "local":
+        raise ValueError(f"executor {kind!r}: use one of {', '.join(EXECUTORS)}")
+    return LocalExecutor(jobs, limits)
