@@ -200,3 +200,15 @@ def test_lowered_packs_run_on_vulkan(vulkan: None) -> None:
     assert ops["linalg.pack"] == ops["linalg.unpack"] == 0
     assert (ops["linalg.mmt4d"], ops["tensor.pad"], ops["linalg.transpose"]) == (1, 2, 3)
     assert_same_results(before, after, "main", "vulkan", atol=1e-4)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="IREE 3.13 on Vulkan: each dispatch of the lowered packs, the mmt4d and the "
+    "unpack is right alone, their module is wrong from K=120 (docs/primitives/mmt4d.md); "
+    "an XPASS means IREE fixed it: drop this mark and the note",
+)
+def test_lowered_packs_on_vulkan_from_k_120(vulkan: None) -> None:
+    before = matmul(64, 64, 128)
+    after, _ = rewrite(before, (16, 32, 1), lower_packs=True)
+    assert_same_results(before, after, "main", "vulkan", atol=1e-4)
