@@ -7,6 +7,7 @@ order, each reporting one line of what it changed (see :mod:`tdsched.transform_l
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -41,14 +42,24 @@ from .steps import (
     Step,
 )
 
+NO_BINDING_FUSION = "--iree-scheduling-optimize-bindings=false"
+"""Turns off IREE's binding fusion and dispatch-site specialization. IREE 3.13 on Vulkan
+gives wrong results with it for lowered packs + mmt4d at some shapes (64x64x128 and
+larger; see docs/primitives/mmt4d.md); without it they are right."""
+
 
 @dataclass(frozen=True)
 class RewriteStage:
-    """A graph rewrite to run on the module, and the recipe step it came from."""
+    """A graph rewrite to run on the module, and the recipe step it came from.
+
+    ``compile_flags``: iree-compile flags the scheduled build needs once this rewrite
+    ran, and ``why`` says why (the plan adds them to the recipe's and notes it)."""
 
     primitive: str
     rewrite: Rewrite
     where: Where
+    compile_flags: tuple[str, ...] = ()
+    why: str = ""
 
 
 def rewrite_stage(step: Step, target: Target) -> RewriteStage:
@@ -77,7 +88,11 @@ def _mmt4d(step: Mmt4dStep, target: Target) -> RewriteStage:
     m0, n0, k0 = as_ints(step.tile, step.where.child("tile"))
     lower = step.lower_packs if step.lower_packs is not None else target.needs_lowered_packs
     options = Mmt4dOptions((m0, n0, k0), _ops(step), lower)
-    return _stage(step, partial(mmt4d, options=options))
+    stage = _stage(step, partial(mmt4d, options=options))
+    if lower and target.is_gpu:
+        why = "IREE 3.13's binding fusion gives wrong results for lowered packs on Vulkan"
+        return dataclasses.replace(stage, compile_flags=(NO_BINDING_FUSION,), why=why)
+    return stage
 
 
 def _fuse_pad(step: FusePadStep, target: Target) -> RewriteStage:

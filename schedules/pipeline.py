@@ -158,6 +158,8 @@ def plan(
         print_after_schedule=print_after_schedule,
         trace_steps=trace_steps,
     )
+    resolved, required = _add_required_flags(resolved, scripts)
+    notes.extend(required)
     return Plan(
         resolved,
         chosen_target,
@@ -168,6 +170,19 @@ def plan(
         tuple(notes),
         trace_steps,
     )
+
+
+def _add_required_flags(recipe: Recipe, scripts: Scripts) -> tuple[Recipe, list[str]]:
+    """``recipe`` with the compile flags its graph rewrites need
+    (:attr:`RewriteStage.compile_flags`) added to its own, and a note per flag added."""
+    flags, notes = list(recipe.compile_flags), []
+    for stage in scripts.graph:
+        if isinstance(stage, RewriteStage):
+            for flag in stage.compile_flags:
+                if flag not in flags:
+                    flags.append(flag)
+                    notes.append(f"{stage.primitive}: compiled with {flag} ({stage.why})")
+    return dataclasses.replace(recipe, compile_flags=tuple(flags)), notes
 
 
 def _resolve_kernel_layers(

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
 from iree.compiler import ir
 from iree_numerics import assert_same_results
+from tdsched.schedules.cli import main
+from tdsched.schedules.graph_rewrites import NO_BINDING_FUSION
 from tdsched.transform_lib.graph.mmt4d import Mmt4dOptions, mmt4d
 from tdsched.transform_lib.graph.report import GraphRewriteError, RewriteReport, rewrite_text
 from tdsched.transform_lib.match import OpCriteria
@@ -205,10 +208,25 @@ def test_lowered_packs_run_on_vulkan(vulkan: None) -> None:
 @pytest.mark.xfail(
     strict=True,
     reason="IREE 3.13 on Vulkan: each dispatch of the lowered packs, the mmt4d and the "
-    "unpack is right alone, their module is wrong from K=120 (docs/primitives/mmt4d.md); "
-    "an XPASS means IREE fixed it: drop this mark and the note",
+    "unpack is right alone, their module is wrong from K=120 unless binding fusion is off "
+    "(docs/primitives/mmt4d.md); an XPASS means IREE fixed it: drop this mark, the note "
+    "and NO_BINDING_FUSION",
 )
 def test_lowered_packs_on_vulkan_from_k_120(vulkan: None) -> None:
     before = matmul(64, 64, 128)
     after, _ = rewrite(before, (16, 32, 1), lower_packs=True)
     assert_same_results(before, after, "main", "vulkan", atol=1e-4)
+
+
+def test_a_vulkan_build_with_lowered_packs_turns_binding_fusion_off_and_is_right(
+    vulkan: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The case above, as tdsched builds it: the mmt4d step adds the flag and says so.
+    args = ["run", "matmul_mmt4d_x86", "--target", "vulkan", "--no-time", "--json"]
+    sizes = ["--param", "M=64", "--param", "N=64", "--param", "K=128"]
+    assert main([*args, *sizes]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["status"] == "ok", report
+    assert NO_BINDING_FUSION in report["compile_command"]
+    assert main(["apply", "matmul_mmt4d_x86", "--target", "vulkan", *sizes]) == 0
+    assert f"// mmt4d: compiled with {NO_BINDING_FUSION} (" in capsys.readouterr().out

@@ -25,10 +25,11 @@ from tdsched.transform_lib.lowering_config import compilation_info, derived_work
 CONFIG = "#iree_codegen.lowering_config<tile_sizes = [[16, 64], [4, 8], [0, 0, 4]]>"
 
 
-def _configured(body: str, args: str, result: str) -> ConfiguredDispatch:
-    """One dispatch as a Vulkan ``executable-configurations`` compile prints it."""
+def _configured(body: str, args: str, result: str, attributes: str = "") -> ConfiguredDispatch:
+    """One dispatch as a Vulkan ``executable-configurations`` compile prints it (its
+    function's ``attributes`` included, when given)."""
     text = f"""
-func.func @t0_dispatch_0({args}) -> {result} {{
+func.func @t0_dispatch_0({args}) -> {result} {attributes} {{
   %cst = arith.constant 0.0 : f32
   %e = tensor.empty() : {result}
   %f = linalg.fill ins(%cst : f32) outs(%e : {result}) -> {result}
@@ -111,6 +112,30 @@ def test_the_vulkan_template_is_a_config_centred_on_iree_s_tiles() -> None:
         }
     }
     assert "WM * WN <= 128 * RM * RN" in template.constraints
+
+
+def test_where_iree_did_not_vectorize_the_space_centres_on_a_vectorized_kernel() -> None:
+    # ResNet-50's 7x7 stage: 49 output pixels, which IREE's SPIR-V matmul config cannot
+    # vectorize, so it falls back to BaseDistribute (one output per thread, minutes on
+    # lavapipe). The template tiles the 49 whole or by 7.
+    a, b, c = "tensor<512x32xf32>", "tensor<32x49xf32>", "tensor<512x49xf32>"
+    config = "#iree_codegen.lowering_config<tile_sizes = [[64, 1], [1, 1]]>"
+    body = (
+        f"%m = linalg.matmul {{lowering_config = {config}}} ins(%a, %b : {a}, {b}) "
+        f"outs(%f : {c}) -> {c}"
+    )
+    info = (
+        "attributes {translation_info = #iree_codegen.translation_info<pipeline = "
+        "#iree_gpu.spirv_pipeline<BaseDistribute> workgroup_size = [1, 64, 1]>}"
+    )
+    dispatch = _configured(body, f"%a: {a}, %b: {b}", c, info)
+    assert dispatch.pipeline == "BaseDistribute"
+    task = Task("t0", (OpSignature("linalg.generic", (512, 49, 32), "contraction", "f32"),))
+    template = vulkan_template(task, dispatch)
+    assert template.space["WN"] == [49] and template.space["RN"] == [1, 7]
+    assert template.space["WM"] == [16, 32, 64, 128, 256]  # around 64, not IREE's 64x1
+    assert template.parameters == {"WM": 64, "RM": 8, "WN": 49, "RN": 7, "TK": 4}
+    assert _matmul().pipeline is None  # no translation_info: IREE's tiles are the centre
 
 
 @pytest.mark.parametrize(

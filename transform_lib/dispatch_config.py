@@ -30,6 +30,7 @@ from .payload import is_structured, ops_under
 _LEVEL = re.compile(r"(\w+) = \[([-\d, ]*)\]")
 _GPU_TILE_SIZES = re.compile(r"tile_sizes = \[((?:\[[-\d, ]*\](?:, )?)*)\]")
 _GPU_LEVELS = ("workgroup", "thread", "reduction")
+_PIPELINE = re.compile(r"pipeline = (?:#iree_gpu\.spirv_pipeline<)?(\w+)")
 DISTRIBUTION_LEVELS = ("distribution", "workgroup")
 """The level that distributes work to workgroups: x86's name, Vulkan's."""
 
@@ -67,6 +68,10 @@ class ConfiguredDispatch:
     """Whether the root's output operand is a ``linalg.fill``'s result."""
     root_inputs: int
     """The root's number of input operands (its init is the operand after them)."""
+    pipeline: str | None = None
+    """The codegen pipeline IREE chose for the dispatch (its ``translation_info``:
+    ``CPUDoubleTilingExpert``, ``BaseVectorize``, ``BaseDistribute``...), ``None`` when
+    the function carries none."""
 
     @property
     def root_op(self) -> ConfiguredOp:
@@ -118,6 +123,9 @@ def _read(function: ir.Operation) -> ConfiguredDispatch:
                 reads[index] = number
     inputs = _input_count(ops[root])
     init = ops[root].operands[inputs].owner
+    attributes = function.attributes
+    info = str(attributes["translation_info"]) if "translation_info" in attributes else ""
+    pipeline = _PIPELINE.search(info)
     return ConfiguredDispatch(
         name,
         configured,
@@ -125,6 +133,7 @@ def _read(function: ir.Operation) -> ConfiguredDispatch:
         reads,
         isinstance(init, ir.Operation | ir.OpView) and init.name == "linalg.fill",
         inputs,
+        pipeline.group(1) if pipeline else None,
     )
 
 
