@@ -5,9 +5,10 @@
 * :func:`prepare_device` sets up the runtime the same way everywhere (x86 worker threads).
 * :func:`compile_scheduled` builds a plan (every schedule step must apply);
   :func:`compile_baseline` builds IREE's default of the same workload.
-* :class:`Reference` holds the seeded inputs and the expected results (numpy, or IREE
-  default's results when the workload has no numpy reference) and checks a build's
-  results against them (:class:`Check`).
+* :class:`Reference` holds the seeded inputs and the expected results (the workload's
+  own, numpy or onnx's evaluator; for a workload without one, IREE's default build's
+  results: on a GPU target its x86 build, independent of the GPU compiler and driver
+  under test) and checks a build's results against them (:class:`Check`).
 * :func:`status_of` names the status of a failure.
 
 ``tdsched run`` (:mod:`.run_report`), the sweep's benchmark workers
@@ -24,14 +25,21 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tdsched.targets import Target
+from tdsched.targets import Target, make_target
 from tdsched.targets.compiler import CompileError, CompileResult
 from tdsched.targets.result_check import compare_result
 from tdsched.targets.runtime import DeviceError, LoadedModule, configure_threads, keep_freed_memory
-from tdsched.targets.workload import Workload, random_inputs
+from tdsched.targets.workload import random_inputs
 
 from .errors import ScheduleNotApplied
-from .pipeline import BuildFiles, Plan, build, compile_baseline, compile_plan
+from .pipeline import (
+    BuildFiles,
+    Plan,
+    build,
+    compile_baseline,
+    compile_default_workload,
+    compile_plan,
+)
 from .recipe import Tolerance
 
 
@@ -146,7 +154,12 @@ def compile_scheduled(
 
 
 IREE_DEFAULT_REFERENCE = "iree-default"
-"""The reference kind of a workload without its own: IREE default's results."""
+"""The reference kind of a workload without its own on x86: IREE default's results."""
+IREE_X86_REFERENCE = "iree-x86"
+"""The reference kind of a workload without its own on a GPU target: the results of
+IREE's default build of it for x86 (llvm-cpu), run on the CPU. IREE's default GPU build
+is not trusted as the reference: on Vulkan (lavapipe) IREE 3.13's own build of a
+512x49x4608 matmul returns zeros for most of its outputs."""
 
 
 @dataclass(frozen=True)
@@ -161,15 +174,24 @@ class Reference:
     workloads without one, e.g. ``.mlir`` files)."""
 
     @staticmethod
-    def make(workload: Workload, baseline: LoadedModule, seed: int) -> Reference:
+    def make(p: Plan, baseline: LoadedModule, seed: int, work: Path) -> Reference:
+        """The reference of ``p``'s workload on seeded inputs: its own; else, on a GPU
+        target, IREE's x86 build of it (compiled under ``work``); else ``baseline``'s
+        results (IREE default's build of it)."""
+        workload = p.workload
         inputs = random_inputs(workload, seed)
         if workload.reference is not None:
             return Reference(inputs, workload.reference(inputs), workload.reference_kind)
+        if p.target.is_gpu:
+            vmfb = compile_default_workload(workload, make_target("x86"), work)
+            on_cpu = LoadedModule(vmfb, "local-sync", workload.function)
+            return Reference(inputs, on_cpu.invoke(inputs), IREE_X86_REFERENCE)
         return Reference(inputs, baseline.invoke(inputs), IREE_DEFAULT_REFERENCE)
 
     @property
     def is_own(self) -> bool:
-        """Whether the expected results are the workload's own, not IREE default's."""
+        """Whether the expected results are not those of the baseline build itself (so
+        that build is checked against them too)."""
         return self.kind != IREE_DEFAULT_REFERENCE
 
     def check(self, module: LoadedModule, tolerance: Tolerance) -> tuple[list[np.ndarray], Check]:
@@ -219,7 +241,7 @@ def build_and_check(
     scheduled = LoadedModule(result.output, driver, function)
     baseline = LoadedModule(baseline_vmfb, driver, function)
     tolerance = tolerance or p.recipe.tolerance
-    reference = Reference.make(p.workload, baseline, seed)
+    reference = Reference.make(p, baseline, seed, work)
     got, check = reference.check(scheduled, tolerance)
     baseline_check = reference.check(baseline, tolerance)[1] if reference.is_own else None
     return result, CheckedBuild(

@@ -128,6 +128,20 @@ def test_mlir_file_workload_uses_iree_default_as_reference(tmp_path: Path) -> No
     assert report.baseline_check is None  # IREE default is the reference
 
 
+def test_on_vulkan_an_mlir_file_is_checked_against_its_x86_build(
+    vulkan: None, tmp_path: Path
+) -> None:
+    # IREE's default Vulkan build is timed, not trusted: the reference is IREE's x86
+    # build, and the Vulkan default build is checked against it too.
+    source = tmp_path / "mm.mlir"
+    small = {"M": 64, "N": 64, "K": 64}
+    source.write_text(plan(load("matmul_vulkan_config"), overrides=small).workload.mlir)
+    p = plan(load("matmul_vulkan_config"), overrides=small, input_file=source)
+    report = run(p, time_it=False)
+    assert report.status == "ok" and report.reference == "iree-x86"
+    assert report.baseline_check is not None and report.baseline_check["status"] == "ok"
+
+
 def test_run_report_has_timing_fields() -> None:
     report = run(plan(load("matmul_x86"), overrides={"M": 128, "N": 128, "K": 128}), repeats=2)
     assert report.status == "ok"

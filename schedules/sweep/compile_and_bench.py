@@ -92,9 +92,9 @@ def compile_default(context: SweepContext, key: str) -> CompileOutcome:
 class Bench:
     """Checks and times candidates of one sweep in this process.
 
-    Set up once per process: the workload's seeded inputs, the reference outputs (numpy
-    when the workload has a reference, else IREE default's results) and the loaded
-    IREE default build.
+    Set up once per process: the workload's seeded inputs, the reference outputs
+    (:meth:`~tdsched.schedules.evaluation.Reference.make`) and the loaded IREE default
+    build.
     """
 
     def __init__(self, context: SweepContext) -> None:
@@ -105,7 +105,8 @@ class Bench:
         self.tolerance = p.recipe.tolerance
         prepare_device(p.target, context.threads)
         self.baseline = LoadedModule(Path(context.baseline_artifact), self.driver, self.function)
-        self.reference = Reference.make(p.workload, self.baseline, context.seed)
+        with tempfile.TemporaryDirectory(prefix="tdsched-reference-") as tmp:
+            self.reference = Reference.make(p, self.baseline, context.seed, Path(tmp))
         self.inputs = self.reference.inputs
 
     def time_baseline(self) -> dict[str, float | int]:
