@@ -20,9 +20,9 @@ for a loop such as ResNet's 7x7 = 49 output pixels, which no vector width divide
 tiles are no kernel to centre on: the workgroup tiles then range from a quarter to four
 times :data:`UNVECTORIZED_CENTRE`, the thread tiles start at the largest that divides
 them. A loop with no power-of-two divisor of :data:`MIN_POW2_DIVISOR` or more (49, 147)
-also takes its other divisors as tiles (7 and 49 for 49), so that such a loop is tiled
-whole or in equal parts. On lavapipe such a config ran ResNet-50's 512x49x4608 matmul in
-0.11 s where IREE's ``BaseDistribute`` kernel took minutes.
+takes all its divisors as tiles, the small ones too (1, 7 and 49 for 49), so that such
+a loop is tiled whole or in equal parts. On lavapipe such a config ran ResNet-50's
+512x49x4608 matmul in 0.11 s where IREE's ``BaseDistribute`` kernel took 66 s.
 
 The workgroup has ``WN/RN`` x ``WM/RM`` threads (the config derives it), at most
 :data:`MAX_THREADS`. A kernel config reaches the root by kind and loop bounds
@@ -33,10 +33,13 @@ default build of the task.
 
 from __future__ import annotations
 
+import itertools
+import math
 from typing import Any
 
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, ConfiguredOp
 
+from .constraints import parse_constraint
 from .model_tasks import Task
 from .space import ParamValue
 from .tune_templates import NoTemplate, Template, nearest, pow2_divisors
@@ -76,7 +79,9 @@ def vulkan_template(task: Task, dispatch: ConfiguredDispatch) -> Template:
         own = (workgroup[loop] or size) if vectorized else None
         centre = own or UNVECTORIZED_CENTRE
         candidates = sorted({*divisors, own}) if own else divisors
-        tiles = _window(candidates, centre) or [nearest(divisors, centre)]
+        tiles = _window(candidates, centre, size % MIN_POW2_DIVISOR == 0) or [
+            nearest(divisors, centre)
+        ]
         per_thread = {v for v in (*THREAD_TILES, *divisors) if v <= THREAD_TILES[-1]}
         if vectorized and thread[loop]:
             per_thread.add(thread[loop])
@@ -106,6 +111,7 @@ def vulkan_template(task: Task, dispatch: ConfiguredDispatch) -> Template:
         f"WM * WN <= {MAX_THREADS} * RM * RN",
         f"RM * RN <= {MAX_THREAD_ELEMENTS}",
     ]
+    defaults.update(_nearest_valid(space, defaults, constraints))
     return Template(defaults, space, constraints, schedule=[], config=config)
 
 
@@ -152,6 +158,24 @@ def vulkan_match(task: Task) -> dict[str, Any]:
     }
 
 
+def _nearest_valid(
+    space: dict[str, list[ParamValue]], wanted: dict[str, ParamValue], constraints: list[str]
+) -> dict[str, ParamValue]:
+    """The workgroup and thread tiles of ``space`` nearest ``wanted`` (in log2 steps) that
+    meet ``constraints``, so that the recipe's defaults are a candidate (none: ``{}``)."""
+    names = ("WM", "RM", "WN", "RN")
+    rules = [parse_constraint(text, frozenset(names)) for text in constraints]
+    combos = [
+        dict(zip(names, v, strict=True)) for v in itertools.product(*(space[n] for n in names))
+    ]
+    valid = [c for c in combos if all(rule.holds(c) for rule in rules)]
+
+    def distance(combo: dict[str, ParamValue]) -> float:
+        return sum(abs(math.log2(float(combo[n]) / float(wanted[n]))) for n in names)
+
+    return min(valid, key=distance) if valid else {}
+
+
 def _tile_divisors(size: int) -> list[int]:
     """The tiles of a ``size`` loop: its power-of-two divisors and itself, and all its
     divisors when its largest power-of-two divisor is below :data:`MIN_POW2_DIVISOR`."""
@@ -160,6 +184,7 @@ def _tile_divisors(size: int) -> list[int]:
     return pow2_divisors(size)
 
 
-def _window(tiles: list[int], centre: int) -> list[int]:
-    """The ``tiles`` from a quarter to four times ``centre``."""
-    return [v for v in tiles if centre / 4 <= v <= centre * 4]
+def _window(tiles: list[int], centre: int, floor: bool) -> list[int]:
+    """The ``tiles`` up to four times ``centre``, and from a quarter of it with ``floor``
+    (a loop that takes all its divisors keeps the small ones: 49 is tiled by 1, 7 or 49)."""
+    return [v for v in tiles if (not floor or centre / 4 <= v) and v <= centre * 4]

@@ -132,10 +132,32 @@ def test_where_iree_did_not_vectorize_the_space_centres_on_a_vectorized_kernel()
     assert dispatch.pipeline == "BaseDistribute"
     task = Task("t0", (OpSignature("linalg.generic", (512, 49, 32), "contraction", "f32"),))
     template = vulkan_template(task, dispatch)
-    assert template.space["WN"] == [49] and template.space["RN"] == [1, 7]
+    assert template.space["WN"] == [1, 7, 49] and template.space["RN"] == [1, 7]
     assert template.space["WM"] == [16, 32, 64, 128, 256]  # around 64, not IREE's 64x1
     assert template.parameters == {"WM": 64, "RM": 8, "WN": 49, "RN": 7, "TK": 4}
     assert _matmul().pipeline is None  # no translation_info: IREE's tiles are the centre
+
+
+def test_the_template_s_defaults_meet_its_constraints() -> None:
+    # 255 = 3 x 5 x 17: the tiles nearest 64 are 51 by 3, i.e. 17 x 17 = 289 threads,
+    # over the 128 allowed; the defaults step to the nearest valid workgroup instead.
+    # (Every tile from 17 up takes 17 threads or more: the small divisors must be there.)
+    a, b, c = "tensor<255x32xf32>", "tensor<32x255xf32>", "tensor<255x255xf32>"
+    config = "#iree_codegen.lowering_config<tile_sizes = [[1, 1], [1, 1]]>"
+    body = (
+        f"%m = linalg.matmul {{lowering_config = {config}}} ins(%a, %b : {a}, {b}) "
+        f"outs(%f : {c}) -> {c}"
+    )
+    info = (
+        "attributes {translation_info = #iree_codegen.translation_info<pipeline = "
+        "#iree_gpu.spirv_pipeline<BaseDistribute> workgroup_size = [1, 1, 1]>}"
+    )
+    dispatch = _configured(body, f"%a: {a}, %b: {b}", c, info)
+    task = Task("t0", (OpSignature("linalg.generic", (255, 255, 32), "contraction", "f32"),))
+    values = vulkan_template(task, dispatch).parameters
+    wm, rm, wn, rn = (int(values[name]) for name in ("WM", "RM", "WN", "RN"))
+    assert wm % rm == 0 and wn % rn == 0 and rm * rn <= 64
+    assert (wm // rm) * (wn // rn) <= 128, values
 
 
 @pytest.mark.parametrize(
