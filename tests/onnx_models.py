@@ -33,3 +33,17 @@ def mlp_model(path: Path) -> None:
         [numpy_helper.from_array(v.astype(np.float32), k) for k, v in weights.items()],
     )
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def matmul_model(path: Path, m: int, k: int, n: int) -> None:
+    """One MatMul of an ``m x k`` input by a constant ``k x n`` weight."""
+    weight = np.random.default_rng(0).standard_normal((k, n)).astype(np.float32)
+    f = TensorProto.FLOAT
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="fc")],
+        "matmul",
+        [helper.make_tensor_value_info("x", f, [m, k])],
+        [helper.make_tensor_value_info("y", f, [m, n])],
+        [numpy_helper.from_array(weight, "w")],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from onnx_models import mlp_model
+from onnx_models import matmul_model, mlp_model
 from tdsched.schedules.cli import main
 from tdsched.schedules.model_tasks import ModelTasks, OpSignature, Task
 from tdsched.schedules.sweep.database import Result
@@ -247,6 +247,25 @@ def test_tune_on_vulkan_sweeps_configs_and_the_model_recipe_is_correct(
     recipe = yaml.safe_load(Path(found["recipe"]).read_text())
     for kernel in recipe["kernels"]:
         assert "config" in kernel and "${" not in json.dumps(kernel)
+
+
+def test_tune_on_vulkan_tiles_a_49_wide_matmul_iree_does_not_vectorize(
+    vulkan: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # N = 49 (a 7x7 stage's pixels): IREE's own config is BaseDistribute; the template
+    # tiles the 49 by 1, 7 or 49, and its candidates are checked against IREE's x86 build
+    # of the task (IREE's Vulkan build is not the reference).
+    matmul_model(tmp_path / "mm.onnx", 64, 256, 49)
+    out = tmp_path / "mm.tune"
+    args = ["tune", str(tmp_path / "mm.onnx"), "--target", "vulkan", "--budget", "0.3"]
+    args += ["--out", str(out), "--round-size", "4", "--min-share", "0", "--repeats", "3"]
+    assert main([*args, "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["run"]["status"] == "ok" and found["run"]["reference"] == "onnx-reference"
+    (task,) = [t for t in found["tasks"] if t["recipe"]]
+    template = yaml.safe_load(Path(task["recipe"]).read_text())
+    assert template["space"]["WN"] == [1, 7, 49], template["space"]
+    assert task["candidates"] >= 4 and task["failed"] < task["candidates"], task
 
 
 @pytest.mark.parametrize(
