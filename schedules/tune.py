@@ -364,9 +364,10 @@ def _prepare(
     if small and not recipe.exists():
         tuning.reason = f"{_percent(task.share)} of the call, below --min-share"
     elif clash is not None:
+        matched = "root's kind" if o.target.is_gpu else "root op"
         tuning.reason = (
-            f"its root op and loop bounds also occur in task {clash.name}; a kernel match "
-            "cannot tell them apart"
+            f"its {matched} and loop bounds also occur in task {clash.name}; a kernel "
+            "match cannot tell them apart"
         )
     if tuning.reason is not None:
         return tuning

@@ -195,7 +195,7 @@ def test_on_vulkan_a_task_clashes_with_any_contraction_of_its_loop_bounds(tmp_pa
     options = TuneOptions(make_target("vulkan"), threads=1, budget_s=60)
     tuning = _prepare(TASK, tasks, {}, ModelConstants(""), tmp_path, options)
     assert tuning.recipe is None and tuning.reason is not None
-    assert "also occur in task t1" in tuning.reason
+    assert "its root's kind and loop bounds also occur in task t1" in tuning.reason
 
 
 def test_a_vulkan_winner_is_a_config_matched_by_kind_and_loop_bounds(tmp_path: Path) -> None:
