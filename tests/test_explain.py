@@ -21,8 +21,8 @@ pytestmark = pytest.mark.usefixtures("iree")
 _SSA = re.compile(r"%[\w.$-]+")
 
 
-def _traced(name: str, target: str | None = None, **params: int) -> StepTrace:
-    found = trace(plan(load(name), target, params, trace_steps=True))
+def _traced(name: str, target: str | None = None, threads: int = 2, **params: int) -> StepTrace:
+    found = trace(plan(load(name), target, params, trace_steps=True, threads=threads))
     assert found.failure is None, found.failure
     return found
 
@@ -176,7 +176,9 @@ def test_every_step_nest_of_every_shipped_recipe_matches_its_ir(
     reading of the IR text (regexes, no bindings) finds."""
     if target == "vulkan":
         request.getfixturevalue("vulkan")
-    found = _traced(name, target)
+    # On 1 thread: a shape-table entry that runs IREE's default build on 2 threads
+    # (matmul_bias_relu_x86 at its default 512^3) keeps its schedule there.
+    found = _traced(name, target, threads=1)
     if not found.schedules:
         pytest.skip(f"{name} has no schedule steps")
     assert found.units
