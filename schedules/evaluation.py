@@ -170,8 +170,8 @@ class Reference:
     want: list[np.ndarray]
     kind: str
     """The workload's own reference (its ``reference_kind``: ``numpy``, or
-    ``onnx-reference`` for an ONNX file) or ``iree-default`` (IREE default's results, for
-    workloads without one, e.g. ``.mlir`` files)."""
+    ``onnx-reference`` for an ONNX file); for workloads without one (``.mlir`` files),
+    :data:`IREE_X86_REFERENCE` on a GPU target, else :data:`IREE_DEFAULT_REFERENCE`."""
 
     @staticmethod
     def make(p: Plan, baseline: LoadedModule, seed: int, work: Path) -> Reference:

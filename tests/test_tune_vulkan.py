@@ -66,6 +66,22 @@ def _generic(maps: str, lhs: str = "tensor<8x8xf32>") -> ConfiguredDispatch:
     return _configured(body, f"%a: {lhs}, %b: {rhs}", out)
 
 
+def _distributed(m: int, n: int, tiles: str) -> ConfiguredDispatch:
+    """An ``m x 32`` by ``32 x n`` matmul IREE did not vectorize: configured with
+    ``tiles`` for its ``BaseDistribute`` pipeline, as for a loop no vector width divides."""
+    a, b, c = f"tensor<{m}x32xf32>", f"tensor<32x{n}xf32>", f"tensor<{m}x{n}xf32>"
+    config = f"#iree_codegen.lowering_config<tile_sizes = {tiles}>"
+    body = (
+        f"%m = linalg.matmul {{lowering_config = {config}}} ins(%a, %b : {a}, {b}) "
+        f"outs(%f : {c}) -> {c}"
+    )
+    info = (
+        "attributes {translation_info = #iree_codegen.translation_info<pipeline = "
+        "#iree_gpu.spirv_pipeline<BaseDistribute> workgroup_size = [1, 64, 1]>}"
+    )
+    return _configured(body, f"%a: {a}, %b: {b}", c, info)
+
+
 MATMUL = OpSignature("linalg.generic", (64, 128, 32), "contraction", "f32")
 TASK = Task("t0", (MATMUL,), dispatches=["d0"])
 
@@ -118,17 +134,7 @@ def test_where_iree_did_not_vectorize_the_space_centres_on_a_vectorized_kernel()
     # ResNet-50's 7x7 stage: 49 output pixels, which IREE's SPIR-V matmul config cannot
     # vectorize, so it falls back to BaseDistribute (one output per thread, minutes on
     # lavapipe). The template tiles the 49 whole or by 7.
-    a, b, c = "tensor<512x32xf32>", "tensor<32x49xf32>", "tensor<512x49xf32>"
-    config = "#iree_codegen.lowering_config<tile_sizes = [[64, 1], [1, 1]]>"
-    body = (
-        f"%m = linalg.matmul {{lowering_config = {config}}} ins(%a, %b : {a}, {b}) "
-        f"outs(%f : {c}) -> {c}"
-    )
-    info = (
-        "attributes {translation_info = #iree_codegen.translation_info<pipeline = "
-        "#iree_gpu.spirv_pipeline<BaseDistribute> workgroup_size = [1, 64, 1]>}"
-    )
-    dispatch = _configured(body, f"%a: {a}, %b: {b}", c, info)
+    dispatch = _distributed(512, 49, "[[64, 1], [1, 1]]")
     assert dispatch.pipeline == "BaseDistribute"
     task = Task("t0", (OpSignature("linalg.generic", (512, 49, 32), "contraction", "f32"),))
     template = vulkan_template(task, dispatch)
@@ -142,17 +148,7 @@ def test_the_template_s_defaults_meet_its_constraints() -> None:
     # 255 = 3 x 5 x 17: the tiles nearest 64 are 51 by 3, i.e. 17 x 17 = 289 threads,
     # over the 128 allowed; the defaults step to the nearest valid workgroup instead.
     # (Every tile from 17 up takes 17 threads or more: the small divisors must be there.)
-    a, b, c = "tensor<255x32xf32>", "tensor<32x255xf32>", "tensor<255x255xf32>"
-    config = "#iree_codegen.lowering_config<tile_sizes = [[1, 1], [1, 1]]>"
-    body = (
-        f"%m = linalg.matmul {{lowering_config = {config}}} ins(%a, %b : {a}, {b}) "
-        f"outs(%f : {c}) -> {c}"
-    )
-    info = (
-        "attributes {translation_info = #iree_codegen.translation_info<pipeline = "
-        "#iree_gpu.spirv_pipeline<BaseDistribute> workgroup_size = [1, 1, 1]>}"
-    )
-    dispatch = _configured(body, f"%a: {a}, %b: {b}", c, info)
+    dispatch = _distributed(255, 255, "[[1, 1], [1, 1]]")
     task = Task("t0", (OpSignature("linalg.generic", (255, 255, 32), "contraction", "f32"),))
     values = vulkan_template(task, dispatch).parameters
     wm, rm, wn, rn = (int(values[name]) for name in ("WM", "RM", "WN", "RN"))
