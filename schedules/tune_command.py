@@ -161,11 +161,12 @@ def run(args: argparse.Namespace) -> int:
     outcome = tune(
         rewrites.workload, spec, out, options, progress, rewrites.steps, rewrites.speedup
     )
+    check = None if args.no_check else partial(_check, args=args)
     report, layouts = None, None
-    if not args.no_check and outcome.packed is not None:
-        report, layouts = race_layouts(outcome, partial(_check, args=args))
-    elif not args.no_check:
-        report = _check(outcome.recipe, args)
+    if outcome.packed is not None:
+        report, layouts = race_layouts(outcome, check)
+    elif check is not None:
+        report = check(outcome.recipe)
     if args.plot is not None:
         where = run_conditions(outcome.tasks.target, outcome.tasks.threads)
         title = f"tdsched tune of {outcome.tasks.workload} on {where}"

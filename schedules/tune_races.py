@@ -158,14 +158,16 @@ def _write_graph_recipe(
     write_atomically(path, yaml.safe_dump(document, sort_keys=False).encode())
 
 
-def race_layouts(outcome: TuneOutcome, check: Check) -> tuple[RunReport, str]:
+def race_layouts(outcome: TuneOutcome, check: Check | None) -> tuple[RunReport | None, str | None]:
     """Run the tasks' recipe and the packed one, and keep the faster (each timed against
     IREE default in its own run, so their speedups are compared) as ``outcome.recipe``;
     return the kept one's report and a line saying what was raced and kept.
 
     The decision is recorded in ``OUT/``:data:`LAYOUT_RACE_FILE` with the two recipes'
     digests (their schedules, not the profile in their provenance): a later run that
-    writes the same two recipes keeps the same one and runs only it."""
+    writes the same two recipes keeps the same one and runs only it. With ``check``
+    None (``--no-check``) nothing runs: a recorded decision is still taken up (no report),
+    and without one the tasks' recipe stays, unraced (``None, None``)."""
     assert outcome.packed is not None
     path, count = outcome.packed
     record = outcome.recipe.parent / LAYOUT_RACE_FILE
@@ -175,7 +177,10 @@ def race_layouts(outcome: TuneOutcome, check: Check) -> tuple[RunReport, str]:
         if earlier["kept"] == "packed":
             write_atomically(outcome.recipe, path.read_bytes())
             outcome.kernels = count
-        return check(outcome.recipe), f"{earlier['line']} (raced by an earlier run)"
+        report = check(outcome.recipe) if check is not None else None
+        return report, f"{earlier['line']} (raced by an earlier run)"
+    if check is None:
+        return None, None
     report, packed = check(outcome.recipe), check(path)
     ours, theirs = report.speedup, packed.speedup
     kept = "tasks"

@@ -27,7 +27,9 @@ from tdsched.schedules.tune_races import (
     GRAPH_RACE_FILE,
     LAYOUT_RACE_FILE,
     earlier_race,
+    race_layouts,
     race_model_rewrites,
+    schedules_digest,
 )
 from tdsched.schedules.tune_state import TuneState, load_state, save_state
 from tdsched.schedules.tune_templates import NoTemplate, template_for
@@ -481,6 +483,24 @@ def test_a_layout_race_is_reused_only_for_the_same_two_recipes(tmp_path: Path) -
     assert earlier_race(record, key, choices) is None
     record.write_text("{not json")
     assert earlier_race(record, key, choices) is None
+
+
+def test_without_a_check_a_recorded_layout_decision_is_still_taken_up(tmp_path: Path) -> None:
+    # A re-run with --no-check must not put back the tasks' recipe the race set aside.
+    tasks_recipe, packed = tmp_path / "m.tuned.yaml", tmp_path / "m.packed.yaml"
+    tasks_recipe.write_text("name: m\nkernels: [a, b, c]\n")
+    packed.write_text("name: m\nkernels: [a]\n")
+    outcome = TuneOutcome(
+        ModelTasks("m", "x86", 1, (), None), [], tasks_recipe, 60.0, 3, 60.0, (packed, 1)
+    )
+    assert race_layouts(outcome, None) == (None, None)  # never raced: nothing changes
+    assert outcome.kernels == 3 and "[a, b, c]" in tasks_recipe.read_text()
+    key = {"tasks": schedules_digest(tasks_recipe), "packed": schedules_digest(packed)}
+    line = "layouts  packed matmuls 1.37x vs 1.10x: kept (from m.packed.yaml)"
+    record = {"key": key, "kept": "packed", "line": line}
+    (tmp_path / LAYOUT_RACE_FILE).write_text(json.dumps(record))
+    assert race_layouts(outcome, None) == (None, f"{line} (raced by an earlier run)")
+    assert outcome.kernels == 1 and tasks_recipe.read_text() == packed.read_text()
 
 
 CONVS_1X1_3X3 = """
