@@ -7,8 +7,12 @@ recorded beside them so that a re-run reuses the choice instead of flipping on n
    the other convolutions as im2col gathers and matmuls). Each, in turn, is tried on top
    of the rewrites kept before it: where it changes the model, a recipe with those graph
    steps and it (``OUT/<model>.<rewrite>.yaml``) is run, and the rewrite is kept when
-   the model is correct and ``WIN`` faster than without it. The tasks are then those of
-   the rewritten model, and every model recipe starts with the steps kept.
+   the model is correct and ``WIN`` faster than without it. A rewrite not kept on every
+   convolution it takes is raced again on one group of identical convolutions at a time
+   (most FLOP first; ``OUT/<model>.<rewrite>-<n>.yaml``), selected by layer, each group
+   kept when it wins on top of the groups kept before it: a gather that pays for a
+   strided layer need not pay for the others. The tasks are then those of the rewritten
+   model, and every model recipe starts with the steps kept.
 2. **Layouts**, after the sweeps: the tasks' recipe against the one with every matmul
    task that has a correct packed candidate packed (a task's own timing misjudges what
    packing saves in the model); the faster is kept.
@@ -23,14 +27,17 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
+from iree.compiler import ir
 from tdsched.targets import Target
 from tdsched.targets.workload import Workload
+from tdsched.transform_lib.graph import conv1x1_to_matmul, im2col
+from tdsched.transform_lib.graph.conv_matmul import ConvGroup, ConvRewrite, convs_taken
 from tdsched.transform_lib.graph.report import rewrite_text
 
 from .evaluation import Status
@@ -39,6 +46,7 @@ from .graph_rewrites import rewrite_stage
 from .run_report import RunReport
 from .steps import Conv1x1ToMatmulStep, GraphRewriteStep, Im2colStep
 from .tune import TOLERANCE, WIN, TuneOutcome
+from .values import MatchSpec
 
 GRAPH_RACE_FILE = "graph-race.json"
 """Where the model-rewrite race's decision is kept, beside the model recipe."""
@@ -48,6 +56,11 @@ LAYOUT_RACE_FILE = "layout-race.json"
 MODEL_REWRITES: tuple[GraphRewriteStep, ...] = (Conv1x1ToMatmulStep(), Im2colStep())
 """The graph rewrites tried on the whole model, in order (steps without options), each
 on top of those kept before it."""
+CONV_REWRITES: dict[type[GraphRewriteStep], ConvRewrite] = {
+    Conv1x1ToMatmulStep: conv1x1_to_matmul.REWRITE,
+    Im2colStep: im2col.REWRITE,
+}
+"""How each of :data:`MODEL_REWRITES` takes convolutions (to race them by group)."""
 
 Check = Callable[[Path], RunReport]
 """Runs a model recipe as ``tdsched run`` does: checked, and timed against IREE default."""
@@ -70,15 +83,17 @@ def race_model_rewrites(
     workload: Workload, spec: Mapping[str, Any], out: Path, target: Target, check: Check
 ) -> ModelRewrites:
     """Try :data:`MODEL_REWRITES` on ``workload`` one by one and keep each that makes the
-    model run correct and ``WIN`` faster than the rewrites kept before it (see the module
-    docstring). ``spec`` is the model recipe's ``workload``."""
+    model run correct and ``WIN`` faster than the rewrites kept before it; one that loses
+    on every convolution is raced again a group of identical convolutions at a time (see
+    the module docstring). ``spec`` is the model recipe's ``workload``."""
     record = out / GRAPH_RACE_FILE
     names = [step.primitive for step in MODEL_REWRITES]
-    key = {"model": _digest(workload.mlir.encode()), "graph": _digest(json.dumps(names).encode())}
+    raced = json.dumps([*names, "by convolution group"]).encode()
+    key = {"model": _digest(workload.mlir.encode()), "graph": _digest(raced)}
     earlier = earlier_race(record, key, ("rewritten", "as imported"))
-    kept_steps = earlier.get("steps") if earlier is not None else None
-    if earlier is not None and isinstance(kept_steps, list) and set(kept_steps) <= set(names):
-        steps = [step for step in MODEL_REWRITES if step.primitive in kept_steps]
+    recorded = _recorded_steps(earlier.get("steps")) if earlier is not None else None
+    if earlier is not None and recorded is not None:
+        steps = recorded
         text = _rewritten(workload.mlir, steps, target)
         lines = tuple(f"{line} (raced by an earlier run)" for line in earlier["line"].split("\n"))
         speedup = float(earlier.get("speedup") or 1.0)
@@ -89,7 +104,7 @@ def race_model_rewrites(
         document = {
             "key": key,
             "kept": "rewritten" if steps else "as imported",
-            "steps": [step.primitive for step in steps],
+            "steps": [step_document(step) for step in steps],
             "line": "\n".join(lines),
             "speedup": speedup,
         }
@@ -97,32 +112,117 @@ def race_model_rewrites(
     if not steps:
         return ModelRewrites((), workload, lines=lines)
     rewritten = dataclasses.replace(workload, mlir=text)
-    graph: tuple[dict[str, Any], ...] = tuple({step.primitive: {}} for step in steps)
+    graph = tuple(step_document(step) for step in steps)
     return ModelRewrites(graph, rewritten, speedup, lines)
+
+
+def step_document(step: GraphRewriteStep) -> dict[str, Any]:
+    """A raced rewrite as a recipe's graph schedule writes it: ``{im2col: {}}``, or
+    ``{im2col: {ops: {layer: [...]}}}`` when it is limited to some layers."""
+    layers = step.ops.layers if step.ops is not None else ()
+    return {step.primitive: {"ops": {"layer": list(layers)}} if layers else {}}
+
+
+def _recorded_steps(documents: Any) -> list[GraphRewriteStep] | None:
+    """The steps an earlier race kept, from their documents (:func:`step_document`), or
+    ``None`` when the record does not hold such documents."""
+    if not isinstance(documents, list):
+        return None
+    by_name = {step.primitive: step for step in MODEL_REWRITES}
+    steps = []
+    for document in documents:
+        if not isinstance(document, dict) or len(document) != 1:
+            return None
+        [(name, options)] = document.items()
+        if name not in by_name or not isinstance(options, dict):
+            return None
+        layers = options.get("ops", {}).get("layer", []) if options else []
+        if not isinstance(layers, list) or not all(isinstance(n, str) for n in layers):
+            return None
+        steps.append(_limited(by_name[name], layers) if layers else by_name[name])
+    return steps
+
+
+def _limited(step: GraphRewriteStep, layers: Sequence[str]) -> GraphRewriteStep:
+    """``step`` limited to the convolutions of ``layers``."""
+    return dataclasses.replace(step, ops=MatchSpec(layers=tuple(layers)))
 
 
 def _race(
     workload: Workload, spec: Mapping[str, Any], out: Path, target: Target, check: Check
 ) -> tuple[list[GraphRewriteStep], str, float, tuple[str, ...]]:
-    """Race each rewrite that changes the model on top of those kept so far; return the
-    steps kept, the model they make, its speedup over IREE default (1.0: as imported)
-    and a line per rewrite raced."""
-    kept: list[GraphRewriteStep] = []
-    text, best = workload.mlir, 1.0
-    lines: list[str] = []
+    """Race each rewrite that changes the model on top of those kept so far, on every
+    convolution it takes and, when that is not kept, one group of identical
+    convolutions at a time; return the steps kept, the model they make, its speedup over
+    IREE default (1.0: as imported) and a line per race."""
+    race = _Race(workload, spec, out, target, check)
     for step in MODEL_REWRITES:
-        candidate, report = rewrite_text(text, rewrite_stage(step, target).rewrite)
-        if not report.changed:
+        if race.attempt(step, f"{step.primitive}", workload.name + f".{step.primitive}"):
             continue
-        steps = [*kept, step]
-        path = out / f"{workload.name}.{step.primitive}.yaml"
-        _write_graph_recipe(path, workload.name, spec, target, steps)
-        what = f"{'+ ' if kept else ''}{step.primitive} ({report.summary})"
-        speedup, line = _judge(check(path), what, path, best)
-        lines.append(line)
-        if speedup is not None:
-            kept, text, best = steps, candidate, speedup
-    return kept, text, best, tuple(lines)
+        groups = _selectable_groups(race.text, step)
+        chosen: list[str] = []
+        for number, group in enumerate(groups, 1):
+            layers = [name for name in group.layers if name is not None]
+            what = f"{step.primitive} on {_named(layers)}"
+            path = f"{workload.name}.{step.primitive}-{number}"
+            if race.attempt(_limited(step, [*chosen, *layers]), what, path, replaces=bool(chosen)):
+                chosen += layers
+    return race.kept, race.text, race.best, tuple(race.lines)
+
+
+@dataclass
+class _Race:
+    """The model-rewrite race so far: the steps kept, the model they make and its speedup
+    over IREE default, and a line per rewrite raced."""
+
+    workload: Workload
+    spec: Mapping[str, Any]
+    out: Path
+    target: Target
+    check: Check
+    kept: list[GraphRewriteStep] = dataclasses.field(default_factory=list)
+    best: float = 1.0
+    lines: list[str] = dataclasses.field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.text = self.workload.mlir
+
+    def attempt(self, step: GraphRewriteStep, what: str, name: str, replaces: bool = False) -> bool:
+        """Race ``step`` on top of the steps kept (``replaces``: instead of the last kept,
+        which it extends); keep it when it changes the model and wins. ``name`` names the
+        recipe written for it (``OUT/<name>.yaml``)."""
+        base = self.kept[:-1] if replaces else self.kept
+        before = _rewritten(self.workload.mlir, base, self.target) if replaces else self.text
+        candidate, report = rewrite_text(before, rewrite_stage(step, self.target).rewrite)
+        if not report.changed:
+            return False
+        steps = [*base, step]
+        path = self.out / f"{name}.yaml"
+        _write_graph_recipe(path, self.workload.name, self.spec, self.target, steps)
+        label = f"{'+ ' if self.kept else ''}{what} ({report.summary})"
+        speedup, line = _judge(self.check(path), label, path, self.best)
+        self.lines.append(line)
+        if speedup is None:
+            return False
+        self.kept, self.text, self.best = steps, candidate, speedup
+        return True
+
+
+def _selectable_groups(text: str, step: GraphRewriteStep) -> list[ConvGroup]:
+    """The groups of identical convolutions ``step`` would rewrite in ``text``, most FLOP
+    first, that can be selected by layer (every member has a layer name); none when
+    there are fewer than two groups (one group is what was raced whole)."""
+    with ir.Context(), ir.Location.unknown():
+        groups = convs_taken(ir.Module.parse(text), CONV_REWRITES[type(step)])
+    if len(groups) < 2:
+        return []
+    return [group for group in groups if None not in group.layers]
+
+
+def _named(layers: Sequence[str], shown: int = 3) -> str:
+    """``a, b, c and 4 more``: the layers a limited rewrite takes."""
+    more = f" and {len(layers) - shown} more" if len(layers) > shown else ""
+    return ", ".join(layers[:shown]) + more
 
 
 def _rewritten(text: str, steps: list[GraphRewriteStep], target: Target) -> str:
@@ -153,7 +253,7 @@ def _write_graph_recipe(
         "workload": dict(spec),
         "targets": [target.name],
         "tolerance": TOLERANCE,
-        "graph": [{step.primitive: {}} for step in steps],
+        "graph": [step_document(step) for step in steps],
     }
     write_atomically(path, yaml.safe_dump(document, sort_keys=False).encode())
 

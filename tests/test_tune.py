@@ -520,6 +520,67 @@ func.func @m(%x: tensor<1x8x8x4xf32>, %w: tensor<1x1x4x6xf32>, %w3: tensor<3x3x6
 """
 
 
+THREE_3X3_CONVS = """
+func.func @m(%x: tensor<1x10x10x4xf32>, %w: tensor<3x3x4x4xf32>)
+    -> (tensor<1x8x8x4xf32>, tensor<1x8x8x4xf32>, tensor<1x4x4x4xf32>) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x8x8x4xf32>
+  %fa = linalg.fill ins(%z : f32) outs(%e : tensor<1x8x8x4xf32>) -> tensor<1x8x8x4xf32>
+  %fb = linalg.fill ins(%z : f32) outs(%e : tensor<1x8x8x4xf32>) -> tensor<1x8x8x4xf32>
+  %es = tensor.empty() : tensor<1x4x4x4xf32>
+  %fs = linalg.fill ins(%z : f32) outs(%es : tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+  %a = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>, tdsched.layer = "a"}
+      ins(%x, %w : tensor<1x10x10x4xf32>, tensor<3x3x4x4xf32>) outs(%fa : tensor<1x8x8x4xf32>) -> tensor<1x8x8x4xf32>
+  %b = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>, tdsched.layer = "b"}
+      ins(%x, %w : tensor<1x10x10x4xf32>, tensor<3x3x4x4xf32>) outs(%fb : tensor<1x8x8x4xf32>) -> tensor<1x8x8x4xf32>
+  %s = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>, tdsched.layer = "s"}
+      ins(%x, %w : tensor<1x10x10x4xf32>, tensor<3x3x4x4xf32>) outs(%fs : tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+  return %a, %b, %s : tensor<1x8x8x4xf32>, tensor<1x8x8x4xf32>, tensor<1x4x4x4xf32>
+}
+"""
+
+
+def test_a_rewrite_that_loses_on_every_convolution_is_raced_per_group_of_identical_ones(
+    tmp_path: Path,
+) -> None:
+    from tdsched.schedules.evaluation import Status
+    from tdsched.schedules.run_report import RunReport
+    from tdsched.targets.workload import workload_from_text
+
+    workload = workload_from_text(THREE_3X3_CONVS, "m.mlir", "m", None)
+    raced: list[str] = []
+
+    def check(recipe: Path, speedups: dict[str, float]) -> RunReport:
+        raced.append(recipe.name)
+        speedup = speedups[recipe.name]
+        return RunReport(
+            "m_graph", "x86", "m", {}, 1, "iree-default", status=Status.OK, speedup=speedup
+        )
+
+    x86 = make_target("x86")
+    spec = {"file": "m.mlir"}
+    # Every convolution as a gather loses; the two identical ones (most FLOP) win on
+    # their own, the strided one on top of them does not.
+    speedups = {"m.im2col.yaml": 0.9, "m.im2col-1.yaml": 1.2, "m.im2col-2.yaml": 1.21}
+    kept = race_model_rewrites(workload, spec, tmp_path, x86, lambda r: check(r, speedups))
+    assert raced == ["m.im2col.yaml", "m.im2col-1.yaml", "m.im2col-2.yaml"]
+    assert kept.steps == ({"im2col": {"ops": {"layer": ["a", "b"]}}},) and kept.speedup == 1.2
+    assert kept.workload.mlir.count("linalg.conv_2d_nhwc_hwcf") == 1
+    whole, group, strided = kept.lines
+    assert whole.endswith("0.90x IREE default, not kept")
+    assert "graph    im2col on a, b (rewrote 2 linalg.conv_2d_nhwc_hwcf" in group
+    assert group.endswith("1.20x IREE default, kept: the tasks are the rewritten model's")
+    assert strided.startswith("graph    + im2col on s (rewrote 3 linalg.conv_2d_nhwc_hwcf")
+    assert strided.endswith("1.21x IREE default (without it 1.20x), not kept")
+    # The second group's recipe extends the first's selection instead of adding a step.
+    graph = yaml.safe_load((tmp_path / "m.im2col-2.yaml").read_text())
+    assert graph["graph"] == [{"im2col": {"ops": {"layer": ["a", "b", "s"]}}}]
+    # A re-run takes up the limited step from the record.
+    again = race_model_rewrites(workload, spec, tmp_path, x86, lambda r: check(r, speedups))
+    assert len(raced) == 3 and again.steps == kept.steps
+    assert again.workload.mlir == kept.workload.mlir
+
+
 def test_the_model_rewrite_race_keeps_each_rewrite_that_pays_on_top_of_those_before(
     tmp_path: Path,
 ) -> None:

@@ -54,7 +54,7 @@ def conv1x1_to_matmul(module: ir.Module, options: Conv1x1ToMatmulOptions) -> Rew
     :class:`GraphRewriteError` before anything is rewritten; otherwise it is left as it
     is and the report's details say why.
     """
-    return rewrite_convs(module, options.ops, _REWRITE)
+    return rewrite_convs(module, options.ops, REWRITE)
 
 
 def _refuse(plan: ConvPlan, explicit: bool) -> str | None:
@@ -84,7 +84,7 @@ def _strided(image: ir.Value, plan: ConvPlan) -> ir.Value:
     return tensor.ExtractSliceOp(result, image, [], [], [], [0] * 4, sizes, steps).result
 
 
-_REWRITE = ConvRewrite(
+REWRITE = ConvRewrite(
     PRIMITIVE,
     _refuse,
     _rewrite,
@@ -92,3 +92,4 @@ _REWRITE = ConvRewrite(
     into="linalg.matmul",
     none_taken="no 1x1 convolution (see details)",
 )
+"""This rewrite, as :func:`.conv_matmul.rewrite_convs` and ``convs_taken`` take it."""

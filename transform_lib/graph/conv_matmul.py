@@ -20,7 +20,7 @@ from iree.compiler.dialects import linalg, tensor
 
 from ..match import OpCriteria
 from ..payload import ops_under
-from .report import RewriteReport, describe_op, plan_each, selected
+from .report import RewriteReport, describe_op, layer_of, plan_each, selected
 
 _INHERENT = {"dilations", "strides", "linalg.memoized_indexing_maps", "operandSegmentSizes"}
 """Attributes of a convolution that belong to it, not to its layer (never copied)."""
@@ -85,16 +85,27 @@ class ConvPlan:
     def describe(self) -> str:
         """``linalg.conv_2d_nchw_fchw at loc: input 1x3x230x230, filter 7x7, stride 2x2
         -> linalg.matmul 64x12544x147`` (filter and dilation only when not 1x1)."""
+        return f"{describe_op(self.op)}: {self.signature()}"
+
+    def signature(self) -> str:
+        """What the convolution is, without where: ``input 1x3x230x230, filter 7x7,
+        stride 2x2 -> linalg.matmul 64x12544x147``. Equal for identical layers."""
         layout, shapes = self.layout, self.shapes
         kh, kw = shapes.window(layout)
-        m, n, k = matmul_sizes(layout, shapes, kh * kw * shapes.image[layout.channel])
+        m, n, k = self.matmul()
         extras = [f"filter {kh}x{kw}"] if (kh, kw) != (1, 1) else []
         if shapes.strides != (1, 1):
             extras.append(f"stride {shapes.strides[0]}x{shapes.strides[1]}")
         if shapes.dilations != (1, 1) and (kh, kw) != (1, 1):
             extras.append(f"dilation {shapes.dilations[0]}x{shapes.dilations[1]}")
         what = ", ".join([f"input {dims(shapes.image)}", *extras])
-        return f"{describe_op(self.op)}: {what} -> linalg.matmul {m}x{n}x{k}"
+        return f"{what} -> linalg.matmul {m}x{n}x{k}"
+
+    def matmul(self) -> tuple[int, int, int]:
+        """The ``M, N, K`` of the matmul the convolution becomes."""
+        layout, shapes = self.layout, self.shapes
+        kh, kw = shapes.window(layout)
+        return matmul_sizes(layout, shapes, kh * kw * shapes.image[layout.channel])
 
 
 @dataclass(frozen=True)
@@ -124,6 +135,53 @@ def rewrite_convs(
     raises :class:`GraphRewriteError` before anything is rewritten; otherwise it is left
     as it is and the report's details say why.
     """
+    plans, left = _plans(module, criteria, how)
+    details = tuple([p.describe() for p in plans] + left)
+    names = [p.op.name for p in plans]
+    for taken in plans:
+        with ir.InsertionPoint(taken.op), taken.op.location:
+            how.rewrite(taken)
+    if not names:
+        why = how.none_taken if details else "no convolution selected"
+        return RewriteReport(how.primitive, f"changed nothing: {why}", False, details)
+    kinds = ", ".join(f"{n} {name}" for name, n in Counter(names).items())
+    return RewriteReport(how.primitive, f"rewrote {kinds} into {how.into}", True, details)
+
+
+@dataclass(frozen=True)
+class ConvGroup:
+    """Identical convolutions that a rewrite takes (one :meth:`ConvPlan.signature`):
+    their layers (``tdsched.layer``; ``None`` for one without a layer) and the FLOP of
+    their matmuls together."""
+
+    signature: str
+    layers: tuple[str | None, ...]
+    flop: int
+
+
+def convs_taken(module: ir.Module, how: ConvRewrite) -> list[ConvGroup]:
+    """The convolutions of ``module`` that ``how`` rewrites without a selection, grouped
+    by what they are, the group with the most FLOP first. Reads ``module`` only."""
+    plans, _ = _plans(module, None, how)
+    groups: dict[str, list[ConvPlan]] = {}
+    for plan in plans:
+        groups.setdefault(plan.signature(), []).append(plan)
+    found = [
+        ConvGroup(
+            signature,
+            tuple(layer_of(p.op) for p in members),
+            sum(2 * prod(p.matmul()) for p in members),
+        )
+        for signature, members in groups.items()
+    ]
+    return sorted(found, key=lambda group: -group.flop)
+
+
+def _plans(
+    module: ir.Module, criteria: OpCriteria | None, how: ConvRewrite
+) -> tuple[list[ConvPlan], list[str]]:
+    """How ``how`` rewrites each selected convolution, and a line for each it leaves
+    (raising for those it refuses when ``criteria`` selects them explicitly)."""
     explicit = criteria is not None
 
     def plan(op: ir.Operation) -> ConvPlan | str:
@@ -135,7 +193,7 @@ def rewrite_convs(
         return how.refuse(taken, explicit) or taken
 
     convs = ops_under(module.operation, lambda op: op.name in LAYOUTS and selected(op, criteria))
-    plans, left = plan_each(
+    return plan_each(
         convs,
         plan,
         explicit,
@@ -143,16 +201,6 @@ def rewrite_convs(
         fix=how.fix,
         left="left as it is",
     )
-    details = tuple([p.describe() for p in plans] + left)
-    names = [p.op.name for p in plans]
-    for taken in plans:
-        with ir.InsertionPoint(taken.op), taken.op.location:
-            how.rewrite(taken)
-    if not names:
-        why = how.none_taken if details else "no convolution selected"
-        return RewriteReport(how.primitive, f"changed nothing: {why}", False, details)
-    kinds = ", ".join(f"{n} {name}" for name, n in Counter(names).items())
-    return RewriteReport(how.primitive, f"rewrote {kinds} into {how.into}", True, details)
 
 
 def conv_shapes(op: ir.Operation, layout: ConvLayout) -> ConvShapes | str:

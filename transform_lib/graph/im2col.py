@@ -59,7 +59,7 @@ def im2col(module: ir.Module, options: Im2colOptions) -> RewriteReport:
     before anything is rewritten; otherwise it is left as it is and the report's details
     say why.
     """
-    return rewrite_convs(module, options.ops, _REWRITE)
+    return rewrite_convs(module, options.ops, REWRITE)
 
 
 def _refuse(plan: ConvPlan, explicit: bool) -> str | None:
@@ -112,7 +112,7 @@ def _gather(image: ir.Value, plan: ConvPlan) -> ir.Value:
     return result
 
 
-_REWRITE = ConvRewrite(
+REWRITE = ConvRewrite(
     PRIMITIVE,
     _refuse,
     _rewrite,
@@ -120,3 +120,4 @@ _REWRITE = ConvRewrite(
     into="a gather and linalg.matmul",
     none_taken="no convolution it rewrites (see details)",
 )
+"""This rewrite, as :func:`.conv_matmul.rewrite_convs` and ``convs_taken`` take it."""
