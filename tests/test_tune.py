@@ -4,14 +4,17 @@ real tune of the shipped small CNN checked against its numpy reference."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
 from tdsched.schedules.cli import main
 from tdsched.schedules.errors import RecipeError, Where
+from tdsched.schedules.evaluation import Status
 from tdsched.schedules.model_tasks import ModelTasks, OpSignature, Task
 from tdsched.schedules.params import substitute_plain
+from tdsched.schedules.run_report import RunReport
 from tdsched.schedules.sweep.database import Result
 from tdsched.schedules.tune import (
     ModelSpec,
@@ -540,29 +543,39 @@ func.func @m(%x: tensor<1x10x10x4xf32>, %w: tensor<3x3x4x4xf32>)
 """
 
 
+def _graph_run(speedups: dict[str, float], raced: list[str]) -> Callable[[Path], RunReport]:
+    """A stand-in for tune's model runs: each recipe's speedup from ``speedups`` (by file
+    name), the names appended to ``raced``."""
+
+    def check(recipe: Path) -> RunReport:
+        raced.append(recipe.name)
+        return RunReport(
+            "m_graph",
+            "x86",
+            "m",
+            {},
+            1,
+            "iree-default",
+            status=Status.OK,
+            speedup=speedups[recipe.name],
+        )
+
+    return check
+
+
 def test_a_rewrite_that_loses_on_every_convolution_is_raced_per_group_of_identical_ones(
     tmp_path: Path,
 ) -> None:
-    from tdsched.schedules.evaluation import Status
-    from tdsched.schedules.run_report import RunReport
     from tdsched.targets.workload import workload_from_text
 
     workload = workload_from_text(THREE_3X3_CONVS, "m.mlir", "m", None)
     raced: list[str] = []
-
-    def check(recipe: Path, speedups: dict[str, float]) -> RunReport:
-        raced.append(recipe.name)
-        speedup = speedups[recipe.name]
-        return RunReport(
-            "m_graph", "x86", "m", {}, 1, "iree-default", status=Status.OK, speedup=speedup
-        )
-
     x86 = make_target("x86")
     spec = {"file": "m.mlir"}
     # Every convolution as a gather loses; the two identical ones (most FLOP) win on
     # their own, the strided one on top of them does not.
     speedups = {"m.im2col.yaml": 0.9, "m.im2col-1.yaml": 1.2, "m.im2col-2.yaml": 1.21}
-    kept = race_model_rewrites(workload, spec, tmp_path, x86, lambda r: check(r, speedups))
+    kept = race_model_rewrites(workload, spec, tmp_path, x86, _graph_run(speedups, raced))
     assert raced == ["m.im2col.yaml", "m.im2col-1.yaml", "m.im2col-2.yaml"]
     assert kept.steps == ({"im2col": {"ops": {"layer": ["a", "b"]}}},) and kept.speedup == 1.2
     assert kept.workload.mlir.count("linalg.conv_2d_nhwc_hwcf") == 1
@@ -576,7 +589,7 @@ def test_a_rewrite_that_loses_on_every_convolution_is_raced_per_group_of_identic
     graph = yaml.safe_load((tmp_path / "m.im2col-2.yaml").read_text())
     assert graph["graph"] == [{"im2col": {"ops": {"layer": ["a", "b", "s"]}}}]
     # A re-run takes up the limited step from the record.
-    again = race_model_rewrites(workload, spec, tmp_path, x86, lambda r: check(r, speedups))
+    again = race_model_rewrites(workload, spec, tmp_path, x86, _graph_run(speedups, raced))
     assert len(raced) == 3 and again.steps == kept.steps
     assert again.workload.mlir == kept.workload.mlir
 
@@ -584,25 +597,16 @@ def test_a_rewrite_that_loses_on_every_convolution_is_raced_per_group_of_identic
 def test_the_model_rewrite_race_keeps_each_rewrite_that_pays_on_top_of_those_before(
     tmp_path: Path,
 ) -> None:
-    from tdsched.schedules.evaluation import Status
-    from tdsched.schedules.run_report import RunReport
     from tdsched.targets.workload import workload_from_text
 
     workload = workload_from_text(CONVS_1X1_3X3, "m.mlir", "m", None)
     raced: list[str] = []
 
-    def check(recipe: Path, speedups: dict[str, float]) -> RunReport:
-        raced.append(recipe.name)
-        speedup = speedups[recipe.name]
-        return RunReport(
-            "m_graph", "x86", "m", {}, 1, "iree-default", status=Status.OK, speedup=speedup
-        )
-
     x86 = make_target("x86")
     spec = {"file": "m.mlir"}
     # im2col is no faster than conv1x1_to_matmul alone: only the first is kept.
     speedups = {"m.conv1x1_to_matmul.yaml": 1.5, "m.im2col.yaml": 1.51}
-    kept = race_model_rewrites(workload, spec, tmp_path, x86, lambda r: check(r, speedups))
+    kept = race_model_rewrites(workload, spec, tmp_path, x86, _graph_run(speedups, raced))
     assert raced == ["m.conv1x1_to_matmul.yaml", "m.im2col.yaml"]
     assert kept.steps == ({"conv1x1_to_matmul": {}},) and kept.speedup == 1.5
     assert "linalg.matmul" in kept.workload.mlir and "conv_2d_nhwc_hwcf" in kept.workload.mlir
@@ -615,20 +619,20 @@ def test_the_model_rewrite_race_keeps_each_rewrite_that_pays_on_top_of_those_bef
     assert graph["graph"] == [{"conv1x1_to_matmul": {}}, {"im2col": {}}]
     assert graph["workload"] == spec
     # A re-run reuses the recorded decisions without running the model again.
-    again = race_model_rewrites(workload, spec, tmp_path, x86, lambda r: check(r, speedups))
+    again = race_model_rewrites(workload, spec, tmp_path, x86, _graph_run(speedups, raced))
     assert len(raced) == 2 and again.steps == kept.steps and again.speedup == 1.5
     assert again.workload.mlir == kept.workload.mlir
     assert all(line.endswith("(raced by an earlier run)") for line in again.lines)
     # Both pay: the tasks come from the model with every convolution a matmul.
     (tmp_path / GRAPH_RACE_FILE).unlink()
     speedups["m.im2col.yaml"] = 2.0
-    both = race_model_rewrites(workload, spec, tmp_path, x86, lambda r: check(r, speedups))
+    both = race_model_rewrites(workload, spec, tmp_path, x86, _graph_run(speedups, raced))
     assert both.steps == ({"conv1x1_to_matmul": {}}, {"im2col": {}}) and both.speedup == 2.0
     assert "conv_2d" not in both.workload.mlir
     # Neither is faster by the tune's margin: the model stays as imported.
     (tmp_path / GRAPH_RACE_FILE).unlink()
     slower = {"m.conv1x1_to_matmul.yaml": 1.0, "m.im2col.yaml": 1.01}
-    none = race_model_rewrites(workload, spec, tmp_path, x86, lambda r: check(r, slower))
+    none = race_model_rewrites(workload, spec, tmp_path, x86, _graph_run(slower, raced))
     assert none.steps == () and none.workload is workload
     assert len(none.lines) == 2 and all("not kept" in line for line in none.lines)
     # A model no rewrite changes races nothing.
