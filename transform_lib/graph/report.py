@@ -37,9 +37,13 @@ class RewriteReport:
 
 
 def describe_op(op: ir.Operation | ir.OpView) -> str:
-    """How reports and errors name a payload op: its name and source location."""
+    """How reports and errors name a payload op: its name and its layer
+    (``loc("block1.conv1")``) or else its source location. The layer, an attribute,
+    survives the text between graph rewrites, which does not keep locations."""
     operation = op.operation
-    return f"{operation.name} at {operation.location}"
+    layer = layer_of(operation)
+    where = f'loc("{layer}")' if layer is not None else str(operation.location)
+    return f"{operation.name} at {where}"
 
 
 def selected(op: ir.Operation | ir.OpView, criteria: OpCriteria | None) -> bool:
