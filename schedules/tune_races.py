@@ -12,7 +12,10 @@ recorded beside them so that a re-run reuses the choice instead of flipping on n
    (most FLOP first; ``OUT/<model>.<rewrite>-<n>.yaml``), selected by layer, each group
    kept when it wins on top of the groups kept before it: a gather that pays for a
    strided layer need not pay for the others. The tasks are then those of the rewritten
-   model, and every model recipe starts with the steps kept.
+   model, and every model recipe starts with the steps kept. A run within ``CLOSE`` of
+   the bar is a close call: the rewrite and the steps kept before it are run until each
+   has ``CLOSE_CALL_RUNS`` runs, and their medians decide (the noise between two runs of
+   a small model is of the size of the gains raced).
 2. **Layouts**, after the sweeps: the tasks' recipe against the one with every matmul
    task that has a correct packed candidate packed (a task's own timing misjudges what
    packing saves in the model); the faster is kept.
@@ -27,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +60,12 @@ LAYOUT_RACE_FILE = "layout-race.json"
 MODEL_REWRITES: tuple[GraphRewriteStep, ...] = (Conv1x1ToMatmulStep(), Im2colStep())
 """The graph rewrites tried on the whole model, in order (steps without options), each
 on top of those kept before it."""
+CLOSE = 0.1
+"""A model run whose speedup is within this fraction of the bar a rewrite must clear is a
+close call: the rewrite and the steps kept before it are run again (see the module
+docstring)."""
+CLOSE_CALL_RUNS = 3
+"""Runs of each side a close call is decided on, by their medians."""
 CONV_REWRITES: dict[type[GraphRewriteStep], ConvRewrite] = {
     Conv1x1ToMatmulStep: conv1x1_to_matmul.REWRITE,
     Im2colStep: im2col.REWRITE,
@@ -172,8 +182,9 @@ def _race(
 
 @dataclass
 class _Race:
-    """The model-rewrite race so far: the steps kept, the model they make and its speedup
-    over IREE default, and a line per rewrite raced."""
+    """The model-rewrite race so far: the steps kept, the model they make, the runs of
+    their recipe (its speedups over IREE default; none while the model is as imported,
+    which is IREE default: 1.0 exactly), and a line per rewrite raced."""
 
     workload: Workload
     spec: Mapping[str, Any]
@@ -181,11 +192,17 @@ class _Race:
     target: Target
     check: Check
     kept: list[GraphRewriteStep] = dataclasses.field(default_factory=list)
-    best: float = 1.0
+    kept_recipe: Path | None = None
+    kept_runs: list[float] = dataclasses.field(default_factory=list)
     lines: list[str] = dataclasses.field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.text = self.workload.mlir
+
+    @property
+    def best(self) -> float:
+        """The kept steps' speedup over IREE default: the median of their runs."""
+        return statistics.median(self.kept_runs) if self.kept_runs else 1.0
 
     def attempt(self, step: GraphRewriteStep, what: str, name: str, replaces: bool = False) -> bool:
         """Race ``step`` on top of the steps kept (``replaces``: instead of the last kept,
@@ -200,12 +217,56 @@ class _Race:
         path = self.out / f"{name}.yaml"
         _write_graph_recipe(path, self.workload.name, self.spec, self.target, steps)
         label = f"{'+ ' if self.kept else ''}{what} ({report.summary})"
-        speedup, line = _judge(self.check(path), label, path, self.best)
-        self.lines.append(line)
-        if speedup is None:
+        runs = self._runs(path)
+        if isinstance(runs, RunReport):
+            self.lines.append(f"graph    {label}: {runs.status}, not kept ({path})")
             return False
-        self.kept, self.text, self.best = steps, candidate, speedup
-        return True
+        speedup = statistics.median(runs)
+        if _close(speedup, self.best * WIN):
+            runs += self._more_runs(path, runs)
+            if self.kept_recipe is not None:
+                self.kept_runs += self._more_runs(self.kept_recipe, self.kept_runs)
+            speedup = statistics.median(runs)
+        won = speedup >= self.best * WIN
+        self.lines.append(_line(label, runs, self.best, won))
+        if won:
+            self.kept, self.text = steps, candidate
+            self.kept_recipe, self.kept_runs = path, runs
+        return won
+
+    def _runs(self, recipe: Path) -> list[float] | RunReport:
+        """One run of ``recipe``: its speedup, or the report when it is not correct."""
+        report = self.check(recipe)
+        if report.status is not Status.OK or report.speedup is None:
+            return report
+        return [report.speedup]
+
+    def _more_runs(self, recipe: Path, runs: list[float]) -> list[float]:
+        """The runs that bring ``runs`` of ``recipe`` to :data:`CLOSE_CALL_RUNS` (one that is
+        not correct, or not timed, adds nothing)."""
+        more: list[float] = []
+        for _ in range(CLOSE_CALL_RUNS - len(runs)):
+            report = self.check(recipe)
+            if report.status is Status.OK and report.speedup is not None:
+                more.append(report.speedup)
+        return more
+
+
+def _close(speedup: float, bar: float) -> bool:
+    """Whether one run's ``speedup`` is too near ``bar`` to decide on (:data:`CLOSE`)."""
+    return abs(speedup / bar - 1.0) < CLOSE
+
+
+def _line(label: str, runs: list[float], best: float, won: bool) -> str:
+    """The ``graph`` line of one rewrite raced: its speedup (the median of its runs,
+    listed when there are several), the speedup without it, and the verdict."""
+    speedup = statistics.median(runs)
+    shown = f"{speedup:.2f}x IREE default"
+    if len(runs) > 1:
+        shown += f" (median of {len(runs)} runs: {', '.join(f'{r:.2f}x' for r in runs)})"
+    than = "" if best == 1.0 else f" (without it {best:.2f}x)"
+    verdict = "kept: the tasks are the rewritten model's" if won else "not kept"
+    return f"graph    {label}: {shown}{than}, {verdict}"
 
 
 def _selectable_groups(text: str, step: GraphRewriteStep) -> list[ConvGroup]:
@@ -229,19 +290,6 @@ def _rewritten(text: str, steps: list[GraphRewriteStep], target: Target) -> str:
     for step in steps:
         text, _ = rewrite_text(text, rewrite_stage(step, target).rewrite)
     return text
-
-
-def _judge(report: RunReport, what: str, path: Path, best: float) -> tuple[float | None, str]:
-    """The rewritten model's speedup if it is kept (correct, and ``WIN`` faster than
-    ``best``, the speedup without this rewrite), and the line saying so."""
-    speedup = report.speedup
-    if report.status is not Status.OK or speedup is None:
-        return None, f"graph    {what}: {report.status}, not kept ({path})"
-    than = "" if best == 1.0 else f" (without it {best:.2f}x)"
-    if speedup >= best * WIN:
-        verdict = "kept: the tasks are the rewritten model's"
-        return speedup, f"graph    {what}: {speedup:.2f}x IREE default{than}, {verdict}"
-    return None, f"graph    {what}: {speedup:.2f}x IREE default{than}, not kept"
 
 
 def _write_graph_recipe(
