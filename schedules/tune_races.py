@@ -18,7 +18,8 @@ recorded beside them so that a re-run reuses the choice instead of flipping on n
    a small model is of the size of the gains raced).
 2. **Layouts**, after the sweeps: the tasks' recipe against the one with every matmul
    task that has a correct packed candidate packed (a task's own timing misjudges what
-   packing saves in the model); the faster is kept.
+   packing saves in the model); the faster is kept, on medians of ``CLOSE_CALL_RUNS``
+   runs each when their first runs are within ``CLOSE`` of each other.
 
 Each decision is recorded in ``OUT/`` (:data:`GRAPH_RACE_FILE`, :data:`LAYOUT_RACE_FILE`)
 under a key of what was raced (the model's text and the steps; the two recipes'
@@ -217,15 +218,15 @@ class _Race:
         path = self.out / f"{name}.yaml"
         _write_graph_recipe(path, self.workload.name, self.spec, self.target, steps)
         label = f"{'+ ' if self.kept else ''}{what} ({report.summary})"
-        runs = self._runs(path)
+        runs = _first_run(self.check, path)
         if isinstance(runs, RunReport):
             self.lines.append(f"graph    {label}: {runs.status}, not kept ({path})")
             return False
         speedup = statistics.median(runs)
         if _close(speedup, self.best * WIN):
-            runs += self._more_runs(path, runs)
+            runs += _more_runs(self.check, path, runs)
             if self.kept_recipe is not None:
-                self.kept_runs += self._more_runs(self.kept_recipe, self.kept_runs)
+                self.kept_runs += _more_runs(self.check, self.kept_recipe, self.kept_runs)
             speedup = statistics.median(runs)
         won = speedup >= self.best * WIN
         self.lines.append(_line(label, runs, self.best, won))
@@ -234,22 +235,24 @@ class _Race:
             self.kept_recipe, self.kept_runs = path, runs
         return won
 
-    def _runs(self, recipe: Path) -> list[float] | RunReport:
-        """One run of ``recipe``: its speedup, or the report when it is not correct."""
-        report = self.check(recipe)
-        if report.status is not Status.OK or report.speedup is None:
-            return report
-        return [report.speedup]
 
-    def _more_runs(self, recipe: Path, runs: list[float]) -> list[float]:
-        """The runs that bring ``runs`` of ``recipe`` to :data:`CLOSE_CALL_RUNS` (one that is
-        not correct, or not timed, adds nothing)."""
-        more: list[float] = []
-        for _ in range(CLOSE_CALL_RUNS - len(runs)):
-            report = self.check(recipe)
-            if report.status is Status.OK and report.speedup is not None:
-                more.append(report.speedup)
-        return more
+def _first_run(check: Check, recipe: Path) -> list[float] | RunReport:
+    """One run of ``recipe``: its speedup, or the report when it is not correct."""
+    report = check(recipe)
+    if report.status is not Status.OK or report.speedup is None:
+        return report
+    return [report.speedup]
+
+
+def _more_runs(check: Check, recipe: Path, runs: list[float]) -> list[float]:
+    """The runs that bring ``runs`` of ``recipe`` to :data:`CLOSE_CALL_RUNS` (one that is
+    not correct, or not timed, adds nothing)."""
+    more: list[float] = []
+    for _ in range(CLOSE_CALL_RUNS - len(runs)):
+        report = check(recipe)
+        if report.status is Status.OK and report.speedup is not None:
+            more.append(report.speedup)
+    return more
 
 
 def _close(speedup: float, bar: float) -> bool:
@@ -331,16 +334,22 @@ def race_layouts(outcome: TuneOutcome, check: Check | None) -> tuple[RunReport |
         return None, None
     report, packed = check(outcome.recipe), check(path)
     ours, theirs = report.speedup, packed.speedup
-    kept = "tasks"
+    ours_ok = report.status is Status.OK
+    kept, runs = "tasks", ""
+    close = ours_ok and packed.status is Status.OK
+    if close and ours is not None and theirs is not None and _close(theirs, ours):
+        ours = statistics.median([ours, *_more_runs(check, outcome.recipe, [ours])])
+        theirs = statistics.median([theirs, *_more_runs(check, path, [theirs])])
+        runs = f" (medians of {CLOSE_CALL_RUNS} runs each)"
     if packed.status is not Status.OK or theirs is None:
         line = f"layouts  packed matmuls: {packed.status}, not kept ({path})"
-    elif ours is not None and report.status is Status.OK and ours >= theirs:
-        line = f"layouts  packed matmuls {theirs:.2f}x vs {ours:.2f}x: not kept ({path})"
+    elif ours is not None and ours_ok and ours >= theirs:
+        line = f"layouts  packed matmuls {theirs:.2f}x vs {ours:.2f}x{runs}: not kept ({path})"
     else:
         write_atomically(outcome.recipe, path.read_bytes())
         outcome.kernels = count
         shown = f"{ours:.2f}x" if ours is not None else str(report.status)
-        line = f"layouts  packed matmuls {theirs:.2f}x vs {shown}: kept (from {path})"
+        line = f"layouts  packed matmuls {theirs:.2f}x vs {shown}{runs}: kept (from {path})"
         kept, report = "packed", packed
     document = {"key": key, "kept": kept, "line": line}
     write_atomically(record, json.dumps(document, indent=1).encode())

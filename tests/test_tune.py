@@ -488,6 +488,38 @@ def test_a_layout_race_is_reused_only_for_the_same_two_recipes(tmp_path: Path) -
     assert earlier_race(record, key, choices) is None
 
 
+def test_the_layout_race_decides_a_close_call_on_medians_of_three_runs(tmp_path: Path) -> None:
+    tasks_recipe, packed = tmp_path / "m.tuned.yaml", tmp_path / "m.packed.yaml"
+    tasks_recipe.write_text("name: m\nkernels: [a, b, c]\n")
+    packed.write_text("name: m\nkernels: [a]\n")
+
+    def outcome() -> TuneOutcome:
+        tasks = ModelTasks("m", "x86", 1, (), None)
+        return TuneOutcome(tasks, [], tasks_recipe, 60.0, 3, 60.0, (packed, 1))
+
+    raced: list[str] = []
+    # A clear loss for packed (1.0x against 1.3x): one run each, nothing changes.
+    speedups: dict[str, float | list[float]] = {tasks_recipe.name: 1.3, packed.name: 1.0}
+    clear = outcome()
+    report, line = race_layouts(clear, _graph_run(speedups, raced))
+    assert raced == [tasks_recipe.name, packed.name] and clear.kernels == 3
+    assert line == f"layouts  packed matmuls 1.00x vs 1.30x: not kept ({packed})"
+    assert report is not None and report.speedup == 1.3
+    # Within 10% (1.25x against 1.20x): both run three times, and the medians keep the
+    # tasks' recipe (1.22x against 1.19x).
+    (tmp_path / LAYOUT_RACE_FILE).unlink()
+    raced.clear()
+    speedups = {tasks_recipe.name: [1.2, 1.22, 1.3], packed.name: [1.25, 1.19, 1.1]}
+    close = outcome()
+    report, line = race_layouts(close, _graph_run(speedups, raced))
+    assert raced == [tasks_recipe.name, packed.name] + [tasks_recipe.name] * 2 + [packed.name] * 2
+    assert close.kernels == 3 and "[a, b, c]" in tasks_recipe.read_text()
+    assert report is not None and report.speedup == 1.2  # the kept recipe's first run
+    assert line is not None and line.startswith(
+        "layouts  packed matmuls 1.19x vs 1.22x (medians of 3 runs each): not kept"
+    )
+
+
 def test_without_a_check_a_recorded_layout_decision_is_still_taken_up(tmp_path: Path) -> None:
     # A re-run with --no-check must not put back the tasks' recipe the race set aside.
     tasks_recipe, packed = tmp_path / "m.tuned.yaml", tmp_path / "m.packed.yaml"
