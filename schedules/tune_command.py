@@ -28,6 +28,14 @@ from .tune_races import ModelRewrites, race_layouts, race_model_rewrites
 DESCRIPTION = """\
 Make MODEL faster within a time budget, task by task, and write one recipe for it.
 
+First, graph rewrites that change which ops the dispatches hold (conv1x1_to_matmul,
+then im2col) are raced on the whole model, each on top of those kept: a rewrite is kept
+when the model runs correct and 1.02x faster with it. One that loses on every
+convolution is raced again per group of identical convolutions, selected by layer. A
+run within 10% of that bar is a close call, decided on the medians of three runs of
+each side. The `graph` lines say what was raced and kept (OUT/graph-race.json keeps the
+decision for later runs; this race is outside --budget).
+
 The model's tasks (as `tdsched tasks` lists them) are weighed by a profile of IREE's
 default build. Each task with a share of at least --min-share becomes a workload of its
 own and a template recipe under OUT/tasks/ (kept if it is there: edit it to change the
@@ -46,7 +54,8 @@ pipeline; the other tasks keep it, and the recipe says why. It is then run as `t
 run` would: checked against the model's own reference and timed against IREE's default
 build of the whole model. Where matmul tasks have correct packed candidates it did not take,
 OUT/MODEL.packed.yaml packs them all, is run the same way, and replaces the result when
-it is faster (the `layouts` line says which was kept).
+it is faster, on medians of three runs each when the two are within 10% (the `layouts`
+line says which was kept).
 
 The budget is the total over every run into OUT (OUT/tune-state.json keeps what was
 spent and found, after every round). Re-running with the same --budget sweeps nothing:
