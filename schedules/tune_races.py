@@ -145,10 +145,11 @@ def _recorded_steps(documents: Any) -> list[GraphRewriteStep] | None:
         if not isinstance(document, dict) or len(document) != 1:
             return None
         [(name, options)] = document.items()
-        if name not in by_name or not isinstance(options, dict):
+        ops = options.get("ops", {}) if isinstance(options, dict) else None
+        layers = ops.get("layer", []) if isinstance(ops, dict) else None
+        if name not in by_name or not isinstance(layers, list):
             return None
-        layers = options.get("ops", {}).get("layer", []) if options else []
-        if not isinstance(layers, list) or not all(isinstance(n, str) for n in layers):
+        if not all(isinstance(layer, str) for layer in layers):
             return None
         steps.append(_limited(by_name[name], layers) if layers else by_name[name])
     return steps
@@ -168,7 +169,7 @@ def _race(
     IREE default (1.0: as imported) and a line per race."""
     race = _Race(workload, spec, out, target, check)
     for step in MODEL_REWRITES:
-        if race.attempt(step, f"{step.primitive}", workload.name + f".{step.primitive}"):
+        if race.attempt(step, step.primitive, f"{workload.name}.{step.primitive}"):
             continue
         groups = _selectable_groups(race.text, step)
         chosen: list[str] = []

@@ -622,6 +622,12 @@ def test_a_rewrite_that_loses_on_every_convolution_is_raced_per_group_of_identic
     again = race_model_rewrites(workload, spec, tmp_path, x86, _graph_run(speedups, raced))
     assert len(raced) == 3 and again.steps == kept.steps
     assert again.workload.mlir == kept.workload.mlir
+    # A record whose steps it cannot read is raced again, not a crash.
+    record = json.loads((tmp_path / GRAPH_RACE_FILE).read_text())
+    record["steps"] = [{"im2col": {"ops": ["a"]}}]
+    (tmp_path / GRAPH_RACE_FILE).write_text(json.dumps(record))
+    race_model_rewrites(workload, spec, tmp_path, x86, _graph_run(speedups, raced))
+    assert len(raced) == 6
 
 
 def test_a_close_call_in_the_model_rewrite_race_is_decided_on_medians_of_three_runs(
