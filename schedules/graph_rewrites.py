@@ -87,7 +87,7 @@ def _collapse_dims(step: CollapseDimsStep, target: Target) -> RewriteStage:
 def _mmt4d(step: Mmt4dStep, target: Target) -> RewriteStage:
     m0, n0, k0 = as_ints(step.tile, step.where.child("tile"))
     lower = step.lower_packs if step.lower_packs is not None else target.needs_lowered_packs
-    options = Mmt4dOptions((m0, n0, k0), _ops(step), lower)
+    options = Mmt4dOptions((m0, n0, k0), _ops(step), lower, step.fuse_unpack)
     stage = _stage(step, partial(mmt4d, options=options))
     if lower and target.is_gpu:
         why = "IREE 3.13's binding fusion gives wrong results for lowered packs on Vulkan"

@@ -395,9 +395,13 @@ class ScheduleBuilder:
         *,
         ops: MatchSpec | None = None,
         lower_packs: bool | None = None,
+        fuse_unpack: bool = False,
     ) -> None:
-        """Rewrite matmuls as pack + linalg.mmt4d + unpack, inner tile (M0, N0, K0)."""
-        self._schedule.add(Mmt4dStep, tile=tile, ops=ops, lower_packs=lower_packs)
+        """Rewrite matmuls as pack + linalg.mmt4d + unpack, inner tile (M0, N0, K0);
+        ``fuse_unpack`` puts each mmt4d and its unpack in one dispatch."""
+        self._schedule.add(
+            Mmt4dStep, tile=tile, ops=ops, lower_packs=lower_packs, fuse_unpack=fuse_unpack
+        )
 
     def fuse_pad(self, *, ops: MatchSpec | None = None) -> None:
         """Let pads' producers write into the padded buffer (graph schedules)."""

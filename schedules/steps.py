@@ -383,13 +383,20 @@ class Mmt4dStep(StepBase):
     """Rewrite matmuls as pack + linalg.mmt4d + unpack with inner tile (M0, N0, K0).
 
     ``lower_packs`` (default: on Vulkan) lowers the packs to pad/reshape/transpose, which
-    every target compiles.
+    every target compiles. ``fuse_unpack`` groups each mmt4d with its unpack and
+    elementwise consumers in one dispatch.
     """
 
     tile: tuple[IntOrParam, ...] = option("inner tile [M0, N0, K0]", Kind.INTS, check=_inner_tile)
     ops: MatchSpec | None = _ops()
     lower_packs: bool | None = option(
         "lower pack/unpack (default: true on vulkan)", Kind.FLAG, default=None
+    )
+    fuse_unpack: bool = option(
+        "put each mmt4d, its unpack and the elementwise ops after it in one dispatch, as "
+        "IREE data tiling does (needs unlowered packs)",
+        Kind.FLAG,
+        default=False,
     )
 
 

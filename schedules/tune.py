@@ -50,6 +50,7 @@ from tdsched.targets.workload import Workload
 from tdsched.transform_lib.census import census_functions, read_census
 from tdsched.transform_lib.constant_operands import ModelConstants
 
+from .constraints import parse_constraint
 from .errors import Where
 from .files import write_atomically
 from .model_tasks import ModelTasks, OpSignature, Task, extract_tasks
@@ -560,8 +561,12 @@ def _packed_step(
     """The task's winning packed layout as a graph step of the model recipe: its
     template's ``mmt4d`` step with the winning tile, limited to the task's root layers
     (in the model, other matmuls keep their own schedules)."""
-    where = Where(str(recipe), field="graph[0]")
-    step = substitute_plain(template["graph"][0], values, where)
+    index, chosen = next(
+        (i, step)
+        for i, step in enumerate(template["graph"])
+        if parse_constraint(step["mmt4d"]["when"], set(values)).holds(values)
+    )
+    step = substitute_plain(chosen, values, Where(str(recipe), field=f"graph[{index}]"))
     options = dict(step["mmt4d"])
     options.pop("when", None)
     options["ops"] = {"op": task.root.op, "layer": list(task.layers)}

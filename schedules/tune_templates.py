@@ -17,9 +17,11 @@ pooling, reduction) and at most one elementwise epilogue after it, on x86:
 A task whose root is a named ``linalg.matmul`` or ``linalg.batch_matmul`` from named
 layers has a second way to run, ``LAYOUT: packed``: the graph step ``mmt4d`` packs it
 into ``M0`` x ``N0`` x ``K0`` tiles (IREE's data-tiling layout, compiled by IREE's mmt4d
-codegen) instead of the kernel schedule. The two are alternatives selected by ``when``;
-each layout's unused parameters are held at one value by a constraint, so the space
-holds every kernel candidate once and the packed tiles (:data:`PACK_TILES`) once each.
+codegen) instead of the kernel schedule, its unpack in a dispatch of its own or in the
+mmt4d's (``UNPACK: separate | fused``, the step's ``fuse_unpack``). The two layouts are
+alternatives selected by ``when``; each layout's unused parameters are held at one value
+by a constraint, so the space holds every kernel candidate once and each packed tile
+(:data:`PACK_TILES`) once per ``UNPACK``.
 
 The space is centred on IREE's own choice for the dispatch (its ``distribution`` and
 vector tile sizes): the workgroup tiles range from a quarter to four times IREE's,
@@ -59,6 +61,9 @@ PACK_TILES = {"M0": PACK_ROWS, "N0": PACK_COLUMNS}
 """The packed layout's swept inner tiles (``K0`` is 1): IREE's data tiling takes 16x16
 on AVX-512 and 8x8 on AVX2; 16x32 measured fastest on AVX-512 (docs/primitives/mmt4d.md)."""
 PACK_DEFAULT = {"M0": 16, "N0": 32, "K0": 1}
+UNPACK = ("separate", "fused")
+"""Where a packed candidate's unpack runs: in a dispatch of its own, or in the mmt4d's
+(``fuse_unpack``; it changes the best tile, docs/primitives/mmt4d.md)."""
 UKERNELS_OFF = "--iree-llvmcpu-enable-ukernels=none"
 """The packed layout's compile flag: IREE 3.13's generic mmt4d ukernel fallback gives
 wrong results for tiles it has no kernel for (docs/primitives/mmt4d.md)."""
@@ -143,18 +148,30 @@ def with_packed_layout(template: Template, kernel_defaults: dict[str, int]) -> T
         **template.space,
         "LAYOUT": ["rowmajor", "packed"],
         **{name: list(values) for name, values in PACK_TILES.items()},
+        "UNPACK": list(UNPACK),
     }
     tile = ["${M0}", "${N0}", "${K0}"]
+    steps = [
+        {"mmt4d": {"tile": tile, **({"fuse_unpack": True} if unpack == "fused" else {})}}
+        for unpack in UNPACK
+    ]
+    for step, unpack in zip(steps, UNPACK, strict=True):
+        step["mmt4d"]["when"] = f"LAYOUT == 'packed' and UNPACK == '{unpack}'"
     return Template(
-        parameters={**template.parameters, "LAYOUT": "rowmajor", **PACK_DEFAULT},
+        parameters={
+            **template.parameters,
+            "LAYOUT": "rowmajor",
+            **PACK_DEFAULT,
+            "UNPACK": UNPACK[0],
+        },
         space=space,
         constraints=[
             *template.constraints,
             f"LAYOUT == 'rowmajor' or ({held})",
-            f"LAYOUT == 'packed' or ({packed_held})",
+            f"LAYOUT == 'packed' or ({packed_held} and UNPACK == '{UNPACK[0]}')",
         ],
         schedule=template.schedule,
-        graph=[{"mmt4d": {"tile": tile, "when": "LAYOUT == 'packed'"}}],
+        graph=steps,
         compile_flags=[UKERNELS_OFF],
         kernel_when="LAYOUT == 'rowmajor'",
     )

@@ -187,7 +187,9 @@ def test_a_misspelled_op_is_refused_before_compiling_with_the_ops_present(
     text = (RECIPES_DIR / "matmul_x86.yaml").read_text()
     recipe = tmp_path / "typo.yaml"
     recipe.write_text(text.replace("{op: linalg.fill, as: fill}", "{op: linalg.fil, as: fill}"))
-    proc = tdsched("compile", str(recipe), "-o", str(tmp_path / "x.vmfb"))
+    # rowmajor: the kernel schedule (the shape table packs the default 1024^3)
+    out = str(tmp_path / "x.vmfb")
+    proc = tdsched("compile", str(recipe), "--param", "LAYOUT=rowmajor", "-o", out)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "kernels[0].schedule[0].match.op: no operation is called 'linalg.fil'" in proc.stderr
     assert "did you mean linalg.fill" in proc.stderr

@@ -133,7 +133,8 @@ def test_run_reports_compile_failure_as_status_compile_failed(tmp_path: Path) ->
 
 
 def test_invalid_parameter_value_is_a_clear_error() -> None:
-    proc = tdsched("run", "matmul_x86", "--param", "TK=-4", check=False)
+    args = ["--param", "LAYOUT=rowmajor", "--param", "TK=-4"]  # the kernel schedule's tile
+    proc = tdsched("run", "matmul_x86", *args, check=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "matmul_x86.yaml:" in proc.stderr and "tile sizes must be >= 0" in proc.stderr
 

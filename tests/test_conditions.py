@@ -98,21 +98,23 @@ def test_python_recipe_conditions_match_yaml() -> None:
 
 
 @pytest.mark.integration
+@pytest.mark.parametrize(("unpack", "other"), [("separate", "fused"), ("fused", "separate")])
 def test_matmul_x86_packed_layout_runs_correct_and_says_the_kernel_was_left_out(
-    iree: None,
+    iree: None, unpack: str, other: str
 ) -> None:
-    """The packed layout (graph mmt4d, no kernel schedule) on x86 against numpy; the
-    rowmajor kernel schedule it replaces is reported as left out, not silently dropped."""
+    """The packed layout (graph mmt4d, no kernel schedule; the unpack in a dispatch of its
+    own or in the mmt4d's) on x86 against numpy; the rowmajor kernel schedule it replaces
+    and the other mmt4d step are reported as left out, not silently dropped."""
     shape = ("--param", "M=96", "--param", "N=160", "--param", "K=48")
-    done = tdsched(
-        "run", "matmul_x86", *shape, "--param", "LAYOUT=packed", "--repeats", "1", "--json"
-    )
+    layout = ("--param", "LAYOUT=packed", "--param", f"UNPACK={unpack}")
+    done = tdsched("run", "matmul_x86", *shape, *layout, "--repeats", "1", "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["status"] == "ok" and report["reference"] == "numpy"
-    assert len(report["skipped"]) == 1
-    assert report["skipped"][0].startswith("kernel 'matmul' at ")
-    assert "left out: when \"LAYOUT == 'rowmajor'\" is false" in report["skipped"][0]
+    step, kernel = report["skipped"]
+    assert step.startswith("graph step ") and f"UNPACK == '{other}'\" is false" in step
+    assert kernel.startswith("kernel 'matmul' at ")
+    assert "left out: when \"LAYOUT == 'rowmajor'\" is false" in kernel
     shown = tdsched("show", "matmul_x86", *shape, "--param", "LAYOUT=packed")
     assert shown.returncode == 0, shown.stderr
     assert "tdsched: kernel 'matmul' at " in shown.stderr

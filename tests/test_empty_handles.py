@@ -69,7 +69,7 @@ def test_a_failed_script_is_blamed_on_the_empty_handle_before_it() -> None:
 
 
 def test_a_handle_a_step_produced_is_required_where_a_later_step_uses_it() -> None:
-    markers = plan(load("matmul_x86")).scripts.kernel_markers
+    markers = plan(load("matmul_x86"), overrides={"LAYOUT": "rowmajor"}).scripts.kernel_markers
     produced = [m for m in markers if "produced" in m.text]
     # tile binds 'workgroups' and fuse_into uses it; tile rebinds 'root', which the next
     # tile uses.

@@ -191,6 +191,10 @@ def test_every_step_nest_of_every_shipped_recipe_matches_its_ir(
             )
 
 
+ROWMAJOR = ("--param", "LAYOUT=rowmajor")
+"""matmul_x86's kernel schedule (its shape table packs the default 1024^3 shape)."""
+
+
 def _recipe_with(tmp_path: Path, old: str, new: str) -> Path:
     text = (RECIPES_DIR / "matmul_x86.yaml").read_text()
     assert old in text
@@ -207,14 +211,16 @@ def test_apply_diff_shows_what_a_tile_step_changed_and_flags_an_idle_step(
         "      - cleanup: {}\n      - vectorize: {}",
         "      - cleanup: {}\n" * 2 + "      - vectorize: {}",
     )
-    proc = tdsched("apply", str(recipe), "--step", "2", "--step", "10", "--diff", check=True)
+    proc = tdsched(
+        "apply", str(recipe), *ROWMAJOR, "--step", "2", "--step", "10", "--diff", check=True
+    )
     out = proc.stdout
     tiled = out.partition("step 2 of 11: tile sizes=[")[2].partition("// kernel")[0]
     assert re.search(r"^\+.*scf\.forall \(%\w+, %\w+\) in \(", tiled, re.M)
     idle = out.partition("step 10 of 11: cleanup")[2]
     assert "// ! this step changed nothing" in idle
     assert "step 11 of 11" not in out  # not selected
-    explained = tdsched("explain", str(recipe), "--step", "matmul:10", check=True).stdout
+    explained = tdsched("explain", str(recipe), *ROWMAJOR, "--step", "matmul:10", check=True).stdout
     assert "! this step changed nothing" in explained
 
 
@@ -228,7 +234,7 @@ def test_an_empty_handle_is_flagged_at_its_step_and_the_steps_before_are_shown(
         "      - match: {op: linalg.generic, as: gen}\n"
         "      - generalize: {target: gen}\n",
     )
-    proc = tdsched("explain", str(recipe))
+    proc = tdsched("explain", str(recipe), *ROWMAJOR)
     assert proc.returncode == 2
     line = recipe.read_text().splitlines().index("      - match: {op: linalg.generic, as: gen}")
     assert (
@@ -243,7 +249,7 @@ def test_an_empty_handle_is_flagged_at_its_step_and_the_steps_before_are_shown(
 
 
 def test_explain_json_and_step_selection_errors() -> None:
-    proc = tdsched("explain", "matmul_x86", "--step", "tile", "--json", check=True)
+    proc = tdsched("explain", "matmul_x86", *ROWMAJOR, "--step", "tile", "--json", check=True)
     data = json.loads(proc.stdout)
     assert data["failure"] is None
     (unit,) = data["units"]
@@ -251,7 +257,7 @@ def test_explain_json_and_step_selection_errors() -> None:
     assert [s["step"] for s in unit["steps"]] == [2, 5, 6, 7, 8]
     assert all(s["title"].startswith(f"step {s['step']} of 10: tile") for s in unit["steps"])
     assert any(line["text"].startswith("forall (") for line in unit["steps"][0]["nest"])
-    bad = tdsched("explain", "matmul_x86", "--step", "graph:1")
+    bad = tdsched("explain", "matmul_x86", *ROWMAJOR, "--step", "graph:1")
     assert bad.returncode == 2
     assert "--step 'graph:1' names no step; the schedules are matmul (steps 1-10:" in bad.stderr
 

@@ -230,3 +230,95 @@ def test_a_vulkan_build_with_lowered_packs_turns_binding_fusion_off_and_is_right
     assert NO_BINDING_FUSION in report["compile_command"]
     assert main(["apply", "matmul_mmt4d_x86", "--target", "vulkan", *sizes]) == 0
     assert f"// mmt4d: compiled with {NO_BINDING_FUSION} (" in capsys.readouterr().out
+
+
+# matmul, + bias (broadcast row), relu, then a transposing generic: the chain of
+# elementwise ops that read the result through identity maps ends at the transpose.
+EPILOGUE = """
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+func.func @main(%a: tensor<100x30xf32>, %b: tensor<30x50xf32>, %bias: tensor<50xf32>)
+    -> tensor<50x100xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<100x50xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<100x50xf32>) -> tensor<100x50xf32>
+  %c = linalg.matmul ins(%a, %b : tensor<100x30xf32>, tensor<30x50xf32>)
+      outs(%f : tensor<100x50xf32>) -> tensor<100x50xf32>
+  %s = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%c, %bias : tensor<100x50xf32>, tensor<50xf32>) outs(%e : tensor<100x50xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %r = arith.addf %x, %y : f32
+    linalg.yield %r : f32
+  } -> tensor<100x50xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%s : tensor<100x50xf32>) outs(%e : tensor<100x50xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %m = arith.maximumf %x, %z : f32
+    linalg.yield %m : f32
+  } -> tensor<100x50xf32>
+  %te = tensor.empty() : tensor<50x100xf32>
+  %t = linalg.generic {indexing_maps = [#tr, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%r : tensor<100x50xf32>) outs(%te : tensor<50x100xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    linalg.yield %x : f32
+  } -> tensor<50x100xf32>
+  return %t : tensor<50x100xf32>
+}
+"""
+
+
+def region_ops(module: ir.Module) -> list[str]:
+    """Names of the ops in the function's one ``flow.dispatch.region``, in order."""
+    region = only(module, "flow.dispatch.region")
+    return [op.name for op in region.regions[0].blocks[0].operations]
+
+
+def test_fuse_unpack_puts_the_mmt4d_its_unpack_and_elementwise_chain_in_one_dispatch() -> None:
+    text, report = rewrite(EPILOGUE, (16, 16, 4), fuse_unpack=True)
+    assert report.summary.endswith(
+        "(tile 16x16x4; 1 zero-padded); each in one dispatch with its unpack "
+        "(2 elementwise op(s) fused after it)"
+    )
+    module = parse(text)
+    assert region_ops(module) == [
+        "linalg.fill",
+        "linalg.mmt4d",
+        "linalg.unpack",
+        "linalg.generic",
+        "linalg.generic",
+        "flow.return",
+    ]
+    # the packs and the transposing generic stay outside, the transpose reads the region
+    top = [op.name for op in ops_of(module)]
+    assert top.count("linalg.pack") == 2 and top.count("linalg.generic") == 1
+    transpose = only(module, "linalg.generic")
+    assert transpose.operands[0].owner.name == "flow.dispatch.region"
+
+
+def test_fuse_unpack_stops_at_a_result_used_twice() -> None:
+    # the matmul's result is returned too: the region takes only the unpack and gives it
+    # to both users
+    used_twice = EPILOGUE.replace(
+        "return %t : tensor<50x100xf32>", "return %c, %t : tensor<100x50xf32>, tensor<50x100xf32>"
+    ).replace(
+        "-> tensor<50x100xf32> {\n  %z", "-> (tensor<100x50xf32>, tensor<50x100xf32>) {\n  %z"
+    )
+    text, report = rewrite(used_twice, (16, 16, 4), fuse_unpack=True)
+    assert report.summary.endswith("each in one dispatch with its unpack")
+    module = parse(text)
+    assert region_ops(module) == ["linalg.fill", "linalg.mmt4d", "linalg.unpack", "flow.return"]
+    assert [op.name for op in ops_of(module)].count("linalg.generic") == 3
+
+
+def test_fuse_unpack_refuses_lowered_packs() -> None:
+    with pytest.raises(GraphRewriteError, match="fuse_unpack needs the packs as they are"):
+        rewrite(EPILOGUE, (16, 16, 4), fuse_unpack=True, lower_packs=True)
+
+
+@pytest.mark.usefixtures("iree")
+@pytest.mark.parametrize("text", [EPILOGUE, BATCH], ids=["epilogue-padded", "batch-into-argument"])
+def test_fuse_unpack_numerics_x86(text: str) -> None:
+    after, _ = rewrite(text, (16, 16, 4), fuse_unpack=True)
+    assert "flow.dispatch.region" in after
+    assert_same_results(text, after, "main", "x86", atol=1e-4)

@@ -225,15 +225,26 @@ def test_a_matmul_task_from_named_layers_may_also_run_packed() -> None:
     assert template.space["LAYOUT"] == ["rowmajor", "packed"]
     assert template.parameters["LAYOUT"] == "rowmajor"
     assert template.space["M0"] == [8, 16] and template.space["N0"] == [16, 32]
+    assert template.space["UNPACK"] == ["separate", "fused"]
+    tile = ["${M0}", "${N0}", "${K0}"]
     assert template.graph == [
-        {"mmt4d": {"tile": ["${M0}", "${N0}", "${K0}"], "when": "LAYOUT == 'packed'"}}
+        {"mmt4d": {"tile": tile, "when": "LAYOUT == 'packed' and UNPACK == 'separate'"}},
+        {
+            "mmt4d": {
+                "tile": tile,
+                "fuse_unpack": True,
+                "when": "LAYOUT == 'packed' and UNPACK == 'fused'",
+            }
+        },
     ]
     assert template.kernel_when == "LAYOUT == 'rowmajor'"
     assert template.compile_flags == ["--iree-llvmcpu-enable-ukernels=none"]
     # Each layout holds the other's parameters at one value: every candidate once.
     held = template.constraints[-2]
     assert held.startswith("LAYOUT == 'rowmajor' or (W0 == 64 and W1 == 64 and RW == 32")
-    assert template.constraints[-1] == "LAYOUT == 'packed' or (M0 == 16 and N0 == 32)"
+    assert template.constraints[-1] == (
+        "LAYOUT == 'packed' or (M0 == 16 and N0 == 32 and UNPACK == 'separate')"
+    )
     # Without layer names the model recipe could not select its matmuls: kernel only.
     unnamed = template_for(Task("t0", (MATMUL,), dispatches=["d0"]), _matmul())
     assert "LAYOUT" not in unnamed.space and unnamed.graph == []
@@ -363,6 +374,28 @@ def test_a_packed_winner_is_a_graph_step_for_its_layers_and_the_packed_recipe_pa
     _write_model_recipe(tmp_path / "m.yaml", rewritten, [tuning], options)
     written = yaml.safe_load((tmp_path / "m.yaml").read_text())
     assert written["graph"] == [{"conv1x1_to_matmul": {}}] and "compile_flags" not in written
+
+
+def test_a_packed_winner_with_its_unpack_fused_keeps_fuse_unpack(tmp_path: Path) -> None:
+    template = template_for(Task("t0", (MATMUL,), dispatches=["d0"], layers=["ffn.up"]), _matmul())
+    recipe = tmp_path / "t0.yaml"
+    recipe.write_text(
+        yaml.safe_dump({"parameters": template.parameters, "graph": template.graph, "kernels": []})
+    )
+    fused = {"LAYOUT": "packed", "M0": 8, "UNPACK": "fused"}
+    packed = Result("k2", "t0.yaml", "x86", fused, "ok", speedup=1.2)
+    task = Task("t0", (MATMUL,), dispatches=["d0"], layers=["ffn.up"])
+    tuning = TaskTuning(task, recipe=recipe, rounds=1, best=packed, best_packed=packed)
+    options = TuneOptions(make_target("x86"), threads=1, budget_s=60)
+    _write_model_recipe(tmp_path / "p.yaml", MODEL, [tuning], options, packed=True)
+    (step,) = yaml.safe_load((tmp_path / "p.yaml").read_text())["graph"]
+    assert step == {
+        "mmt4d": {
+            "tile": [8, 32, 1],
+            "fuse_unpack": True,
+            "ops": {"op": "linalg.matmul", "layer": ["ffn.up"]},
+        }
+    }
 
 
 def test_tune_writes_a_model_recipe_that_is_correct_and_a_rerun_reuses_it(

@@ -10,6 +10,7 @@ IREE 3.13, so the region is built with the MLIR Python bindings.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from iree.compiler import ir
@@ -59,16 +60,32 @@ def form_dispatch_region(
         roots = [op for op in block_ops if ROOT_TAG in op.attributes]
         producers, _ = producer_dag(block_ops, roots)
         members = sorted(producers | {block_ops.index(r) for r in roots})
-        escaping = _escaping_results(block_ops, set(members))
-        _build_region(block_ops, members, escaping)
+        results = _group(block_ops, members)
         report = RegionReport(
             tuple(f"{block_ops[m].name} at {block_ops[m].location}" for m in members),
-            len(escaping),
+            results,
         )
         strip_attributes(module.operation, (ROOT_TAG, STOP_TAG, FID))
         if not module.operation.verify():
             raise FuseExtError("dispatch_region: produced an invalid module (please report)")
         return str(module), report
+
+
+def group_ops(members: Sequence[ir.Operation]) -> int:
+    """Move ``members``, ops directly in one block, into one new ``flow.dispatch.region``
+    placed where the last of them was; returns how many results it has.
+
+    Results of members used by ops after the group become the region's results. Raises
+    :class:`FuseExtError` when an op between two members uses a member's result.
+    """
+    block_ops = [op.operation for op in members[0].operation.block.operations]
+    return _group(block_ops, sorted(block_ops.index(op.operation) for op in members))
+
+
+def _group(block_ops: list[ir.Operation], members: list[int]) -> int:
+    escaping = _escaping_results(block_ops, set(members))
+    _build_region(block_ops, members, escaping)
+    return len(escaping)
 
 
 def _escaping_results(

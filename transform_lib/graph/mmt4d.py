@@ -36,10 +36,12 @@ from iree.compiler import ir
 from iree.compiler.dialects import linalg, tensor, transform
 from iree.compiler.dialects.transform import structured
 
+from ..dispatch_region import group_ops
 from ..interpreter import apply_in_place
 from ..match import OpCriteria
 from ..payload import ops_under
 from ..script import TransformScript, any_op
+from .generic_build import iterator_kinds, operands, simple_results
 from .report import GraphRewriteError, RewriteReport, describe_op, selected
 
 PRIMITIVE = "mmt4d"
@@ -62,6 +64,10 @@ class Mmt4dOptions:
     tile: tuple[int, int, int]
     ops: OpCriteria | None = None
     lower_packs: bool = False
+    fuse_unpack: bool = False
+    """Put each mmt4d in one dispatch with the fill of its accumulator, its unpack and the
+    elementwise ops that consume only the unpack, in a chain (as IREE's data tiling
+    does); needs unlowered packs."""
 
 
 @dataclass(frozen=True)
@@ -140,6 +146,11 @@ def mmt4d(module: ir.Module, options: Mmt4dOptions) -> RewriteReport:
     """
     _check_tile(options.tile)
     _check_criteria(options.ops)
+    if options.fuse_unpack and options.lower_packs:
+        raise GraphRewriteError(
+            f"{PRIMITIVE}: fuse_unpack needs the packs as they are, but lower_packs lowers "
+            "them (as Vulkan needs); set fuse_unpack: false or lower_packs: false"
+        )
     candidates = [_candidate(op) for op in _selected_ops(module, options.ops)]
     if not candidates:
         return RewriteReport(PRIMITIVE, _nothing_selected(options.ops), changed=False)
@@ -156,6 +167,8 @@ def mmt4d(module: ir.Module, options: Mmt4dOptions) -> RewriteReport:
         if options.lower_packs:
             _tag_packs(op)
     _run(module, _finish_script(options.lower_packs), "lowering the packs")
+    if options.fuse_unpack:
+        summary += "; " + _grouping_note([_one_dispatch(op) for op in named])
     for op in named:
         del op.attributes[_TAG]
     return RewriteReport(PRIMITIVE, summary, changed=True, details=details)
@@ -349,6 +362,74 @@ def _fill_packed_init(named: ir.Operation) -> None:
         packed = linalg.fill(fill.operands[0], outs=[pack.operands[1]])
     pack.results[0].replace_all_uses_with(packed)
     pack.erase()
+
+
+def _one_dispatch(named: ir.Operation) -> int | None:
+    """Group ``named`` with the fill of its accumulator, its unpack and the chain of
+    elementwise ops after it into one ``flow.dispatch.region`` (see
+    :attr:`Mmt4dOptions.fuse_unpack`); returns how many elementwise ops it took, or
+    ``None`` where ``named`` already sits in a region (left as it is).
+
+    IREE's dispatch formation puts a packed op's unpack in a dispatch of its own (with
+    its elementwise consumers), which costs a pass over the result; data tiling, whose
+    packs IREE forms itself, computes the unpack inside the matmul's dispatch.
+    """
+    parent = named.parent
+    if parent is None or parent.name != "func.func":
+        return None
+    members = [named]
+    init = named.operands[2].owner
+    is_fill = not isinstance(init, ir.Block) and init.name == "linalg.fill"
+    if is_fill and _only_user(init.results[0]) == named:
+        members.insert(0, init.operation)
+    (unpack,) = (use.owner.operation for use in named.results[0].uses)
+    members.append(unpack)
+    consumer = _elementwise_consumer(unpack)
+    while consumer is not None:
+        members.append(consumer)
+        consumer = _elementwise_consumer(consumer)
+    group_ops(members)
+    return len(members) - members.index(unpack) - 1
+
+
+def _only_user(value: ir.Value) -> ir.Operation | None:
+    """The one op that uses ``value`` (once or more), or ``None``."""
+    users = {use.owner.operation for use in value.uses}
+    return users.pop() if len(users) == 1 else None
+
+
+def _elementwise_consumer(op: ir.Operation) -> ir.Operation | None:
+    """The only user of ``op``'s one result, if it is an all-parallel ``linalg.generic``
+    in the same block with one result, reading that result and writing its own through
+    identity maps (so IREE tiles it with the op's tiles)."""
+    if len(op.results) != 1:
+        return None
+    value = op.results[0]
+    user = _only_user(value)
+    if user is None or user.name != "linalg.generic" or user.parent != op.parent:
+        return None
+    kinds = iterator_kinds(user)
+    identity = tuple(range(len(kinds)))
+    inputs, outputs = operands(user)
+    return (
+        user
+        if len(user.results) == 1
+        and all(kind == "parallel" for kind in kinds)
+        and all(simple_results(o.map) == identity for o in outputs)
+        and all(simple_results(o.map) == identity for o in inputs if o.value == value)
+        else None
+    )
+
+
+def _grouping_note(consumers: list[int | None]) -> str:
+    """``each in one dispatch with its unpack (and 2 elementwise ops)``, or which were not."""
+    grouped = [n for n in consumers if n is not None]
+    note = "each in one dispatch with its unpack"
+    if sum(grouped):
+        note += f" ({sum(grouped)} elementwise op(s) fused after it)"
+    if len(grouped) < len(consumers):
+        note += f"; {len(consumers) - len(grouped)} already in a dispatch region, left there"
+    return note
 
 
 def _tag_packs(named: ir.Operation) -> None:
