@@ -10,6 +10,7 @@ from iree.compiler import ir
 from iree_numerics import assert_same_results
 from tdsched.schedules.cli import main
 from tdsched.schedules.graph_rewrites import NO_BINDING_FUSION
+from tdsched.transform_lib.dispatch_region import group_ops
 from tdsched.transform_lib.graph.mmt4d import Mmt4dOptions, mmt4d
 from tdsched.transform_lib.graph.report import GraphRewriteError, RewriteReport, rewrite_text
 from tdsched.transform_lib.match import OpCriteria
@@ -322,3 +323,18 @@ def test_fuse_unpack_numerics_x86(text: str) -> None:
     after, _ = rewrite(text, (16, 16, 4), fuse_unpack=True)
     assert "flow.dispatch.region" in after
     assert_same_results(text, after, "main", "x86", atol=1e-4)
+
+
+def test_group_ops_needs_no_location_context_and_places_the_region_at_the_last_op() -> None:
+    # A library caller may group ops with only a context active: the region takes the
+    # location of its last op.
+    with ir.Context():
+        module = ir.Module.parse(EPILOGUE)
+        ops = ops_of(module)
+        chain = [op for op in ops if op.name in ("linalg.fill", "linalg.matmul")]
+        chain.append(next(op for op in ops if op.name == "linalg.generic"))
+        assert group_ops(chain) == 1
+        region = only(module, "flow.dispatch.region")
+        assert region.location == chain[-1].location
+        assert region_ops(module)[:3] == ["linalg.fill", "linalg.matmul", "linalg.generic"]
+        assert module.operation.verify()

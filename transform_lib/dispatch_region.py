@@ -120,17 +120,21 @@ def _build_region(
     escaping: list[tuple[ir.Value, list[ir.OpOperand]]],
 ) -> None:
     after_last = block_ops[max(members) + 1]
-    segments = ir.DenseI32ArrayAttr.get([0, 0])
+    where = block_ops[max(members)].location  # the region is where its last op was
+    segments = ir.DenseI32ArrayAttr.get([0, 0], context=where.context)
     region = ir.Operation.create(
         "flow.dispatch.region",
         results=[value.type for value, _ in escaping],
         attributes={"operandSegmentSizes": segments},
         regions=2,
+        loc=where,
         ip=ir.InsertionPoint(after_last),
     )
     body = region.regions[0].blocks.append()
     with ir.InsertionPoint(body):
-        terminator = ir.Operation.create("flow.return", operands=[value for value, _ in escaping])
+        terminator = ir.Operation.create(
+            "flow.return", operands=[value for value, _ in escaping], loc=where
+        )
     for m in members:
         block_ops[m].move_before(terminator)
     for (_, uses), result in zip(escaping, region.results, strict=True):
