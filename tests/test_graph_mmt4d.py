@@ -338,3 +338,17 @@ def test_group_ops_needs_no_location_context_and_places_the_region_at_the_last_o
         assert region.location == chain[-1].location
         assert region_ops(module)[:3] == ["linalg.fill", "linalg.matmul", "linalg.generic"]
         assert module.operation.verify()
+
+
+def test_fuse_unpack_leaves_a_matmul_already_in_a_dispatch_region_there() -> None:
+    with ir.Context():
+        module = ir.Module.parse(matmul(64, 32, 16))
+        group_ops([op for op in ops_of(module) if op.name in ("linalg.fill", "linalg.matmul")])
+        grouped = str(module)
+    text, report = rewrite(grouped, (16, 16, 1), fuse_unpack=True)
+    assert report.summary.endswith(
+        "each in one dispatch with its unpack; 1 already in a dispatch region, left there"
+    )
+    module = parse(text)
+    assert [op.name for op in ops_of(module)].count("flow.dispatch.region") == 1
+    assert "linalg.mmt4d" in region_ops(module)

@@ -422,7 +422,8 @@ def _elementwise_consumer(op: ir.Operation) -> ir.Operation | None:
 
 
 def _grouping_note(consumers: list[int | None]) -> str:
-    """``each in one dispatch with its unpack (and 2 elementwise ops)``, or which were not."""
+    """``each in one dispatch with its unpack (2 elementwise op(s) fused after it)``, and
+    how many were left in the region they were already in."""
     grouped = [n for n in consumers if n is not None]
     note = "each in one dispatch with its unpack"
     if sum(grouped):
