@@ -50,8 +50,7 @@ from tdsched.targets.workload import Workload
 from tdsched.transform_lib.census import census_functions, read_census
 from tdsched.transform_lib.constant_operands import ModelConstants
 
-from .constraints import parse_constraint
-from .errors import Where
+from .errors import RecipeError, Where
 from .files import write_atomically
 from .model_tasks import ModelTasks, OpSignature, Task, extract_tasks
 from .params import substitute_plain
@@ -61,7 +60,14 @@ from .sweep.executor import make_executor
 from .sweep.runner import Sweep, SweepOptions
 from .task_workloads import TaskSkipped, standalone_task
 from .tune_state import digest, load_state, save_state
-from .tune_templates import PACKABLE, UKERNELS_OFF, NoTemplate, Template, template_for
+from .tune_templates import (
+    PACKABLE,
+    UKERNELS_OFF,
+    NoTemplate,
+    Template,
+    conditions_hold,
+    template_for,
+)
 from .tune_templates_vulkan import vulkan_match, vulkan_template
 
 WIN = 1.02
@@ -561,16 +567,30 @@ def _packed_step(
     """The task's winning packed layout as a graph step of the model recipe: its
     template's ``mmt4d`` step with the winning tile, limited to the task's root layers
     (in the model, other matmuls keep their own schedules)."""
-    index, chosen = next(
-        (i, step)
-        for i, step in enumerate(template["graph"])
-        if parse_constraint(step["mmt4d"]["when"], set(values)).holds(values)
-    )
-    step = substitute_plain(chosen, values, Where(str(recipe), field=f"graph[{index}]"))
+    applying = [i for i, step in enumerate(template.get("graph") or []) if _packs(step, values)]
+    if not applying:
+        raise RecipeError(
+            Where(str(recipe), field="graph"),
+            "no mmt4d step applies to the task's packed winner "
+            f"({', '.join(f'{k}={v}' for k, v in values.items())}); keep the template's "
+            "mmt4d steps and their 'when' conditions on LAYOUT and UNPACK",
+        )
+    where = Where(str(recipe), field=f"graph[{applying[0]}]")
+    step = substitute_plain(template["graph"][applying[0]], values, where)
     options = dict(step["mmt4d"])
     options.pop("when", None)
     options["ops"] = {"op": task.root.op, "layer": list(task.layers)}
     return {"mmt4d": options}
+
+
+def _packs(step: Mapping[str, Any], values: Mapping[str, Any]) -> bool:
+    """Whether a template's graph ``step`` is an ``mmt4d`` step whose ``when`` (if any)
+    holds for ``values``."""
+    options = step.get("mmt4d")
+    if not isinstance(options, dict):
+        return False
+    when = options.get("when")
+    return when is None or conditions_hold([when], values)
 
 
 def _clash(task: Task, tasks: ModelTasks, target: Target) -> Task | None:

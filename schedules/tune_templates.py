@@ -34,6 +34,7 @@ candidates, never as a wrong model.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -128,15 +129,17 @@ def template_for(task: Task, dispatch: ConfiguredDispatch) -> Template:
     swept: dict[str, list[ParamValue]] = {name: list(values) for name, values in space.items()}
     template = Template(dict(defaults), swept, constraints, schedule)
     named = bool(task.layers) and len(task.layers) >= len(task.dispatches)
-    if root.op in PACKABLE and named and _holds(template.constraints, defaults):
+    # the packed layout holds its unused kernel parameters at the defaults: they must
+    # meet the kernel's constraints
+    if root.op in PACKABLE and named and conditions_hold(template.constraints, defaults):
         return with_packed_layout(template, defaults)
     return template
 
 
-def _holds(constraints: list[str], values: dict[str, int]) -> bool:
-    """Whether ``values`` (the kernel defaults, which the packed layout holds its unused
-    kernel parameters at) meet ``constraints``."""
-    return all(parse_constraint(c, set(values)).holds(values) for c in constraints)
+def conditions_hold(conditions: Sequence[str], values: Mapping[str, ParamValue]) -> bool:
+    """Whether ``values`` meet every one of ``conditions`` (constraints or ``when``
+    conditions, in the constraint language)."""
+    return all(parse_constraint(c, set(values)).holds(dict(values)) for c in conditions)
 
 
 def with_packed_layout(template: Template, kernel_defaults: dict[str, int]) -> Template:

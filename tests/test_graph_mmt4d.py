@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from iree.compiler import ir
@@ -352,3 +353,16 @@ def test_fuse_unpack_leaves_a_matmul_already_in_a_dispatch_region_there() -> Non
     module = parse(text)
     assert [op.name for op in ops_of(module)].count("flow.dispatch.region") == 1
     assert "linalg.mmt4d" in region_ops(module)
+
+
+def test_fuse_unpack_on_vulkan_is_refused_at_the_recipe_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recipe = tmp_path / "fv.yaml"
+    recipe.write_text(
+        "name: fv\nworkload: {generator: matmul, args: {M: 64, N: 64, K: 64}}\n"
+        "targets: [vulkan]\ngraph:\n  - mmt4d: {tile: [8, 8, 1], fuse_unpack: true}\n"
+    )
+    assert main(["apply", str(recipe), "--target", "vulkan"]) == 2
+    err = capsys.readouterr().err
+    assert f"{recipe}:5: graph[0].mmt4d: mmt4d: fuse_unpack needs the packs as they are" in err

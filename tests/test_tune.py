@@ -396,6 +396,11 @@ def test_a_packed_winner_with_its_unpack_fused_keeps_fuse_unpack(tmp_path: Path)
             "ops": {"op": "linalg.matmul", "layer": ["ffn.up"]},
         }
     }
+    # A template edited so that no mmt4d step applies is named, not a StopIteration.
+    recipe.write_text(yaml.safe_dump({"parameters": template.parameters, "kernels": []}))
+    with pytest.raises(RecipeError, match=r"t0.yaml: graph: no mmt4d step applies") as info:
+        _write_model_recipe(tmp_path / "p.yaml", MODEL, [tuning], options, packed=True)
+    assert "UNPACK=fused" in str(info.value)
 
 
 def test_tune_writes_a_model_recipe_that_is_correct_and_a_rerun_reuses_it(
