@@ -13,8 +13,8 @@ Both run on the target's device with the process's thread count, interleaved, an
 fastest of ``ROUNDS`` samples is kept: noise only slows a probe down, so the fastest
 sample is the best estimate of what the machine can do (STREAM reports the same). The
 result is cached in ``$TDSCHED_CACHE_DIR`` (default ``~/.cache/tdsched``) under a key of
-the CPU, target, compile flags, thread count and IREE version; ``tdsched peak --refresh``
-measures again.
+the CPU, target, compile flags, thread count, IREE version and :data:`PROBE_METHOD`;
+``tdsched peak --refresh`` measures again.
 """
 
 from __future__ import annotations
@@ -93,10 +93,25 @@ def cpu_description() -> str:
     return f"{name} (family {family} model {model}), {os.cpu_count()} cores"
 
 
+PROBE_METHOD = 2
+"""How the probes are timed; a new value measures again instead of reading the cache.
+2: on 2 or more threads, the calling thread no longer preempts the workers
+(:func:`~tdsched.targets.runtime.defer_caller_to_workers`), which raised the 2-thread FMA
+peak measured on a 2-core Zen 4 VM."""
+
+
 def _key(target: Target, threads: int | None) -> str:
     flags = "" if target.is_gpu else _cpuinfo().get("flags", "")
     text = "|".join(
-        [cpu_description(), flags, target.name, *target.flags, str(threads), _version()]
+        [
+            cpu_description(),
+            flags,
+            target.name,
+            *target.flags,
+            str(threads),
+            _version(),
+            f"method {PROBE_METHOD}",
+        ]
     )
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

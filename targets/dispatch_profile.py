@@ -11,11 +11,11 @@ by the runtime bindings", IREE 3.13), so the tools shipped beside it do.
 Modules are profiled in rounds, as :class:`~.timing.RoundTimer` times them: each round
 runs every module once, in alternating order, each in a fresh iree-benchmark-module
 process that warms up and then times back-to-back calls for at least
-:data:`~.timing.MIN_SAMPLE_S`, with the worker threads and malloc settings of in-process
-timing (:mod:`.runtime`). A round's sample of the whole function is the benchmark's wall
-time per call; only the calls of that timed run count for the dispatches too (warm-up and
-sizing calls are dropped), so both come from the same calls. One call is one queue
-submission: tdsched's modules record one command buffer per call.
+:data:`~.timing.MIN_SAMPLE_S`, with the worker threads, caller policy and malloc
+settings of in-process timing (:mod:`.runtime`). A round's sample of the whole function
+is the benchmark's wall time per call; only the calls of that timed run count for the
+dispatches too (warm-up and sizing calls are dropped), so both come from the same calls.
+One call is one queue submission: tdsched's modules record one command buffer per call.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .runtime import cpu_driver, keep_freed_memory_env, thread_flags
+from .runtime import cpu_driver, defer_caller_to_workers, keep_freed_memory_env, thread_flags
 from .target import Target
 from .timing import MIN_SAMPLE_S, Timing, round_order
 
@@ -181,6 +181,8 @@ def _profile_once(
     the timed calls."""
     bundle, results = stem.with_suffix(".ireeprof"), stem.with_suffix(".benchmark.json")
     driver = cpu_driver(target.driver, threads)
+    if driver == "local-task":
+        defer_caller_to_workers()  # the tool inherits it, as timing in process has it
     command = [
         str(tool_path("iree-benchmark-module")),
         f"--module={module.vmfb}",

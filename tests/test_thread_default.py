@@ -1,10 +1,16 @@
-"""One default x86 thread count for run, sweep, regress and peak, named in every table."""
+"""One default x86 thread count for run, sweep, regress and peak, named in every table;
+the CPU runtime driver and calling-thread policy it implies."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
+import pytest
 from tdsched.schedules.cli import make_parser
 from tdsched.schedules.evaluation import Status
 from tdsched.schedules.regress.baseline_file import Entry, Settings
@@ -14,7 +20,7 @@ from tdsched.schedules.regress.runner import EntryResult
 from tdsched.schedules.regress.verdict import Verdict
 from tdsched.schedules.sweep.database import ResultsDB
 from tdsched.schedules.sweep.runner import SweepOptions
-from tdsched.targets.runtime import cpu_driver
+from tdsched.targets.runtime import cpu_driver, defer_caller_to_workers
 from tdsched.targets.target import DEFAULT_THREADS, run_conditions
 
 
@@ -66,3 +72,40 @@ def test_one_cpu_thread_runs_inline_on_local_sync() -> None:
     assert cpu_driver("local-task", 2) == "local-task"
     assert cpu_driver("local-task", None) == "local-task"
     assert cpu_driver("vulkan", 1) == "vulkan"
+
+
+_POLICY_AFTER_PREPARE = """
+import os
+from tdsched.schedules.evaluation import prepare_device
+from tdsched.targets.target import make_target
+prepare_device(make_target("x86"), {threads})
+print(os.sched_getscheduler(0) == os.SCHED_BATCH)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="Linux scheduling policies")
+@pytest.mark.parametrize(("threads", "batch"), [(1, False), (2, True)])
+def test_workers_are_not_preempted_by_the_calling_thread(threads: int, batch: bool) -> None:
+    """On local-task (2+ threads) the calling thread waits under SCHED_BATCH, so waking it
+    does not take the core from the worker that woke it (benchmarks/caller_policy.py);
+    local-sync's calling thread does the work itself and keeps its policy. Each in a fresh
+    process: the thread count is fixed once per process."""
+    code = _POLICY_AFTER_PREPARE.format(threads=threads)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == str(batch)
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="Linux scheduling policies")
+def test_the_caller_policy_is_the_calling_threads_alone() -> None:
+    seen: list[int] = []
+    before = os.sched_getscheduler(0)
+
+    def in_a_thread() -> None:
+        assert defer_caller_to_workers()
+        seen.append(os.sched_getscheduler(0))
+
+    thread = threading.Thread(target=in_a_thread)
+    thread.start()
+    thread.join()
+    assert seen == [os.SCHED_BATCH]
+    assert os.sched_getscheduler(0) == before
