@@ -45,7 +45,8 @@ def resolve(
     error (a typo would otherwise silently run the default schedule). A ``shapes`` table
     entry chosen by the shape and the CPU ``threads`` it runs on (None: a GPU target; see
     :mod:`.shape_table`) replaces defaults first, overrides win over it; the result's
-    ``shape_choice`` says which entry was used. Steps and kernel schedules whose ``when``
+    ``shape_choice`` says which entry was used (an ``iree_default`` entry is set aside when
+    ``overrides`` give a tuned parameter). Steps and kernel schedules whose ``when``
     is false for the final values are left out, and listed in ``skipped``
     (:mod:`.conditions`).
     """
@@ -63,9 +64,13 @@ def resolve(
         choice = recipe.shapes.choose(values, recipe.space.constraints, threads)
         if choice.entry is not None:
             params.update(choice.entry.params)
+            if choice.entry.iree_default:
+                tuned = recipe.shapes.tuned_names | {axis.name for axis in recipe.space.axes}
+                given = tuple(name for name in overrides or {} if name in tuned)
+                choice = dataclasses.replace(choice, set_aside_by=given)
     params.update(overrides or {})
     resolved = _substitute(recipe, params, Where(recipe.source))
-    if choice is not None and choice.entry is not None and choice.entry.iree_default:
+    if choice is not None and choice.runs_iree_default:
         resolved = dataclasses.replace(resolved, graph=(), kernels=())
     resolved, skipped = apply_conditions(resolved, params)
     return dataclasses.replace(

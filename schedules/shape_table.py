@@ -22,7 +22,11 @@ without. On a GPU target (no CPU threads) the thread counts are ignored.
 
 The entry's values replace the defaults; parameters given with ``--param`` win over both.
 An entry may select IREE's own pipeline (``iree_default: true``) where no schedule won at
-that shape: the recipe's schedules are then left out, and ``run``/``show`` say so.
+that shape: the recipe's schedules are then left out, and ``run``/``show`` say so. Giving
+a tuned parameter with ``--param`` (one the table's entries set, or one the recipe's
+``space`` sweeps) asks for a schedule, so it sets such an entry aside: the schedules run
+with the defaults and the given values (as every candidate of ``sweep --shape`` does), and
+the choice names the parameters that set it aside.
 """
 
 from __future__ import annotations
@@ -91,6 +95,13 @@ class ShapeChoice:
     """Nearer entries left out because their parameters break a constraint here."""
     threads: int | None = None
     """The CPU thread count the choice was made for (None: a GPU target)."""
+    set_aside_by: tuple[str, ...] = ()
+    """Tuned parameters given as overrides that set an ``iree_default`` entry aside."""
+
+    @property
+    def runs_iree_default(self) -> bool:
+        """Whether the recipe's schedules are left out for IREE's own pipeline."""
+        return self.entry is not None and self.entry.iree_default and not self.set_aside_by
 
     def describe(self) -> str:
         here = ",".join(f"{name}={value}" for name, value in self.shape)
@@ -103,7 +114,16 @@ class ShapeChoice:
                 else f"no entry for {here}"
             )
             return f"shape table: {reason}; the recipe's parameter defaults are used"
-        what = "IREE's own pipeline (no schedule)" if self.entry.iree_default else "its parameters"
+        if self.set_aside_by:
+            what = (
+                "IREE's own pipeline, set aside: "
+                f"{', '.join(self.set_aside_by)} given, so the schedules run with the "
+                "recipe's defaults and the given values"
+            )
+        elif self.entry.iree_default:
+            what = "IREE's own pipeline (no schedule)"
+        else:
+            what = "its parameters"
         how = "exact match" if self.how == "exact" else f"nearest to {here}"
         text = f"shape table: entry {self.entry.label} ({how}): {what}"
         if self.skipped:
@@ -117,9 +137,10 @@ class ShapeChoice:
             "entry": self.entry.shape_label if self.entry else None,
             "entry_threads": self.entry.threads if self.entry else None,
             "how": self.how,
-            "iree_default": bool(self.entry and self.entry.iree_default),
+            "iree_default": self.runs_iree_default,
             "params": dict(self.entry.params) if self.entry else {},
             "skipped": list(self.skipped),
+            "set_aside_by": list(self.set_aside_by),
         }
 
 
@@ -169,6 +190,11 @@ class ShapeTable:
                         f"unknown parameter {name!r}; tuned values must be declared "
                         f"parameters ({known})",
                     )
+
+    @property
+    def tuned_names(self) -> frozenset[str]:
+        """The parameters some entry sets."""
+        return frozenset(name for entry in self.entries for name, _ in entry.params)
 
     def choose(
         self,

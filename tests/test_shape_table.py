@@ -76,6 +76,23 @@ def test_an_iree_default_entry_leaves_the_schedules_out_and_says_so() -> None:
     assert r["kernels"] == 0 and "IREE's own pipeline" in str(r["said"])
 
 
+def test_a_tuned_parameter_given_sets_an_iree_default_entry_aside_and_says_so() -> None:
+    """Giving TM asks for a schedule (as every candidate of ``sweep --shape`` does), so the
+    entry's "no schedule" must not silently drop it."""
+    r = resolved(M=128, N=128, K=128, TM=16)
+    assert (r["kernels"], r["TM"], r["TK"]) == (1, 16, 16)
+    assert "IREE's own pipeline, set aside: TM given" in str(r["said"])
+
+
+def test_a_swept_parameter_given_sets_an_iree_default_entry_aside() -> None:
+    only_default = (
+        RECIPE.split("    - {M: 256")[0] + "    - {M: 128, N: 128, K: 128, iree_default: true}\n"
+    )
+    text = only_default + "space:\n  TK: [16, 32]\n"
+    assert resolved(text, M=128, N=128, K=128, TK=32)["kernels"] == 1
+    assert resolved(text, M=128, N=128, K=128)["kernels"] == 0
+
+
 def test_explicit_parameters_win_over_the_entry() -> None:
     r = resolved(M=256, N=256, K=256, TM=16)
     assert (r["TM"], r["TK"]) == (16, 64)
