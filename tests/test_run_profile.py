@@ -106,13 +106,13 @@ def test_vulkan_dispatches_are_timed_on_the_device(vulkan: None) -> None:
 @pytest.mark.usefixtures("iree")
 def test_the_roofline_plot_is_written_and_the_table_printed(tmp_path: Path) -> None:
     png = tmp_path / "roofline.png"
-    sizes = ("--param", "M=256", "--param", "N=256", "--param", "K=256")
+    sizes = ("--param", "M=128", "--param", "N=128", "--param", "K=128")  # a scheduled entry
     proc = tdsched("run", "matmul_x86", *sizes, "--repeats", "2", "--profile", "--plot", str(png))
     assert proc.returncode == 0, proc.stderr
     assert f"tdsched: wrote {png}" in proc.stderr
     assert png.read_bytes().startswith(b"\x89PNG")
     table = proc.stdout[proc.stdout.index("profile  ") :].splitlines()
     assert table[1].split()[:2] == ["dispatch", "build"]
-    assert table[2].split()[:4] == ["#0", "matmul_256x256x256_f32", "scheduled", "matmul"]
-    assert table[3].split()[:4] == ["#0", "matmul_256x256x256_f32", "default", "IREE"]
+    assert table[2].split()[:4] == ["#0", "matmul_128x128x128_f32", "scheduled", "matmul"]
+    assert table[3].split()[:4] == ["#0", "matmul_128x128x128_f32", "default", "IREE"]
     assert table[4].startswith("calls    scheduled ")
