@@ -109,6 +109,25 @@ def test_a_schedule_that_no_longer_matches_is_not_applied(
     assert code == 1
 
 
+def test_a_shape_where_the_table_runs_iree_default_has_nothing_to_gate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """At 256^3 matmul_x86's table runs IREE's pipeline: timing it against itself would
+    pass any gate, so the entry is an error naming the table entry's line."""
+    baseline = write_baseline(
+        tmp_path / "b.yaml",
+        [{"recipe": "matmul_x86", "params": {"M": 256, "N": 256, "K": 256}, "threads": 2}],
+    )
+    code, entries = regress(capsys, str(baseline))
+    (entry,) = entries.values()
+    assert entry["status"] == "error"
+    lines = (RECIPES_DIR / "matmul_x86.yaml").read_text().splitlines()
+    line = next(i for i, t in enumerate(lines, 1) if "{M: 256, N: 256, K: 256, threads: 2" in t)
+    assert f"matmul_x86.yaml:{line}: " in entry["reason"]
+    assert "runs IREE's own pipeline (entry M=256,N=256,K=256 (2 threads))" in entry["reason"]
+    assert code == 1
+
+
 def test_update_blesses_what_measured_cleanly_and_keeps_the_rest(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -91,8 +91,9 @@ class Measurement:
 
 
 def measure(request: MeasureRequest) -> Measurement:
-    """Compile the entry's recipe (every schedule step must apply) and IREE default,
-    check the scheduled results, then time the speedup between two calibrations."""
+    """Compile the entry's recipe (every schedule step must apply; a shape-table entry
+    that runs IREE's own pipeline is an error: nothing to gate) and IREE default, check
+    the scheduled results, then time the speedup between two calibrations."""
     start = time.perf_counter()
     names: dict[str, Any] = {}
     try:
@@ -103,6 +104,14 @@ def measure(request: MeasureRequest) -> Measurement:
             "target": p.target.name,
             "numerics": {"atol": tolerance.atol, "rtol": tolerance.rtol},
         }
+        choice = p.recipe.shape_choice
+        if choice is not None and choice.entry is not None and choice.runs_iree_default:
+            raise RecipeError(
+                choice.entry.where,
+                f"at this shape the recipe's shape table runs IREE's own pipeline (entry "
+                f"{choice.entry.label}), so there is no schedule to gate; gate a shape "
+                "whose entry has tuned values, or give them in the entry's params",
+            )
         if p.scripts.has_host_loops:
             raise RecipeError(
                 p.scripts.has_host_loops.where,
