@@ -14,9 +14,10 @@ IREE's default build of the ``matmul`` generator's workload at each MxNxK, on
 ``--threads`` local-task workers, in a fresh process per sample whose calling thread is
 set to ``SCHED_OTHER`` (Linux's default) or ``SCHED_BATCH`` before the device is created,
 as tdsched sets it up; numpy's ``a @ b`` with as many BLAS threads, also a process per
-sample. Each round runs every variant once, the order alternating between rounds; a
-sample is ms per call over ``--sample-s`` of back-to-back calls after a warm-up, with the
-calling thread's CPU time over that wall time (what it spends spinning). Prints one JSON
+sample, under either policy (tdsched times numpy on the same calling thread). Each round
+runs every variant once, the order alternating between rounds; a sample is ms per call
+over ``--sample-s`` of back-to-back calls after a warm-up, with the calling thread's CPU
+time over that wall time (what it spends spinning). Prints one JSON
 object: per shape and variant, the median, min and max over the rounds.
 """
 
@@ -33,8 +34,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-VARIANTS = ["iree_other", "iree_batch", "numpy"]
-POLICIES = {"iree_other": "SCHED_OTHER", "iree_batch": "SCHED_BATCH"}
+VARIANTS = ["iree_other", "iree_batch", "numpy", "numpy_batch"]
+POLICIES = {
+    "iree_other": "SCHED_OTHER",
+    "iree_batch": "SCHED_BATCH",
+    "numpy": "SCHED_OTHER",
+    "numpy_batch": "SCHED_BATCH",
+}
 
 
 def sample(call: Callable[[], object], seconds: float) -> dict[str, float]:
@@ -58,10 +64,10 @@ def child(variant: str, vmfb: str, function: str, shape: str, threads: int, seco
     m, n, k = (int(v) for v in shape.split("x"))
     rng = np.random.default_rng(0)
     a, b = rng.random((m, k), dtype=np.float32), rng.random((k, n), dtype=np.float32)
-    if variant == "numpy":
+    os.sched_setscheduler(0, getattr(os, POLICIES[variant]), os.sched_param(0))
+    if variant.startswith("numpy"):
         print(json.dumps(sample(lambda: a @ b, seconds)))
         return
-    os.sched_setscheduler(0, getattr(os, POLICIES[variant]), os.sched_param(0))
     import iree.runtime as runtime
 
     runtime.flags.parse_flags(f"--task_topology_max_group_count={threads}")

@@ -67,8 +67,8 @@ def defer_caller_to_workers() -> bool:
     done. With as many workers as cores, the woken caller preempts that very worker and
     spins until the scheduler gives the core back. Measured on a 2-core Zen 4 VM, IREE
     3.13, IREE's default build of a 128x3072x768 matmul on 2 workers
-    (``benchmarks/caller_policy.py``, median of 9 rounds): the calling thread took 19% of
-    a core and a call 5.7 ms (4.7-6.6); with this policy 3% and 4.5 ms (4.1-5.0). The
+    (``benchmarks/caller_policy.py``, median of 9 rounds): the calling thread took 18% of
+    a core and a call 6.1 ms (4.8-7.8); with this policy 3% and 4.8 ms (4.1-7.3). The
     policy only drops the preemption on wake-up; the caller does no work while it waits.
 
     Returns whether the policy took (not where the OS has no ``SCHED_BATCH``). The
