@@ -255,7 +255,12 @@ def _steps(
         sizes: list[Any] = [0] * len(root.loop_ranges)
         for d, loop in enumerate(out_loops):
             sizes[loop] = workgroup[d]
-        steps.append({"fuse_ext": {"tile_sizes": sizes}})
+        fuse: dict[str, Any] = {"tile_sizes": sizes}
+        if sum(op.op == root.op for op in dispatch.ops) == 1:
+            # Named, not "the dispatch root": IREE may re-create the matched op before
+            # the strategy runs (seen on a conv whose fill follows it), losing its tag.
+            fuse = {"root": {"op": root.op}, **fuse}
+        steps.append({"fuse_ext": fuse})
         main = "root"
     if dispatch.init_is_fill:
         steps.append({"producer": {"of": main, "operand": dispatch.root_inputs, "as": "init"}})

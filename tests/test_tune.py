@@ -3,6 +3,7 @@ real tune of the shipped small CNN checked against its numpy reference."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -184,6 +185,19 @@ def test_the_template_is_centred_on_iree_s_tile_sizes() -> None:
     assert "TK % RK == 0" in template.constraints
     assert steps[-1] == {"vectorize": {}}
     assert "W3 % RW == 0" in template.constraints
+
+
+def test_without_an_epilogue_the_root_is_named_where_its_op_is_unique() -> None:
+    """IREE may re-create the matched op before the strategy runs (a conv whose fill
+    follows it, in small_cnn), so fuse_ext names the root instead of taking "the dispatch
+    root"; with a second op of the same name that name would match both, so not then."""
+    conv = _conv()
+    alone = dataclasses.replace(conv, ops=conv.ops[:2], root_reads={})
+    steps = template_for(TASK, alone).schedule
+    assert steps[0]["fuse_ext"]["root"] == {"op": "linalg.generic"}
+    assert steps[1] == {"producer": {"of": "root", "operand": 2, "as": "init"}}
+    padded = dataclasses.replace(alone, ops=(conv.ops[2], *alone.ops), root=2)
+    assert "root" not in template_for(TASK, padded).schedule[0]["fuse_ext"]
 
 
 def test_an_elementwise_task_has_no_template() -> None:
