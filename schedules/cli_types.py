@@ -39,6 +39,8 @@ def add_threads_option(parser: argparse.ArgumentParser) -> None:
         type=positive_int,
         default=DEFAULT_THREADS,
         help=f"x86 CPU threads the build runs on (default {DEFAULT_THREADS}, the same for "
-        "run, sweep, regress and peak; 1 runs on IREE's local-sync driver; it also selects "
-        "a shape table's entries tuned for that count; ignored on Vulkan)",
+        "run, sweep, regress and peak; 1 runs on IREE's local-sync driver, 2 or more on "
+        "local-task workers, with the calling thread under SCHED_BATCH so that it does "
+        "not preempt them; it also selects a shape table's entries tuned for that count; "
+        "ignored on Vulkan)",
     )
