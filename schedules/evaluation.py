@@ -28,13 +28,7 @@ import numpy as np
 from tdsched.targets import Target, make_target
 from tdsched.targets.compiler import CompileError, CompileResult
 from tdsched.targets.result_check import compare_result
-from tdsched.targets.runtime import (
-    DeviceError,
-    LoadedModule,
-    configure_threads,
-    defer_caller_to_workers,
-    keep_freed_memory,
-)
+from tdsched.targets.runtime import DeviceError, LoadedModule, configure_threads, keep_freed_memory
 from tdsched.targets.workload import random_inputs
 
 from .errors import ScheduleNotApplied
@@ -141,16 +135,13 @@ def compare_outputs(
 
 def prepare_device(target: Target, threads: int) -> None:
     """Runtime set-up before any module is loaded: ``threads`` task workers on x86 (the
-    GPU ignores it), a calling thread that waits for them without preempting them
-    (:func:`~tdsched.targets.runtime.defer_caller_to_workers`, with 2 or more), and
-    freed device memory kept for reuse between timed calls.
+    GPU ignores it; see :func:`~tdsched.targets.runtime.configure_threads`), and freed
+    device memory kept for reuse between timed calls.
 
     Precondition: call before the first module of this process is loaded.
     """
     if not target.is_gpu:
         configure_threads(threads)
-        if threads > 1:
-            defer_caller_to_workers()
     keep_freed_memory()
 
 

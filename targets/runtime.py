@@ -32,14 +32,17 @@ class DeviceError(RuntimeError):
 
 
 def configure_threads(threads: int) -> None:
-    """Use ``threads`` CPU threads in this process: ``threads`` local-task workers, or the
-    calling thread alone on local-sync for one (:func:`cpu_driver`)."""
+    """Use ``threads`` CPU threads in this process: ``threads`` local-task workers, which
+    the calling thread waits for without preempting them (:func:`defer_caller_to_workers`),
+    or the calling thread alone on local-sync for one (:func:`cpu_driver`)."""
     if _THREADS and _THREADS[0] != threads:
         raise DeviceError(f"threads already set to {_THREADS[0]} in this process")
     if threads < 1:
         raise DeviceError(f"threads must be >= 1, got {threads}")
     if not _THREADS:
         ireert.flags.parse_flags(*thread_flags(threads))
+        if cpu_driver("local-task", threads) == "local-task":
+            defer_caller_to_workers()
         _THREADS.append(threads)
 
 
