@@ -39,12 +39,13 @@ FFN = [(128, 3072, 768), (128, 768, 3072), (512, 4096, 1024)]
 """Transformer FFN matmuls (M x N x K): BERT-base's up and down projections at 128
 tokens, and a 512-token 1024 -> 4096 projection."""
 MATMUL_GRID = [(n, n, n) for n in SQUARE] + FFN
+RESNET_BLOCK_GRID = [(56, 256, 64), (28, 512, 128), (14, 1024, 256)]
+"""ResNet-50's bottleneck sizes (H = W, C channels, inner width M) in its stages 1-3."""
 DEFAULT_SIZE_RECIPES = [
     "matmul_mmt4d_x86",
     "matmul_bias_relu_fuse_ext_x86",
     "matmul_chain_x86",
     "matmul_chain_cross_layer_x86",
-    "resnet_block_x86",
     "small_cnn_x86",
     "elementwise_chain_x86",
     "collapse_dims_x86",
@@ -71,8 +72,9 @@ class Case:
 
 
 def cases(quick: bool) -> list[Case]:
-    """The benchmark's points: matmul recipes over the grid, the rest at their defaults
-    (``quick``: the 256³ and 1024³ matmuls and the ResNet block only); matmul_x86 over
+    """The benchmark's points: matmul recipes and the ResNet block over their grids, the
+    rest at their defaults (``quick``: the 256³ and 1024³ matmuls and the 56² ResNet
+    block only); matmul_x86 over
     the grid and matmul_mmt4d_x86 again with constant weights (``WEIGHTS=constant``: B
     inside the function, as in an inference graph)."""
     grid = [(256, 256, 256), (1024, 1024, 1024)] if quick else MATMUL_GRID
@@ -84,7 +86,9 @@ def cases(quick: bool) -> list[Case]:
     constant: dict[str, int | str] = {"WEIGHTS": "constant"}
     found += [Case("matmul_x86", {"M": m, "N": n, "K": k, **constant}) for m, n, k in grid]
     found.append(Case("matmul_mmt4d_x86", constant))
-    return found + [Case(r) for r in (["resnet_block_x86"] if quick else DEFAULT_SIZE_RECIPES)]
+    blocks = RESNET_BLOCK_GRID[:1] if quick else RESNET_BLOCK_GRID
+    found += [Case("resnet_block_x86", {"H": h, "W": h, "C": c, "M": m}) for h, c, m in blocks]
+    return found + ([] if quick else [Case(r) for r in DEFAULT_SIZE_RECIPES])
 
 
 def measure(case: Case, threads: int, repeats: int) -> dict[str, Any]:

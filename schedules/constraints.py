@@ -62,8 +62,15 @@ class Expression:
         Raises :class:`ConstraintError` when evaluation fails (division by zero, a
         string parameter in arithmetic, an exponent that is too large).
         """
+        return bool(self.value(values))
+
+    def value(self, values: Mapping[str, Number | str]) -> Any:
+        """The expression's value for ``values`` (a number, or a bool for a comparison).
+
+        Raises :class:`ConstraintError` as :meth:`holds` does.
+        """
         try:
-            return bool(_evaluate(self.tree, values))
+            return _evaluate(self.tree, values)
         except ZeroDivisionError as exc:
             raise ConstraintError(f"{self.text!r}: division by zero") from exc
         except TypeError as exc:

@@ -2,6 +2,9 @@
 
 A string that is exactly ``${NAME}`` becomes the parameter's value (keeping its type, so
 tile sizes stay integers); ``${NAME}`` inside a longer string is interpolated as text.
+A reference may also hold an arithmetic expression over parameters, in the language of
+constraints (:mod:`.constraints`): ``"${H * W}"`` is the product, an integer when both
+are (``/`` divides to a float, ``//`` stays integral).
 """
 
 from __future__ import annotations
@@ -12,11 +15,13 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from .conditions import apply_conditions
+from .constraints import ConstraintError, parse_constraint
 from .errors import RecipeError, Where
 from .recipe import Recipe
 from .space import ParamValue
 
-_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_REF = re.compile(r"\$\{([^{}]+)\}")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 T = TypeVar("T")
 
 
@@ -121,15 +126,30 @@ def _substitute(obj: T, params: Mapping[str, ParamValue], where: Where) -> T:
 
 
 def _substitute_text(text: str, params: Mapping[str, ParamValue], where: Where) -> ParamValue:
-    for name in _REF.findall(text):
-        if name not in params:
-            known = ", ".join(sorted(params)) or "none"
-            raise RecipeError(
-                where,
-                f"parameter ${{{name}}} is not declared; add it under 'parameters' "
-                f"(declared: {known})",
-            )
+    values = {ref: _reference(ref, params, where) for ref in _REF.findall(text)}
     whole = _REF.fullmatch(text)
     if whole:
-        return params[whole.group(1)]
-    return _REF.sub(lambda m: str(params[m.group(1)]), text)
+        return values[whole.group(1)]
+    return _REF.sub(lambda m: str(values[m.group(1)]), text)
+
+
+def _reference(ref: str, params: Mapping[str, ParamValue], where: Where) -> ParamValue:
+    """The value of the reference ``${ref}``: a parameter, or an expression over them."""
+    name = ref.strip()
+    if _NAME.fullmatch(name) and name not in params:
+        known = ", ".join(sorted(params)) or "none"
+        raise RecipeError(
+            where,
+            f"parameter ${{{name}}} is not declared; add it under 'parameters' (declared: {known})",
+        )
+    if name in params:
+        return params[name]
+    try:
+        value = parse_constraint(name, frozenset(params)).value(params)
+    except ConstraintError as exc:
+        raise RecipeError(where, f"in ${{{ref}}}: {exc}") from exc
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise RecipeError(
+            where, f"${{{ref}}} is a condition, not a value; write it in a 'when' instead"
+        )
+    return value

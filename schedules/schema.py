@@ -30,7 +30,7 @@ from .yaml_frontend import (
 
 JSON = dict[str, Any]
 
-_PARAM: JSON = {"type": "string", "pattern": r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$"}
+_PARAM: JSON = {"type": "string", "pattern": r"^\$\{[^{}]+\}$"}
 _INT: JSON = {"anyOf": [{"type": "integer"}, _PARAM], "description": 'integer or "${PARAM}"'}
 _INTS: JSON = {"type": "array", "items": _INT}
 _TEXT: JSON = {"type": "string", "minLength": 1}

@@ -53,11 +53,14 @@ def _assert_dispatches_make_up_the_call(profile: dict[str, Any]) -> None:
 
 @pytest.mark.usefixtures("iree")
 def test_resnet_block_dispatches_name_their_kernels_and_add_up_to_the_workload() -> None:
-    profile = _profile("resnet_block_x86", "--threads", "1")
+    tiles = {"WH": 4, "RW": 8, "RF": 16, "EXPAND": "schedule", "EP": 56, "EC": 64}
+    params = [arg for name, value in tiles.items() for arg in ("--param", f"{name}={value}")]
+    profile = _profile("resnet_block_x86", "--threads", "1", *params)
     assert profile["profiling_mode"] == "host-execution" and profile["threads"] == 1
     pairs = profile["dispatches"]
     assert [p["paired_by"] for p in pairs] == ["description"] * 3
-    assert [p["scheduled"]["kernel"] for p in pairs] == ["conv1x1_reduce", "conv3x3", None]
+    kernels = ["conv1x1_reduce", "conv3x3", "conv1x1_expand"]
+    assert [p["scheduled"]["kernel"] for p in pairs] == kernels
     assert all(p["baseline"]["kernel"] is None for p in pairs)
     assert pairs[1]["scheduled"]["label"] == "#1 conv_56x56x64x3x3x64_f32"
     # The dispatches' work is the whole workload's, counted separately from its IR.

@@ -49,6 +49,13 @@ def test_parameters_substitute_with_their_type() -> None:
     assert isinstance(tile, TileStep) and tile.sizes == (32, 16, 0)
 
 
+def test_a_reference_may_compute_from_parameters() -> None:
+    text = GOOD.replace('["${TM}", 16, 0]', '["${TM * 2}", "${64 // TM}", 0]')
+    recipe = resolve(parse_recipe(text, "r.yaml"), {"TM": 8})
+    tile = recipe.kernels[0].steps[1]
+    assert isinstance(tile, TileStep) and tile.sizes == (16, 8, 0)
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -67,6 +74,19 @@ def test_parameters_substitute_with_their_type() -> None:
         (
             GOOD.replace('"${TM}"', '"${TX}"'),
             "r.yaml:11: kernels[0].schedule[1].tile: parameter ${TX} is not declared",
+        ),
+        (
+            GOOD.replace('"${TM}"', '"${TM * TX}"'),
+            "r.yaml:11: kernels[0].schedule[1].tile: in ${TM * TX}: 'TM * TX' names TX, "
+            "which is not a parameter; declared: TM",
+        ),
+        (
+            GOOD.replace('"${TM}"', '"${TM > 8}"'),
+            "r.yaml:11: kernels[0].schedule[1].tile: ${TM > 8} is a condition, not a value",
+        ),
+        (
+            GOOD.replace('"${TM}"', '"${TM / 3}"'),
+            "r.yaml:11: kernels[0].schedule[1].tile.sizes",
         ),
         (
             GOOD.replace("match: {op: linalg.matmul}", "match: {}"),
