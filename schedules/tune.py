@@ -55,6 +55,7 @@ from .files import write_atomically
 from .model_tasks import ModelTasks, OpSignature, Task, extract_tasks
 from .params import substitute_plain
 from .pipeline import census_output
+from .space import ParamValue
 from .sweep.database import Result, ResultsDB
 from .sweep.executor import make_executor
 from .sweep.runner import Sweep, SweepOptions
@@ -521,6 +522,8 @@ def _write_model_recipe(
         body = "config" if "config" in template["kernels"][0] else "schedule"
         where = Where(str(tuning.recipe), field=f"kernels[0].{body}")
         filled = substitute_plain(template["kernels"][0][body], values, where)
+        if body == "schedule":
+            filled = _steps_taken(filled, values)
         kernels.append(
             {"name": tuning.task.name, "match": _match(tuning.task, o.target), body: filled}
         )
@@ -552,6 +555,23 @@ def _write_model_recipe(
         path, (header + yaml.safe_dump(document, sort_keys=False, default_flow_style=None)).encode()
     )
     return len(kernels) + len(graph)
+
+
+def _steps_taken(
+    steps: list[dict[str, Any]], values: Mapping[str, ParamValue]
+) -> list[dict[str, Any]]:
+    """The schedule ``steps`` as the winner ran them: a step whose ``when`` condition
+    fails at ``values`` left out, the condition dropped from the others (the model
+    recipe does not declare the template's parameters)."""
+    taken = []
+    for step in steps:
+        ((name, options),) = step.items()
+        when = options.get("when") if isinstance(options, dict) else None
+        if when is None:
+            taken.append(step)
+        elif conditions_hold([when], values):
+            taken.append({name: {k: v for k, v in options.items() if k != "when"}})
+    return taken
 
 
 def _chosen(tuning: TaskTuning, packed: bool) -> Result | None:

@@ -14,6 +14,14 @@ pooling, reduction) and at most one elementwise epilogue after it, on x86:
    by 1); the init and the epilogue get the same register tile;
 3. fold unit loops and vectorize.
 
+A task with an epilogue has a second way through step 2, ``EPILOGUE: fused``: the
+epilogue is register-tiled first and the root and its init are fused into that loop, so
+each register tile is reduced, goes through the epilogue and is written before the next
+one starts (no cache tile: ``TK`` is held at the whole loop). The default,
+``EPILOGUE: buffer``, reduces the workgroup's whole tile into a buffer, then runs the
+epilogue over it. On resnet_block_x86's convolutions on 2 threads the buffer cost
+12-14% (docs/benchmarks.md); on a large-reduction matmul the cache tile can matter more.
+
 A task whose root is a named ``linalg.matmul`` or ``linalg.batch_matmul`` from named
 layers has a second way to run, ``LAYOUT: packed``: the graph step ``mmt4d`` packs it
 into ``M0`` x ``N0`` x ``K0`` tiles (IREE's data-tiling layout, compiled by IREE's mmt4d
@@ -62,6 +70,9 @@ PACK_TILES = {"M0": PACK_ROWS, "N0": PACK_COLUMNS}
 """The packed layout's swept inner tiles (``K0`` is 1): IREE's data tiling takes 16x16
 on AVX-512 and 8x8 on AVX2; 16x32 measured fastest on AVX-512 (docs/primitives/mmt4d.md)."""
 PACK_DEFAULT = {"M0": 16, "N0": 32, "K0": 1}
+EPILOGUE_WAYS = ("buffer", "fused")
+"""Where a task's epilogue runs (module docstring): over the workgroup's buffered result,
+or on each register tile."""
 UNPACK = ("separate", "fused")
 """Where a packed candidate's unpack runs: in a dispatch of its own, or in the mmt4d's
 (``fuse_unpack``; it changes the best tile, docs/primitives/mmt4d.md)."""
@@ -127,12 +138,17 @@ def template_for(task: Task, dispatch: ConfiguredDispatch) -> Template:
     constraints.append(f"RH * RW * RK * 4 <= {STACK_BYTES}")
     constraints.append("TK % RK == 0")
     swept: dict[str, list[ParamValue]] = {name: list(values) for name, values in space.items()}
-    template = Template(dict(defaults), swept, constraints, schedule)
+    parameters: dict[str, ParamValue] = dict(defaults)
+    if dispatch.epilogue:
+        swept["EPILOGUE"] = list(EPILOGUE_WAYS)
+        parameters["EPILOGUE"] = EPILOGUE_WAYS[0]
+        constraints.append(f"EPILOGUE == 'buffer' or TK == {max(space['TK'])}")
+    template = Template(parameters, swept, constraints, schedule)
     named = bool(task.layers) and len(task.layers) >= len(task.dispatches)
     # the packed layout holds its unused kernel parameters at the defaults: they must
     # meet the kernel's constraints
-    if root.op in PACKABLE and named and conditions_hold(template.constraints, defaults):
-        return with_packed_layout(template, defaults)
+    if root.op in PACKABLE and named and conditions_hold(template.constraints, parameters):
+        return with_packed_layout(template, parameters)
     return template
 
 
@@ -142,10 +158,13 @@ def conditions_hold(conditions: Sequence[str], values: Mapping[str, ParamValue])
     return all(parse_constraint(c, set(values)).holds(dict(values)) for c in conditions)
 
 
-def with_packed_layout(template: Template, kernel_defaults: dict[str, int]) -> Template:
+def with_packed_layout(template: Template, kernel_defaults: Mapping[str, ParamValue]) -> Template:
     """``template`` with ``LAYOUT: rowmajor | packed`` (see the module docstring): the
     kernel schedule when ``rowmajor``, the ``mmt4d`` graph step when ``packed``."""
-    held = " and ".join(f"{name} == {value}" for name, value in kernel_defaults.items())
+    held = " and ".join(
+        f"{name} == {value!r}" if isinstance(value, str) else f"{name} == {value}"
+        for name, value in kernel_defaults.items()
+    )
     packed_held = " and ".join(f"{name} == {PACK_DEFAULT[name]}" for name in PACK_TILES)
     space: dict[str, list[ParamValue]] = {
         **template.space,
@@ -242,7 +261,6 @@ def _steps(
     dispatch: ConfiguredDispatch, workgroup: list[Any], register: list[int | str]
 ) -> list[dict[str, Any]]:
     root = dispatch.root_op
-    out_loops = root.output_loops or ()
     steps: list[dict[str, Any]] = []
     if dispatch.epilogue:
         last = len(dispatch.ops) - 1
@@ -252,10 +270,7 @@ def _steps(
         )
         main = "main"
     else:
-        sizes: list[Any] = [0] * len(root.loop_ranges)
-        for d, loop in enumerate(out_loops):
-            sizes[loop] = workgroup[d]
-        fuse: dict[str, Any] = {"tile_sizes": sizes}
+        fuse: dict[str, Any] = {"tile_sizes": _on_root_loops(dispatch, workgroup)}
         if sum(op.op == root.op for op in dispatch.ops) == 1:
             # Named, not "the dispatch root": IREE may re-create the matched op before
             # the strategy runs (seen on a conv whose fill follows it), losing its tag.
@@ -265,26 +280,71 @@ def _steps(
     if dispatch.init_is_fill:
         steps.append({"producer": {"of": main, "operand": dispatch.root_inputs, "as": "init"}})
     first = _first_reduction(dispatch)
-    if first is not None:
-        cache: list[Any] = [0] * len(root.loop_ranges)
-        cache[first] = "${TK}"
-        steps.append({"tile": {"target": main, "sizes": cache}})
-    parallel: list[Any] = [0] * len(root.loop_ranges)
-    for d, loop in enumerate(out_loops):
-        parallel[loop] = register[d]
-    steps.append({"tile": {"target": main, "sizes": parallel}})
     reduce: list[Any] = [
         0 if it == "parallel" else ("${RK}" if i == first else 1)
         for i, it in enumerate(root.iterators)
     ]
+    if dispatch.epilogue:
+        steps += _when("EPILOGUE == 'buffer'", _buffered(dispatch, main, register, reduce))
+        steps += _when("EPILOGUE == 'fused'", _fused(dispatch, main, register, reduce))
+    else:
+        steps += _buffered(dispatch, main, register, reduce)
+    steps.append({"cleanup": {"unit_dims": True}})
+    steps.append({"vectorize": {}})
+    return steps
+
+
+def _buffered(
+    dispatch: ConfiguredDispatch, main: str, register: list[int | str], reduce: list[Any]
+) -> list[dict[str, Any]]:
+    """Step 2 over the workgroup's tile: cache tile, register tile, reduction; the init
+    and the epilogue register-tiled after it, each in loops of its own."""
+    root = dispatch.root_op
+    steps: list[dict[str, Any]] = []
+    first = _first_reduction(dispatch)
+    if first is not None:
+        cache: list[Any] = [0] * len(root.loop_ranges)
+        cache[first] = "${TK}"
+        steps.append({"tile": {"target": main, "sizes": cache}})
+    steps.append({"tile": {"target": main, "sizes": _on_root_loops(dispatch, register)}})
     steps.append({"tile": {"target": main, "sizes": reduce}})
     if dispatch.init_is_fill:
         steps.append({"tile": {"target": "init", "sizes": list(register)}})
     if dispatch.epilogue:
         steps.append({"tile": {"sizes": list(register)}})
-    steps.append({"cleanup": {"unit_dims": True}})
-    steps.append({"vectorize": {}})
     return steps
+
+
+def _fused(
+    dispatch: ConfiguredDispatch, main: str, register: list[int | str], reduce: list[Any]
+) -> list[dict[str, Any]]:
+    """Step 2 per register tile of the epilogue: the root and its init fused into it,
+    then the root's reduction tiled."""
+    steps: list[dict[str, Any]] = [
+        {"tile": {"sizes": list(register), "loops": "registers"}},
+        {"fuse_into": {"producer": main, "loop": "registers"}},
+    ]
+    if dispatch.init_is_fill:
+        steps.append({"fuse_into": {"producer": "init", "loop": "registers"}})
+    steps.append({"tile": {"target": main, "sizes": reduce}})
+    return steps
+
+
+def _on_root_loops(dispatch: ConfiguredDispatch, per_output: Sequence[Any]) -> list[Any]:
+    """Tile sizes given per output dim of the root, as sizes of the root's loops (0 on
+    its reduction loops)."""
+    root = dispatch.root_op
+    sizes: list[Any] = [0] * len(root.loop_ranges)
+    for d, loop in enumerate(root.output_loops or ()):
+        sizes[loop] = per_output[d]
+    return sizes
+
+
+def _when(condition: str, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``steps``, each taken only where ``condition`` holds."""
+    return [
+        {name: {**options, "when": condition}} for step in steps for name, options in step.items()
+    ]
 
 
 def pow2_divisors(size: int) -> list[int]:

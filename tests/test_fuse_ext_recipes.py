@@ -13,7 +13,6 @@ from tdsched.schedules.loading import load
 from tdsched.schedules.pipeline import build, plan
 from tdsched.schedules.python_api import Match, RecipeBuilder, generator
 from tdsched.schedules.run_report import run
-from tdsched.schedules.shape_table import ShapeEntry
 
 MBR_SMALL = {"M": 256, "N": 256, "K": 256}
 
@@ -137,33 +136,6 @@ def test_kernel_fuse_ext_tile_nums_build_the_tile_sizes_strategy(
 
 def test_resnet_block_recipes_match_numpy(target: str) -> None:
     _ok(run(plan(load(f"resnet_block_{target}")), time_it=False))
-
-
-def _scheduled_entries(recipe: str) -> list[ShapeEntry]:
-    table = load(recipe).shapes
-    assert table is not None, recipe
-    return [entry for entry in table.entries if not entry.iree_default]
-
-
-@pytest.mark.parametrize("entry", _scheduled_entries("resnet_block_x86"), ids=lambda e: e.label)
-@pytest.mark.usefixtures("iree")
-def test_resnet_block_x86_table_entries_apply_and_match_numpy(
-    entry: ShapeEntry, tmp_path: Path
-) -> None:
-    """Every shape-table entry that runs a schedule builds its kernels (the expand
-    dispatch's too where the entry schedules it) and is correct against numpy."""
-    p = plan(load("resnet_block_x86"), "x86", dict(entry.shape), threads=entry.threads)
-    assert p.recipe.shape_choice is not None and p.recipe.shape_choice.entry == entry
-    files = build(p, tmp_path)
-    assert files.kernel_library is not None
-    library = files.kernel_library.read_text()
-    kernels = ["conv1x1_reduce", "conv3x3"]
-    if dict(entry.params).get("EXPAND") == "schedule":
-        kernels.append("conv1x1_expand")
-    for name in kernels:
-        assert f"@tdsched_strategy_{name}(" in library, name
-    report = run(p, time_it=False)
-    assert report.status == "ok", report
 
 
 @pytest.mark.usefixtures("iree")

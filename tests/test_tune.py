@@ -165,7 +165,7 @@ TASK = Task("t4", (OpSignature("linalg.generic", (16, 16, 16, 16, 3, 3), "convol
 def test_the_template_is_centred_on_iree_s_tile_sizes() -> None:
     template = template_for(TASK, _conv())
     assert template.parameters == {
-        "W1": 2, "W2": 16, "W3": 16, "RW": 8, "RH": 1, "RK": 8, "TK": 16
+        "W1": 2, "W2": 16, "W3": 16, "RW": 8, "RH": 1, "RK": 8, "TK": 16, "EPILOGUE": "buffer"
     }  # fmt: skip
     assert template.space["W1"] == [1, 2, 4, 8]  # a quarter to four times IREE's 2
     assert template.space["RK"] == [1, 2, 4, 8, 16]
@@ -176,12 +176,30 @@ def test_the_template_is_centred_on_iree_s_tile_sizes() -> None:
     }
     assert steps[1] == {"producer": {"of": "root", "operand": 0, "as": "main"}}
     assert steps[2] == {"producer": {"of": "main", "operand": 2, "as": "init"}}
-    # The cache tile on the first reduction loop, then the register tile on the two
-    # innermost output dims only (a unit loop between two tiled ones gives wrong results
-    # after vectorizing), then the reduction.
-    assert steps[3]["tile"]["sizes"] == [0, 0, 0, 0, "${TK}", 0, 0]
+    # EPILOGUE buffer: the cache tile on the first reduction loop, then the register tile
+    # on the two innermost output dims only (a unit loop between two tiled ones gives
+    # wrong results after vectorizing), then the reduction; init and epilogue after it.
+    buffer = "EPILOGUE == 'buffer'"
+    assert steps[3]["tile"] == {
+        "target": "main",
+        "sizes": [0, 0, 0, 0, "${TK}", 0, 0],
+        "when": buffer,
+    }
     assert steps[4]["tile"]["sizes"] == [1, 1, "${RH}", "${RW}", 0, 0, 0]
     assert steps[5]["tile"]["sizes"] == [0, 0, 0, 0, "${RK}", 1, 1]
+    assert steps[6]["tile"] == {"target": "init", "sizes": [1, 1, "${RH}", "${RW}"], "when": buffer}
+    assert steps[7]["tile"] == {"sizes": [1, 1, "${RH}", "${RW}"], "when": buffer}
+    # EPILOGUE fused: the epilogue's register tile first, the conv and its init fused
+    # into it, then the conv's reduction; no cache tile (TK held at the whole loop).
+    fused = "EPILOGUE == 'fused'"
+    assert steps[8:12] == [
+        {"tile": {"sizes": [1, 1, "${RH}", "${RW}"], "loops": "registers", "when": fused}},
+        {"fuse_into": {"producer": "main", "loop": "registers", "when": fused}},
+        {"fuse_into": {"producer": "init", "loop": "registers", "when": fused}},
+        {"tile": {"target": "main", "sizes": [0, 0, 0, 0, "${RK}", 1, 1], "when": fused}},
+    ]
+    assert template.space["EPILOGUE"] == ["buffer", "fused"]
+    assert "EPILOGUE == 'buffer' or TK == 16" in template.constraints
     assert "TK % RK == 0" in template.constraints
     assert steps[-1] == {"vectorize": {}}
     assert "W3 % RW == 0" in template.constraints
@@ -256,6 +274,7 @@ def test_a_matmul_task_from_named_layers_may_also_run_packed() -> None:
     # Each layout holds the other's parameters at one value: every candidate once.
     held = template.constraints[-2]
     assert held.startswith("LAYOUT == 'rowmajor' or (W0 == 64 and W1 == 64 and RW == 32")
+    assert held.endswith("and EPILOGUE == 'buffer')")
     assert template.constraints[-1] == (
         "LAYOUT == 'packed' or (M0 == 16 and N0 == 32 and UNPACK == 'separate')"
     )
@@ -340,6 +359,19 @@ def test_the_winning_values_fill_the_schedule(tmp_path: Path) -> None:
     _write_model_recipe(tmp_path / "m.yaml", MODEL, [won], options)
     written = yaml.safe_load((tmp_path / "m.yaml").read_text())
     assert written["kernels"][0]["schedule"] == [{"tile": {"sizes": [2, 4, 16]}}]
+    # Steps with a `when`: those the winner ran, without their condition (the model
+    # recipe does not declare the template's parameters).
+    template["kernels"][0]["schedule"] = [
+        {"tile": {"sizes": ["${RH}"], "when": "WAY == 'a'"}},
+        {"tile": {"sizes": ["${RW}"], "when": "WAY == 'b'"}},
+        {"vectorize": {}},
+    ]
+    template["parameters"]["WAY"] = "a"
+    recipe.write_text(yaml.safe_dump(template))
+    won.best = Result("k", "t0.yaml", "x86", {"RH": 4, "RW": 16, "WAY": "b"}, "ok", speedup=1.5)
+    _write_model_recipe(tmp_path / "m.yaml", MODEL, [won], options)
+    written = yaml.safe_load((tmp_path / "m.yaml").read_text())
+    assert written["kernels"][0]["schedule"] == [{"tile": {"sizes": [16]}}, {"vectorize": {}}]
     # A name the template does not declare is an error naming the template.
     template["kernels"][0]["schedule"] = [{"tile": {"sizes": ["${NOPE}"]}}]
     recipe.write_text(yaml.safe_dump(template))

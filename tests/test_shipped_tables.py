@@ -1,0 +1,42 @@
+"""Every shape-table entry of a shipped recipe that runs a schedule is selected at its own
+shape and thread count, builds, and is correct against the reference: a table entry is a
+transform the recipe applies, checked numerically like the recipe's defaults."""
+
+from __future__ import annotations
+
+import pytest
+from tdsched.schedules.loading import load, shipped_recipe_names
+from tdsched.schedules.pipeline import plan
+from tdsched.schedules.run_report import run
+from tdsched.schedules.shape_table import ShapeEntry
+
+
+def _scheduled_entries() -> list[tuple[str, ShapeEntry]]:
+    found = []
+    for name in shipped_recipe_names():
+        table = load(name).shapes
+        if table is not None:
+            found += [(name, entry) for entry in table.entries if not entry.iree_default]
+    return found
+
+
+ENTRIES = _scheduled_entries()
+
+
+def test_the_shipped_tables_have_scheduled_entries() -> None:
+    recipes = {name for name, _ in ENTRIES}
+    assert {"matmul_x86", "resnet_block_x86", "small_cnn_x86"} <= recipes
+
+
+@pytest.mark.parametrize(
+    ("recipe", "entry"), ENTRIES, ids=[f"{name}[{entry.label}]" for name, entry in ENTRIES]
+)
+@pytest.mark.usefixtures("iree")
+def test_a_scheduled_entry_applies_and_matches_the_reference(
+    recipe: str, entry: ShapeEntry
+) -> None:
+    p = plan(load(recipe), None, dict(entry.shape), threads=entry.threads)
+    choice = p.recipe.shape_choice
+    assert choice is not None and choice.entry == entry, choice
+    report = run(p, time_it=False)
+    assert report.status == "ok", report
