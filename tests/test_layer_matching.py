@@ -11,7 +11,9 @@ import pytest
 from cli_process import tdsched
 from tdsched.schedules.errors import RecipeError
 from tdsched.schedules.loading import load
+from tdsched.schedules.params import resolve
 from tdsched.schedules.pipeline import apply_graph, plan
+from tdsched.targets.target import DEFAULT_THREADS
 
 NET = """
 from tdsched.recipes.models import Model
@@ -205,5 +207,8 @@ def test_small_cnn_schedule_applied_where_the_recipe_says() -> None:
     assert "// conv1x1_to_matmul: rewrote 1 linalg.conv_2d_nchw_fchw" in proc.stdout
     block1 = proc.stdout.split("// kernel 'block1': dispatch function after its schedule steps")
     assert np.char.count(block1[1], "scf.forall").sum() >= 1
-    # The conv is vectorized (its unit loops folded), not left as a scalar linalg op.
-    assert "vector<8x16xf32>" in block1[1] and "linalg.generic" not in block1[1]
+    # The conv is vectorized to its register tile (its unit loops folded), not left as a
+    # scalar linalg op; the tile is the shape table's entry for the default shape.
+    tile = resolve(load("small_cnn_x86"), threads=DEFAULT_THREADS).parameter_dict
+    register = f"vector<{tile['RH']}x{tile['RW']}xf32>"
+    assert register in block1[1] and "linalg.generic" not in block1[1]
