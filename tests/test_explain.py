@@ -180,11 +180,14 @@ def test_every_step_nest_of_every_shipped_recipe_matches_its_ir(
     reading of the IR text (regexes, no bindings) finds."""
     if target == "vulkan":
         request.getfixturevalue("vulkan")
-    # On 1 thread: a shape-table entry that runs IREE's default build on 2 threads
-    # (matmul_bias_relu_x86 at its default 512^3) keeps its schedule there.
+    # On 1 thread, else 2: a shape-table entry may run IREE's default build at the
+    # recipe's default shape on one count (matmul_bias_relu_x86 at 512^3 on 2 threads,
+    # resnet_block_x86 at 56x56 on 1) and keep its schedule on the other.
     found = _traced(name, target, threads=1)
     if not found.schedules:
-        pytest.skip(f"{name} has no schedule steps")
+        found = _traced(name, target, threads=2)
+    if not found.schedules:
+        pytest.skip(f"{name} has no schedule steps on 1 or 2 threads")
     assert found.units
     for unit in found.units:
         steps = [s.step for s in unit.snapshots]
