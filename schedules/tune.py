@@ -566,10 +566,7 @@ def _steps_taken(
     taken = []
     for step in steps:
         ((name, options),) = step.items()
-        when = options.get("when") if isinstance(options, dict) else None
-        if when is None:
-            taken.append(step)
-        elif conditions_hold([when], values):
+        if _applies(options, values):
             taken.append({name: {k: v for k, v in options.items() if k != "when"}})
     return taken
 
@@ -607,8 +604,12 @@ def _packs(step: Mapping[str, Any], values: Mapping[str, Any]) -> bool:
     """Whether a template's graph ``step`` is an ``mmt4d`` step whose ``when`` (if any)
     holds for ``values``."""
     options = step.get("mmt4d")
-    if not isinstance(options, dict):
-        return False
+    return isinstance(options, dict) and _applies(options, values)
+
+
+def _applies(options: Mapping[str, Any], values: Mapping[str, Any]) -> bool:
+    """Whether a template step with ``options`` runs at ``values``: it has no ``when``,
+    or its ``when`` holds."""
     when = options.get("when")
     return when is None or conditions_hold([when], values)
 

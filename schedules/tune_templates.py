@@ -20,7 +20,7 @@ each register tile is reduced, goes through the epilogue and is written before t
 one starts (no cache tile: ``TK`` is held at the whole loop). The default,
 ``EPILOGUE: buffer``, reduces the workgroup's whole tile into a buffer, then runs the
 epilogue over it. On resnet_block_x86's convolutions on 2 threads the buffer cost
-12-14% (docs/benchmarks.md); on a large-reduction matmul the cache tile can matter more.
+4-5% (docs/benchmarks.md); on a large-reduction matmul the cache tile can matter more.
 
 A task whose root is a named ``linalg.matmul`` or ``linalg.batch_matmul`` from named
 layers has a second way to run, ``LAYOUT: packed``: the graph step ``mmt4d`` packs it
