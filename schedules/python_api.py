@@ -534,8 +534,8 @@ class RecipeBuilder:
             shape = []
             for name in key:
                 value = entry[name]
-                if not isinstance(value, int) or isinstance(value, bool):
-                    raise RecipeError(where, f"shapes entry: {name} must be an integer")
+                if not isinstance(value, int | str) or isinstance(value, bool):
+                    raise RecipeError(where, f"shapes entry: {name} must be an integer or a string")
                 shape.append((name, value))
             params = tuple(
                 (k, v)

@@ -114,7 +114,8 @@ def recipe_schema() -> JSON:
                         "type": "array",
                         "items": {
                             "type": "object",
-                            "description": "key values (integers), tuned parameter values, "
+                            "description": "key values (integers; strings for a string "
+                            "key), tuned parameter values, "
                             + "; ".join(f"{k}: {v}" for k, v in ENTRY_OPTIONS.items()),
                             "properties": {
                                 "iree_default": {"type": "boolean"},

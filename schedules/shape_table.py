@@ -2,14 +2,19 @@
 
 The best tile sizes of a matmul at 256³ are not those at 2048³. A recipe's ``shapes``
 table (cf. Triton's autotune ``key``) holds one tuned parameter set per shape, keyed by
-some of the recipe's integer parameters (``key: [M, N, K]``); ``tdsched sweep --shape``
+some of the recipe's integer parameters (``key: [M, N, K]``), and by string-valued ones
+where the best values depend on them too (``key: [M, N, K, WEIGHTS]``: constant weights
+are packed at compile time, input weights in the timed call); ``tdsched sweep --shape``
 fills it. When a recipe is resolved, the shape it runs at (its parameters after
 ``--param`` overrides) selects an entry:
 
 * an entry with exactly that shape; else, with ``rule: nearest`` (the default), the
-  entry nearest in log2 space (the sum over the key of ``|log2(entry / shape)|``;
-  ties go to the entry listed first) among those whose parameters satisfy the recipe's
-  ``constraints`` at this shape (``K % TK == 0``...); with ``rule: exact``, none;
+  entry nearest in log2 space (the sum over the integer keys of ``|log2(entry /
+  shape)|``; ties go to the entry listed first) among those whose parameters satisfy the
+  recipe's ``constraints`` at this shape (``K % TK == 0``...), taken from the entries
+  whose string keys match the run's values where there are any (else from those that
+  differ in the fewest of them: an entry tuned for input weights serves constant ones
+  when none was tuned for those); with ``rule: exact``, none;
 * no entry: the recipe's own parameter defaults, and the choice says so.
 
 An entry may say which CPU thread count it was tuned for (``threads: 1``; ``sweep --shape``
@@ -48,13 +53,17 @@ ENTRY_OPTIONS = {
 }
 """An entry's fields besides its key values and tuned parameter values."""
 Rule = Literal["nearest", "exact"]
+KeyValue = int | str
+"""A key parameter's value: a size, or a string such as ``constant``."""
+Shape = tuple[tuple[str, KeyValue], ...]
+"""Key parameter names and values, in key order."""
 
 
 @dataclass(frozen=True)
 class ShapeEntry:
     """Tuned parameter values for one shape."""
 
-    shape: tuple[tuple[str, int], ...]
+    shape: Shape
     """The key parameters' values, in key order."""
     params: tuple[tuple[str, ParamValue], ...] = ()
     iree_default: bool = False
@@ -75,20 +84,25 @@ class ShapeEntry:
             return self.shape_label
         return f"{self.shape_label} ({self.threads} thread{'s' * (self.threads != 1)})"
 
-    def distance(self, shape: tuple[tuple[str, int], ...], threads: int | None) -> float:
+    def distance(self, shape: Shape, threads: int | None) -> tuple[int, float]:
         """How far this entry is from ``shape`` run on ``threads`` CPU threads (None: a
-        GPU), in log2 steps (see the module docstring)."""
-        far = sum(abs(math.log2(x / y)) for (_, x), (_, y) in zip(self.shape, shape, strict=True))
+        GPU): the string keys it differs in, then log2 steps (see the module docstring)."""
+        differ, far = 0, 0.0
+        for (_, mine), (_, theirs) in zip(self.shape, shape, strict=True):
+            if isinstance(mine, str) or isinstance(theirs, str):
+                differ += mine != theirs
+            else:
+                far += abs(math.log2(mine / theirs))
         if self.threads is not None and threads is not None:
             far += abs(math.log2(self.threads / threads))
-        return far
+        return differ, far
 
 
 @dataclass(frozen=True)
 class ShapeChoice:
     """Which entry a resolved recipe used, and how it was found."""
 
-    shape: tuple[tuple[str, int], ...]
+    shape: Shape
     entry: ShapeEntry | None
     how: Literal["exact", "nearest", "none"]
     skipped: tuple[str, ...] = ()
@@ -155,25 +169,26 @@ class ShapeTable:
 
     def check(self, parameters: Mapping[str, ParamValue]) -> None:
         """Raise a RecipeError at the offending field unless every key and entry
-        parameter is declared, key values are positive integers and shapes are unique."""
+        parameter is declared, key values have their parameter's type (positive integers
+        for an integer key, strings for a string key) and shapes are unique."""
         for name in self.key:
             if name not in parameters:
                 raise RecipeError(
                     self.where.child("key"),
                     f"key parameter {name!r} is not declared under 'parameters'",
                 )
-            if not isinstance(parameters[name], int):
+            if not isinstance(parameters[name], int | str) or isinstance(parameters[name], bool):
                 raise RecipeError(
                     self.where.child("key"),
-                    f"key parameter {name!r} must have an integer default, "
+                    f"key parameter {name!r} must have an integer or string default, "
                     f"got {parameters[name]!r}",
                 )
-        seen: dict[tuple[tuple[tuple[str, int], ...], int | None], ShapeEntry] = {}
+        seen: dict[tuple[Shape, int | None], ShapeEntry] = {}
         for entry in self.entries:
             if [name for name, _ in entry.shape] != list(self.key):
                 raise RecipeError(entry.where, f"give exactly the key {list(self.key)}")
-            if any(value <= 0 for _, value in entry.shape):
-                raise RecipeError(entry.where, "key values must be positive integers")
+            for name, value in entry.shape:
+                _check_key_value(name, value, parameters[name], entry.where)
             if entry.threads is not None and entry.threads <= 0:
                 raise RecipeError(entry.where, "threads must be a positive integer")
             if (entry.shape, entry.threads) in seen:
@@ -191,6 +206,11 @@ class ShapeTable:
                         f"parameters ({known})",
                     )
 
+    def _string_key(self, index: int) -> bool:
+        """Whether the key's ``index``-th parameter takes strings (as its entries' values
+        do; a table without entries: integers)."""
+        return any(isinstance(e.shape[index][1], str) for e in self.entries)
+
     @property
     def tuned_names(self) -> frozenset[str]:
         """The parameters some entry sets."""
@@ -205,29 +225,42 @@ class ShapeTable:
         """The entry for the shape in ``values`` (all the recipe's parameters) run on
         ``threads`` CPU threads (None: a GPU target), per ``rule``; an entry whose
         parameters break a constraint at this shape is skipped."""
-        for name in self.key:
-            if not isinstance(values[name], int) or isinstance(values[name], bool):
+        shape: list[tuple[str, KeyValue]] = []
+        for index, name in enumerate(self.key):
+            value = values[name]
+            string = self._string_key(index)
+            if isinstance(value, bool | float) or isinstance(value, str) != string:
+                kind = "a string" if string else "an integer"
                 raise RecipeError(
                     self.where.child("key"),
-                    f"{name} selects the shape table entry and must be an integer, "
-                    f"got {values[name]!r}",
+                    f"{name} selects the shape table entry and must be {kind}, got {value!r}",
                 )
-        shape = tuple((name, int(values[name])) for name in self.key)
+            shape.append((name, value))
+        here = tuple(shape)
 
-        def nearness(entry: ShapeEntry) -> tuple[float, bool]:
-            return entry.distance(shape, threads), entry.threads is None
+        def nearness(entry: ShapeEntry) -> tuple[tuple[int, float], bool]:
+            return entry.distance(here, threads), entry.threads is None
 
         ranked = sorted(self.entries, key=nearness)  # stable: ties keep the listed order
-        if ranked and nearness(ranked[0])[0] == 0:
-            return ShapeChoice(shape, ranked[0], "exact", threads=threads)
+        if ranked and nearness(ranked[0])[0] == (0, 0.0):
+            return ShapeChoice(here, ranked[0], "exact", threads=threads)
         if self.rule == "exact":
-            return ShapeChoice(shape, None, "none", threads=threads)
+            return ShapeChoice(here, None, "none", threads=threads)
         skipped: list[str] = []
         for entry in ranked:
             if entry.iree_default or _satisfies({**values, **dict(entry.params)}, constraints):
-                return ShapeChoice(shape, entry, "nearest", tuple(skipped), threads)
+                return ShapeChoice(here, entry, "nearest", tuple(skipped), threads)
             skipped.append(entry.label)
-        return ShapeChoice(shape, None, "none", tuple(skipped), threads)
+        return ShapeChoice(here, None, "none", tuple(skipped), threads)
+
+
+def _check_key_value(name: str, value: KeyValue, default: ParamValue, where: Where) -> None:
+    """Raise at ``where`` unless ``value`` has the type of the key parameter's default."""
+    if isinstance(default, str):
+        if not isinstance(value, str):
+            raise RecipeError(where, f"{name} is a string key: give a string, got {value!r}")
+    elif isinstance(value, str | bool) or value <= 0:
+        raise RecipeError(where, f"key values must be positive integers here ({name}={value!r})")
 
 
 def _satisfies(values: Mapping[str, ParamValue], constraints: tuple[Constraint, ...]) -> bool:

@@ -13,7 +13,9 @@
    the largest expected gain, in the manner of Ansor's task scheduler: its time per call
    in the model, divided by its best speedup so far, times the relative gain its last
    round found (at least ``MIN_GAIN`` divided by the rounds it has had, so a task that
-   stopped improving yields to the others). A round never starts past the budget.
+   stopped improving yields to the others). A round never starts past the budget. A
+   task's best candidate is its latest race's winner, and its speedup the median of
+   every race that candidate ran in (one noisy race moves it only that far).
 4. **One frozen recipe for the model** (``OUT/<model>.tuned.yaml``): the model's
    workload and, per task whose best candidate beat IREE's pipeline by ``WIN`` or more,
    its kernel schedule (or config) with the winning values, matched by the task's root op
@@ -37,6 +39,8 @@ candidates already recorded in the database are reused without compiling or timi
 """
 
 from __future__ import annotations
+
+import statistics
 
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -126,13 +130,20 @@ class TaskTuning:
     best_packed: Result | None = None
     """Its best correct candidate in the packed layout, where its template has one: the
     model-level layout race may take it (see :func:`tune`)."""
+    raced: dict[str, list[float]] = field(default_factory=dict)
+    """Per candidate key, the median speedup each of its races measured, one per round
+    whose race it ran in."""
 
     @property
     def speedup(self) -> float | None:
-        """The best candidate's speedup over IREE's pipeline on the task (raced where it
-        raced)."""
+        """The best candidate's speedup over IREE's pipeline on the task: the median over
+        the races it ran in (one race that lands on a noisy stretch of the machine moves
+        it less than it moves that race), else its screening speedup."""
         if self.best is None:
             return None
+        history = self.raced.get(self.best.key)
+        if history:
+            return statistics.median(history)
         return self.best.confirmed_speedup or self.best.speedup
 
     @property
@@ -177,6 +188,7 @@ class TaskTuning:
             "exhausted": self.exhausted,
             "best": self.best.as_dict() if self.best else None,
             "best_packed": self.best_packed.as_dict() if self.best_packed else None,
+            "raced": self.raced,
         }
 
     def resume(self, saved: Mapping[str, Any] | None) -> bool:
@@ -196,7 +208,11 @@ class TaskTuning:
             exhausted = bool(saved["exhausted"])
             packed = saved.get("best_packed")
             best_packed = Result(**packed) if packed else None
-        except (KeyError, TypeError, ValueError):
+            raced = {
+                str(key): [float(x) for x in history]
+                for key, history in (saved.get("raced") or {}).items()
+            }
+        except (KeyError, TypeError, ValueError, AttributeError):
             return False
         self.best, self.rounds, self.candidates, self.failed = best, rounds, candidates, failed
         self.spent_s, self.last_gain, self.valid, self.exhausted = (
@@ -205,7 +221,7 @@ class TaskTuning:
             valid,
             exhausted,
         )
-        self.best_packed = best_packed
+        self.best_packed, self.raced = best_packed, raced
         if best is None and rounds:
             self.reason = _no_correct(candidates)
         return True
@@ -476,6 +492,9 @@ def _round(tuning: TaskTuning, db: ResultsDB, o: TuneOptions) -> None:
     tuning.exhausted = len(outcome.results) <= tuning.candidates
     tuning.candidates = len(outcome.results)
     tuning.failed = len(outcome.failed)
+    if outcome.raced and outcome.decision is not None:
+        for standing in outcome.decision.race.standings:
+            tuning.raced.setdefault(standing.key, []).append(round(standing.speedup.median, 4))
     ranked = outcome.ranked
     tuning.best = ranked[0] if ranked else None
     packed = [r for r in ranked if r.params.get("LAYOUT") == "packed"]

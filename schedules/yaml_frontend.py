@@ -231,7 +231,7 @@ def _shapes(node: Node) -> ShapeTable:
             params.append((name, scalar))
         entries.append(
             ShapeEntry(
-                shape=tuple((name, fields[name].integer()) for name in key),
+                shape=tuple((name, _key_value(fields[name])) for name in key),
                 params=tuple(params),
                 iree_default=fields["iree_default"].flag() if "iree_default" in fields else False,
                 note=fields["note"].text() if "note" in fields else "",
@@ -241,6 +241,15 @@ def _shapes(node: Node) -> ShapeTable:
         )
     rule = f["rule"].choice(RULES) if "rule" in f else "nearest"
     return ShapeTable(key, tuple(entries), rule, node.where)  # type: ignore[arg-type]
+
+
+def _key_value(node: Node) -> int | str:
+    """A shape table key value: an integer (a size) or a string (``constant``); the
+    recipe checks it against its parameter's type."""
+    value = node.scalar()
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise node.fail(f"a key value must be an integer or a string, got {value!r}")
+    return value
 
 
 def _tolerance(node: Node) -> Tolerance:

@@ -108,7 +108,8 @@ def test_the_exact_rule_falls_back_to_the_defaults_and_says_so() -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (("{M: 64, N: 64,", "{M: 64, N: big,"), "r.yaml:15: shapes.key: key parameter 'N' must"),
+        (("{M: 64, N: 64,", "{M: 64, N: 1.5,"), "r.yaml:15: shapes.key: key parameter 'N' must"),
+        (("{M: 64, N: 64,", "{M: 64, N: big,"), "r.yaml:18: shapes.entries[0]: N is a string key"),
         (("TK: 64, note", "TQ: 64, note"), "r.yaml:18: shapes.entries[0]: unknown parameter 'TQ'"),
         (("{M: 128, N: 128, K: 128,", "{M: 256, N: 256, K: 256,"), "a second entry for M=256"),
         (("{M: 128, N: 128, K: 128,", "{M: 128, N: 128,"), "missing key value(s) K"),
@@ -146,7 +147,8 @@ def test_the_python_front_end_builds_the_same_table() -> None:
 
 def test_sweep_shape_arguments_are_checked_when_parsed() -> None:
     assert shape_arg("M=256,N=128") == {"M": 256, "N": 128}
-    for bad in ("M=256,N", "M=-1", "M=x", "=3"):
+    assert shape_arg("M=256,WEIGHTS=constant") == {"M": 256, "WEIGHTS": "constant"}
+    for bad in ("M=256,N", "M=-1", "M=0", "M=2.5", "=3", "W=a b"):
         with pytest.raises(argparse.ArgumentTypeError, match="NAME=VALUE pairs"):
             shape_arg(bad)
 
@@ -235,3 +237,76 @@ def test_the_python_front_end_takes_thread_counts() -> None:
     assert resolve(recipe, {"M": 256}, 2).parameter_dict["TM"] == 32
     with pytest.raises(RecipeError, match="threads must be an integer"):
         b.shapes(["M"], [{"M": 256, "threads": "1"}])
+
+
+KEYED = """\
+name: t
+workload:
+  generator: matmul
+  args: {M: "${M}", N: 64, K: 64, weights: "${WEIGHTS}"}
+parameters: {M: 64, WEIGHTS: input, TM: 8}
+kernels:
+  - name: mm
+    match: {op: linalg.matmul}
+    schedule:
+      - tile: {sizes: ["${TM}", 16, 0]}
+shapes:
+  key: [M, WEIGHTS]
+  entries:
+    - {M: 256, WEIGHTS: input, TM: 32}
+    - {M: 1024, WEIGHTS: input, TM: 64}
+    - {M: 1024, WEIGHTS: constant, TM: 16}
+"""
+
+
+def keyed(text: str = KEYED, **params: int | str) -> tuple[object, str, object]:
+    recipe = resolve(parse_recipe(text, "r.yaml"), params)
+    choice = recipe.shape_choice
+    assert choice is not None and choice.entry is not None
+    return choice.entry.label, choice.how, recipe.parameter_dict["TM"]
+
+
+def test_a_string_key_selects_the_entry_tuned_for_its_value() -> None:
+    assert keyed(M=1024, WEIGHTS="constant") == ("M=1024,WEIGHTS=constant", "exact", 16)
+    assert keyed(M=1024, WEIGHTS="input") == ("M=1024,WEIGHTS=input", "exact", 64)
+    # a string key that matches outranks any size distance: 256 is far from 1024, but
+    # the only constant entry is at 1024
+    assert keyed(M=256, WEIGHTS="constant") == ("M=1024,WEIGHTS=constant", "nearest", 16)
+    assert keyed(M=200, WEIGHTS="input") == ("M=256,WEIGHTS=input", "nearest", 32)
+
+
+def test_without_an_entry_for_its_value_the_nearest_other_serves() -> None:
+    text = KEYED.replace("    - {M: 1024, WEIGHTS: constant, TM: 16}\n", "")
+    assert keyed(text, M=1024, WEIGHTS="constant") == ("M=1024,WEIGHTS=input", "nearest", 64)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("{M: 256, WEIGHTS: input,", "{M: 256, WEIGHTS: 3,"), "WEIGHTS is a string key"),
+        (("{M: 256, WEIGHTS: input,", "{M: 256, WEIGHTS: 1.5,"), "must be an integer or a string"),
+        (
+            ("{M: 256, WEIGHTS: input,", "{M: big, WEIGHTS: input,"),
+            "positive integers here (M='big')",
+        ),
+    ],
+)
+def test_bad_string_key_values_name_the_entry(change: tuple[str, str], message: str) -> None:
+    assert change[0] in KEYED
+    with pytest.raises(RecipeError) as info:
+        parse_recipe(KEYED.replace(*change), "r.yaml")
+    assert "r.yaml:1" in str(info.value) and message in str(info.value)
+
+
+def test_a_string_key_given_a_number_at_run_time_is_an_error() -> None:
+    with pytest.raises(RecipeError, match="WEIGHTS selects the shape table entry and must be a s"):
+        resolve(parse_recipe(KEYED, "r.yaml"), {"WEIGHTS": 3})
+
+
+def test_the_python_front_end_takes_string_keys() -> None:
+    b = RecipeBuilder("t", workload=generator("matmul", M=64, N=64, K=64))
+    b.shapes(["M", "W"], [{"M": 256, "W": "input", "TM": 32}, {"M": 256, "W": "constant", "TM": 4}])
+    b.parameters(M=64, W="input", TM=8)
+    recipe = b.build()
+    assert resolve(recipe, {"M": 256, "W": "constant"}).parameter_dict["TM"] == 4
+    assert resolve(recipe, {"M": 256}).parameter_dict["TM"] == 32

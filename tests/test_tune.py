@@ -513,6 +513,27 @@ def test_a_task_resumes_from_its_saved_state_only_for_the_same_template(tmp_path
     assert not edited.resume(saved) and edited.rounds == 0
 
 
+def test_a_task_s_speedup_is_the_median_of_the_races_its_best_ran_in(tmp_path: Path) -> None:
+    """One race on a noisy stretch (1.08x where two earlier races measured 1.6x and
+    1.5x) moves the task's speedup to the median, not to that race's figure."""
+    recipe = tmp_path / "t0.yaml"
+    recipe.write_text("name: task_t0\n")
+    best = Result("k", "t0.yaml", "x86", {"RW": 16}, "ok", speedup=1.7, confirmed_speedup=1.08)
+    raced = {"k": [1.6, 1.5, 1.08], "other": [1.2]}
+    tuning = _tuning("t0", 2.0, recipe=recipe, rounds=3, best=best, raced=raced)
+    assert tuning.speedup == 1.5 and tuning.won
+    saved = json.loads(json.dumps(tuning.state()))
+    again = _tuning("t0", 2.0, recipe=recipe)
+    assert again.resume(saved) and again.raced == raced and again.speedup == 1.5
+    # a state written before race histories were kept: the last race's figure
+    del saved["raced"]
+    older = _tuning("t0", 2.0, recipe=recipe)
+    assert older.resume(saved) and older.raced == {} and older.speedup == 1.08
+    # a best that never raced: its screening speedup
+    fresh = Result("n", "t0.yaml", "x86", {"RW": 8}, "ok", speedup=1.3)
+    assert _tuning("t0", 2.0, recipe=recipe, best=fresh, raced=raced).speedup == 1.3
+
+
 def test_the_tune_state_is_kept_per_model_target_and_threads(tmp_path: Path) -> None:
     identity = {"model": "net", "target": "x86", "threads": 1}
     save_state(tmp_path, TuneState(identity, 90.0, {"t0": {"rounds": 1}}))

@@ -194,7 +194,8 @@ def add_parser(sub: Any) -> None:
         type=shape_arg,
         metavar="NAME=V,NAME=V",
         help="sweep at this shape (repeatable; every --shape names the same parameters, "
-        "the table's key) and write the winners as a shape table",
+        "the table's key) and write the winners as a shape table; a value that is not a "
+        "number keys by a string parameter (M=128,N=3072,K=768,WEIGHTS=constant)",
     )
     p.add_argument("--top", type=positive_int, default=10, help="rows of the ranked table (10)")
     p.add_argument("--json", action="store_true", help="print one JSON object at the end")
@@ -235,17 +236,22 @@ def _progress(quiet: bool) -> Any:
     return show
 
 
-def shape_arg(text: str) -> dict[str, int]:
-    """``M=256,N=256,K=256`` → ``{"M": 256, ...}`` (argparse type of ``--shape``)."""
-    shape: dict[str, int] = {}
+def shape_arg(text: str) -> dict[str, int | str]:
+    """``M=256,N=256,K=256`` → ``{"M": 256, ...}`` (argparse type of ``--shape``); a value
+    that is not a number is a string key value (``WEIGHTS=constant``)."""
+    shape: dict[str, int | str] = {}
     for part in text.split(","):
         name, sep, value = part.partition("=")
-        if not sep or not name.strip() or not value.strip().isdigit() or int(value) <= 0:
+        value = value.strip()
+        number = value.isdigit() and int(value) > 0
+        word = value.isidentifier()
+        if not sep or not name.strip() or not (number or word):
             raise argparse.ArgumentTypeError(
-                f"{text!r}: expected NAME=VALUE pairs with positive integer values, "
-                "separated by commas, e.g. M=256,N=256,K=256"
+                f"{text!r}: expected NAME=VALUE pairs separated by commas, each value a "
+                "positive integer (a size) or a name (a string key such as "
+                "WEIGHTS=constant), e.g. M=256,N=256,K=256"
             )
-        shape[name.strip()] = int(value)
+        shape[name.strip()] = int(value) if number else value
     return shape
 
 
@@ -334,7 +340,7 @@ def _sweep_shapes(args: argparse.Namespace, fixed: dict[str, Any]) -> int:
                 f"every --shape must name the same parameters in the same order (the "
                 f"table's key): {','.join(key)} vs {','.join(shape)}"
             )
-    done: list[tuple[dict[str, int], SweepOutcome]] = []
+    done: list[tuple[dict[str, int | str], SweepOutcome]] = []
     sweep = None
     for shape in args.shape:
         if not args.quiet:
@@ -377,12 +383,12 @@ def _sweep_shapes(args: argparse.Namespace, fixed: dict[str, Any]) -> int:
     return 0 if not missing else 1
 
 
-def _label(shape: dict[str, int]) -> str:
+def _label(shape: dict[str, int | str]) -> str:
     return ",".join(f"{name}={value}" for name, value in shape.items())
 
 
 def _table_entry(
-    shape: dict[str, int], fixed: dict[str, Any], outcome: SweepOutcome, threads: int | None
+    shape: dict[str, int | str], fixed: dict[str, Any], outcome: SweepOutcome, threads: int | None
 ) -> dict[str, Any]:
     """The table entry a sweep at ``shape`` on ``threads`` CPU threads (None: a GPU)
     earned: its best candidate's parameters, or IREE default when even the best is slower

@@ -100,6 +100,8 @@ class SweepOutcome:
     elapsed_s: float = 0.0
     decision: Decision | None = None
     """The race that picked the best (None when no candidate was timed)."""
+    raced: bool = False
+    """Whether this run raced (else :attr:`decision` is the one an earlier run recorded)."""
     threads: int | None = None
     """x86 runtime threads the candidates were timed with (GPU targets ignore them)."""
     build_files: Path | None = None
@@ -343,7 +345,7 @@ class Sweep:
             if outcome.timed or self.db.sweep(sweep_id).decision is None:
                 # A resumed sweep may have been stopped in its race, after every candidate
                 # was recorded: finish it, never report a best that did not race.
-                self._finish_timing(sweep_id)
+                outcome.raced = self._finish_timing(sweep_id)
         finally:
             self.executor.close()
         self.db.finish_sweep(sweep_id)
@@ -488,9 +490,9 @@ class Sweep:
                 f"IREE's default build could not be run on {self.target}: {exc}"
             ) from exc
 
-    def _finish_timing(self, sweep_id: int) -> None:
+    def _finish_timing(self, sweep_id: int) -> bool:
         """IREE default again (drift), then the race of the candidates screening could not
-        tell apart from the leader."""
+        tell apart from the leader; False when no candidate could race."""
         results = self.db.results(sweep_id)
         screened = [
             (r.key, screening_interval(r))
@@ -498,7 +500,7 @@ class Sweep:
             if r.ok and r.speedup and r.artifact and Path(r.artifact).is_file()
         ]
         if not screened:
-            return
+            return False
         self._default_built()
         self.db.record_baseline(sweep_id, "end", self._time_default())
         settings = self.options.race
@@ -513,6 +515,7 @@ class Sweep:
             self.db.record_raced(sweep_id, standing.key, standing.speedup.median)
         screening_s = sum(r.timing_s or 0.0 for r in results)
         self.db.record_decision(sweep_id, Decision(race, tuple(left_out), screening_s).as_dict())
+        return True
 
     # -- records --------------------------------------------------------------------
 
