@@ -41,7 +41,6 @@ candidates already recorded in the database are reused without compiling or timi
 from __future__ import annotations
 
 import statistics
-
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
