@@ -1,7 +1,9 @@
 """Schedule templates for a model's tasks: one kernel schedule with a parameter space,
 written as a recipe of its own (``tdsched tune``; users may edit it and tune again).
 
-One template covers every task whose root op has a reduction (convolution, contraction,
+A task whose dispatch is one op without a reduction loop (elementwise: a gather such as
+``im2col``'s, a copy) has a template of its own, :func:`elementwise_template`. One
+template covers every task whose root op has a reduction (convolution, contraction,
 pooling, reduction) and at most one elementwise epilogue after it, on x86:
 
 1. distribute to workgroups with ``fuse_ext`` (tiling the epilogue, or the root where
@@ -111,10 +113,10 @@ def template_for(task: Task, dispatch: ConfiguredDispatch) -> Template:
     """The template for ``task``, whose standalone dispatch IREE configured as
     ``dispatch``. Raises :class:`NoTemplate` naming what does not fit."""
     root = dispatch.root_op
-    if "reduction" not in root.iterators:
-        raise NoTemplate(f"{task.kind}: no reduction loop, IREE's pipeline is kept")
     if root.output_loops is None or len(set(root.output_loops)) != len(root.output_loops):
         raise NoTemplate("the root's output is not indexed by plain loops")
+    if "reduction" not in root.iterators:
+        return elementwise_template(dispatch)
     out_ranges = [root.loop_ranges[loop] for loop in root.output_loops]
     epilogue = dispatch.epilogue
     if len(epilogue) > 1:
@@ -150,6 +152,44 @@ def template_for(task: Task, dispatch: ConfiguredDispatch) -> Template:
     if root.op in PACKABLE and named and conditions_hold(template.constraints, parameters):
         return with_packed_layout(template, parameters)
     return template
+
+
+def elementwise_template(dispatch: ConfiguredDispatch) -> Template:
+    """The template of a dispatch of one op without a reduction loop (a gather such as
+    ``im2col``'s, a copy, an elementwise op): ``fuse_ext`` tiles it to workgroups of
+    ``W<d>`` outputs along dim ``d``, then it is register-tiled to ``RH`` x ``RW`` outputs
+    on its two innermost non-unit dims (1 on the others), unit loops folded, vectorized.
+    Raises :class:`NoTemplate` for a dispatch of several ops."""
+    root = dispatch.root_op
+    if len(dispatch.ops) > 1:
+        raise NoTemplate(
+            f"elementwise: {len(dispatch.ops)} ops in the dispatch; the elementwise "
+            "template takes one"
+        )
+    assert root.output_loops is not None
+    out_ranges = [root.loop_ranges[loop] for loop in root.output_loops]
+    tiled = [d for d, size in enumerate(out_ranges) if size > 1]
+    if not tiled:
+        raise NoTemplate("the root's output has one element")
+    space, defaults = _space(dispatch, out_ranges, tiled)
+    for reduction_only in ("RK", "TK"):
+        del space[reduction_only], defaults[reduction_only]
+    register: list[int | str] = [1] * len(out_ranges)
+    register[tiled[-1]] = "${RW}"
+    if len(tiled) > 1:
+        register[tiled[-2]] = "${RH}"
+    workgroup = [f"${{W{d}}}" if f"W{d}" in space else 0 for d in range(len(out_ranges))]
+    schedule: list[dict[str, Any]] = [
+        {"fuse_ext": {"root": {"op": root.op}, "tile_sizes": _on_root_loops(dispatch, workgroup)}},
+        {"tile": {"sizes": _on_root_loops(dispatch, register)}},
+        {"cleanup": {"unit_dims": True}},
+        {"vectorize": {}},
+    ]
+    constraints = [
+        f"W{d} % {_register_name(d, tiled)} == 0" for d in tiled[-2:] if f"W{d}" in space
+    ]
+    swept: dict[str, list[ParamValue]] = {name: list(values) for name, values in space.items()}
+    return Template(dict(defaults), swept, constraints, schedule)
 
 
 def conditions_hold(conditions: Sequence[str], values: Mapping[str, ParamValue]) -> bool:

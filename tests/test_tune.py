@@ -218,11 +218,43 @@ def test_without_an_epilogue_the_root_is_named_where_its_op_is_unique() -> None:
     assert "root" not in template_for(TASK, padded).schedule[0]["fuse_ext"]
 
 
-def test_an_elementwise_task_has_no_template() -> None:
-    conv = _conv()
-    elementwise = ConfiguredDispatch("t0", (conv.ops[2],), 0, {}, init_is_fill=False, root_inputs=1)
-    with pytest.raises(NoTemplate, match="no reduction loop"):
-        template_for(TASK, elementwise)
+def _gather() -> ConfiguredDispatch:
+    """An im2col gather (channels x 3 x 3 x rows x pixels), one op without a reduction."""
+    op = ConfiguredOp(
+        "linalg.generic",
+        (16, 3, 3, 8, 8),
+        ("parallel",) * 5,
+        (0, 1, 2, 3, 4),
+        {"distribution": (8, 3, 3, 8, 8), "vector_common_parallel": (1, 1, 1, 1, 8)},
+    )
+    return ConfiguredDispatch("t5", (op,), 0, {}, init_is_fill=False, root_inputs=1)
+
+
+def test_an_elementwise_task_of_one_op_gets_the_elementwise_template() -> None:
+    template = template_for(TASK, _gather())
+    assert template.parameters == {"W0": 8, "W1": 3, "W2": 3, "W3": 8, "W4": 8, "RW": 8, "RH": 1}
+    assert template.space["W0"] == [2, 4, 8, 16]  # a quarter to four times IREE's 8
+    assert template.space["RW"] == [4, 8] and template.space["RH"] == [1, 2, 4, 8]
+    assert "TK" not in template.space and "RK" not in template.space
+    assert template.schedule == [
+        {
+            "fuse_ext": {
+                "root": {"op": "linalg.generic"},
+                "tile_sizes": ["${W0}", "${W1}", "${W2}", "${W3}", "${W4}"],
+            }
+        },
+        {"tile": {"sizes": [1, 1, 1, "${RH}", "${RW}"]}},
+        {"cleanup": {"unit_dims": True}},
+        {"vectorize": {}},
+    ]
+    assert template.constraints == ["W3 % RH == 0", "W4 % RW == 0"]
+
+
+def test_an_elementwise_task_of_several_ops_has_no_template() -> None:
+    gather = _gather()
+    two = dataclasses.replace(gather, ops=(gather.ops[0], gather.ops[0]), root=1)
+    with pytest.raises(NoTemplate, match="2 ops in the dispatch; the elementwise template"):
+        template_for(TASK, two)
 
 
 def _matmul() -> ConfiguredDispatch:
