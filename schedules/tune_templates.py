@@ -62,6 +62,9 @@ CACHE_TILES = (32, 64, 128, 256, 512)
 register tiles covers, so the operands' panels stay in cache (the whole loop is a value
 too: no cache tile)."""
 CACHE_TILE_DEFAULT = 256
+WORKGROUP_DIMS = 3
+"""Output dims a workgroup tile may split (a forall maps at most x, y and z): those IREE's
+distribution splits first, then the outermost; the others stay whole per workgroup."""
 STACK_BYTES = 32768
 """IREE's default stack allocation limit per thread: the register tiles must fit it."""
 PACKABLE = ("linalg.matmul", "linalg.batch_matmul")
@@ -261,7 +264,9 @@ def _space(
     reduction = root.levels.get("vector_reduction", (0,) * len(root.loop_ranges))
     space: dict[str, list[int]] = {}
     defaults: dict[str, int] = {}
-    for d in tiled:
+    split = [d for d in tiled if 0 < distribution[loops[d]] < out_ranges[d]]
+    distributed = sorted([*split, *(d for d in tiled if d not in split)][:WORKGROUP_DIMS])
+    for d in distributed:
         size = out_ranges[d]
         iree = distribution[loops[d]] or size
         values = [v for v in pow2_divisors(size) if iree / 4 <= v <= iree * 4]

@@ -232,7 +232,9 @@ def _gather() -> ConfiguredDispatch:
 
 def test_an_elementwise_task_of_one_op_gets_the_elementwise_template() -> None:
     template = template_for(TASK, _gather())
-    assert template.parameters == {"W0": 8, "W1": 3, "W2": 3, "W3": 8, "W4": 8, "RW": 8, "RH": 1}
+    # five non-unit dims, at most three workgroup dims: the one IREE splits (channels,
+    # 8 of 16) and then the outermost (the window's two); rows and pixels stay whole
+    assert template.parameters == {"W0": 8, "W1": 3, "W2": 3, "RW": 8, "RH": 1}
     assert template.space["W0"] == [2, 4, 8, 16]  # a quarter to four times IREE's 8
     assert template.space["RW"] == [4, 8] and template.space["RH"] == [1, 2, 4, 8]
     assert "TK" not in template.space and "RK" not in template.space
@@ -240,14 +242,20 @@ def test_an_elementwise_task_of_one_op_gets_the_elementwise_template() -> None:
         {
             "fuse_ext": {
                 "root": {"op": "linalg.generic"},
-                "tile_sizes": ["${W0}", "${W1}", "${W2}", "${W3}", "${W4}"],
+                "tile_sizes": ["${W0}", "${W1}", "${W2}", 0, 0],
             }
         },
         {"tile": {"sizes": [1, 1, 1, "${RH}", "${RW}"]}},
         {"cleanup": {"unit_dims": True}},
         {"vectorize": {}},
     ]
-    assert template.constraints == ["W3 % RH == 0", "W4 % RW == 0"]
+    assert template.constraints == []
+    # IREE splitting rows and pixels instead: those are distributed
+    gather = _gather()
+    op = dataclasses.replace(gather.ops[0], levels={"distribution": (16, 3, 3, 4, 4)})
+    rows = template_for(TASK, dataclasses.replace(gather, ops=(op,)))
+    assert rows.schedule[0]["fuse_ext"]["tile_sizes"] == ["${W0}", 0, 0, "${W3}", "${W4}"]
+    assert rows.constraints == ["W3 % RH == 0", "W4 % RW == 0"]
 
 
 def test_an_elementwise_task_of_several_ops_has_no_template() -> None:
