@@ -33,15 +33,20 @@ def test_a_sweep_per_shape_writes_a_table_that_run_selects_from(tmp_path: Path) 
     assert table_file == tmp_path / "matmul_x86.x86.shapes.yaml"
     table = yaml.safe_load(table_file.read_text())["shapes"]
     shipped = load("matmul_x86").shapes
-    assert shipped is not None and table["key"] == ["M", "N", "K"]
-    # The shipped table's (2-thread) entries stay; the swept 128^3 (2 threads, the
-    # default) replaces its own; 64^3 is added.
-    by_shape = {(e["M"], e["N"], e["K"]): e for e in table["entries"]}
-    shipped_shapes = {tuple(v for _, v in e.shape) for e in shipped.entries}
-    assert set(by_shape) == shipped_shapes | {(64, 64, 64)}
+    # --shape names M, N, K of a table keyed by M, N, K, WEIGHTS too: the entries take
+    # the value the sweep ran with (the default, input weights)
+    assert shipped is not None and table["key"] == ["M", "N", "K", "WEIGHTS"]
+    # The shipped table's entries stay; the swept 128^3 (2 threads, the default) replaces
+    # its own; 64^3 is added.
+    by_shape = {
+        (e["M"], e["N"], e["K"], e["WEIGHTS"], e.get("threads")): e for e in table["entries"]
+    }
+    shipped_shapes = {(*(v for _, v in e.shape), e.threads) for e in shipped.entries}
+    assert set(by_shape) == shipped_shapes | {(64, 64, 64, "input", 2)}
     assert len(table["entries"]) == len(shipped.entries) + 1
     for swept in report["shapes"]:
-        entry = by_shape[(swept["shape"]["M"], swept["shape"]["N"], swept["shape"]["K"])]
+        shape = swept["shape"]
+        entry = by_shape[(shape["M"], shape["N"], shape["K"], "input", 2)]
         assert entry["note"].startswith(f"sweep {swept['sweep']}: ") and entry["threads"] == 2
         if not entry.get("iree_default"):
             assert entry["TM"] == swept["best"]["params"]["TM"] and entry["TN"] == 32
@@ -51,7 +56,7 @@ def test_a_sweep_per_shape_writes_a_table_that_run_selects_from(tmp_path: Path) 
     result = json.loads(ran.stdout)
     assert result["status"] == "ok", result
     chosen = result["shape_entry"]
-    assert chosen["entry"] == "M=128,N=128,K=128" and chosen["how"] == "nearest"
+    assert chosen["entry"] == "M=128,N=128,K=128,WEIGHTS=input" and chosen["how"] == "nearest"
     assert "nearest to M=100,N=100,K=96" in chosen["description"]
 
 

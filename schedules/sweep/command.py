@@ -16,6 +16,7 @@ from tdsched.targets.target import cpu_threads, run_conditions
 
 from ..cli_types import add_threads_option, non_negative_int, positive_float, positive_int
 from ..params import parse_override
+from ..recipe import Recipe
 from .database import ResultsDB, method
 from .executor import EXECUTORS, Executor, Limits, make_executor
 from .freeze import recorded_sweep, write_frozen, write_shape_table
@@ -351,8 +352,11 @@ def _sweep_shapes(args: argparse.Namespace, fixed: dict[str, Any]) -> int:
             print(f"== shape {_label(shape)}\n{_summary(outcome, None, args.top)}\n")
     assert sweep is not None
     threads = cpu_threads(done[0][1].target, sweep.options.threads)
+    key = _table_key(done[0][1].recipe, key)
     entries = [
-        _table_entry(shape, fixed, outcome, threads) for shape, outcome in done if outcome.ranked
+        _table_entry(_completed(shape, key, fixed, outcome.recipe), fixed, outcome, threads)
+        for shape, outcome in done
+        if outcome.ranked
     ]
     table = None
     if entries:
@@ -381,6 +385,25 @@ def _sweep_shapes(args: argparse.Namespace, fixed: dict[str, Any]) -> int:
         if table is not None:
             print(f"shape table: {table}  (tdsched run {table} --param ...)")
     return 0 if not missing else 1
+
+
+def _table_key(recipe: Recipe, named: list[str]) -> list[str]:
+    """The key the entries are written with: the recipe table's, where ``--shape`` names
+    some of its parameters (``M,N,K`` of a table keyed by ``M, N, K, WEIGHTS``), else the
+    names ``--shape`` gives."""
+    table = recipe.shapes
+    if table is not None and set(named) < set(table.key):
+        return list(table.key)
+    return named
+
+
+def _completed(
+    shape: dict[str, int | str], key: list[str], fixed: dict[str, Any], recipe: Recipe
+) -> dict[str, int | str]:
+    """``shape`` with a value for every ``key`` parameter it does not name: the one
+    ``--param`` gives, else the recipe's default (the value the sweep ran with)."""
+    defaults = recipe.parameter_dict
+    return {name: shape[name] if name in shape else fixed.get(name, defaults[name]) for name in key}
 
 
 def _label(shape: dict[str, int | str]) -> str:
