@@ -122,9 +122,13 @@ def test_a_shape_where_the_table_runs_iree_default_has_nothing_to_gate(
     (entry,) = entries.values()
     assert entry["status"] == "error"
     lines = (RECIPES_DIR / "matmul_x86.yaml").read_text().splitlines()
-    line = next(i for i, t in enumerate(lines, 1) if "{M: 256, N: 256, K: 256, threads: 2" in t)
+    entry_line = "{M: 256, N: 256, K: 256, WEIGHTS: input, threads: 2"
+    line = next(i for i, t in enumerate(lines, 1) if entry_line in t)
     assert f"matmul_x86.yaml:{line}: " in entry["reason"]
-    assert "runs IREE's own pipeline (entry M=256,N=256,K=256 (2 threads))" in entry["reason"]
+    assert (
+        "runs IREE's own pipeline (entry M=256,N=256,K=256,WEIGHTS=input (2 threads))"
+        in entry["reason"]
+    )
     assert code == 1
 
 
