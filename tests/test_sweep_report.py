@@ -402,6 +402,9 @@ def test_database_without_sweeps_and_foreign_files(
 def test_reports_a_real_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "sweeps.db"
     sweep = ["sweep", "matmul_x86", "--param", "M=128", "--param", "N=128", "--param", "K=128"]
+    # row-major only: two random packed draws may build the same candidate (as may two
+    # row-major ones that differ only in UNPACK, which they ignore)
+    sweep += ["--param", "LAYOUT=rowmajor", "--param", "UNPACK=separate"]
     options = ["--strategy", "random", "--samples", "2", "--jobs", "1", "--repeats", "2"]
     options += ["--race-time", "2"]
     assert main([*sweep, *options, "--race", "2", "--db", str(db), "-q"]) == 0
@@ -410,7 +413,7 @@ def test_reports_a_real_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     code, out, _ = _report(capsys, str(db))
     assert code == 0
     assert out.startswith("sweep 1: matmul_x86 on x86, 2 threads (random), done\n")
-    assert "fixed     K=128, M=128, N=128" in out
+    assert "fixed     K=128, LAYOUT=rowmajor, M=128, N=128, UNPACK=separate" in out
     assert "evaluated 2: 2 correct, 0 failed" in out
     rows = _table_rows(out)
     assert len(rows) == 2
