@@ -127,19 +127,12 @@ def template_for(task: Task, dispatch: ConfiguredDispatch) -> Template:
     for op in (*epilogue, *_init(dispatch)):
         if list(op.loop_ranges) != out_ranges or op.output_loops != tuple(range(len(out_ranges))):
             raise NoTemplate(f"{op.op} does not iterate over the root's output")
-    tiled = [d for d, size in enumerate(out_ranges) if size > 1]
-    if not tiled:
-        raise NoTemplate("the root's output has one element")
-    space, defaults = _space(dispatch, out_ranges, tiled)
-    register: list[int | str] = [1] * len(out_ranges)
-    register[tiled[-1]] = "${RW}"
-    if len(tiled) > 1:
-        register[tiled[-2]] = "${RH}"
-    workgroup = [f"${{W{d}}}" if f"W{d}" in space else 0 for d in range(len(out_ranges))]
-    schedule = _steps(dispatch, workgroup, register)
-    constraints = [
-        f"W{d} % {_register_name(d, tiled)} == 0" for d in tiled[-2:] if f"W{d}" in space
-    ]
+    tiles = _output_tiles(dispatch, out_ranges)
+    reduction_space, reduction_defaults = _reduction_space(dispatch)
+    space = {**tiles.space, **reduction_space}
+    defaults = {**tiles.defaults, **reduction_defaults}
+    schedule = _steps(dispatch, tiles.workgroup, tiles.register)
+    constraints = list(tiles.constraints)
     constraints.append(f"RH * RW * RK * 4 <= {STACK_BYTES}")
     constraints.append("TK % RK == 0")
     swept: dict[str, list[ParamValue]] = {name: list(values) for name, values in space.items()}
@@ -170,29 +163,53 @@ def elementwise_template(dispatch: ConfiguredDispatch) -> Template:
             "template takes one"
         )
     assert root.output_loops is not None
-    out_ranges = [root.loop_ranges[loop] for loop in root.output_loops]
+    tiles = _output_tiles(dispatch, [root.loop_ranges[loop] for loop in root.output_loops])
+    schedule: list[dict[str, Any]] = [
+        {
+            "fuse_ext": {
+                "root": {"op": root.op},
+                "tile_sizes": _on_root_loops(dispatch, tiles.workgroup),
+            }
+        },
+        {"tile": {"sizes": _on_root_loops(dispatch, tiles.register)}},
+        {"cleanup": {"unit_dims": True}},
+        {"vectorize": {}},
+    ]
+    swept: dict[str, list[ParamValue]] = {k: list(v) for k, v in tiles.space.items()}
+    return Template(dict(tiles.defaults), swept, list(tiles.constraints), schedule)
+
+
+@dataclass(frozen=True)
+class _OutputTiles:
+    """A template's tiles of the root's output (both templates share them)."""
+
+    space: dict[str, list[int]]
+    """``W<d>`` (the distributed dims), ``RW`` and ``RH``."""
+    defaults: dict[str, int]
+    workgroup: list[Any]
+    """Per output dim: ``${W<d>}``, or 0 (whole) for a dim not distributed."""
+    register: list[int | str]
+    """Per output dim: ``${RH}``/``${RW}`` on the two innermost non-unit dims, else 1."""
+    constraints: list[str]
+    """Each register tile divides its workgroup tile."""
+
+
+def _output_tiles(dispatch: ConfiguredDispatch, out_ranges: list[int]) -> _OutputTiles:
+    """The workgroup and register tiles of the root's output (``out_ranges``, per output
+    dim). Raises :class:`NoTemplate` for an output of one element."""
     tiled = [d for d, size in enumerate(out_ranges) if size > 1]
     if not tiled:
         raise NoTemplate("the root's output has one element")
     space, defaults = _space(dispatch, out_ranges, tiled)
-    for reduction_only in ("RK", "TK"):
-        del space[reduction_only], defaults[reduction_only]
     register: list[int | str] = [1] * len(out_ranges)
     register[tiled[-1]] = "${RW}"
     if len(tiled) > 1:
         register[tiled[-2]] = "${RH}"
     workgroup = [f"${{W{d}}}" if f"W{d}" in space else 0 for d in range(len(out_ranges))]
-    schedule: list[dict[str, Any]] = [
-        {"fuse_ext": {"root": {"op": root.op}, "tile_sizes": _on_root_loops(dispatch, workgroup)}},
-        {"tile": {"sizes": _on_root_loops(dispatch, register)}},
-        {"cleanup": {"unit_dims": True}},
-        {"vectorize": {}},
-    ]
     constraints = [
         f"W{d} % {_register_name(d, tiled)} == 0" for d in tiled[-2:] if f"W{d}" in space
     ]
-    swept: dict[str, list[ParamValue]] = {name: list(values) for name, values in space.items()}
-    return Template(dict(defaults), swept, constraints, schedule)
+    return _OutputTiles(space, defaults, workgroup, register, constraints)
 
 
 def conditions_hold(conditions: Sequence[str], values: Mapping[str, ParamValue]) -> bool:
@@ -256,12 +273,12 @@ def _register_name(dim: int, tiled: list[int]) -> str:
 def _space(
     dispatch: ConfiguredDispatch, out_ranges: list[int], tiled: list[int]
 ) -> tuple[dict[str, list[int]], dict[str, int]]:
-    """The swept values and their defaults (IREE's choice where it is in the space)."""
+    """The workgroup (``W<d>``) and register (``RW``, ``RH``) tiles' swept values and
+    defaults (IREE's choice where it is in the space)."""
     root = dispatch.root_op
     loops = root.output_loops or ()
     distribution = root.levels.get("distribution", (0,) * len(root.loop_ranges))
     vector = root.levels.get("vector_common_parallel", (0,) * len(root.loop_ranges))
-    reduction = root.levels.get("vector_reduction", (0,) * len(root.loop_ranges))
     space: dict[str, list[int]] = {}
     defaults: dict[str, int] = {}
     split = [d for d in tiled if 0 < distribution[loops[d]] < out_ranges[d]]
@@ -281,18 +298,24 @@ def _space(
         defaults["RH"] = nearest(space["RH"], vector[loops[tiled[-2]]] or 1)
     else:
         space["RH"], defaults["RH"] = [1], 1
+    return space, defaults
+
+
+def _reduction_space(dispatch: ConfiguredDispatch) -> tuple[dict[str, list[int]], dict[str, int]]:
+    """``RK`` (the register tile's reduction step) and ``TK`` (the cache tile) of the
+    root's first non-unit reduction loop, with their defaults."""
     first = _first_reduction(dispatch)
     if first is None:
-        space["RK"], defaults["RK"] = [1], 1
-        space["TK"], defaults["TK"] = [1], 1
-    else:
-        size = root.loop_ranges[first]
-        space["RK"] = [v for v in REDUCTION_TILES if size % v == 0]
-        defaults["RK"] = nearest(space["RK"], reduction[first] or 1)
-        cache = [v for v in CACHE_TILES if v < size and size % v == 0]
-        space["TK"] = [*cache, size]
-        defaults["TK"] = nearest(space["TK"], CACHE_TILE_DEFAULT)
-    return space, defaults
+        return {"RK": [1], "TK": [1]}, {"RK": 1, "TK": 1}
+    root = dispatch.root_op
+    reduction = root.levels.get("vector_reduction", (0,) * len(root.loop_ranges))
+    size = root.loop_ranges[first]
+    rk = [v for v in REDUCTION_TILES if size % v == 0]
+    tk = [*(v for v in CACHE_TILES if v < size and size % v == 0), size]
+    return {"RK": rk, "TK": tk}, {
+        "RK": nearest(rk, reduction[first] or 1),
+        "TK": nearest(tk, CACHE_TILE_DEFAULT),
+    }
 
 
 def _first_reduction(dispatch: ConfiguredDispatch) -> int | None:

@@ -489,6 +489,43 @@ def test_a_packed_winner_with_its_unpack_fused_keeps_fuse_unpack(tmp_path: Path)
     assert "UNPACK=fused" in str(info.value)
 
 
+GATHER = """\
+#in = affine_map<(c, kh, kw, h, w) -> (c, h * 2 + kh, w * 2 + kw)>
+#out = affine_map<(c, kh, kw, h, w) -> (c, kh, kw, h, w)>
+func.func @gather(%x: tensor<16x33x33xf32>) -> tensor<16x3x3x16x16xf32> {
+  %e = tensor.empty() : tensor<16x3x3x16x16xf32>
+  %g = linalg.generic {indexing_maps = [#in, #out],
+      iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]}
+      ins(%x : tensor<16x33x33xf32>) outs(%e : tensor<16x3x3x16x16xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    linalg.yield %a : f32
+  } -> tensor<16x3x3x16x16xf32>
+  return %g : tensor<16x3x3x16x16xf32>
+}
+"""
+
+
+def test_an_im2col_gather_task_is_tuned_with_the_elementwise_template(
+    iree: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A stride-2 im2col gather (five dims, more than a workgroup tile may split): every
+    candidate builds and matches IREE default's results, and the model recipe is right."""
+    model = tmp_path / "gather.mlir"
+    model.write_text(GATHER)
+    args = ["tune", str(model), "--threads", "1", "--budget", "0.5", "--round-size", "4"]
+    assert main([*args, "--repeats", "3", "--out", str(tmp_path / "g.tune"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["run"]["status"] == "ok"
+    (task,) = report["tasks"]
+    assert task["kind"] == "elementwise" and task["recipe"]
+    assert task["candidates"] >= 4 and task["failed"] == 0
+    template = yaml.safe_load(Path(task["recipe"]).read_text())
+    steps = [next(iter(step)) for step in template["kernels"][0]["schedule"]]
+    assert steps == ["fuse_ext", "tile", "cleanup", "vectorize"]
+    tiles = template["kernels"][0]["schedule"][0]["fuse_ext"]["tile_sizes"]
+    assert sum(size != 0 for size in tiles) <= 3  # a forall maps at most x, y and z
+
+
 def test_tune_writes_a_model_recipe_that_is_correct_and_a_rerun_reuses_it(
     iree: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
