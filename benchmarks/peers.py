@@ -194,14 +194,16 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def update_docs(path: Path, section: str) -> None:
-    """Replace the text between the peers markers of ``path`` with ``section``."""
+def update_docs(path: Path, section: str, markers: tuple[str, str] = (BEGIN, END)) -> None:
+    """Replace the text between ``markers`` (default: the peers section's) in ``path``
+    with ``section``."""
+    begin, end = markers
     text = path.read_text()
-    if BEGIN not in text or END not in text:
-        raise SystemExit(f"{path}: no '{BEGIN}' ... '{END}' markers to write between")
-    head, rest = text.split(BEGIN, 1)
-    tail = rest.split(END, 1)[1]
-    path.write_text(f"{head}{BEGIN}\n{section}\n{END}{tail}")
+    if begin not in text or end not in text:
+        raise SystemExit(f"{path}: no '{begin}' ... '{end}' markers to write between")
+    head, rest = text.split(begin, 1)
+    tail = rest.split(end, 1)[1]
+    path.write_text(f"{head}{begin}\n{section}\n{end}{tail}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

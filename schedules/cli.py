@@ -111,6 +111,12 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--cpu", default="host", help="x86: LLVM CPU name (default: host)")
     parser.add_argument("--cpu-features", help="x86: LLVM CPU features, e.g. +avx512f")
+    parser.add_argument(
+        "--gpu",
+        help="vulkan: the GPU to build for, one of IREE's Vulkan targets (--iree-vulkan-target: "
+        "ampere, rdna3, valhall, rtx4090, ...; default: IREE's generic Vulkan target, which "
+        "runs on any Vulkan 1.3 device)",
+    )
     add_threads_option(parser)
 
 
@@ -338,6 +344,7 @@ def _plan(args: argparse.Namespace, **extra: object) -> Plan:
         overrides,
         cpu=args.cpu,
         cpu_features=args.cpu_features,
+        gpu=args.gpu,
         threads=args.threads,
         **extra,  # type: ignore[arg-type]
     )
@@ -456,6 +463,7 @@ def _run(args: argparse.Namespace) -> int:
         params=dict(parse_override(text) for text in args.param),
         cpu=args.cpu,
         cpu_features=args.cpu_features,
+        gpu=args.gpu,
         threads=args.threads,
         repeats=args.repeats,
         seed=args.seed,

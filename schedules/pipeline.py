@@ -95,6 +95,7 @@ def plan(
     *,
     cpu: str = "host",
     cpu_features: str | None = None,
+    gpu: str | None = None,
     input_file: Path | None = None,
     print_after_schedule: bool = False,
     trace_steps: bool = False,
@@ -103,7 +104,8 @@ def plan(
     """Resolve ``recipe`` for ``target`` (default: its first) and emit its scripts.
 
     ``threads``: the CPU thread count the build will run on, which selects among a shape
-    table's thread-keyed entries (ignored on a GPU target).
+    table's thread-keyed entries (ignored on a GPU target). ``cpu``, ``cpu_features`` and
+    ``gpu``: the machine to build for (see :func:`~tdsched.targets.make_target`).
 
     ``input_file`` replaces the recipe's workload with a ``.mlir`` module (the reference
     is then IREE's default build of that module). ``print_after_schedule`` and
@@ -147,7 +149,7 @@ def plan(
     check_memory(workload)
     resolved = expand_layers(resolved, workload_layers(workload.mlir))
     counts = loop_counts(workload.mlir)
-    chosen_target = make_target(chosen, cpu=cpu, cpu_features=cpu_features)
+    chosen_target = make_target(chosen, cpu=cpu, cpu_features=cpu_features, gpu=gpu)
     notes: list[str] = []
     if kernels_by_layer(resolved):
         resolved, notes = _resolve_kernel_layers(resolved, chosen_target, workload, counts)

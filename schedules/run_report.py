@@ -423,6 +423,7 @@ class RunRequest:
     params: dict[str, ParamValue]
     cpu: str
     cpu_features: str | None
+    gpu: str | None
     threads: int
     repeats: int
     seed: int
@@ -485,6 +486,7 @@ def run_json(request: dict[str, Any], progress: Progress) -> dict[str, Any]:
             r.params,
             cpu=r.cpu,
             cpu_features=r.cpu_features,
+            gpu=r.gpu,
             threads=r.threads,
         )
     except EVALUATION_ERRORS as exc:

@@ -230,6 +230,7 @@ def _check(recipe: Path, args: argparse.Namespace) -> RunReport:
         params={},
         cpu="host",
         cpu_features=None,
+        gpu=None,
         threads=args.threads,
         repeats=args.repeats,
         seed=args.seed,

@@ -129,11 +129,26 @@ def _invoke(command: list[str], timeout_s: float) -> subprocess.CompletedProcess
         raise CompileError(f"iree-compile ran longer than {timeout_s:.0f} s", command) from exc
 
 
+_UNKNOWN_GPU = re.compile(r"Unknown Vulkan target '([^']*)'")
+"""iree-compile's words for an ``--iree-vulkan-target`` it does not know (IREE 3.13 then
+crashes in VerifyDevicesPass)."""
+
+
 def run_compile(request: CompileRequest, timeout_s: float = 600.0) -> CompileResult:
     """Compile, then check that no error was reported; collect the step markers."""
     command = compile_command(request)
     proc = _invoke(command, timeout_s)
     stderr = proc.stderr
+    unknown = _UNKNOWN_GPU.search(stderr)
+    if unknown:
+        raise CompileError(
+            f"IREE has no Vulkan target {unknown.group(1)!r} (--gpu): name an architecture "
+            "(ampere, turing, volta, pascal, rdna3, rdna2, cdna3, valhall, adreno, ...) or a "
+            "product IREE knows (a100, rtx4090, rtx3090, mi300x, rx7900xtx, ...); a newer GPU "
+            "runs code built for an older architecture of its vendor (an H100: ampere)",
+            command,
+            stderr,
+        )
     if proc.returncode < 0:
         raise CompileError(crash_message(-proc.returncode, stderr), command, stderr, proc.stdout)
     if proc.returncode != 0:

@@ -70,18 +70,30 @@ class Target:
         return self.driver == "vulkan"
 
 
-def make_target(name: str, *, cpu: str = "host", cpu_features: str | None = None) -> Target:
+def make_target(
+    name: str, *, cpu: str = "host", cpu_features: str | None = None, gpu: str | None = None
+) -> Target:
     """The target called ``name``.
 
     x86: ``cpu`` is an LLVM CPU name (``host`` = this machine), ``cpu_features`` an LLVM
     feature string such as ``+avx512f``. vulkan: any Vulkan 1.3 device, including Mesa's
-    lavapipe on CPU-only machines.
+    lavapipe on CPU-only machines, unless ``gpu`` names the GPU to build for: one of IREE's
+    known Vulkan targets (``--iree-vulkan-target``: an architecture such as ``ampere``,
+    ``rdna3`` or ``valhall``, or a product such as ``rtx4090``), whose features (subgroup
+    size, cooperative matrices, ...) IREE's codegen may then use; the module then runs on
+    that GPU (or a newer one of its vendor) only.
     """
     if name == "x86":
+        if gpu is not None:
+            raise ValueError(
+                f"--gpu {gpu} names the Vulkan GPU to build for, but this build targets x86: "
+                "pass --target vulkan, or drop --gpu (x86 builds take --cpu / --cpu-features)"
+            )
         flags = [f"--iree-llvmcpu-target-cpu={cpu}"]
         if cpu_features:
             flags.append(f"--iree-llvmcpu-target-cpu-features={cpu_features}")
         return Target("x86", "llvm-cpu", "local-task", tuple(flags))
     if name == "vulkan":
-        return Target("vulkan", "vulkan-spirv", "vulkan", ())
+        gpu_flags = (f"--iree-vulkan-target={gpu}",) if gpu else ()
+        return Target("vulkan", "vulkan-spirv", "vulkan", gpu_flags)
     raise ValueError(f"unknown target {name!r}; available: {', '.join(TARGET_NAMES)}")

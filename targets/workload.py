@@ -18,19 +18,11 @@ import numpy as np
 from iree.compiler import ir
 from iree.compiler.dialects import func
 
+from .random_data import NUMPY_DTYPES, random_arrays
+
 Reference = Callable[[Sequence[np.ndarray]], list[np.ndarray]]
 NUMPY_REFERENCE = "numpy"
 """The kind of a reference written in numpy (a generator's, a model builder's)."""
-
-NUMPY_DTYPES = {
-    "f32": np.float32,
-    "f16": np.float16,
-    "f64": np.float64,
-    "i8": np.int8,
-    "i16": np.int16,
-    "i32": np.int32,
-    "i64": np.int64,
-}
 
 
 class WorkloadError(ValueError):
@@ -225,16 +217,10 @@ def _size(count: int) -> str:
 def random_inputs(
     workload: Workload, seed: int = 0, dynamic_size: int | None = None
 ) -> list[np.ndarray]:
-    """Seeded random inputs for the entry function (uniform in [-1, 1) for floats);
-    ``dynamic_size``: see :func:`input_types`."""
-    rng = np.random.default_rng(seed)
-    arrays = []
-    for shape, elem in input_types(workload, dynamic_size):
+    """Seeded random inputs for the entry function (:func:`.random_data.random_arrays`:
+    uniform in [-1, 1) for floats); ``dynamic_size``: see :func:`input_types`."""
+    types = input_types(workload, dynamic_size)
+    for _, elem in types:
         if elem not in NUMPY_DTYPES:
             raise WorkloadError(f"{workload.name}: unsupported element type {elem}")
-        dtype = NUMPY_DTYPES[elem]
-        if np.issubdtype(dtype, np.floating):
-            arrays.append(rng.uniform(-1.0, 1.0, size=shape).astype(dtype))
-        else:
-            arrays.append(rng.integers(-8, 8, size=shape).astype(dtype))
-    return arrays
+    return random_arrays(types, seed)

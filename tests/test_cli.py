@@ -250,3 +250,23 @@ def test_verbose_prints_each_iree_compile_command(tmp_path: Path) -> None:
         "tdsched: iree-compile:"
         not in tdsched("compile", "matmul_x86", *SMALL, "-o", str(out)).stderr
     )
+
+
+def test_gpu_is_refused_for_an_x86_build() -> None:
+    proc = tdsched("show", "matmul_x86", "--gpu", "ampere", check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "--gpu ampere names the Vulkan GPU to build for" in proc.stderr
+    assert "--target vulkan" in proc.stderr
+
+
+@pytest.mark.usefixtures("iree")
+def test_gpu_builds_for_that_vulkan_target_and_refuses_one_iree_does_not_know(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "mm.vmfb"
+    proc = tdsched("compile", "matmul_vulkan", "-o", str(out), "--gpu", "ampere", "--print-command")
+    assert "--iree-vulkan-target=ampere" in shlex.split(proc.stdout.strip()) and out.exists()
+    proc = tdsched("compile", "matmul_vulkan", "-o", str(out), "--gpu", "h100", check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "IREE has no Vulkan target 'h100' (--gpu)" in proc.stderr
+    assert "(an H100: ampere)" in proc.stderr

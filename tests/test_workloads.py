@@ -9,6 +9,7 @@ from tdsched.recipes.workloads.generators import WEIGHT_SEED
 from tdsched.schedules.pipeline import plan
 from tdsched.schedules.python_api import RecipeBuilder, generator
 from tdsched.schedules.run_report import run
+from tdsched.targets.random_data import random_arrays
 from tdsched.targets.workload import WorkloadError, input_types, random_inputs
 
 CASES = [
@@ -58,6 +59,14 @@ def test_inputs_are_seeded() -> None:
     w = generate("matmul", {"M": 4, "N": 4, "K": 4})
     assert (random_inputs(w, seed=3)[0] == random_inputs(w, seed=3)[0]).all()
     assert not (random_inputs(w, seed=3)[0] == random_inputs(w, seed=4)[0]).all()
+
+
+def test_random_inputs_are_the_runtime_only_draw_of_the_same_types() -> None:
+    """What a machine without the compiler draws (benchmarks/vulkan_gpu.py) is what
+    ``tdsched run`` draws."""
+    w = generate("matmul_bias_relu", {"M": 8, "N": 16, "K": 4, "dtype": "f32"})
+    drawn = random_arrays(input_types(w), 5)
+    assert all((a == b).all() for a, b in zip(drawn, random_inputs(w, seed=5), strict=True))
 
 
 def test_constant_weights_leave_only_the_activations_as_arguments() -> None:

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from tdsched.targets.workload import NUMPY_DTYPES, Reference, Workload, WorkloadError
+from tdsched.targets.random_data import NUMPY_DTYPES
+from tdsched.targets.workload import Reference, Workload, WorkloadError
 
 _FLOAT_TYPES = ("f32", "f16", "f64")
 
