@@ -41,6 +41,10 @@ tokens, and a 512-token 1024 -> 4096 projection."""
 MATMUL_GRID = [(n, n, n) for n in SQUARE] + FFN
 RESNET_BLOCK_GRID = [(56, 256, 64), (28, 512, 128), (14, 1024, 256)]
 """ResNet-50's bottleneck sizes (H = W, C channels, inner width M) in its stages 1-3."""
+SOFTMAX_GRID = [(1536, 128), (512, 1024), (6144, 512), (128, 4096), (64, 1000), (64, 16384)]
+"""Row softmax (M rows of N): BERT-base attention scores (12 heads x 128 tokens over 128
+keys; 12 x 512 over 512), a 512 x 1024 matrix, long 4096- and 16384-wide rows, and a
+classifier's 1000 logits for a batch of 64."""
 DEFAULT_SIZE_RECIPES = [
     "matmul_mmt4d_x86",
     "matmul_bias_relu_fuse_ext_x86",
@@ -72,9 +76,9 @@ class Case:
 
 
 def cases(quick: bool) -> list[Case]:
-    """The benchmark's points: matmul recipes and the ResNet block over their grids, the
-    rest at their defaults (``quick``: the 256³ and 1024³ matmuls and the 56² ResNet
-    block only); matmul_x86 over
+    """The benchmark's points: matmul recipes, the ResNet block and softmax over their
+    grids, the rest at their defaults (``quick``: the 256³ and 1024³ matmuls, the 56²
+    ResNet block and the 512x1024 softmax only); matmul_x86 over
     the grid and matmul_mmt4d_x86 again with constant weights (``WEIGHTS=constant``: B
     inside the function, as in an inference graph)."""
     grid = [(256, 256, 256), (1024, 1024, 1024)] if quick else MATMUL_GRID
@@ -88,6 +92,8 @@ def cases(quick: bool) -> list[Case]:
     found.append(Case("matmul_mmt4d_x86", constant))
     blocks = RESNET_BLOCK_GRID[:1] if quick else RESNET_BLOCK_GRID
     found += [Case("resnet_block_x86", {"H": h, "W": h, "C": c, "M": m}) for h, c, m in blocks]
+    rows = SOFTMAX_GRID[1:2] if quick else SOFTMAX_GRID
+    found += [Case("softmax_x86", {"M": m, "N": n}) for m, n in rows]
     return found + ([] if quick else [Case(r) for r in DEFAULT_SIZE_RECIPES])
 
 
@@ -215,6 +221,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     parser.add_argument("--markdown", type=Path, help="write the docs section here")
     parser.add_argument("--update-docs", type=Path, help="rewrite the peers section of this file")
+    parser.add_argument(
+        "--section",
+        default="peers",
+        help="the section --update-docs rewrites, between <!-- SECTION:begin --> and "
+        "<!-- SECTION:end --> (default peers; a --case run may keep its own section)",
+    )
     args = parser.parse_args(argv)
     chosen = [c for c in cases(args.quick) if not args.case or c.recipe in args.case]
     points = []
@@ -246,7 +258,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.markdown:
         args.markdown.write_text(section)
     if args.update_docs:
-        update_docs(args.update_docs, section)
+        markers = (f"<!-- {args.section}:begin -->", f"<!-- {args.section}:end -->")
+        update_docs(args.update_docs, section, markers)
     return 0
 
 

@@ -27,7 +27,7 @@ from tdsched.transform_lib.fuse_ext.driver import NestPrimitive
 from tdsched.transform_lib.fuse_ext.probe import KernelFusionRequest, KernelPlan, emit_probe
 from tdsched.transform_lib.fuse_ext.scripts import fuse_in_strategy
 from tdsched.transform_lib.kernel_library import KernelLibrary
-from tdsched.transform_lib.lowering_config import compilation_info
+from tdsched.transform_lib.lowering_config import compilation_info, op_lowering_config
 from tdsched.transform_lib.match import OpCriteria, match_ops, producer_of
 from tdsched.transform_lib.op_forms import generalize, interchange, specialize
 from tdsched.transform_lib.remarks import (
@@ -634,7 +634,20 @@ def _emit_kernels(
         # First: a kernel that ran on no dispatch explains every marker of its steps.
         markers.append(Marker(kernel_applied(kernel.name), kernel.where, _UNMATCHED_KERNEL))
         try:
-            if kernel.config is not None:
+            if kernel.config is not None and not kernel.config.root:
+                if kernel.config.pipeline or kernel.config.workgroup_size:
+                    raise ScheduleError(
+                        "config: a root: false config sets tile sizes only; the pipeline "
+                        "and workgroup_size are the dispatch root's"
+                    )
+                sizes = _config_sizes(kernel.config)
+                library.add_config(
+                    kernel.name,
+                    criteria,
+                    op_lowering_config(target.name, sizes),
+                    attribute="lowering_config",
+                )
+            elif kernel.config is not None:
                 library.add_config(
                     kernel.name, criteria, _compilation_info(kernel.config, target.name)
                 )
@@ -719,11 +732,15 @@ def _require_workgroup_forall(kernel: KernelSchedule) -> None:
         )
 
 
-def _compilation_info(config: LoweringConfig, target: str) -> str:
+def _config_sizes(config: LoweringConfig) -> dict[str, list[int]]:
     where = config.where
+    return {lvl: as_ints(s, where.child(f"tile_sizes.{lvl}")) for lvl, s in config.tile_sizes}
+
+
+def _compilation_info(config: LoweringConfig, target: str) -> str:
     return compilation_info(
         target,
-        {lvl: as_ints(s, where.child(f"tile_sizes.{lvl}")) for lvl, s in config.tile_sizes},
-        as_ints(config.workgroup_size, where.child("workgroup_size")) or None,
+        _config_sizes(config),
+        as_ints(config.workgroup_size, config.where.child("workgroup_size")) or None,
         config.pipeline,
     )

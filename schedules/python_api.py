@@ -81,6 +81,7 @@ def Match(
     dtype: str = "f32",
     attributes: AttributeSpec = (),
     layer: str | Sequence[str] = (),
+    inputs: int | None = None,
 ) -> MatchSpec:
     """What a kernel schedule or ``match`` step selects, as in YAML's ``match:`` mapping:
     ``Match(kind="contraction")``, ``Match(layer="block1.conv1")``,
@@ -92,6 +93,7 @@ def Match(
         dtype=dtype,
         attributes=_attribute_pairs(attributes),
         layers=(layer,) if isinstance(layer, str) else tuple(layer),
+        inputs=inputs,
     )
 
 
@@ -612,14 +614,18 @@ class RecipeBuilder:
         pipeline: str | None = None,
         targets: Sequence[str] | None = None,
         when: str | None = None,
+        root: bool = True,
     ) -> None:
         """A config-only kernel schedule: IREE's own pipeline with these tile sizes
-        (``targets`` and ``when`` as in :meth:`kernel`)."""
+        (``targets`` and ``when`` as in :meth:`kernel`; ``root=False``: tile sizes for a
+        non-root op of a dispatch whose root another kernel configures, as YAML's
+        ``root: false``)."""
         where = _caller()
         config = LoweringConfig(
             tile_sizes=tuple((k, tuple(v)) for k, v in tile_sizes.items()),
             workgroup_size=tuple(workgroup_size) if workgroup_size is not None else None,
             pipeline=pipeline,
+            root=root,
             where=where,
         )
         self._kernels.append(

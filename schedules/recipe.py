@@ -50,14 +50,18 @@ def _check_scope(steps: tuple[Step, ...], scope: Scope) -> None:
 class LoweringConfig:
     """Config-only kernel schedule: IREE's own pipeline with our tile sizes.
 
-    ``tile_sizes`` maps a tiling level (``workgroup``, ``thread``/``vector``, ``reduction``)
-    to sizes, ``workgroup_size`` is the GPU workgroup (Vulkan), ``pipeline`` names IREE's
-    pipeline (defaults per target).
+    ``tile_sizes`` maps a tiling level (``workgroup``, ``thread``/``vector``, ``reduction``,
+    ``inner``) to sizes, ``workgroup_size`` is the GPU workgroup (Vulkan), ``pipeline``
+    names IREE's pipeline (defaults per target). ``root``: the matched op is its
+    dispatch's root, whose config sets the pipeline and the distribution to workgroups
+    (``compilation_info``); otherwise it is another op of a dispatch whose root is
+    configured too, and gets its own tile sizes (``lowering_config``, x86 only).
     """
 
     tile_sizes: tuple[tuple[str, tuple[IntOrParam, ...]], ...]
     workgroup_size: tuple[IntOrParam, ...] | None = None
     pipeline: str | None = None
+    root: bool = True
     where: Where = field(default_factory=Where)
 
 

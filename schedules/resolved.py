@@ -37,20 +37,26 @@ def criteria_of(spec: MatchSpec, where: Where, present: Collection[str] = ()) ->
         raise RecipeError(
             where.child("op"), f"no operation is called {spec.op!r}; {hint}{listed}".rstrip("; ")
         )
+    if spec.inputs is not None and spec.inputs < 0:
+        raise RecipeError(
+            where.child("inputs"), f"inputs counts input operands (>= 0), got {spec.inputs}"
+        )
     shape = None
     if spec.shape is not None:
         shape = tuple(as_int(v, where.child("shape")) for v in spec.shape)
-    return OpCriteria(spec.op, spec.kind, shape, spec.dtype, spec.attributes, spec.layers)
+    return OpCriteria(
+        spec.op, spec.kind, shape, spec.dtype, spec.attributes, spec.layers, spec.inputs
+    )
 
 
 def payload_criteria(spec: MatchSpec | None, where: Where, primitive: str) -> OpCriteria | None:
     """Criteria of a graph-level selection, which matches by op name and attributes only."""
     if spec is None:
         return None
-    if spec.kind is not None or spec.shape is not None:
+    if spec.kind is not None or spec.shape is not None or spec.inputs is not None:
         raise RecipeError(
             where,
-            f"{primitive} matches ops by 'op' name, 'layer' and 'attributes' ('kind' and "
-            "'shape' select kernels)",
+            f"{primitive} matches ops by 'op' name, 'layer' and 'attributes' ('kind', "
+            "'shape' and 'inputs' select kernels)",
         )
     return criteria_of(spec, where)

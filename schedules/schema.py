@@ -52,10 +52,10 @@ def recipe_schema() -> JSON:
                     "tile_sizes": closed_object(
                         {level: "tile sizes of this level" for level in CONFIG_LEVELS},
                         {level: _INTS for level in CONFIG_LEVELS},
-                        required=("workgroup",),
                     ),
                     "workgroup_size": _INTS,
                     "pipeline": _TEXT,
+                    "root": {"type": "boolean"},
                 },
                 required=("tile_sizes",),
             ),
@@ -167,6 +167,7 @@ def _selection(fields: dict[str, str]) -> JSON:
         "kind": {"enum": list(OP_KINDS)},
         "shape": _INTS,
         "dtype": _TEXT,
+        "inputs": {"type": "integer", "minimum": 0},
         "attributes": {
             "anyOf": [
                 _STRINGS,

@@ -32,6 +32,7 @@ class MatchSpec:
     dtype: str = "f32"
     attributes: tuple[tuple[str, AttrValue | None], ...] = ()
     layers: tuple[str, ...] = ()
+    inputs: int | None = None
 
 
 MATCH_FIELDS: dict[str, str] = {
@@ -39,6 +40,7 @@ MATCH_FIELDS: dict[str, str] = {
     "kind": " or ".join(OP_KINDS),
     "shape": "static loop bounds, e.g. [M, N, K]",
     "dtype": "element type, default f32",
+    "inputs": "number of input operands (ins) the op has: tells ops of one dispatch apart",
     "attributes": "attributes the op carries: [NAME, ...] (unit) or {NAME: VALUE}",
     "layer": "model layer name(s) or patterns, e.g. block1.conv1 or [stem, 'block*.conv1']",
 }

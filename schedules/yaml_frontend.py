@@ -74,12 +74,15 @@ KERNEL_FIELDS = {
     "when": "a condition on the parameters: leave the kernel schedule out unless it holds",
 }
 CONFIG_FIELDS = {
-    "tile_sizes": "level: sizes, levels workgroup, thread, reduction",
+    "tile_sizes": "level: sizes; levels workgroup, vector, reduction, inner (x86) or "
+    "workgroup, thread, reduction (vulkan)",
     "workgroup_size": "GPU workgroup size [x, y, z]",
     "pipeline": "IREE codegen pipeline name",
+    "root": "true (default): the op is its dispatch's root and sets the pipeline; false: "
+    "tile sizes for another op of the dispatch (x86, no workgroup level)",
 }
-CONFIG_LEVELS = ("workgroup", "thread", "reduction", "vector")
-"""Tiling levels a lowering config names (``workgroup`` is required)."""
+CONFIG_LEVELS = ("workgroup", "thread", "reduction", "vector", "inner")
+"""Tiling levels a lowering config names (``workgroup`` is required of a root config)."""
 
 
 def load_recipe(path: str | Path) -> Recipe:
@@ -327,6 +330,7 @@ def _match_spec(node: Node, fields: dict[str, Node]) -> MatchSpec:
         dtype=optional(fields, "dtype", Node.text, "f32"),
         attributes=optional(fields, "attributes", _attributes, ()),
         layers=optional(fields, "layer", _layers, ()),
+        inputs=optional(fields, "inputs", Node.integer, None),
     )
 
 
@@ -372,13 +376,15 @@ def _kernel(node: Node) -> KernelSchedule:
 
 def _config(node: Node) -> LoweringConfig:
     f = node.mapping(CONFIG_FIELDS, required=("tile_sizes",))
+    root = optional(f, "root", Node.flag, True)
     levels = f["tile_sizes"].mapping(
-        {level: "sizes" for level in CONFIG_LEVELS}, required=("workgroup",)
+        {level: "sizes" for level in CONFIG_LEVELS}, required=("workgroup",) * root
     )
     return LoweringConfig(
         tile_sizes=tuple((level, sizes.ints()) for level, sizes in levels.items()),
         workgroup_size=optional(f, "workgroup_size", Node.ints, None),
         pipeline=optional(f, "pipeline", Node.text, None),
+        root=root,
         where=node.where,
     )
 

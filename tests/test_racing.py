@@ -12,6 +12,7 @@ from tdsched.schedules.sweep.racing import (
     Race,
     RaceResult,
     RaceSettings,
+    Standing,
     entrants,
 )
 from tdsched.targets.timing import Interval
@@ -46,6 +47,28 @@ def test_a_clearly_faster_candidate_wins_and_the_others_are_eliminated() -> None
     # The shared drift (0.5x-2x per round) cancels in the paired ratios.
     assert result.winner.speedup.low > 1.2 and result.winner.speedup.high < 1.4
     assert result.margin is not None and result.margin > 0.0
+
+
+def test_a_runner_cut_by_its_median_does_not_set_the_decided_margin() -> None:
+    cut = Interval(0.95, 0.88, 1.10)  # cut from a wide field: not shown slower
+    slower = Interval(1.20, 1.15, 1.30)
+    winner = Interval(1.5, 1.4, 1.6)
+    result = RaceResult(
+        (
+            Standing("a", 1, winner, 20, None, None),
+            Standing("b", 2, Interval(1.2, 1.1, 1.3), 20, 20, slower),
+            Standing("c", 3, Interval(1.4, 1.0, 1.7), 5, 5, cut),
+        ),
+        "decided",
+        20,
+        1.0,
+    )
+    assert result.margin == pytest.approx(0.15)
+    text = Decision(result).describe(str)
+    assert text.startswith("decided: a is the fastest, at least 15.0% ahead of the runner-up")
+    only_cut = RaceResult(result.standings[::2], "decided", 20, 1.0)
+    assert only_cut.margin is None
+    assert Decision(only_cut).describe(str).startswith("decided: a is the fastest (2 raced")
 
 
 def test_nobody_is_eliminated_before_min_rounds() -> None:

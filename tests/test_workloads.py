@@ -19,6 +19,7 @@ CASES = [
     ("conv2d_nhwc", {"N": 2, "H": 9, "W": 7, "C": 4, "F": 6, "stride": 2, "weights": "constant"}),
     ("matmul", {"M": 33, "N": 17, "K": 65, "weights": "constant"}),
     ("matmul_bias_relu", {"M": 64, "N": 48, "K": 32, "weights": "constant"}),
+    ("softmax", {"M": 24, "N": 40}),
 ]
 
 

@@ -102,13 +102,15 @@ class KernelLibrary:
             lambda root, func: self._annotate(func.value, "translation_info", info),
         )
 
-    def add_config(self, kernel: str, criteria: OpCriteria, compilation_info: str) -> None:
-        """Add a kernel whose dispatches keep IREE's pipeline with ``compilation_info``."""
+    def add_config(
+        self, kernel: str, criteria: OpCriteria, config: str, attribute: str = "compilation_info"
+    ) -> None:
+        """Add a kernel whose dispatches keep IREE's pipeline, with ``config`` set as the
+        matched op's ``attribute``: ``compilation_info`` on a dispatch's root, or
+        ``lowering_config`` on another op of a dispatch whose root is configured too."""
         self._check_new(kernel)
         self._add_entry(
-            kernel,
-            criteria,
-            lambda root, func: self._annotate(root.value, "compilation_info", compilation_info),
+            kernel, criteria, lambda root, func: self._annotate(root.value, attribute, config)
         )
 
     def text(self) -> str:

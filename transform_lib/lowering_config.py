@@ -2,7 +2,13 @@
 
 A config keeps IREE's own codegen pipeline and only sets its tile sizes (and GPU
 workgroup size). Levels: ``workgroup`` (distribution to workgroups), ``vector`` or
-``thread`` (per-thread / vector tile), ``reduction`` (reduction-loop tile).
+``thread`` (per-thread / vector tile), ``reduction`` (reduction-loop tile), and on x86
+``inner`` (the vector tile of parallel loops that IREE tiles after the reduction level,
+``vector_inner_parallel``: a softmax's normalization reads a reduction's result there).
+
+A dispatch's root op carries the ``compilation_info`` (pipeline and tile sizes); on x86
+another op of the dispatch may carry its own ``lowering_config`` (:func:`op_lowering_config`),
+which IREE's pipeline then uses for that op instead of deriving one from the root's.
 
 On Vulkan, IREE's ``BaseVectorize`` pipeline gives each thread one ``thread`` tile of its
 workgroup's ``workgroup`` tile, so the workgroup size follows from the two levels (as in
@@ -20,6 +26,7 @@ _CPU_LEVELS = {
     "workgroup": "distribution",
     "vector": "vector_common_parallel",
     "reduction": "vector_reduction",
+    "inner": "vector_inner_parallel",
 }
 _GPU_LEVELS = {"workgroup": "workgroup", "thread": "thread", "reduction": "reduction"}
 _DEFAULT_PIPELINE = {"x86": "DoubleTilingExpert", "vulkan": "BaseVectorize"}
@@ -53,12 +60,9 @@ def compilation_info(
             f"use {', '.join(levels)}"
         )
     if target == "x86":
-        if len({len(s) for s in tile_sizes.values()}) != 1:
-            raise ScheduleError("config: every tile level needs one size per loop (same length)")
         if workgroup_size:
             raise ScheduleError("config: workgroup_size applies to GPU targets (vulkan) only")
-        fields = ", ".join(f"{levels[k]} = {_list(v)}" for k, v in tile_sizes.items())
-        config = f"#iree_cpu.lowering_config<{fields}>"
+        config = _cpu_lowering_config(tile_sizes)
         info = f"#iree_codegen.translation_info<pipeline = {pipeline}>"
     else:
         name = pipeline_name or _DEFAULT_PIPELINE[target]
@@ -79,6 +83,35 @@ def compilation_info(
             f"workgroup_size = {_list(workgroup_size)}>"
         )
     return f"#iree_codegen.compilation_info<lowering_config = {config}, translation_info = {info}>"
+
+
+def op_lowering_config(target: str, tile_sizes: Mapping[str, Sequence[int]]) -> str:
+    """The ``#iree_cpu.lowering_config`` of a non-root op (a config with ``root: false``):
+    its tile sizes, without a pipeline or a distribution level, which are the root's."""
+    if target != "x86":
+        raise ScheduleError(
+            "config: root: false (tile sizes for a non-root op of a dispatch) is for x86; "
+            "on Vulkan configure the dispatch's root only"
+        )
+    if "workgroup" in tile_sizes:
+        raise ScheduleError(
+            "config: a root: false config has no 'workgroup' level: the dispatch's root "
+            "distributes the work to workgroups; give vector, reduction or inner sizes"
+        )
+    return _cpu_lowering_config(tile_sizes)
+
+
+def _cpu_lowering_config(tile_sizes: Mapping[str, Sequence[int]]) -> str:
+    unknown = sorted(set(tile_sizes) - set(_CPU_LEVELS))
+    if unknown:
+        raise ScheduleError(
+            f"config: tile level(s) {', '.join(unknown)} do not exist on x86; "
+            f"use {', '.join(_CPU_LEVELS)}"
+        )
+    if len({len(s) for s in tile_sizes.values()}) != 1:
+        raise ScheduleError("config: every tile level needs one size per loop (same length)")
+    fields = ", ".join(f"{_CPU_LEVELS[k]} = {_list(v)}" for k, v in tile_sizes.items())
+    return f"#iree_cpu.lowering_config<{fields}>"
 
 
 def derived_workgroup_size(workgroup: Sequence[int], thread: Sequence[int]) -> list[int]:

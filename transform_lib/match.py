@@ -8,8 +8,9 @@ script, ``transform.structured.match`` selects ops under a scope.
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -53,8 +54,11 @@ class OpCriteria:
     ``dtype`` the element type of inputs and output (needed by kind matchers);
     ``attributes`` attributes the op must carry, each with the value it must have
     (``None``: a unit attribute); ``layers`` exact layer names, of which the op's
-    ``tdsched.layer`` must be one. Attributes and layers select ops in whole-module
-    scripts and graph rewrites; kernel matchers need them resolved to structure first.
+    ``tdsched.layer`` must be one; ``inputs`` the number of input operands (``ins``),
+    which tells apart ops of one dispatch that share their name and loop bounds (a
+    softmax's max, sum and normalization). Attributes and layers select ops in
+    whole-module scripts and graph rewrites; kernel matchers need them resolved to
+    structure first.
     """
 
     op: str | None = None
@@ -63,6 +67,7 @@ class OpCriteria:
     dtype: str = "f32"
     attributes: tuple[tuple[str, AttrValue | None], ...] = ()
     layers: tuple[str, ...] = ()
+    inputs: int | None = None
 
     def attribute_dict(self) -> dict[str, ir.Attribute]:
         """The required attributes as MLIR attributes (call inside a context)."""
@@ -84,6 +89,8 @@ class OpCriteria:
             parts.append(f"attributes={shown}")
         if self.layers:
             parts.append(f"layer={list(self.layers)}")
+        if self.inputs is not None:
+            parts.append(f"inputs={self.inputs}")
         return ", ".join(parts) or "any op"
 
 
@@ -93,10 +100,11 @@ def match_ops(scope: OpHandle, criteria: OpCriteria, num_loops: int | None = Non
     Kinds and shapes are kernel-matcher features; here they are refused with a clear
     error rather than silently ignored.
     """
-    if criteria.kind is not None or criteria.shape is not None:
+    if criteria.kind is not None or criteria.shape is not None or criteria.inputs is not None:
         raise ScheduleError(
-            f"match: 'kind' and 'shape' select kernels (the 'match' of a kernel schedule); "
-            f"inside a schedule, match by 'op' name and 'attributes' (got {criteria.describe()})"
+            f"match: 'kind', 'shape' and 'inputs' select kernels (the 'match' of a kernel "
+            f"schedule); inside a schedule, match by 'op' name and 'attributes' (got "
+            f"{criteria.describe()})"
         )
     if criteria.op is None and not criteria.attributes and not criteria.layers:
         raise ScheduleError("match: give an 'op' name, 'attributes' or a 'layer' to select ops")
@@ -166,6 +174,8 @@ def build_kernel_matcher(script: TransformScript, name: str, criteria: OpCriteri
             _match_kind(op, criteria)
         elif criteria.shape is not None:
             _match_loop_bounds(op, criteria.shape)
+        if criteria.inputs is not None:
+            _match_input_count(op, criteria.inputs)
     seq.finish([seq.argument])
     return seq.name
 
@@ -199,24 +209,47 @@ def _match_kind(op: ir.Value, criteria: OpCriteria) -> None:
 
 def _match_loop_bounds(op: ir.Value, shape: Sequence[int]) -> None:
     """Require the structured op's static loop bounds to equal ``shape``."""
-    structured_match = ir.Operation.create(
-        "transform.match.structured",
-        results=[],
-        operands=[op],
-        regions=1,
-    )
-    block = structured_match.regions[0].blocks.append(any_op())
-    with ir.InsertionPoint(block):
+    with _structured_match(op) as structured_op:
         dims = ir.Operation.create(
             "transform.match.structured.dim",
             results=[param_type()],
-            operands=[block.arguments[0]],
+            operands=[structured_op],
             attributes={
                 "raw_dim_list": ir.DenseI64ArrayAttr.get([]),
                 "is_all": ir.UnitAttr.get(),
             },
         ).result
         iree_match.MatchDimsEqualOp(dims, list(shape))
+
+
+def _match_input_count(op: ir.Value, count: int) -> None:
+    """Require the structured op to have ``count`` input operands."""
+    with _structured_match(op) as structured_op:
+        found = ir.Operation.create(
+            "transform.match.structured.num_inputs",
+            results=[param_type()],
+            operands=[structured_op],
+        ).result
+        expected = transform.ParamConstantOp(
+            param_type(), ir.IntegerAttr.get(ir.IntegerType.get_signless(64), count)
+        ).param
+        ir.Operation.create(
+            "transform.match.param.cmpi",
+            operands=[found, expected],
+            attributes={"predicate": ir.Attribute.parse("0 : i32")},  # eq
+        )
+
+
+@contextlib.contextmanager
+def _structured_match(op: ir.Value) -> Iterator[ir.Value]:
+    """Build a ``transform.match.structured`` region on ``op``: the body built inside the
+    ``with`` block sees the op as the yielded value; the region's terminator follows."""
+    structured_match = ir.Operation.create(
+        "transform.match.structured", results=[], operands=[op], regions=1
+    )
+    block = structured_match.regions[0].blocks.append(any_op())
+    with ir.InsertionPoint(block):
+        yield block.arguments[0]
         ir.Operation.create("transform.match.structured.yield", operands=[])
 
 

@@ -169,6 +169,36 @@ def matmul_bias_relu(
     return args.workload(f"{M}x{N}x{K}_{t}", mlir, reference, peer)
 
 
+def softmax(M: int, N: int, dtype: str = "f32") -> Workload:
+    """Softmax over the last axis of an MxN input (``linalg.softmax dimension(1)``), a row
+    reduction as attention and classifiers use it. IREE decomposes it into one dispatch
+    of three ops: the row max, the row sum of ``exp(x - max)`` (IREE's root), and the
+    normalization ``exp(x - max) / sum``."""
+    _check("softmax", dtype, M=M, N=N)
+    t = dtype
+    args = _Arguments.of("softmax", "input", t, {"x": (M, N)}, set())
+    mat = f"tensor<{M}x{N}x{t}>"
+    mlir = f"""{args.header(mat)}  %empty = tensor.empty() : {mat}
+  %out = linalg.softmax dimension(1) ins(%x : {mat}) outs(%empty : {mat}) -> {mat}
+  return %out : {mat}
+}}
+"""
+
+    def reference(args: Sequence[np.ndarray]) -> list[np.ndarray]:
+        (x,) = args
+        wide = x.astype(np.float64)
+        e = np.exp(wide - wide.max(axis=1, keepdims=True))
+        return [(e / e.sum(axis=1, keepdims=True)).astype(x.dtype)]
+
+    def peer(args: Sequence[np.ndarray]) -> list[np.ndarray]:
+        (x,) = args
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        e /= e.sum(axis=1, keepdims=True)
+        return [e]
+
+    return args.workload(f"{M}x{N}_{t}", mlir, reference, peer)
+
+
 def conv2d_nhwc(
     N: int,
     H: int,

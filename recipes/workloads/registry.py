@@ -7,7 +7,14 @@ from collections.abc import Callable
 
 from tdsched.targets.workload import Workload, WorkloadError
 
-from .generators import conv2d_nhwc, matmul, matmul_bias_relu, matmul_chain, resnet_block
+from .generators import (
+    conv2d_nhwc,
+    matmul,
+    matmul_bias_relu,
+    matmul_chain,
+    resnet_block,
+    softmax,
+)
 from .graph_generators import channel_affine, conv_pad_conv, elementwise_chain
 
 GENERATORS: dict[str, Callable[..., Workload]] = {
@@ -19,6 +26,7 @@ GENERATORS: dict[str, Callable[..., Workload]] = {
     "elementwise_chain": elementwise_chain,
     "channel_affine": channel_affine,
     "conv_pad_conv": conv_pad_conv,
+    "softmax": softmax,
 }
 
 

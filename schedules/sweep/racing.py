@@ -129,12 +129,15 @@ class RaceResult:
     def margin(self) -> float | None:
         """For ``tie`` / ``undecided``: how far (a fraction) a remaining runner may be from
         the winner either way; for ``decided``: how much faster the winner is at least than
-        the closest eliminated runner; None when nobody else raced."""
+        the closest runner shown to be slower (runners cut from a wide field by their
+        median were not, and do not count); None when nobody else raced, or no runner was
+        shown slower."""
         others = [s.behind_leader for s in self.standings[1:] if s.behind_leader]
         if not others:
             return None
         if self.verdict == "decided":
-            return min(b.low for b in others) - 1.0
+            slower = [b.low for b in others if b.low >= 1.0]
+            return min(slower) - 1.0 if slower else None
         left = [s.behind_leader for s in self.contenders[1:] if s.behind_leader]
         return max(max(1.0 - b.low, b.high - 1.0) for b in left)
 
@@ -309,10 +312,8 @@ class Decision:
         if race.verdict == "alone":
             text = f"one candidate raced: {label(winner.key)} ({spent})"
         elif race.verdict == "decided":
-            text = (
-                f"decided: {label(winner.key)} is the fastest, at least {margin or 0.0:.1%} "
-                f"ahead of the runner-up ({raced}, {spent})"
-            )
+            ahead = f", at least {margin:.1%} ahead of the runner-up" if margin is not None else ""
+            text = f"decided: {label(winner.key)} is the fastest{ahead} ({raced}, {spent})"
         else:
             names = " and ".join(label(s.key) for s in race.contenders[:3])
             more = len(race.contenders) - 3
