@@ -1,6 +1,7 @@
 """Graph rewrite steps → stages that run a tdsched rewrite on the module in Python.
 
-fuse_elementwise_ext, collapse_dims, mmt4d, fuse_pad, conv1x1_to_matmul and im2col have no
+fuse_elementwise_ext, collapse_dims, mmt4d, fuse_pad, conv1x1_to_matmul, im2col and
+decompose_softmax have no
 (complete) transform op in IREE 3.13; they run between transform-script stages, in recipe
 order, each reporting one line of what it changed (see :mod:`tdsched.transform_lib.graph`).
 """
@@ -19,6 +20,10 @@ from tdsched.transform_lib.graph.conv1x1_to_matmul import (
     Conv1x1ToMatmulOptions,
     conv1x1_to_matmul,
 )
+from tdsched.transform_lib.graph.decompose_softmax import (
+    DecomposeSoftmaxOptions,
+    decompose_softmax,
+)
 from tdsched.transform_lib.graph.fuse_elementwise import (
     FuseElementwiseOptions,
     fuse_elementwise_ext,
@@ -34,6 +39,7 @@ from .resolved import as_int, as_ints, payload_criteria
 from .steps import (
     CollapseDimsStep,
     Conv1x1ToMatmulStep,
+    DecomposeSoftmaxStep,
     FuseElementwiseExtStep,
     FusePadStep,
     GraphRewriteStep,
@@ -108,6 +114,11 @@ def _im2col(step: Im2colStep, target: Target) -> RewriteStage:
     return _stage(step, partial(im2col, options=Im2colOptions(_ops(step))))
 
 
+def _decompose_softmax(step: DecomposeSoftmaxStep, target: Target) -> RewriteStage:
+    options = DecomposeSoftmaxOptions(_ops(step))
+    return _stage(step, partial(decompose_softmax, options=options))
+
+
 def _stage(step: GraphRewriteStep, rewrite: Rewrite) -> RewriteStage:
     return RewriteStage(step.primitive, rewrite, step.where)
 
@@ -123,5 +134,6 @@ REWRITES: dict[type[Step], Callable[[Any, Target], RewriteStage]] = {
     FusePadStep: _fuse_pad,
     Conv1x1ToMatmulStep: _conv1x1_to_matmul,
     Im2colStep: _im2col,
+    DecomposeSoftmaxStep: _decompose_softmax,
 }
 """The Python rewrites a graph schedule can run, by step type."""

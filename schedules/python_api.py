@@ -46,6 +46,7 @@ from .steps import (
     CleanupStep,
     CollapseDimsStep,
     Conv1x1ToMatmulStep,
+    DecomposeSoftmaxStep,
     DispatchRegionStep,
     FuseElementwiseExtStep,
     FuseExtStep,
@@ -412,6 +413,11 @@ class ScheduleBuilder:
     def conv1x1_to_matmul(self, *, ops: MatchSpec | None = None) -> None:
         """Rewrite 1x1 convolutions (any stride) as linalg.matmul (graph schedules)."""
         self._schedule.add(Conv1x1ToMatmulStep, ops=ops)
+
+    def decompose_softmax(self, *, ops: MatchSpec | None = None) -> None:
+        """Rewrite linalg.softmax as row max, exp, row sum and scale, exp computed once
+        (graph schedules)."""
+        self._schedule.add(DecomposeSoftmaxStep, ops=ops)
 
     def im2col(self, *, ops: MatchSpec | None = None) -> None:
         """Rewrite convolutions as a gather of their windows and linalg.matmul (graph

@@ -424,6 +424,19 @@ class Im2colStep(StepBase):
     ops: MatchSpec | None = _ops()
 
 
+@register("decompose_softmax", Scope.GRAPH, _GRAPH_REWRITE)
+@dataclass(frozen=True, kw_only=True)
+class DecomposeSoftmaxStep(StepBase):
+    """Rewrite linalg.softmax as row max, exp, row sum and scale, computing exp once.
+
+    IREE's own softmax dispatch computes exp twice per element; this form keeps the
+    exponentials in memory between two dispatches. Without ``ops`` every softmax with
+    static shapes is rewritten, and the others are reported with the reason.
+    """
+
+    ops: MatchSpec | None = _ops()
+
+
 @register("fuse_pad", Scope.GRAPH, _GRAPH_REWRITE)
 @dataclass(frozen=True, kw_only=True)
 class FusePadStep(StepBase):
@@ -478,6 +491,7 @@ GraphRewriteStep = (
     | FusePadStep
     | Conv1x1ToMatmulStep
     | Im2colStep
+    | DecomposeSoftmaxStep
 )
 """Steps that rewrite the whole module in Python before IREE (not transform scripts)."""
 

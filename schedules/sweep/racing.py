@@ -324,10 +324,9 @@ class Decision:
                 f"is taken ({raced}, {spent})"
             )
         if self.left_out:
-            text += (
-                f"; {len(self.left_out)} more candidates were as fast in screening but did "
-                "not fit the race's field (raise --race)"
-            )
+            count = len(self.left_out)
+            who = "1 more candidate was" if count == 1 else f"{count} more candidates were"
+            text += f"; {who} as fast in screening but did not fit the race's field (raise --race)"
         return text
 
     def as_dict(self) -> dict[str, Any]:
