@@ -4,11 +4,12 @@ recorded beside them so that a re-run reuses the choice instead of flipping on n
 
 1. **Model rewrites**, before the tasks are extracted: graph rewrites that change which
    ops IREE's dispatches hold (:data:`MODEL_REWRITES`: 1x1 convolutions as matmuls, then
-   the other convolutions as im2col gathers and matmuls). Each, in turn, is tried on top
+   the other convolutions as im2col gathers and matmuls, then softmax ops with ``exp``
+   computed once). Each, in turn, is tried on top
    of the rewrites kept before it: where it changes the model, a recipe with those graph
    steps and it (``OUT/<model>.<rewrite>.yaml``) is run, and the rewrite is kept when
-   the model is correct and ``WIN`` faster than without it. A rewrite not kept on every
-   convolution it takes is raced again on one group of identical convolutions at a time
+   the model is correct and ``WIN`` faster than without it. A convolution rewrite not kept
+   on every convolution it takes is raced again on one group of identical convolutions at a time
    (most FLOP first; ``OUT/<model>.<rewrite>-<n>.yaml``), selected by layer, each group
    kept when it wins on top of the groups kept before it: a gather that pays for a
    strided layer need not pay for the others. The tasks are then those of the rewritten
@@ -49,7 +50,7 @@ from .evaluation import Status
 from .files import write_atomically
 from .graph_rewrites import rewrite_stage
 from .run_report import RunReport
-from .steps import Conv1x1ToMatmulStep, GraphRewriteStep, Im2colStep
+from .steps import Conv1x1ToMatmulStep, DecomposeSoftmaxStep, GraphRewriteStep, Im2colStep
 from .tune import TOLERANCE, WIN, TuneOutcome
 from .values import MatchSpec
 
@@ -58,7 +59,11 @@ GRAPH_RACE_FILE = "graph-race.json"
 LAYOUT_RACE_FILE = "layout-race.json"
 """Where the layout race's decision is kept, beside the model recipe."""
 
-MODEL_REWRITES: tuple[GraphRewriteStep, ...] = (Conv1x1ToMatmulStep(), Im2colStep())
+MODEL_REWRITES: tuple[GraphRewriteStep, ...] = (
+    Conv1x1ToMatmulStep(),
+    Im2colStep(),
+    DecomposeSoftmaxStep(),
+)
 """The graph rewrites tried on the whole model, in order (steps without options), each
 on top of those kept before it."""
 CLOSE = 0.1
@@ -71,7 +76,8 @@ CONV_REWRITES: dict[type[GraphRewriteStep], ConvRewrite] = {
     Conv1x1ToMatmulStep: conv1x1_to_matmul.REWRITE,
     Im2colStep: im2col.REWRITE,
 }
-"""How each of :data:`MODEL_REWRITES` takes convolutions (to race them by group)."""
+"""How each convolution rewrite of :data:`MODEL_REWRITES` takes convolutions (to race
+them by group); the others are raced on the whole model only."""
 
 Check = Callable[[Path], RunReport]
 """Runs a model recipe as ``tdsched run`` does: checked, and timed against IREE default."""
@@ -94,9 +100,10 @@ def race_model_rewrites(
     workload: Workload, spec: Mapping[str, Any], out: Path, target: Target, check: Check
 ) -> ModelRewrites:
     """Try :data:`MODEL_REWRITES` on ``workload`` one by one and keep each that makes the
-    model run correct and ``WIN`` faster than the rewrites kept before it; one that loses
-    on every convolution is raced again a group of identical convolutions at a time (see
-    the module docstring). ``spec`` is the model recipe's ``workload``."""
+    model run correct and ``WIN`` faster than the rewrites kept before it; a convolution
+    rewrite that loses on every convolution is raced again a group of identical
+    convolutions at a time (see the module docstring). ``spec`` is the model recipe's
+    ``workload``."""
     record = out / GRAPH_RACE_FILE
     names = [step.primitive for step in MODEL_REWRITES]
     raced = json.dumps([*names, "by convolution group"]).encode()
@@ -276,9 +283,13 @@ def _line(label: str, runs: list[float], best: float, won: bool) -> str:
 def _selectable_groups(text: str, step: GraphRewriteStep) -> list[ConvGroup]:
     """The groups of identical convolutions ``step`` would rewrite in ``text``, most FLOP
     first, that can be selected by layer (every member has a layer name); none when
-    there are fewer than two groups (one group is what was raced whole)."""
+    there are fewer than two groups (one group is what was raced whole), and none for a
+    rewrite that does not take convolutions."""
+    how = CONV_REWRITES.get(type(step))
+    if how is None:
+        return []
     with ir.Context(), ir.Location.unknown():
-        groups = convs_taken(ir.Module.parse(text), CONV_REWRITES[type(step)])
+        groups = convs_taken(ir.Module.parse(text), how)
     if len(groups) < 2:
         return []
     return [group for group in groups if None not in group.layers]

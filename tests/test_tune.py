@@ -898,3 +898,34 @@ def test_the_model_rewrite_race_keeps_each_rewrite_that_pays_on_top_of_those_bef
     plain = workload_from_text(MATMUL_MODULE, "mm.mlir", "mm", None)
     nothing = race_model_rewrites(plain, {"file": "mm.mlir"}, tmp_path, x86, lambda r: 1 / 0)
     assert nothing.steps == () and nothing.lines == ()
+
+
+SOFTMAX_MODEL = """
+func.func @m(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %e = tensor.empty() : tensor<8x16xf32>
+  %s = linalg.softmax {tdsched.layer = "attn"} dimension(1) ins(%x : tensor<8x16xf32>) outs(%e : tensor<8x16xf32>) -> tensor<8x16xf32>
+  return %s : tensor<8x16xf32>
+}
+"""
+
+
+def test_a_softmax_is_raced_decomposed_on_the_whole_model_only(tmp_path: Path) -> None:
+    from tdsched.targets.workload import workload_from_text
+
+    workload = workload_from_text(SOFTMAX_MODEL, "m.mlir", "m", None)
+    raced: list[str] = []
+    x86 = make_target("x86")
+    speedups: dict[str, float | list[float]] = {"m.decompose_softmax.yaml": 1.6}
+    kept = race_model_rewrites(
+        workload, {"file": "m.mlir"}, tmp_path, x86, _graph_run(speedups, raced)
+    )
+    assert raced == ["m.decompose_softmax.yaml"]  # the convolution rewrites change nothing
+    assert kept.steps == ({"decompose_softmax": {}},) and kept.speedup == 1.6
+    assert "linalg.softmax" not in kept.workload.mlir and "math.exp" in kept.workload.mlir
+    (tmp_path / GRAPH_RACE_FILE).unlink()
+    slower: dict[str, float | list[float]] = {"m.decompose_softmax.yaml": 0.7}
+    none = race_model_rewrites(
+        workload, {"file": "m.mlir"}, tmp_path, x86, _graph_run(slower, raced)
+    )
+    assert none.steps == () and raced[-1] == "m.decompose_softmax.yaml"
+    assert len(none.lines) == 1 and none.lines[0].endswith("0.70x IREE default, not kept")
