@@ -23,6 +23,11 @@ from .space import ParamValue
 _REF = re.compile(r"\$\{([^{}]+)\}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 T = TypeVar("T")
+_NOT_SUBSTITUTED = frozenset(
+    ("where", "parameters", "source", "space", "shapes", "shape_choice", "skipped", "when")
+)
+"""A recipe's fields (and its parts') that hold no ``${NAME}`` to substitute: the
+parameters themselves, what decides them (space, shape table) and what reports on them."""
 
 
 def parse_override(text: str) -> tuple[str, ParamValue]:
@@ -107,22 +112,25 @@ def _substitute(obj: T, params: Mapping[str, ParamValue], where: Where) -> T:
         changes = {
             f.name: _substitute(getattr(obj, f.name), params, here)
             for f in dataclasses.fields(obj)
-            if f.name
-            not in (
-                "where",
-                "parameters",
-                "source",
-                "space",
-                "shapes",
-                "shape_choice",
-                "skipped",
-                "when",
-            )
+            if f.name not in _NOT_SUBSTITUTED
         }
         result = dataclasses.replace(obj, **changes)
     else:
         result = obj
     return result  # type: ignore[no-any-return]
+
+
+def referenced_parameters(obj: Any) -> frozenset[str]:
+    """The parameter names that ``obj`` (a recipe, or a part of one) refers to in its
+    ``${...}`` references, expressions included: what its substitution reads."""
+    if isinstance(obj, str):
+        return frozenset(n for ref in _REF.findall(obj) for n in _NAME.findall(ref))
+    if isinstance(obj, tuple | list):
+        return frozenset().union(*(referenced_parameters(item) for item in obj))
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        fields = [f.name for f in dataclasses.fields(obj) if f.name not in _NOT_SUBSTITUTED]
+        return frozenset().union(*(referenced_parameters(getattr(obj, f)) for f in fields))
+    return frozenset()
 
 
 def _substitute_text(text: str, params: Mapping[str, ParamValue], where: Where) -> ParamValue:

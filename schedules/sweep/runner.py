@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import iree.compiler.version
-from tdsched.targets.target import DEFAULT_THREADS
+from tdsched.targets.target import DEFAULT_THREADS, cpu_threads
 from tdsched.targets.timing import Interval
 from tdsched.targets.workload import Workload, traffic_bytes
 from tdsched.transform_lib.work import count_work_of_text
@@ -40,6 +40,7 @@ from .candidates import baseline_key, content_key, plan_point, result_key
 from .cost_model import Featurizer, LearnedModel, ModelGuided, learned_model_available
 from .database import Result, ResultsDB, SweepWork, measured_by_others
 from .database import drift as baseline_drift
+from .distinct import distinct_builds
 from .executor import Executor, WorkerError, WorkerFailure
 from .messages import BenchJob, BenchOutcome, CompileJob, CompileOutcome, RaceJob, SweepContext
 from .racing import Decision, RaceSettings, entrants
@@ -227,7 +228,12 @@ class Sweep:
         self.target = options.target or self.recipe.targets[0]
         self.space = _narrowed(self.recipe, options.fixed)
         defaults = {**self.recipe.parameter_dict, **options.fixed}
-        self.enumeration = self.space.enumerate(defaults)
+        self.enumeration = distinct_builds(
+            self.recipe,
+            self.space.enumerate(defaults),
+            options.fixed,
+            cpu_threads(self.target, options.threads),
+        )
         if not self.enumeration.valid:
             raise RecipeError(
                 Where(self.recipe.source, None, "constraints"),

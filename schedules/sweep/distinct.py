@@ -1,0 +1,73 @@
+"""One candidate per build: points of a space whose values differ only where no step reads
+them build the same module.
+
+A recipe with ``when`` conditions holds more than one way to compute its workload, and
+each way reads its own parameters: ``matmul_x86``'s packed layout ignores the row-major
+tiles ``TM``, ``TN``, ``TK``..., its row-major layout the pack tiles ``M0``, ``N0``. The
+space still crosses every axis, so a sampled sweep would spend its budget compiling
+and timing one packed build under many names (the results database keys builds by
+content, so they were timed once, but each still took a sample).
+
+A point's *build signature* is what decides its build: which steps and kernels its
+``when`` conditions leave out, and the values of the parameters the rest refers to
+(``${NAME}``, expressions included). :func:`distinct_builds` keeps the first point of
+each signature. The signature reads the parameters as a candidate resolves them (the
+recipe's defaults, a shape-table entry, the fixed ``--param`` values, then the point), so
+it is exact where the build depends on parameters through ``${...}`` and ``when`` only,
+which is how recipes reach their schedules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+
+from ..conditions import apply_conditions
+from ..params import referenced_parameters, resolve
+from ..recipe import Recipe
+from ..space import Enumeration, ParamValue, Point
+
+SAME_BUILD = "a build another candidate has (a `when` leaves the values that differ unused)"
+"""The pruning reason :func:`distinct_builds` reports."""
+
+
+def build_signature(
+    recipe: Recipe, values: Mapping[str, ParamValue], threads: int | None
+) -> Hashable:
+    """What decides the build of the candidate with parameter ``values`` (overrides of
+    the recipe's defaults, as a sweep gives them; ``threads`` selects shape-table
+    entries)."""
+    params = dict(resolve(recipe, values, threads).parameters)
+    kept, skipped = apply_conditions(recipe, params)
+    used = sorted(referenced_parameters(kept) & set(params))
+    return tuple(s.what for s in skipped), tuple((name, repr(params[name])) for name in used)
+
+
+def distinct_builds(
+    recipe: Recipe,
+    enumeration: Enumeration,
+    fixed: Mapping[str, ParamValue],
+    threads: int | None,
+) -> Enumeration:
+    """``enumeration`` with one point per build signature (the first), and a pruning
+    line for the others. A recipe without ``when`` conditions is returned as it is: all
+    of its parameters reach its one way."""
+    if not _has_conditions(recipe):
+        return enumeration
+    seen: set[Hashable] = set()
+    kept: list[Point] = []
+    for point in enumeration.valid:
+        values = {**fixed, **enumeration.as_params(point)}
+        signature = build_signature(recipe, values, threads)
+        if signature not in seen:
+            seen.add(signature)
+            kept.append(point)
+    same = len(enumeration.valid) - len(kept)
+    if not same:
+        return enumeration
+    pruned = (*enumeration.pruned, (SAME_BUILD, same))
+    return Enumeration(enumeration.names, tuple(kept), enumeration.total, pruned)
+
+
+def _has_conditions(recipe: Recipe) -> bool:
+    steps = [*recipe.graph, *(s for k in recipe.kernels for s in k.steps)]
+    return any(k.when is not None for k in recipe.kernels) or any(s.when is not None for s in steps)

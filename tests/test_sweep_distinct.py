@@ -1,0 +1,63 @@
+"""A sweep's space keeps one candidate per build: points whose values differ only where
+a `when` left them unused are the same build (their content keys agree)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Hashable
+
+from tdsched.schedules.loading import find_recipe, load
+from tdsched.schedules.space import Point
+from tdsched.schedules.sweep.candidates import content_key, plan_point
+from tdsched.schedules.sweep.distinct import SAME_BUILD, build_signature, distinct_builds
+from tdsched.schedules.sweep.messages import SweepContext
+from tdsched.schedules.sweep.runner import _narrowed
+
+SHAPE = {"M": 128, "N": 128, "K": 128}
+
+
+def test_packed_points_that_differ_in_row_major_tiles_are_one_candidate() -> None:
+    recipe = load("matmul_x86")
+    enumeration = _narrowed(recipe, SHAPE).enumerate({**recipe.parameter_dict, **SHAPE})
+    distinct = distinct_builds(recipe, enumeration, SHAPE, 2)
+    assert len(distinct.valid) < len(enumeration.valid)
+    assert distinct.pruned[-1] == (SAME_BUILD, len(enumeration.valid) - len(distinct.valid))
+    assert f"pruned {len(enumeration.valid) - len(distinct.valid)} by {SAME_BUILD}" in "\n".join(
+        distinct.pruning_lines()
+    )
+    layouts = defaultdict(set)
+    for point in distinct.valid:
+        params = distinct.as_params(point)
+        layouts[params["LAYOUT"]].add(point)
+    # packed: one candidate per unpack placement, whatever the row-major tiles; row-major:
+    # one per tile choice, whatever UNPACK
+    packed = [distinct.as_params(p)["UNPACK"] for p in layouts["packed"]]
+    assert sorted(packed) == ["fused", "separate"]
+    names = ("TM", "TN", "TK", "RN")
+    tiles = [tuple(distinct.as_params(p)[n] for n in names) for p in layouts["rowmajor"]]
+    assert len(tiles) == len(set(tiles)) > 1
+
+
+def test_points_with_one_signature_build_the_same_module_and_others_do_not() -> None:
+    recipe = load("matmul_x86")
+    enumeration = _narrowed(recipe, SHAPE).enumerate({**recipe.parameter_dict, **SHAPE})
+    groups: dict[Hashable, list[Point]] = defaultdict(list)
+    for point in enumeration.valid:
+        groups[build_signature(recipe, {**SHAPE, **enumeration.as_params(point)}, 2)].append(point)
+    context = SweepContext(str(find_recipe("matmul_x86")), "x86", dict(SHAPE), threads=2)
+
+    def key(point: Point) -> str:
+        return content_key(plan_point(recipe, context, enumeration.as_params(point)))
+
+    shared = [members for members in groups.values() if len(members) > 1][:2]
+    assert shared, "the packed layout leaves the row-major tiles unused"
+    for members in shared:
+        assert key(members[0]) == key(members[-1])
+    firsts = [members[0] for members in list(groups.values())[:3]]
+    assert len({key(p) for p in firsts}) == len(firsts)
+
+
+def test_a_recipe_without_conditions_keeps_its_space() -> None:
+    recipe = load("matmul_vulkan")
+    enumeration = _narrowed(recipe, {}).enumerate(recipe.parameter_dict)
+    assert distinct_builds(recipe, enumeration, {}, None) is enumeration
