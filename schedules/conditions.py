@@ -5,10 +5,11 @@ choose: ``matmul_x86`` register-tiles the matmul in place (``LAYOUT: rowmajor``)
 it into IREE's data-tiling layout (``LAYOUT: packed``, a graph ``mmt4d`` step), and its
 shape table picks per shape. Any step (graph or kernel) and any kernel schedule may carry
 ``when``, written in the constraint language (:mod:`.constraints`; strings may be
-compared: ``LAYOUT == 'packed'``). :func:`check_conditions` checks every condition's
-syntax and names when the recipe is made; :func:`apply_conditions` evaluates them when
-the recipe is resolved, leaves out what does not apply and says what it left out, so a
-skipped step is never silent.
+compared: ``LAYOUT == 'packed'``). Besides the parameters, a condition may read
+:data:`TARGET`, the name of the target the recipe is built for (``TARGET == 'x86'``).
+:func:`check_conditions` checks every condition's syntax and names when the recipe is
+made; :func:`apply_conditions` evaluates them when the recipe is resolved, leaves out
+what does not apply and says what it left out, so a skipped step is never silent.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ if TYPE_CHECKING:
     from .recipe import KernelSchedule, Recipe
 
 
+TARGET = "TARGET"
+"""The name a ``when`` reads the target by (``x86``, ``vulkan``); no parameter may take it."""
+
+
 @dataclass(frozen=True)
 class Skipped:
     """A step or kernel schedule left out because its ``when`` was false."""
@@ -41,8 +46,14 @@ class Skipped:
 
 
 def check_conditions(recipe: Recipe) -> None:
-    """Refuse a ``when`` that does not parse or names an undeclared parameter."""
-    known = frozenset(recipe.parameter_dict)
+    """Refuse a parameter called :data:`TARGET`, and a ``when`` that does not parse or
+    names an undeclared parameter."""
+    if TARGET in recipe.parameter_dict:
+        raise RecipeError(
+            Where(recipe.source, None, "parameters"),
+            f"{TARGET} is reserved: a 'when' reads the target by that name; rename the parameter",
+        )
+    known = frozenset(recipe.parameter_dict) | {TARGET}
     for what, where, condition in _conditions(recipe):
         try:
             parse_constraint(condition, known)
@@ -51,11 +62,12 @@ def check_conditions(recipe: Recipe) -> None:
 
 
 def apply_conditions(
-    recipe: Recipe, params: Mapping[str, ParamValue]
+    recipe: Recipe, params: Mapping[str, ParamValue], target: str
 ) -> tuple[Recipe, tuple[Skipped, ...]]:
     """``recipe`` without the steps and kernel schedules whose ``when`` is false for
-    ``params`` (the resolved parameter values), and what was left out."""
+    ``params`` (the resolved parameter values) on ``target``, and what was left out."""
     skipped: list[Skipped] = []
+    params = {**params, TARGET: target}
 
     def holds(what: str, where: Where, condition: str | None) -> bool:
         if condition is None:

@@ -47,7 +47,10 @@ def parse_override(text: str) -> tuple[str, ParamValue]:
 
 
 def resolve(
-    recipe: Recipe, overrides: Mapping[str, ParamValue] | None = None, threads: int | None = None
+    recipe: Recipe,
+    overrides: Mapping[str, ParamValue] | None = None,
+    threads: int | None = None,
+    target: str | None = None,
 ) -> Recipe:
     """Return ``recipe`` with every ``${NAME}`` replaced by its value.
 
@@ -57,8 +60,8 @@ def resolve(
     :mod:`.shape_table`) replaces defaults first, overrides win over it; the result's
     ``shape_choice`` says which entry was used (an ``iree_default`` entry is set aside when
     ``overrides`` give a tuned parameter). Steps and kernel schedules whose ``when``
-    is false for the final values are left out, and listed in ``skipped``
-    (:mod:`.conditions`).
+    is false for the final values on ``target`` (default: the recipe's first) are left
+    out, and listed in ``skipped`` (:mod:`.conditions`).
     """
     params = recipe.parameter_dict
     for name in overrides or {}:
@@ -82,7 +85,7 @@ def resolve(
     resolved = _substitute(recipe, params, Where(recipe.source))
     if choice is not None and choice.runs_iree_default:
         resolved = dataclasses.replace(resolved, graph=(), kernels=())
-    resolved, skipped = apply_conditions(resolved, params)
+    resolved, skipped = apply_conditions(resolved, params, target or recipe.targets[0])
     return dataclasses.replace(
         resolved, parameters=tuple(params.items()), shape_choice=choice, skipped=skipped
     )

@@ -113,7 +113,7 @@ def plan(
     """
     named = target or recipe.targets[0]
     on_cpu = cpu_threads(named, threads) if named in TARGET_NAMES else None
-    resolved = resolve(recipe, overrides, on_cpu)
+    resolved = resolve(recipe, overrides, on_cpu, named)
     for flag in (*resolved.compile_flags, *resolved.baseline.flags):
         if not flag.startswith("--"):
             raise RecipeError(

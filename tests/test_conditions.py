@@ -70,6 +70,26 @@ def test_a_bad_condition_is_refused_at_load_naming_its_line(when: str, said: str
     assert said in message
 
 
+def test_a_condition_reads_the_target_by_the_name_target() -> None:
+    text = RECIPE.replace("when: \"LAYOUT == 'packed'\"", "when: \"TARGET == 'vulkan'\"")
+    recipe = parse_recipe(
+        text.replace(
+            "args: {M: 64, N: 64, K: 64}", "args: {M: 64, N: 64, K: 64}\ntargets: [x86, vulkan]"
+        ),
+        "r.yaml",
+    )
+    assert resolve(recipe, target="x86").graph == ()
+    assert (
+        resolve(recipe, target="x86")
+        .skipped[0]
+        .describe()
+        .endswith("left out: when \"TARGET == 'vulkan'\" is false")
+    )
+    assert [type(s) for s in resolve(recipe, target="vulkan").graph] == [Mmt4dStep]
+    with pytest.raises(RecipeError, match=r"r.yaml: parameters: TARGET is reserved"):
+        parse_recipe(RECIPE.replace("TM: 8}", "TM: 8, TARGET: x86}"), "r.yaml")
+
+
 def test_an_empty_condition_is_refused() -> None:
     with pytest.raises(RecipeError, match=r"r.yaml:7: graph\[0\].mmt4d.when: expected a cond"):
         parse_recipe(RECIPE.replace("\"LAYOUT == 'packed'\"", '" "'), "r.yaml")

@@ -19,7 +19,7 @@ SHAPE = {"M": 128, "N": 128, "K": 128}
 def test_packed_points_that_differ_in_row_major_tiles_are_one_candidate() -> None:
     recipe = load("matmul_x86")
     enumeration = _narrowed(recipe, SHAPE).enumerate({**recipe.parameter_dict, **SHAPE})
-    distinct = distinct_builds(recipe, enumeration, SHAPE, 2)
+    distinct = distinct_builds(recipe, enumeration, SHAPE, "x86", 2)
     assert len(distinct.valid) < len(enumeration.valid)
     assert distinct.pruned[-1] == (SAME_BUILD, len(enumeration.valid) - len(distinct.valid))
     assert f"pruned {len(enumeration.valid) - len(distinct.valid)} by {SAME_BUILD}" in "\n".join(
@@ -43,7 +43,9 @@ def test_points_with_one_signature_build_the_same_module_and_others_do_not() -> 
     enumeration = _narrowed(recipe, SHAPE).enumerate({**recipe.parameter_dict, **SHAPE})
     groups: dict[Hashable, list[Point]] = defaultdict(list)
     for point in enumeration.valid:
-        groups[build_signature(recipe, {**SHAPE, **enumeration.as_params(point)}, 2)].append(point)
+        groups[build_signature(recipe, {**SHAPE, **enumeration.as_params(point)}, "x86", 2)].append(
+            point
+        )
     context = SweepContext(str(find_recipe("matmul_x86")), "x86", dict(SHAPE), threads=2)
 
     def key(point: Point) -> str:
@@ -60,4 +62,4 @@ def test_points_with_one_signature_build_the_same_module_and_others_do_not() -> 
 def test_a_recipe_without_conditions_keeps_its_space() -> None:
     recipe = load("matmul_vulkan")
     enumeration = _narrowed(recipe, {}).enumerate(recipe.parameter_dict)
-    assert distinct_builds(recipe, enumeration, {}, None) is enumeration
+    assert distinct_builds(recipe, enumeration, {}, "vulkan", None) is enumeration

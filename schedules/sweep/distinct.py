@@ -31,13 +31,13 @@ SAME_BUILD = "a build another candidate has (a `when` leaves the values that dif
 
 
 def build_signature(
-    recipe: Recipe, values: Mapping[str, ParamValue], threads: int | None
+    recipe: Recipe, values: Mapping[str, ParamValue], target: str, threads: int | None
 ) -> Hashable:
-    """What decides the build of the candidate with parameter ``values`` (overrides of
-    the recipe's defaults, as a sweep gives them; ``threads`` selects shape-table
-    entries)."""
-    params = dict(resolve(recipe, values, threads).parameters)
-    kept, skipped = apply_conditions(recipe, params)
+    """What decides the build for ``target`` of the candidate with parameter ``values``
+    (overrides of the recipe's defaults, as a sweep gives them; ``threads`` selects
+    shape-table entries)."""
+    params = dict(resolve(recipe, values, threads, target).parameters)
+    kept, skipped = apply_conditions(recipe, params, target)
     used = sorted(referenced_parameters(kept) & set(params))
     return tuple(s.what for s in skipped), tuple((name, repr(params[name])) for name in used)
 
@@ -46,6 +46,7 @@ def distinct_builds(
     recipe: Recipe,
     enumeration: Enumeration,
     fixed: Mapping[str, ParamValue],
+    target: str,
     threads: int | None,
 ) -> Enumeration:
     """``enumeration`` with one point per build signature (the first), and a pruning
@@ -57,7 +58,7 @@ def distinct_builds(
     kept: list[Point] = []
     for point in enumeration.valid:
         values = {**fixed, **enumeration.as_params(point)}
-        signature = build_signature(recipe, values, threads)
+        signature = build_signature(recipe, values, target, threads)
         if signature not in seen:
             seen.add(signature)
             kept.append(point)

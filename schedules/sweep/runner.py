@@ -232,6 +232,7 @@ class Sweep:
             self.recipe,
             self.space.enumerate(defaults),
             options.fixed,
+            self.target,
             cpu_threads(self.target, options.threads),
         )
         if not self.enumeration.valid:
