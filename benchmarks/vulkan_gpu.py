@@ -24,11 +24,17 @@ interleaved (``--repeats`` rounds, medians). It writes the JSON after every case
 run cut short keeps what it measured.
 
 ``markdown`` renders the tables that ``docs/benchmarks.md#vulkan-on-a-gpu`` shows.
+
+``prepare --space SIZE`` builds, instead of the recipes, the points of matmul_vulkan's
+tile space on a GPU (:func:`tile_space`) at SIZE^3, each beside IREE's default build for
+the generic target; ``markdown`` lists them fastest first (``--section
+vulkan-gpu-space`` for their docs section).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -40,10 +46,10 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import product
 from pathlib import Path
 from typing import Any
 
-BEGIN, END = "<!-- vulkan-gpu:begin -->", "<!-- vulkan-gpu:end -->"
 SEED = 0
 REFERENCE_CPU = "x86-64-v3"
 """The LLVM CPU the reference's x86 build is compiled for: AVX2, which every x86 server
@@ -56,13 +62,15 @@ VARIANTS = ("tdsched", "iree-default")
 class Case:
     recipe: str
     params: dict[str, int] = field(default_factory=dict)
+    candidate: bool = False
+    """A point of a tile space (:func:`tile_space`): built for the generic target only."""
 
     @property
     def label(self) -> str:
-        if set(self.params) == {"M", "N", "K"}:
-            p = self.params
-            return f"{self.recipe} {p['M']}x{p['N']}x{p['K']}"
-        return self.recipe + "".join(f" {k}={v}" for k, v in self.params.items())
+        p = self.params
+        size = f" {p['M']}x{p['N']}x{p['K']}" if {"M", "N", "K"} <= set(p) else ""
+        rest = [f"{k}={v}" for k, v in p.items() if k not in ("M", "N", "K")]
+        return self.recipe + size + (" " + ",".join(rest) if rest else "")
 
 
 def _mnk(m: int, n: int, k: int) -> dict[str, int]:
@@ -89,11 +97,26 @@ CASES = [
 sizes a GPU is built for (up to 4096^3, and a 512-token 1024 -> 4096 projection)."""
 
 
+def tile_space(size: int = 4096) -> list[Case]:
+    """matmul_vulkan's tiles on a GPU at ``size``^3, beyond the space its recipe sweeps
+    (tuned on lavapipe): workgroup tiles TM x TN of 64 or 128, thread tiles RM x RN of 4
+    or 8, reduction tile TK of 4 to 16; the workgroup size follows (WX = TN / RN threads
+    across, WY = TM / RM down), at most 1024 threads."""
+    cases = []
+    for tm, tn, rm, rn, tk in product((64, 128), (64, 128), (4, 8), (4, 8), (4, 8, 16)):
+        wx, wy = tn // rn, tm // rm
+        if wx * wy <= 1024:
+            tiles = {"TM": tm, "TN": tn, "RM": rm, "RN": rn, "TK": tk, "WX": wx, "WY": wy}
+            cases.append(Case("matmul_vulkan", {**_mnk(size, size, size), **tiles}, True))
+    return cases
+
+
 # ---------------------------------------------------------------- prepare (with tdsched)
 
 
-def prepare(out: Path, gpu: str, quick: bool) -> None:
-    """Compile every case's modules under ``out`` and write ``out/manifest.json``."""
+def prepare(out: Path, gpu: str, quick: bool, space: int | None) -> None:
+    """Compile every case's modules under ``out`` and write ``out/manifest.json``
+    (``space``: the points of :func:`tile_space` at that size instead of :data:`CASES`)."""
     from tdsched.schedules.evaluation import compile_scheduled
     from tdsched.schedules.loading import load
     from tdsched.schedules.pipeline import compile_baseline, compile_default_workload, plan
@@ -103,14 +126,17 @@ def prepare(out: Path, gpu: str, quick: bool) -> None:
 
     out.mkdir(parents=True, exist_ok=True)
     cases = [c for c in CASES if not c.params][:3] if quick else CASES
+    if space:
+        cases = tile_space(space)[:4] if quick else tile_space(space)
     manifest: dict[str, Any] = {"gpu": gpu, "seed": SEED, "cases": []}
     for index, case in enumerate(cases):
         folder = out / f"case{index}"
         folder.mkdir(exist_ok=True)
         entry: dict[str, Any] = {"label": case.label, "recipe": case.recipe}
+        entry["candidate"] = case.candidate
         entry.update(params=case.params, folder=folder.name, modules={}, errors={})
         started = time.perf_counter()
-        for gpu_name in (None, gpu):
+        for gpu_name in (None,) if case.candidate else (None, gpu):
             p = plan(load(case.recipe), "vulkan", case.params, gpu=gpu_name)
             suffix = f"@{gpu_name}" if gpu_name else ""
             builds = {
@@ -165,13 +191,19 @@ def measure(folder: Path, out: Path, repeats: int) -> None:
     keep_freed_memory()
     result: dict[str, Any] = {"machine": _machine(), "gpu": manifest["gpu"]}
     result.update(repeats=repeats, date=time.strftime("%Y-%m-%d"), cases=[])
+    references: dict[str, tuple[list[Any], list[Any]]] = {}
     for case in manifest["cases"]:
         where = folder / case["folder"]
-        inputs = random_arrays([(tuple(s), e) for s, e in case["inputs"]], manifest["seed"])
-        reference = LoadedModule(where / case["reference"], "local-task", case["function"])
-        want = reference.invoke(inputs)
+        module_bytes = (where / case["reference"]).read_bytes()
+        workload = hashlib.sha256(module_bytes + json.dumps(case["inputs"]).encode()).hexdigest()
+        if workload not in references:  # tile-space candidates share one workload
+            inputs = random_arrays([(tuple(s), e) for s, e in case["inputs"]], manifest["seed"])
+            reference = LoadedModule(where / case["reference"], "local-task", case["function"])
+            references[workload] = inputs, reference.invoke(inputs)
+        inputs, want = references[workload]
         atol, rtol = case["tolerance"]["atol"], case["tolerance"]["rtol"]
-        point: dict[str, Any] = {k: case[k] for k in ("label", "recipe", "params", "flops")}
+        fields = ("label", "recipe", "params", "flops", "candidate")
+        point: dict[str, Any] = {k: case[k] for k in fields}
         point.update(builds={}, errors=dict(case["errors"]))
         runners = {}
         for name, file in case["modules"].items():
@@ -265,7 +297,8 @@ def _geomean(values: Sequence[float | None]) -> float | None:
 
 def markdown(result: dict[str, Any]) -> str:
     """Per case: each build's time (or its failure) and tdsched's ratio over IREE default,
-    for the generic Vulkan target and for the named GPU."""
+    for the generic Vulkan target and for the named GPU; then the tile-space candidates,
+    if the run had any."""
     gpu = result["gpu"]
     machine = result["machine"]
     device = machine.get("nvidia_smi") or ", ".join(machine["vulkan_devices"])
@@ -276,13 +309,23 @@ def markdown(result: dict[str, Any]) -> str:
         f"`--iree-vulkan-target={gpu}`. Ratios are IREE default's time over tdsched's "
         "(above 1, the schedule is faster). Every build's results were checked on the GPU "
         "against IREE's x86 build on the same seeded inputs, within the recipe's tolerance.",
+    ]
+    recipes = [c for c in result["cases"] if not c.get("candidate")]
+    candidates = [c for c in result["cases"] if c.get("candidate")]
+    return "\n".join(lines + _recipe_table(recipes, gpu) + _space_table(candidates))
+
+
+def _recipe_table(points: list[dict[str, Any]], gpu: str) -> list[str]:
+    if not points:
+        return []
+    lines = [
         "",
         f"| case | tdsched, generic | IREE default, generic | ratio | tdsched, {gpu} "
         f"| IREE default, {gpu} | ratio |",
         "|---|---|---|---|---|---|---|",
     ]
     ratios: dict[str, list[float | None]] = {"": [], f"@{gpu}": []}
-    for point in result["cases"]:
+    for point in points:
         cells = [point["label"]]
         for suffix in ratios:
             ratio = _ratio(point, "tdsched" + suffix, "iree-default" + suffix)
@@ -290,12 +333,32 @@ def markdown(result: dict[str, Any]) -> str:
             cells += [_cell(point, "tdsched" + suffix), _cell(point, "iree-default" + suffix)]
             cells.append(_fmt(ratio))
         lines.append("| " + " | ".join(cells) + " |")
-    lines += [
+    return [
+        *lines,
         "",
         f"Geomean of the ratios: generic {_fmt(_geomean(ratios['']))}, "
         f"{gpu} {_fmt(_geomean(ratios[f'@{gpu}']))}.",
     ]
-    return "\n".join(lines)
+
+
+def _space_table(candidates: list[dict[str, Any]]) -> list[str]:
+    """The tile-space candidates, fastest first, each against IREE default (generic)
+    timed in the same rounds."""
+    if not candidates:
+        return []
+    lines = [
+        "",
+        "| tiles (generic target) | tdsched | IREE default | ratio |",
+        "|---|---|---|---|",
+    ]
+    timed = sorted(candidates, key=lambda c: _time(c, "tdsched") or math.inf)
+    for point in timed:
+        tiles = ", ".join(f"{k}={v}" for k, v in point["params"].items() if k not in "MNK")
+        cells = [tiles, _cell(point, "tdsched"), _cell(point, "iree-default")]
+        lines.append(
+            "| " + " | ".join([*cells, _fmt(_ratio(point, "tdsched", "iree-default"))]) + " |"
+        )
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -305,6 +368,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", type=Path, required=True, help="folder for the modules")
     p.add_argument("--gpu", default="ampere", help="IREE Vulkan target of the GPU")
     p.add_argument("--quick", action="store_true", help="three default-size cases only")
+    p.add_argument(
+        "--space",
+        type=int,
+        metavar="SIZE",
+        help="matmul_vulkan's tile space on a GPU at SIZE^3 instead of the recipes",
+    )
     m = commands.add_parser("measure", help="check and time on the Vulkan device")
     m.add_argument("--dir", type=Path, required=True, help="the folder prepare wrote")
     m.add_argument("--out", type=Path, required=True, help="results JSON")
@@ -312,9 +381,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     r = commands.add_parser("markdown", help="render a results JSON as docs tables")
     r.add_argument("results", type=Path)
     r.add_argument("--update-docs", type=Path, help="rewrite that file's section in place")
+    r.add_argument(
+        "--section",
+        default="vulkan-gpu",
+        help="the section to rewrite, between <!-- SECTION:begin --> and <!-- SECTION:end --> "
+        "(default vulkan-gpu)",
+    )
     args = parser.parse_args(argv)
     if args.command == "prepare":
-        prepare(args.out, args.gpu, args.quick)
+        prepare(args.out, args.gpu, args.quick, args.space)
     elif args.command == "measure":
         measure(args.dir, args.out, args.repeats)
     else:
@@ -322,7 +397,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.update_docs:
             from peers import update_docs  # imports the compiler: not on the GPU machine
 
-            update_docs(args.update_docs, section, (BEGIN, END))
+            markers = (f"<!-- {args.section}:begin -->", f"<!-- {args.section}:end -->")
+            update_docs(args.update_docs, section, markers)
         else:
             print(section)
     return 0
