@@ -120,17 +120,15 @@ func @resnet_block_dispatch_1_conv_56x56x64x3x3x64_f32
 
 def test_mmt4d_graph_step_nest() -> None:
     """mmt4d with tile [16, 32, 1] on 1024^3: A packed to 64x1024x16x1, B to 32x1024x32x1,
-    the mmt4d result 64x32x16x32 unpacked to 1024x1024 in the mmt4d's dispatch region
-    (on x86 the recipe fuses the unpack)."""
+    the mmt4d result 64x32x16x32 unpacked to 1024x1024."""
     found = _traced("matmul_mmt4d_x86")
     assert _final_nest(found, "graph") == _nest("""
 func @matmul
   linalg.pack 1024x1024xf32 -> 64x1024x16x1xf32
   linalg.pack 1024x1024xf32 -> 32x1024x32x1xf32
-  flow.dispatch.region
-    linalg.fill outs(64x32x16x32xf32)
-    linalg.mmt4d ins(64x1024x16x1xf32, 32x1024x32x1xf32) outs(64x32x16x32xf32)
-    linalg.unpack 64x32x16x32xf32 -> 1024x1024xf32
+  linalg.fill outs(64x32x16x32xf32)
+  linalg.mmt4d ins(64x1024x16x1xf32, 32x1024x32x1xf32) outs(64x32x16x32xf32)
+  linalg.unpack 64x32x16x32xf32 -> 1024x1024xf32
 """)
 
 
