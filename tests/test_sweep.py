@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from tdsched.schedules.cli import main
+from tdsched.schedules.sweep.distinct import SAME_BUILD
 
 pytestmark = pytest.mark.usefixtures("iree")
 
@@ -340,12 +341,12 @@ def _artifact(db: Path, key: str) -> str:
         return str(conn.execute("SELECT artifact FROM results WHERE key=?", (key,)).fetchone()[0])
 
 
-def test_candidates_that_build_the_same_module_are_compiled_and_timed_once(
+def test_candidates_that_build_the_same_module_are_one_candidate(
     recipe: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """With a ``when`` leaving out the only step TM feeds, the four TM candidates build one
-    module: it is compiled and timed once, and the three others reuse its result (in one
-    batch, so never compiled side by side into the same artifact)."""
+    module: the space keeps the first, prunes the three others with the reason, and the
+    one is compiled and timed once."""
     text = (
         RECIPE.replace("SPLITK: 0}", "SPLITK: 0, WIDE: 0}")
         .replace(
@@ -366,5 +367,6 @@ def test_candidates_that_build_the_same_module_are_compiled_and_timed_once(
     args = (str(path), "--db", str(tmp_path / "s.db"), "--param", "SPLITK=0")
     code, out = sweep(capsys, *args, "--strategy", "grid")
     assert code == 0
-    assert (out["compiled"], out["timed"], out["reused"]) == (1, 1, 3)
-    assert len({r["key"] for r in out["ranked"]}) == 1
+    assert (out["compiled"], out["timed"], out["reused"]) == (1, 1, 0)
+    assert out["space"]["valid"] == 1 and len(out["ranked"]) == 1
+    assert out["space"]["pruned"] == [{"reason": SAME_BUILD, "count": 3}]
