@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import iree.compiler.version
+from docs_sections import add_options, update_section
 from tdsched.schedules.machine_peak import cpu_description
 
 SQUARE = [128, 256, 512, 1024, 2048]
@@ -56,7 +57,6 @@ DEFAULT_SIZE_RECIPES = [
     "pad_fusion_x86",
 ]
 """Shipped x86 recipes without a size grid yet: benchmarked at their own parameters."""
-BEGIN, END = "<!-- peers:begin -->", "<!-- peers:end -->"
 
 
 @dataclass(frozen=True)
@@ -200,18 +200,6 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def update_docs(path: Path, section: str, markers: tuple[str, str] = (BEGIN, END)) -> None:
-    """Replace the text between ``markers`` (default: the peers section's) in ``path``
-    with ``section``."""
-    begin, end = markers
-    text = path.read_text()
-    if begin not in text or end not in text:
-        raise SystemExit(f"{path}: no '{begin}' ... '{end}' markers to write between")
-    head, rest = text.split(begin, 1)
-    tail = rest.split(end, 1)[1]
-    path.write_text(f"{head}{begin}\n{section}\n{end}{tail}")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
@@ -220,13 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--case", action="append", help="only these recipes (repeatable)")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     parser.add_argument("--markdown", type=Path, help="write the docs section here")
-    parser.add_argument("--update-docs", type=Path, help="rewrite the peers section of this file")
-    parser.add_argument(
-        "--section",
-        default="peers",
-        help="the section --update-docs rewrites, between <!-- SECTION:begin --> and "
-        "<!-- SECTION:end --> (default peers; a --case run may keep its own section)",
-    )
+    add_options(parser, "peers")  # a --case run may keep its own section
     args = parser.parse_args(argv)
     chosen = [c for c in cases(args.quick) if not args.case or c.recipe in args.case]
     points = []
@@ -258,8 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.markdown:
         args.markdown.write_text(section)
     if args.update_docs:
-        markers = (f"<!-- {args.section}:begin -->", f"<!-- {args.section}:end -->")
-        update_docs(args.update_docs, section, markers)
+        update_section(args.update_docs, args.section, section)
     return 0
 
 

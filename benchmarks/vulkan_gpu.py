@@ -50,6 +50,8 @@ from itertools import product
 from pathlib import Path
 from typing import Any
 
+from docs_sections import add_options, update_section
+
 SEED = 0
 REFERENCE_CPU = "x86-64-v3"
 """The LLVM CPU the reference's x86 build is compiled for: AVX2, which every x86 server
@@ -380,13 +382,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     m.add_argument("--repeats", type=int, default=9, help="interleaved rounds (default 9)")
     r = commands.add_parser("markdown", help="render a results JSON as docs tables")
     r.add_argument("results", type=Path)
-    r.add_argument("--update-docs", type=Path, help="rewrite that file's section in place")
-    r.add_argument(
-        "--section",
-        default="vulkan-gpu",
-        help="the section to rewrite, between <!-- SECTION:begin --> and <!-- SECTION:end --> "
-        "(default vulkan-gpu)",
-    )
+    add_options(r, "vulkan-gpu")
     args = parser.parse_args(argv)
     if args.command == "prepare":
         prepare(args.out, args.gpu, args.quick, args.space)
@@ -395,10 +391,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         section = markdown(json.loads(args.results.read_text()))
         if args.update_docs:
-            from peers import update_docs  # imports the compiler: not on the GPU machine
-
-            markers = (f"<!-- {args.section}:begin -->", f"<!-- {args.section}:end -->")
-            update_docs(args.update_docs, section, markers)
+            update_section(args.update_docs, args.section, section)
         else:
             print(section)
     return 0
