@@ -96,6 +96,11 @@ def apply_conditions(
     return dataclasses.replace(recipe, graph=graph, kernels=tuple(kernels)), tuple(skipped)
 
 
+def has_conditions(recipe: Recipe) -> bool:
+    """Whether any step or kernel schedule of ``recipe`` carries a ``when``."""
+    return any(True for _ in _conditions(recipe))
+
+
 def _conditions(recipe: Recipe) -> Iterator[tuple[str, Where, str]]:
     for i, step in enumerate(recipe.graph, 1):
         if step.when is not None:

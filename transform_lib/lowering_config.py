@@ -52,13 +52,7 @@ def compilation_info(
     (trailing loops untiled), e.g. workgroup ``[64, 64]``, reduction ``[0, 0, 4]``.
     """
     pipeline = _PIPELINE_ATTR[target].format(pipeline_name or _DEFAULT_PIPELINE[target])
-    levels = _CPU_LEVELS if target == "x86" else _GPU_LEVELS
-    unknown = sorted(set(tile_sizes) - set(levels))
-    if unknown:
-        raise ScheduleError(
-            f"config: tile level(s) {', '.join(unknown)} do not exist on {target}; "
-            f"use {', '.join(levels)}"
-        )
+    _check_levels(tile_sizes, target)
     if target == "x86":
         if workgroup_size:
             raise ScheduleError("config: workgroup_size applies to GPU targets (vulkan) only")
@@ -98,16 +92,21 @@ def op_lowering_config(target: str, tile_sizes: Mapping[str, Sequence[int]]) -> 
             "config: a root: false config has no 'workgroup' level: the dispatch's root "
             "distributes the work to workgroups; give vector, reduction or inner sizes"
         )
+    _check_levels(tile_sizes, target)
     return _cpu_lowering_config(tile_sizes)
 
 
-def _cpu_lowering_config(tile_sizes: Mapping[str, Sequence[int]]) -> str:
-    unknown = sorted(set(tile_sizes) - set(_CPU_LEVELS))
+def _check_levels(tile_sizes: Mapping[str, Sequence[int]], target: str) -> None:
+    levels = _CPU_LEVELS if target == "x86" else _GPU_LEVELS
+    unknown = sorted(set(tile_sizes) - set(levels))
     if unknown:
         raise ScheduleError(
-            f"config: tile level(s) {', '.join(unknown)} do not exist on x86; "
-            f"use {', '.join(_CPU_LEVELS)}"
+            f"config: tile level(s) {', '.join(unknown)} do not exist on {target}; "
+            f"use {', '.join(levels)}"
         )
+
+
+def _cpu_lowering_config(tile_sizes: Mapping[str, Sequence[int]]) -> str:
     if len({len(s) for s in tile_sizes.values()}) != 1:
         raise ScheduleError("config: every tile level needs one size per loop (same length)")
     fields = ", ".join(f"{_CPU_LEVELS[k]} = {_list(v)}" for k, v in tile_sizes.items())

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 
-from ..conditions import apply_conditions
+from ..conditions import apply_conditions, has_conditions
 from ..params import referenced_parameters, resolve
 from ..recipe import Recipe
 from ..space import Enumeration, ParamValue, Point
@@ -52,7 +52,7 @@ def distinct_builds(
     """``enumeration`` with one point per build signature (the first), and a pruning
     line for the others. A recipe without ``when`` conditions is returned as it is: all
     of its parameters reach its one way."""
-    if not _has_conditions(recipe):
+    if not has_conditions(recipe):
         return enumeration
     seen: set[Hashable] = set()
     kept: list[Point] = []
@@ -67,8 +67,3 @@ def distinct_builds(
         return enumeration
     pruned = (*enumeration.pruned, (SAME_BUILD, same))
     return Enumeration(enumeration.names, tuple(kept), enumeration.total, pruned)
-
-
-def _has_conditions(recipe: Recipe) -> bool:
-    steps = [*recipe.graph, *(s for k in recipe.kernels for s in k.steps)]
-    return any(k.when is not None for k in recipe.kernels) or any(s.when is not None for s in steps)
