@@ -15,7 +15,8 @@ memory between two dispatches (IREE forms one for the max and the exponentials, 
 the sum and the normalization). It costs a write and a read of ``e``. It pays where
 ``exp`` dominates: rows that do not fit the L1 cache, or inputs that fit the caches as a
 whole. Where the data streams from memory (6144x512 on a 2-core Zen 4), IREE's
-one-dispatch form with tuned tiles beats it; see ``softmax_x86``'s shape table. IREE does not raise this form back into a softmax.
+one-dispatch form with tuned tiles beats it; see ``softmax_x86``'s shape table. IREE
+does not raise this form back into a softmax.
 
 The new ops keep the softmax's location and its ``tdsched.layer``, so kernel matches by
 layer select them. The max propagates NaN (``arith.maximumf``), as numpy's does.
