@@ -51,6 +51,7 @@ DEFAULT_SIZE_RECIPES = [
     "matmul_bias_relu_fuse_ext_x86",
     "matmul_chain_x86",
     "matmul_chain_cross_layer_x86",
+    "resnet_block_cross_layer_x86",
     "small_cnn_x86",
     "elementwise_chain_x86",
     "collapse_dims_x86",

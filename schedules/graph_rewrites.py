@@ -1,7 +1,7 @@
 """Graph rewrite steps → stages that run a tdsched rewrite on the module in Python.
 
-fuse_elementwise_ext, collapse_dims, mmt4d, fuse_pad, conv1x1_to_matmul, im2col and
-decompose_softmax have no
+fuse_elementwise_ext, collapse_dims, mmt4d, fuse_pad, hoist_pad, conv1x1_to_matmul, im2col
+and decompose_softmax have no
 (complete) transform op in IREE 3.13; they run between transform-script stages, in recipe
 order, each reporting one line of what it changed (see :mod:`tdsched.transform_lib.graph`).
 """
@@ -29,6 +29,7 @@ from tdsched.transform_lib.graph.fuse_elementwise import (
     fuse_elementwise_ext,
 )
 from tdsched.transform_lib.graph.fuse_pad import FusePadOptions, fuse_pad
+from tdsched.transform_lib.graph.hoist_pad import HoistPadOptions, hoist_pad
 from tdsched.transform_lib.graph.im2col import Im2colOptions, im2col
 from tdsched.transform_lib.graph.mmt4d import Mmt4dOptions, mmt4d
 from tdsched.transform_lib.graph.report import Rewrite
@@ -43,6 +44,7 @@ from .steps import (
     FuseElementwiseExtStep,
     FusePadStep,
     GraphRewriteStep,
+    HoistPadStep,
     Im2colStep,
     Mmt4dStep,
     Step,
@@ -105,6 +107,10 @@ def _fuse_pad(step: FusePadStep, target: Target) -> RewriteStage:
     return _stage(step, partial(fuse_pad, options=FusePadOptions(_ops(step))))
 
 
+def _hoist_pad(step: HoistPadStep, target: Target) -> RewriteStage:
+    return _stage(step, partial(hoist_pad, options=HoistPadOptions(_ops(step))))
+
+
 def _conv1x1_to_matmul(step: Conv1x1ToMatmulStep, target: Target) -> RewriteStage:
     options = Conv1x1ToMatmulOptions(_ops(step))
     return _stage(step, partial(conv1x1_to_matmul, options=options))
@@ -132,6 +138,7 @@ REWRITES: dict[type[Step], Callable[[Any, Target], RewriteStage]] = {
     CollapseDimsStep: _collapse_dims,
     Mmt4dStep: _mmt4d,
     FusePadStep: _fuse_pad,
+    HoistPadStep: _hoist_pad,
     Conv1x1ToMatmulStep: _conv1x1_to_matmul,
     Im2colStep: _im2col,
     DecomposeSoftmaxStep: _decompose_softmax,

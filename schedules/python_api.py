@@ -54,6 +54,7 @@ from .steps import (
     FuseOperandsStep,
     FusePadStep,
     GeneralizeStep,
+    HoistPadStep,
     Im2colStep,
     InterchangeStep,
     MatchStep,
@@ -409,6 +410,11 @@ class ScheduleBuilder:
     def fuse_pad(self, *, ops: MatchSpec | None = None) -> None:
         """Let pads' producers write into the padded buffer (graph schedules)."""
         self._schedule.add(FusePadStep, ops=ops)
+
+    def hoist_pad(self, *, ops: MatchSpec | None = None) -> None:
+        """Let pads' pointwise producers compute the border from padded inputs, masked
+        back to the pad value (graph schedules)."""
+        self._schedule.add(HoistPadStep, ops=ops)
 
     def conv1x1_to_matmul(self, *, ops: MatchSpec | None = None) -> None:
         """Rewrite 1x1 convolutions (any stride) as linalg.matmul (graph schedules)."""

@@ -19,6 +19,7 @@ from typing import Any
 import iree.compiler.version
 import numpy as np
 from tdsched.recipes.workloads.bandwidth_probe import bandwidth_probe
+from tdsched.targets.compiler import stack_crash_hint
 from tdsched.targets.ir_eval import evaluate, evaluate_reference
 from tdsched.targets.runtime import LoadedModule
 from tdsched.targets.target import DEFAULT_THREADS
@@ -470,6 +471,8 @@ def _run_child(request: RunRequest) -> RunReport:
         report = RunReport.from_json(progress["report"])
         report.status = result.status
         report.error = f"while {progress['stage']}, {result.message}"
+        if "SIGSEGV" in result.message and progress.get("hint"):
+            report.error += f"\nlikely cause: {progress['hint']}"
         return report
     if "plan_error" in result:
         raise PlanError(result["plan_error"])
@@ -492,8 +495,10 @@ def run_json(request: dict[str, Any], progress: Progress) -> dict[str, Any]:
     except EVALUATION_ERRORS as exc:
         return {"plan_error": str(exc)}
 
+    hint = stack_crash_hint(p.recipe.compile_flags, r.threads or DEFAULT_THREADS)
+
     def stage(report: RunReport, name: str) -> None:
-        progress({"report": report.to_json(), "stage": name})
+        progress({"report": report.to_json(), "stage": name, "hint": hint})
 
     report = run(
         p,

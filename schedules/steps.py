@@ -449,6 +449,20 @@ class FusePadStep(StepBase):
     ops: MatchSpec | None = _ops()
 
 
+@register("hoist_pad", Scope.GRAPH, _GRAPH_REWRITE)
+@dataclass(frozen=True, kw_only=True)
+class HoistPadStep(StepBase):
+    """Let a padded tensor's pointwise producers compute its border, from padded inputs.
+
+    The producers of each selected tensor.pad then work on the padded shape, and a mask
+    writes the pad value on the border; their tiles under a halo consumer (a 3x3 conv)
+    have static sizes, so the whole chain can be fused into one dispatch. Without ``ops``
+    every pad that can be hoisted is, and the others are reported with the reason.
+    """
+
+    ops: MatchSpec | None = _ops()
+
+
 @register("interchange")
 @dataclass(frozen=True, kw_only=True)
 class InterchangeStep(StepBase):
@@ -489,6 +503,7 @@ GraphRewriteStep = (
     | CollapseDimsStep
     | Mmt4dStep
     | FusePadStep
+    | HoistPadStep
     | Conv1x1ToMatmulStep
     | Im2colStep
     | DecomposeSoftmaxStep

@@ -176,9 +176,21 @@ def probe_compile(request: CompileRequest, timeout_s: float = 600.0) -> str:
     """Run a compile only for what its schedule prints; return stdout, even on failure.
 
     Used to see dispatches as kernel strategies see them: the probe's strategies stop
-    early, so iree-compile is expected to fail after printing.
+    early, so iree-compile is expected to fail after printing. A compile that failed
+    before printing anything (a flag iree-compile rejects, or a dispatch IREE's own
+    pipeline cannot build) raises :class:`CompileError` with iree-compile's words.
     """
-    return _invoke(compile_command(request), timeout_s).stdout
+    command = compile_command(request)
+    proc = _invoke(command, timeout_s)
+    if proc.returncode != 0 and not proc.stdout.strip():
+        raise CompileError(
+            "iree-compile failed before it reached the dispatches tdsched asked it to print "
+            "(a flag it rejects, or a dispatch that no kernel schedule matched and IREE's "
+            f"own pipeline cannot build):\n{_error_excerpt(proc.stderr)}",
+            command,
+            proc.stderr,
+        )
+    return proc.stdout
 
 
 _CRASH_SITES = (
@@ -202,6 +214,29 @@ def crash_message(signal_number: int, stderr: str) -> str:
     return (
         f"iree-compile crashed ({name}){where}: an IREE bug, or a schedule IREE does not "
         f"check; its stack dump is in {path}"
+    )
+
+
+WORKER_STACK_BYTES = 131072
+"""The stack of each IREE CPU worker thread (``--task_worker_stack_size``'s default): a
+dispatch on ``local-task`` (more than one thread) must fit in it, or the run crashes."""
+
+_STACK_FLAG = re.compile(r"^--iree-llvmcpu-stack-allocation-limit=(\d+)$")
+
+
+def stack_crash_hint(flags: Sequence[str], threads: int) -> str | None:
+    """Why a run may have died of SIGSEGV, when ``flags`` let a dispatch use more stack
+    than a worker thread has half of (``None`` on one thread, which runs on the caller's
+    stack, or without such a flag)."""
+    limits = [int(m.group(1)) for f in flags if (m := _STACK_FLAG.match(f))]
+    if threads == 1 or not limits or max(limits) <= WORKER_STACK_BYTES // 2:
+        return None
+    return (
+        f"compile_flags allow {max(limits)} bytes of stack per dispatch, and IREE's CPU "
+        f"worker threads have {WORKER_STACK_BYTES}: a dispatch that uses more than they "
+        "have crashes the run. Keep --iree-llvmcpu-stack-allocation-limit at "
+        f"{WORKER_STACK_BYTES // 2} or below and make the tiles it reports smaller, or run "
+        "on --threads 1"
     )
 
 

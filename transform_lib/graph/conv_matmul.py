@@ -218,13 +218,16 @@ def conv_shapes(op: ir.Operation, layout: ConvLayout) -> ConvShapes | str:
             f"it is NCHW with batch {image[0]}: its images' pixels are not one "
             "matrix (batch 1, or an NHWC convolution, can be rewritten)"
         )
-    strides, dilations = (
-        tuple(int(v) for v in ir.DenseIntElementsAttr(op.attributes[name]))
-        for name in ("strides", "dilations")
-    )
-    return ConvShapes(
-        image, weights, output, (strides[0], strides[1]), (dilations[0], dilations[1])
-    )
+    return ConvShapes(image, weights, output, conv_pair(op, "strides"), conv_pair(op, "dilations"))
+
+
+def conv_pair(op: ir.Operation, name: str) -> tuple[int, int]:
+    """A 2-d convolution's ``strides`` or ``dilations`` (``(1, 1)`` when the op does not
+    carry the attribute: its default)."""
+    if name not in op.attributes:
+        return (1, 1)
+    first, second = (int(v) for v in ir.DenseIntElementsAttr(op.attributes[name]))
+    return (first, second)
 
 
 def replace_by_matmul(plan: ConvPlan, pixels: ir.Value) -> None:

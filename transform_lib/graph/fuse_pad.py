@@ -26,11 +26,10 @@ from iree.compiler.dialects import linalg, tensor
 
 from ..match import OpCriteria
 from ..payload import ops_under
+from .pad_ops import PAD, empty_like, erase_dead, materialized, pad_value, static_padding
 from .report import RewriteReport, describe_op, plan_each, selected
 
 PRIMITIVE = "fuse_pad"
-PAD = "tensor.pad"
-_DYNAMIC = ir.ShapedType.get_dynamic_size()
 
 
 @dataclass(frozen=True)
@@ -92,29 +91,17 @@ def _selected_pads(module: ir.Module, criteria: OpCriteria | None) -> list[ir.Op
 
 def _plan(pad: ir.Operation) -> _Plan | str:
     """How to fuse ``pad``, or why it cannot be fused."""
-    low = list(ir.DenseI64ArrayAttr(pad.attributes["static_low"]))
-    high = list(ir.DenseI64ArrayAttr(pad.attributes["static_high"]))
-    types = [ir.RankedTensorType(v.type) for v in (pad.operands[0], pad.result)]
-    if _DYNAMIC in low + high or not all(t.has_static_shape for t in types):
-        return "dynamic padding: its low/high padding and shapes must be static"
-    value = _pad_value(pad)
+    padding = static_padding(pad)
+    if isinstance(padding, str):
+        return padding
+    low = padding[0]
+    value = pad_value(pad)
     if value is None:
         return "the pad value is not a constant (the body computes it from the indices)"
     producer = _producer(pad)
     if isinstance(producer, str):
         return producer
     return _Plan(pad, producer, value, low, _init_route(producer))
-
-
-def _pad_value(pad: ir.Operation) -> ir.Value | None:
-    """The value ``pad``'s body yields, when it is an ``arith.constant`` or defined outside."""
-    body = pad.regions[0].blocks[0]
-    value: ir.Value = body.operations[len(body.operations) - 1].operands[0]
-    owner = value.owner
-    if isinstance(owner, ir.Block):
-        return None if owner == body else value
-    inside = owner.operation.parent == pad
-    return None if inside and owner.operation.name != "arith.constant" else value
 
 
 def _producer(pad: ir.Operation) -> ir.Operation | str:
@@ -167,7 +154,7 @@ def _fuse(plan: _Plan) -> None:
     init = producer.operands[-1]
     shape = ir.RankedTensorType(init.type).shape
     with ir.InsertionPoint(producer), pad.location:
-        padded = linalg.fill(_materialized(plan.value), outs=[_empty_like(pad.result)])
+        padded = linalg.fill(materialized(plan.value), outs=[empty_like(pad.result)])
         if plan.init == "copy":
             padded = _insert(init, padded, plan.low, shape)
         interior = tensor.ExtractSliceOp(
@@ -180,39 +167,11 @@ def _fuse(plan: _Plan) -> None:
     with ir.InsertionPoint(pad), pad.location:
         pad.result.replace_all_uses_with(_insert(producer.result, padded, plan.low, shape))
     pad.erase()
-    _erase_dead(init)
-
-
-def _materialized(value: ir.Value) -> ir.Value:
-    """``value``, cloned to the insertion point when it is a constant in the pad's body."""
-    owner = value.owner
-    if isinstance(owner, ir.Block) or owner.operation.parent.name != PAD:
-        return value
-    clone: ir.Value = owner.operation.clone().result
-    return clone
-
-
-def _empty_like(value: ir.Value) -> ir.Value:
-    t = ir.RankedTensorType(value.type)
-    return tensor.EmptyOp(t.shape, t.element_type).result
+    erase_dead(init)
 
 
 def _insert(source: ir.Value, dest: ir.Value, offsets: list[int], shape: list[int]) -> ir.Value:
     return tensor.InsertSliceOp(source, dest, [], [], [], offsets, shape, [1] * len(shape)).result
-
-
-def _erase_dead(value: ir.Value) -> None:
-    """Erase the ``linalg.fill``/``tensor.empty`` chain that made ``value`` if it is unused."""
-    owner = value.owner
-    if isinstance(owner, ir.Block) or list(value.uses):
-        return
-    op = owner.operation
-    if op.name not in ("linalg.fill", "tensor.empty"):
-        return
-    operands = list(op.operands)
-    op.erase()
-    for operand in operands:
-        _erase_dead(operand)
 
 
 def _report(producers: list[str], details: tuple[str, ...]) -> RewriteReport:
