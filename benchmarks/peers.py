@@ -10,7 +10,8 @@ the share of the machine's measured FMA peak (``tdsched peak``). Output: one JSO
 ``docs/benchmarks.md#peers`` shows (``--update-docs`` rewrites that section in place).
 
     .venv/bin/python benchmarks/peers.py [--threads 1 2] [--repeats 9] [--quick]
-        [--case matmul_x86] [--out results.json] [--update-docs docs/benchmarks.md]
+        [--case matmul_x86] [--cpu haswell] [--out results.json]
+        [--update-docs docs/benchmarks.md]
 
 Ratios are same-run medians (the peer's median time over the schedule's: above 1, the
 schedule is faster). Two threads on a 2-core VM are noisy; read the 1-thread rows for
@@ -34,6 +35,7 @@ from typing import Any
 import iree.compiler.version
 from docs_sections import add_options, update_section
 from tdsched.schedules.machine_peak import cpu_description
+from tdsched.targets.cpu_isa import vector_isa
 
 SQUARE = [128, 256, 512, 1024, 2048]
 FFN = [(128, 3072, 768), (128, 768, 3072), (512, 4096, 1024)]
@@ -98,10 +100,11 @@ def cases(quick: bool) -> list[Case]:
     return found + ([] if quick else [Case(r) for r in DEFAULT_SIZE_RECIPES])
 
 
-def measure(case: Case, threads: int, repeats: int) -> dict[str, Any]:
-    """One ``tdsched run --peers --json`` of ``case``, summarized."""
+def measure(case: Case, threads: int, repeats: int, cpu: str = "host") -> dict[str, Any]:
+    """One ``tdsched run --peers --json`` of ``case`` built for LLVM CPU ``cpu``,
+    summarized."""
     command = [sys.executable, "-m", "tdsched.schedules.cli", "run", case.recipe, "--json"]
-    command += ["--peers", "--threads", str(threads), "--repeats", str(repeats)]
+    command += ["--peers", "--threads", str(threads), "--repeats", str(repeats), "--cpu", cpu]
     for name, value in case.params.items():
         command += ["--param", f"{name}={value}"]
     started = time.monotonic()
@@ -166,11 +169,18 @@ def _ratio(value: float | None) -> str:
 
 def markdown(result: dict[str, Any]) -> str:
     """The docs section: command, machine, peak, one table per thread count, summary."""
+    built = result.get("build_cpu", "host")
+    built_for = (
+        ""
+        if built == "host"
+        else f" Every IREE build (the schedule's and its IREE peers') targets `--cpu {built}` "
+        f"({result['build_isa']}); numpy runs as installed."
+    )
     lines = [
         f"`{result['command']}` on {result['date']}: {result['cpu']}, IREE "
         f"{result['iree_version']}. Same-run medians of {result['repeats']} interleaved "
         "rounds; each ratio is the peer's time over the schedule's (**bold**: the schedule "
-        "is slower). Peak: `tdsched peak` at the same thread count.",
+        f"is slower). Peak: `tdsched peak` at the same thread count.{built_for}",
         "",
     ]
     for threads in result["threads"]:
@@ -209,13 +219,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--case", action="append", help="only these recipes (repeatable)")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     parser.add_argument("--markdown", type=Path, help="write the docs section here")
+    parser.add_argument(
+        "--cpu",
+        default="host",
+        help="LLVM CPU to build for (tdsched run --cpu), e.g. haswell for AVX2 (default: host)",
+    )
     add_options(parser, "peers")  # a --case run may keep its own section
     args = parser.parse_args(argv)
     chosen = [c for c in cases(args.quick) if not args.case or c.recipe in args.case]
     points = []
     for threads in args.threads:
         for case in chosen:
-            point = measure(case, threads, args.repeats)
+            point = measure(case, threads, args.repeats, args.cpu)
             print(
                 f"{case.label} t={threads}: {point['status']} {point.get('speedup_vs_default')}",
                 file=sys.stderr,
@@ -230,6 +245,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "iree_version": iree.compiler.version.VERSION,
         "repeats": args.repeats,
         "threads": args.threads,
+        "build_cpu": args.cpu,
+        "build_isa": vector_isa(args.cpu),
         "points": points,
         "summary": [summary(points, t) for t in args.threads],
     }

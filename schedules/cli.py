@@ -24,7 +24,13 @@ from tdsched.targets.target import TARGET_NAMES, run_conditions
 
 from . import list_command, lower_command, peak_command, schema_command, tasks_command, tune_command
 from .build_folders import EXECUTABLES, kept_temps, with_executable_dumps
-from .cli_types import add_threads_option, non_negative_float, non_negative_int, positive_int
+from .cli_types import (
+    add_cpu_options,
+    add_threads_option,
+    non_negative_float,
+    non_negative_int,
+    positive_int,
+)
 from .emit import ScriptStage
 from .evaluation import Status
 from .loading import load, shipped_recipe_names
@@ -109,8 +115,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         metavar="NAME=VALUE",
         help="override a recipe parameter (repeatable)",
     )
-    parser.add_argument("--cpu", default="host", help="x86: LLVM CPU name (default: host)")
-    parser.add_argument("--cpu-features", help="x86: LLVM CPU features, e.g. +avx512f")
+    add_cpu_options(parser)
     parser.add_argument(
         "--gpu",
         help="vulkan: the GPU to build for, one of IREE's Vulkan targets (--iree-vulkan-target: "

@@ -31,6 +31,18 @@ positive_float = _number(float, 0, False, "a number > 0")
 non_negative_float = _number(float, 0, True, "a number >= 0")
 
 
+def add_cpu_options(parser: argparse.ArgumentParser) -> None:
+    """``--cpu NAME`` and ``--cpu-features LIST``: the x86 CPU to build for; its vector ISA
+    also selects among a shape table's ISA-keyed entries."""
+    parser.add_argument(
+        "--cpu",
+        default="host",
+        help="x86: LLVM CPU name to build for, e.g. haswell (AVX2) or znver4 (AVX-512) "
+        "(default: host, this machine)",
+    )
+    parser.add_argument("--cpu-features", help="x86: LLVM CPU features, e.g. +avx512f")
+
+
 def add_threads_option(parser: argparse.ArgumentParser) -> None:
     """``--threads N``: x86 runtime worker threads, with the one default every command
     shares (:data:`~tdsched.targets.target.DEFAULT_THREADS`)."""

@@ -51,12 +51,14 @@ def resolve(
     overrides: Mapping[str, ParamValue] | None = None,
     threads: int | None = None,
     target: str | None = None,
+    isa: str | None = None,
 ) -> Recipe:
     """Return ``recipe`` with every ``${NAME}`` replaced by its value.
 
     ``overrides`` replace defaults; naming a parameter the recipe does not declare is an
     error (a typo would otherwise silently run the default schedule). A ``shapes`` table
-    entry chosen by the shape and the CPU ``threads`` it runs on (None: a GPU target; see
+    entry chosen by the shape, the CPU ``threads`` it runs on (None: a GPU target) and
+    the x86 vector ``isa`` it is built for (None: a GPU target or unknown; see
     :mod:`.shape_table`) replaces defaults first, overrides win over it; the result's
     ``shape_choice`` says which entry was used (an ``iree_default`` entry is set aside when
     ``overrides`` give a tuned parameter). Steps and kernel schedules whose ``when``
@@ -74,7 +76,7 @@ def resolve(
     choice = None
     if recipe.shapes is not None:
         values = {**params, **(overrides or {})}
-        choice = recipe.shapes.choose(values, recipe.space.constraints, threads)
+        choice = recipe.shapes.choose(values, recipe.space.constraints, threads, isa)
         if choice.entry is not None:
             params.update(choice.entry.params)
             if choice.entry.iree_default:

@@ -8,7 +8,7 @@ from typing import Any
 
 from tdsched.targets.target import TARGET_NAMES, make_target
 
-from .cli_types import add_threads_option
+from .cli_types import add_cpu_options, add_threads_option
 from .evaluation import prepare_device
 from .machine_peak import cache_dir, machine_peak
 
@@ -28,12 +28,13 @@ def add_parser(sub: Any) -> None:
         "--target", choices=TARGET_NAMES, default="x86", help="device to measure (default x86)"
     )
     add_threads_option(p)
+    add_cpu_options(p)
     p.add_argument("--refresh", action="store_true", help="measure even when cached")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def run(args: argparse.Namespace) -> int:
-    target = make_target(args.target)
+    target = make_target(args.target, cpu=args.cpu, cpu_features=args.cpu_features)
     prepare_device(target, args.threads)
     peak = machine_peak(target, args.threads, refresh=args.refresh)
     if args.json:

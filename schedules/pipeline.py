@@ -26,7 +26,7 @@ from tdsched.targets.compiler import (
     probe_compile,
     run_compile,
 )
-from tdsched.targets.target import DEFAULT_THREADS, TARGET_NAMES, cpu_threads
+from tdsched.targets.target import DEFAULT_THREADS, TARGET_NAMES, cpu_isa, cpu_threads
 from tdsched.targets.workload import Workload, WorkloadError, check_memory, load_mlir_file
 from tdsched.transform_lib.census import (
     CENSUS_FLAGS,
@@ -105,7 +105,8 @@ def plan(
 
     ``threads``: the CPU thread count the build will run on, which selects among a shape
     table's thread-keyed entries (ignored on a GPU target). ``cpu``, ``cpu_features`` and
-    ``gpu``: the machine to build for (see :func:`~tdsched.targets.make_target`).
+    ``gpu``: the machine to build for (see :func:`~tdsched.targets.make_target`); on x86
+    its vector ISA selects among ISA-keyed entries too.
 
     ``input_file`` replaces the recipe's workload with a ``.mlir`` module (the reference
     is then IREE's default build of that module). ``print_after_schedule`` and
@@ -113,7 +114,8 @@ def plan(
     """
     named = target or recipe.targets[0]
     on_cpu = cpu_threads(named, threads) if named in TARGET_NAMES else None
-    resolved = resolve(recipe, overrides, on_cpu, named)
+    isa = cpu_isa(named, cpu, cpu_features) if named in TARGET_NAMES else None
+    resolved = resolve(recipe, overrides, on_cpu, named, isa)
     for flag in (*resolved.compile_flags, *resolved.baseline.flags):
         if not flag.startswith("--"):
             raise RecipeError(

@@ -537,8 +537,9 @@ class RecipeBuilder:
     ) -> RecipeBuilder:
         """Tuned parameters per workload shape (:mod:`.shape_table`): each entry maps the
         ``key`` parameters to their values, then tuned parameters to theirs; the keys
-        ``iree_default`` (bool), ``threads`` (int: the CPU thread count it was tuned for)
-        and ``note`` (str) are the entry's options."""
+        ``iree_default`` (bool), ``threads`` (int: the CPU thread count it was tuned for),
+        ``isa`` (str: the x86 vector ISA it was tuned for) and ``note`` (str) are the
+        entry's options."""
         where = _caller()
         built = []
         for entry in entries:
@@ -561,6 +562,7 @@ class RecipeBuilder:
                 raise RecipeError(
                     where, f"shapes entry: threads must be an integer, got {threads!r}"
                 )
+            isa = entry.get("isa")
             built.append(
                 ShapeEntry(
                     shape=tuple(shape),
@@ -568,6 +570,7 @@ class RecipeBuilder:
                     iree_default=bool(entry.get("iree_default", False)),
                     note=str(entry.get("note", "")),
                     threads=threads,
+                    isa=None if isa is None else str(isa),
                     where=where,
                 )
             )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tdsched.targets.cpu_isa import ISAS
 from tdsched.targets.target import TARGET_NAMES
 from tdsched.transform_lib.match import OP_KINDS
 
@@ -120,6 +121,7 @@ def recipe_schema() -> JSON:
                             "properties": {
                                 "iree_default": {"type": "boolean"},
                                 "threads": {"type": "integer", "minimum": 1},
+                                "isa": {"enum": list(ISAS)},
                                 "note": {"type": "string"},
                             },
                             "additionalProperties": scalar,

@@ -25,6 +25,13 @@ as far as a shape twice as large. An entry without ``threads`` serves every coun
 distance 0; among entries equally near, one for the run's thread count wins over one
 without. On a GPU target (no CPU threads) the thread counts are ignored.
 
+An entry may also say which x86 vector ISA it was tuned for (``isa: avx512``, ``avx2`` or
+``sse``; ``sweep --shape`` writes the build's, see :mod:`tdsched.targets.cpu_isa`): a
+register tile for AVX-512's 32 registers spills on AVX2's 16. An entry for another ISA
+than the build's counts like a string key that differs: it serves only where no entry for
+the build's ISA (or without ``isa``) does, and the choice says so. On a GPU target, or a
+CPU whose ISA is unknown, ``isa`` is ignored.
+
 The entry's values replace the defaults; parameters given with ``--param`` win over both.
 An entry may select IREE's own pipeline (``iree_default: true``) where no schedule won at
 that shape: the recipe's schedules are then left out, and ``run``/``show`` say so. Giving
@@ -41,6 +48,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from tdsched.targets.cpu_isa import ISAS
+
 from .constraints import ConstraintError
 from .errors import RecipeError, Where
 from .space import Constraint, ParamValue
@@ -49,6 +58,7 @@ RULES: tuple[str, ...] = ("nearest", "exact")
 ENTRY_OPTIONS = {
     "iree_default": "true: IREE's own pipeline runs at this shape, unscheduled",
     "threads": "the CPU thread count the entry was tuned for (default: any)",
+    "isa": "the x86 vector ISA the entry was tuned for: avx512, avx2 or sse (default: any)",
     "note": "where the entry came from (informational)",
 }
 """An entry's fields besides its key values and tuned parameter values."""
@@ -72,6 +82,8 @@ class ShapeEntry:
     """Where the entry came from (e.g. the sweep's verdict and interval); informational."""
     threads: int | None = None
     """The CPU thread count it was tuned for; None: any."""
+    isa: str | None = None
+    """The x86 vector ISA it was tuned for (:data:`~tdsched.targets.cpu_isa.ISAS`); None: any."""
     where: Where = field(default_factory=Where)
 
     @property
@@ -80,13 +92,18 @@ class ShapeEntry:
 
     @property
     def label(self) -> str:
-        if self.threads is None:
-            return self.shape_label
-        return f"{self.shape_label} ({self.threads} thread{'s' * (self.threads != 1)})"
+        tuned_for = (
+            [] if self.threads is None else [f"{self.threads} thread" + "s" * (self.threads != 1)]
+        )
+        tuned_for += [] if self.isa is None else [self.isa]
+        return f"{self.shape_label} ({', '.join(tuned_for)})" if tuned_for else self.shape_label
 
-    def distance(self, shape: Shape, threads: int | None) -> tuple[int, float]:
+    def distance(
+        self, shape: Shape, threads: int | None, isa: str | None = None
+    ) -> tuple[int, float]:
         """How far this entry is from ``shape`` run on ``threads`` CPU threads (None: a
-        GPU): the string keys it differs in, then log2 steps (see the module docstring)."""
+        GPU) of vector ISA ``isa`` (None: unknown): the string keys and the ISA it differs
+        in, then log2 steps (see the module docstring)."""
         differ, far = 0, 0.0
         for (_, mine), (_, theirs) in zip(self.shape, shape, strict=True):
             if isinstance(mine, str) or isinstance(theirs, str):
@@ -95,6 +112,8 @@ class ShapeEntry:
                 far += abs(math.log2(mine / theirs))
         if self.threads is not None and threads is not None:
             far += abs(math.log2(self.threads / threads))
+        if self.isa is not None and isa is not None:
+            differ += self.isa != isa
         return differ, far
 
 
@@ -109,6 +128,8 @@ class ShapeChoice:
     """Nearer entries left out because their parameters break a constraint here."""
     threads: int | None = None
     """The CPU thread count the choice was made for (None: a GPU target)."""
+    isa: str | None = None
+    """The vector ISA the choice was made for (None: a GPU target, or unknown)."""
     set_aside_by: tuple[str, ...] = ()
     """Tuned parameters given as overrides that set an ``iree_default`` entry aside."""
 
@@ -121,6 +142,8 @@ class ShapeChoice:
         here = ",".join(f"{name}={value}" for name, value in self.shape)
         if self.threads is not None:
             here += f" on {self.threads} thread" + "s" * (self.threads != 1)
+        if self.isa is not None:
+            here += f" ({self.isa})"
         if self.entry is None:
             reason = (
                 f"no entry fits {here} (skipped {', '.join(self.skipped)}: constraints fail)"
@@ -139,6 +162,8 @@ class ShapeChoice:
         else:
             what = "its parameters"
         how = "exact match" if self.how == "exact" else f"nearest to {here}"
+        if self.entry.isa is not None and self.isa is not None and self.entry.isa != self.isa:
+            how += f"; tuned for {self.entry.isa}, none for this build's {self.isa}"
         text = f"shape table: entry {self.entry.label} ({how}): {what}"
         if self.skipped:
             text += f"; skipped {', '.join(self.skipped)} (constraints fail at {here})"
@@ -150,6 +175,8 @@ class ShapeChoice:
             "threads": self.threads,
             "entry": self.entry.shape_label if self.entry else None,
             "entry_threads": self.entry.threads if self.entry else None,
+            "isa": self.isa,
+            "entry_isa": self.entry.isa if self.entry else None,
             "how": self.how,
             "iree_default": self.runs_iree_default,
             "params": dict(self.entry.params) if self.entry else {},
@@ -183,7 +210,7 @@ class ShapeTable:
                     f"key parameter {name!r} must have an integer or string default, "
                     f"got {parameters[name]!r}",
                 )
-        seen: dict[tuple[Shape, int | None], ShapeEntry] = {}
+        seen: dict[tuple[Shape, int | None, str | None], ShapeEntry] = {}
         for entry in self.entries:
             if [name for name, _ in entry.shape] != list(self.key):
                 raise RecipeError(entry.where, f"give exactly the key {list(self.key)}")
@@ -191,10 +218,15 @@ class ShapeTable:
                 _check_key_value(name, value, parameters[name], entry.where)
             if entry.threads is not None and entry.threads <= 0:
                 raise RecipeError(entry.where, "threads must be a positive integer")
-            if (entry.shape, entry.threads) in seen:
-                first = seen[entry.shape, entry.threads].where.line
+            if entry.isa is not None and entry.isa not in ISAS:
+                raise RecipeError(
+                    entry.where, f"isa must be one of {', '.join(ISAS)}, got {entry.isa!r}"
+                )
+            place = (entry.shape, entry.threads, entry.isa)
+            if place in seen:
+                first = seen[place].where.line
                 raise RecipeError(entry.where, f"a second entry for {entry.label} (line {first})")
-            seen[entry.shape, entry.threads] = entry
+            seen[place] = entry
             for name, _ in entry.params:
                 if name in self.key:
                     raise RecipeError(entry.where, f"{name} is part of the key, not a tuned value")
@@ -221,10 +253,12 @@ class ShapeTable:
         values: Mapping[str, ParamValue],
         constraints: tuple[Constraint, ...] = (),
         threads: int | None = None,
+        isa: str | None = None,
     ) -> ShapeChoice:
         """The entry for the shape in ``values`` (all the recipe's parameters) run on
-        ``threads`` CPU threads (None: a GPU target), per ``rule``; an entry whose
-        parameters break a constraint at this shape is skipped."""
+        ``threads`` CPU threads (None: a GPU target) of vector ISA ``isa`` (None: a GPU
+        target or unknown), per ``rule``; an entry whose parameters break a constraint at
+        this shape is skipped."""
         shape: list[tuple[str, KeyValue]] = []
         for index, name in enumerate(self.key):
             value = values[name]
@@ -238,20 +272,20 @@ class ShapeTable:
             shape.append((name, value))
         here = tuple(shape)
 
-        def nearness(entry: ShapeEntry) -> tuple[tuple[int, float], bool]:
-            return entry.distance(here, threads), entry.threads is None
+        def nearness(entry: ShapeEntry) -> tuple[tuple[int, float], bool, bool]:
+            return entry.distance(here, threads, isa), entry.threads is None, entry.isa is None
 
         ranked = sorted(self.entries, key=nearness)  # stable: ties keep the listed order
         if ranked and nearness(ranked[0])[0] == (0, 0.0):
-            return ShapeChoice(here, ranked[0], "exact", threads=threads)
+            return ShapeChoice(here, ranked[0], "exact", threads=threads, isa=isa)
         if self.rule == "exact":
-            return ShapeChoice(here, None, "none", threads=threads)
+            return ShapeChoice(here, None, "none", threads=threads, isa=isa)
         skipped: list[str] = []
         for entry in ranked:
             if entry.iree_default or _satisfies({**values, **dict(entry.params)}, constraints):
-                return ShapeChoice(here, entry, "nearest", tuple(skipped), threads)
+                return ShapeChoice(here, entry, "nearest", tuple(skipped), threads, isa)
             skipped.append(entry.label)
-        return ShapeChoice(here, None, "none", tuple(skipped), threads)
+        return ShapeChoice(here, None, "none", tuple(skipped), threads, isa)
 
 
 def _check_key_value(name: str, value: KeyValue, default: ParamValue, where: Where) -> None:

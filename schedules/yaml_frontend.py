@@ -239,6 +239,7 @@ def _shapes(node: Node) -> ShapeTable:
                 iree_default=fields["iree_default"].flag() if "iree_default" in fields else False,
                 note=fields["note"].text() if "note" in fields else "",
                 threads=fields["threads"].integer() if "threads" in fields else None,
+                isa=fields["isa"].text() if "isa" in fields else None,
                 where=item.where,
             )
         )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .cpu_isa import vector_isa
+
 TARGET_NAMES: tuple[str, ...] = ("x86", "vulkan")
 
 DEFAULT_THREADS = 2
@@ -17,6 +19,12 @@ def cpu_threads(target: str, threads: int | None) -> int | None:
     """The CPU threads a run with ``threads`` has on ``target``: None on a GPU target, which
     runs no worker threads."""
     return None if make_target(target).is_gpu else threads
+
+
+def cpu_isa(target: str, cpu: str = "host", cpu_features: str | None = None) -> str | None:
+    """The x86 vector ISA a build for ``target`` targets (:func:`.cpu_isa.vector_isa`):
+    None on a GPU target, or for a CPU whose ISA is unknown."""
+    return None if make_target(target).is_gpu else vector_isa(cpu, cpu_features)
 
 
 def run_conditions(target: str, threads: int | None) -> str:

@@ -12,6 +12,7 @@ from tdsched.schedules.params import resolve
 from tdsched.schedules.python_api import RecipeBuilder, generator
 from tdsched.schedules.sweep.command import shape_arg
 from tdsched.schedules.yaml_frontend import parse_recipe
+from tdsched.targets.cpu_isa import ISAS, host_isa, vector_isa
 
 RECIPE = """\
 name: t
@@ -313,3 +314,99 @@ def test_the_python_front_end_takes_string_keys() -> None:
     recipe = b.build()
     assert resolve(recipe, {"M": 256, "W": "constant"}).parameter_dict["TM"] == 4
     assert resolve(recipe, {"M": 256}).parameter_dict["TM"] == 32
+
+
+ISA_KEYED = RECIPE.replace(
+    "    - {M: 1024, N: 1024, K: 1024, TM: 64, TK: 256}\n",
+    "    - {M: 1024, N: 1024, K: 1024, threads: 2, isa: avx512, TM: 64, TK: 256}\n"
+    "    - {M: 1024, N: 1024, K: 1024, threads: 2, isa: avx2, TM: 32, TK: 128}\n"
+    "    - {M: 512, N: 512, K: 512, threads: 2, isa: avx512, TM: 16, TK: 64}\n",
+)
+
+
+def on_isa(isa: str | None, text: str = ISA_KEYED, **params: int) -> tuple[object, ...]:
+    recipe = resolve(parse_recipe(text, "r.yaml"), params, 2, "x86", isa)
+    choice = recipe.shape_choice
+    assert choice is not None and choice.entry is not None
+    return choice.entry.label, choice.how, recipe.parameter_dict["TM"], choice.describe()
+
+
+def test_an_entry_for_the_build_s_isa_wins() -> None:
+    label, how, tm, said = on_isa("avx2", M=1024, N=1024, K=1024)
+    assert (label, how, tm) == ("M=1024,N=1024,K=1024 (2 threads, avx2)", "exact", 32)
+    assert "on 2 threads (avx2)" not in str(said)  # exact: the run's place is not repeated
+    assert on_isa("avx512", M=1024, N=1024, K=1024)[:3] == (
+        "M=1024,N=1024,K=1024 (2 threads, avx512)",
+        "exact",
+        64,
+    )
+    # nearer in shape, but for another ISA: the 1024^3 AVX2 entry serves 512^3 on AVX2
+    assert on_isa("avx2", M=512, N=512, K=512)[:3] == (
+        "M=1024,N=1024,K=1024 (2 threads, avx2)",
+        "nearest",
+        32,
+    )
+
+
+def test_an_entry_for_another_isa_serves_only_where_none_for_the_build_s_does() -> None:
+    text = ISA_KEYED.replace(
+        "    - {M: 1024, N: 1024, K: 1024, threads: 2, isa: avx2, TM: 32, TK: 128}\n", ""
+    )
+    # an entry without isa serves every ISA: the 256^3 one, a step away, comes first
+    assert on_isa("avx2", text, M=512, N=512, K=512)[:3] == ("M=256,N=256,K=256", "nearest", 32)
+    for any_isa in (
+        "    - {M: 256, N: 256, K: 256, TM: 32, TK: 64, note: swept}\n",
+        "    - {M: 128, N: 128, K: 128, iree_default: true}\n",
+    ):
+        text = text.replace(any_isa, "")
+    label, how, tm, said = on_isa("avx2", text, M=512, N=512, K=512)
+    assert (label, how, tm) == ("M=512,N=512,K=512 (2 threads, avx512)", "nearest", 16)
+    assert "on 2 threads (avx2); tuned for avx512, none for this build's avx2" in str(said)
+    # an unknown ISA (or a GPU) ignores the field: the 512^3 entry is exact
+    assert on_isa(None, text, M=512, N=512, K=512)[:2] == (
+        "M=512,N=512,K=512 (2 threads, avx512)",
+        "exact",
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("isa: avx2, TM: 32", "isa: neon, TM: 32"), "isa must be one of avx512, avx2, sse"),
+        (
+            ("isa: avx2, TM: 32", "isa: avx512, TM: 32"),
+            "a second entry for M=1024,N=1024,K=1024 (2 threads, avx512)",
+        ),
+    ],
+)
+def test_bad_isas_name_the_entry(change: tuple[str, str], message: str) -> None:
+    assert change[0] in ISA_KEYED
+    with pytest.raises(RecipeError) as info:
+        parse_recipe(ISA_KEYED.replace(*change), "r.yaml")
+    assert message in str(info.value)
+
+
+def test_the_python_front_end_takes_isas() -> None:
+    b = RecipeBuilder("t", workload=generator("matmul", M=64, N=64, K=64))
+    b.shapes(["M"], [{"M": 256, "isa": "avx512", "TM": 32}, {"M": 256, "isa": "avx2", "TM": 16}])
+    b.parameters(M=64, TM=8)
+    recipe = b.build()
+    assert resolve(recipe, {"M": 256}, 2, "x86", "avx2").parameter_dict["TM"] == 16
+    assert resolve(recipe, {"M": 256}, 2, "x86", "avx512").parameter_dict["TM"] == 32
+
+
+@pytest.mark.parametrize(
+    ("cpu", "features", "isa"),
+    [
+        ("haswell", None, "avx2"),
+        ("znver4", None, "avx512"),
+        ("skylake-avx512", "-avx512f", "avx2"),
+        ("haswell", "+avx512f,+avx512bw", "avx512"),
+        ("x86-64", None, "sse"),
+        ("x86-64", "+avx2,+fma", "avx2"),
+        ("some-future-cpu", None, None),
+    ],
+)
+def test_the_vector_isa_of_a_build(cpu: str, features: str | None, isa: str | None) -> None:
+    assert vector_isa(cpu, features) == isa
+    assert host_isa() in (*ISAS, None)

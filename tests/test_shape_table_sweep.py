@@ -10,6 +10,7 @@ import pytest
 import yaml
 from cli_process import tdsched
 from tdsched.schedules.loading import load
+from tdsched.targets.cpu_isa import host_isa
 
 pytestmark = pytest.mark.usefixtures("iree")
 
@@ -48,6 +49,7 @@ def test_a_sweep_per_shape_writes_a_table_that_run_selects_from(tmp_path: Path) 
         shape = swept["shape"]
         entry = by_shape[(shape["M"], shape["N"], shape["K"], "input", 2)]
         assert entry["note"].startswith(f"sweep {swept['sweep']}: ") and entry["threads"] == 2
+        assert entry.get("isa") == host_isa()  # the ISA the sweep built for: this machine's
         if not entry.get("iree_default"):
             assert entry["TM"] == swept["best"]["params"]["TM"] and entry["TN"] == 32
 

@@ -12,9 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import iree.compiler.version
-from tdsched.targets.target import cpu_threads, run_conditions
+from tdsched.targets.target import cpu_isa, cpu_threads, run_conditions
 
-from ..cli_types import add_threads_option, non_negative_int, positive_float, positive_int
+from ..cli_types import (
+    add_cpu_options,
+    add_threads_option,
+    non_negative_int,
+    positive_float,
+    positive_int,
+)
 from ..params import parse_override
 from ..recipe import Recipe
 from .database import ResultsDB, method
@@ -202,8 +208,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object at the end")
     p.add_argument("--executor", choices=EXECUTORS, default="local", help="default: local")
     p.add_argument("--ray-address", help="ray: cluster address (default: start a local one)")
-    p.add_argument("--cpu", default="host", help="x86: LLVM CPU name (default: host)")
-    p.add_argument("--cpu-features", help="x86: LLVM CPU features, e.g. +avx512f")
+    add_cpu_options(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no live progress")
 
 
@@ -351,10 +356,14 @@ def _sweep_shapes(args: argparse.Namespace, fixed: dict[str, Any]) -> int:
         if not args.json:
             print(f"== shape {_label(shape)}\n{_summary(outcome, None, args.top)}\n")
     assert sweep is not None
-    threads = cpu_threads(done[0][1].target, sweep.options.threads)
+    target, options = done[0][1].target, sweep.options
+    tuned_for: dict[str, int | str | None] = {
+        "threads": cpu_threads(target, options.threads),
+        "isa": cpu_isa(target, options.cpu, options.cpu_features),
+    }
     key = _table_key(done[0][1].recipe, key)
     entries = [
-        _table_entry(_completed(shape, key, fixed, outcome.recipe), fixed, outcome, threads)
+        _table_entry(_completed(shape, key, fixed, outcome.recipe), fixed, outcome, tuned_for)
         for shape, outcome in done
         if outcome.ranked
     ]
@@ -411,11 +420,15 @@ def _label(shape: dict[str, int | str]) -> str:
 
 
 def _table_entry(
-    shape: dict[str, int | str], fixed: dict[str, Any], outcome: SweepOutcome, threads: int | None
+    shape: dict[str, int | str],
+    fixed: dict[str, Any],
+    outcome: SweepOutcome,
+    tuned_for: dict[str, int | str | None],
 ) -> dict[str, Any]:
-    """The table entry a sweep at ``shape`` on ``threads`` CPU threads (None: a GPU)
-    earned: its best candidate's parameters, or IREE default when even the best is slower
-    than it; the note says how sure it is."""
+    """The table entry a sweep at ``shape`` earned, for where it ran (``tuned_for``: the
+    CPU ``threads`` and vector ``isa``, each None on a GPU or when unknown): its best
+    candidate's parameters, or IREE default when even the best is slower than it; the
+    note says how sure it is."""
     best = outcome.ranked[0]
     decision = outcome.decision
     standing = decision.standing(best.key) if decision else None
@@ -429,7 +442,7 @@ def _table_entry(
     else:
         speedup = best.speedup or 0.0
         note = f"sweep {outcome.sweep_id}: {speedup:.3f}x vs IREE default (not raced)"
-    tuned_for = {} if threads is None else {"threads": threads}
+    tuned_for = {name: value for name, value in tuned_for.items() if value is not None}
     if speedup < 1.0:
         note += "; IREE default is faster"
         return {**shape, **tuned_for, "iree_default": True, "note": note}

@@ -31,12 +31,16 @@ SAME_BUILD = "a build another candidate has (a `when` leaves the values that dif
 
 
 def build_signature(
-    recipe: Recipe, values: Mapping[str, ParamValue], target: str, threads: int | None
+    recipe: Recipe,
+    values: Mapping[str, ParamValue],
+    target: str,
+    threads: int | None,
+    isa: str | None = None,
 ) -> Hashable:
     """What decides the build for ``target`` of the candidate with parameter ``values``
-    (overrides of the recipe's defaults, as a sweep gives them; ``threads`` selects
-    shape-table entries)."""
-    params = dict(resolve(recipe, values, threads, target).parameters)
+    (overrides of the recipe's defaults, as a sweep gives them; ``threads`` and the
+    vector ``isa`` select shape-table entries)."""
+    params = dict(resolve(recipe, values, threads, target, isa).parameters)
     kept, skipped = apply_conditions(recipe, params, target)
     used = sorted(referenced_parameters(kept) & set(params))
     return tuple(s.what for s in skipped), tuple((name, repr(params[name])) for name in used)
@@ -48,6 +52,7 @@ def distinct_builds(
     fixed: Mapping[str, ParamValue],
     target: str,
     threads: int | None,
+    isa: str | None = None,
 ) -> Enumeration:
     """``enumeration`` with one point per build signature (the first), and a pruning
     line for the others. A recipe without ``when`` conditions is returned as it is: all
@@ -58,7 +63,7 @@ def distinct_builds(
     kept: list[Point] = []
     for point in enumeration.valid:
         values = {**fixed, **enumeration.as_params(point)}
-        signature = build_signature(recipe, values, target, threads)
+        signature = build_signature(recipe, values, target, threads, isa)
         if signature not in seen:
             seen.add(signature)
             kept.append(point)

@@ -68,9 +68,9 @@ def write_shape_table(
     provenance: Mapping[str, Any],
 ) -> Path:
     """Write ``source`` with ``entries`` (one mapping per shape: key values, ``threads``,
-    tuned values, ``iree_default``, ``note``) merged into its ``shapes`` table to ``out``
-    (YAML): an entry for a shape and thread count the table already has replaces it; the
-    others stay. The space and
+    ``isa``, tuned values, ``iree_default``, ``note``) merged into its ``shapes`` table to
+    ``out`` (YAML): an entry for a shape, thread count and ISA the table already has
+    replaces it; the others stay. The space and
     constraints stay too (a table's nearest rule checks entries against the constraints,
     and the recipe can be swept again)."""
     if source.suffix == ".py":
@@ -90,7 +90,7 @@ def write_shape_table(
         )
 
     def place(entry: Mapping[str, Any]) -> tuple[Any, ...]:
-        return (*(entry.get(k) for k in key), entry.get("threads") or 0)
+        return (*(entry.get(k) for k in key), entry.get("threads") or 0, entry.get("isa") or "")
 
     new = {place(e) for e in entries}
     kept = [e for e in table.get("entries") or [] if place(e) not in new]
