@@ -1,6 +1,8 @@
 """Every shape-table entry of a shipped recipe that runs a schedule is selected at its own
-shape and thread count, builds, and is correct against the reference: a table entry is a
-transform the recipe applies, checked numerically like the recipe's defaults."""
+shape, thread count and vector ISA, builds, and is correct against the reference: a table
+entry is a transform the recipe applies, checked numerically like the recipe's defaults.
+AVX2 entries are built for ``--cpu haswell``, which runs on any AVX2 machine; AVX-512
+entries for this machine, when it has AVX-512."""
 
 from __future__ import annotations
 
@@ -9,6 +11,11 @@ from tdsched.schedules.loading import load, shipped_recipe_names
 from tdsched.schedules.pipeline import plan
 from tdsched.schedules.run_report import run
 from tdsched.schedules.shape_table import ShapeEntry
+from tdsched.targets.cpu_isa import host_isa
+
+CPU_FOR_ISA = {"avx2": "haswell", "sse": "x86-64"}
+"""An LLVM CPU of each ISA below AVX-512 (AVX-512: the host, when it has it)."""
+WIDER = ["sse", "avx2", "avx512"]
 
 
 def _scheduled_entries() -> list[tuple[str, ShapeEntry]]:
@@ -35,7 +42,14 @@ def test_the_shipped_tables_have_scheduled_entries() -> None:
 def test_a_scheduled_entry_applies_and_matches_the_reference(
     recipe: str, entry: ShapeEntry
 ) -> None:
-    p = plan(load(recipe), None, dict(entry.shape), threads=entry.threads)
+    here = host_isa()
+    runs = here is not None and entry.isa is not None and WIDER.index(here) > WIDER.index(entry.isa)
+    cpu = (
+        "host" if entry.isa in (None, here) else CPU_FOR_ISA.get(entry.isa or "") if runs else None
+    )
+    if cpu is None:
+        pytest.skip(f"this machine ({host_isa()}) cannot run a build for {entry.isa}")
+    p = plan(load(recipe), None, dict(entry.shape), cpu=cpu, threads=entry.threads)
     choice = p.recipe.shape_choice
     assert choice is not None and choice.entry == entry, choice
     report = run(p, time_it=False)
