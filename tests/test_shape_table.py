@@ -228,9 +228,14 @@ def test_a_gpu_target_ignores_thread_counts() -> None:
     ],
 )
 def test_bad_thread_counts_name_the_entry(change: tuple[str, str], message: str) -> None:
-    assert change[0] in THREADED
+    _refused(THREADED, change, message)
+
+
+def _refused(text: str, change: tuple[str, str], message: str) -> None:
+    """``text`` with ``change`` made is refused with ``message``."""
+    assert change[0] in text
     with pytest.raises(RecipeError) as info:
-        parse_recipe(THREADED.replace(*change), "r.yaml")
+        parse_recipe(text.replace(*change), "r.yaml")
     assert message in str(info.value)
 
 
@@ -380,10 +385,7 @@ def test_an_entry_for_another_isa_serves_only_where_none_for_the_build_s_does() 
     ],
 )
 def test_bad_isas_name_the_entry(change: tuple[str, str], message: str) -> None:
-    assert change[0] in ISA_KEYED
-    with pytest.raises(RecipeError) as info:
-        parse_recipe(ISA_KEYED.replace(*change), "r.yaml")
-    assert message in str(info.value)
+    _refused(ISA_KEYED, change, message)
 
 
 def test_the_python_front_end_takes_isas() -> None:
