@@ -27,7 +27,7 @@ import json
 import os
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ import iree.compiler.version
 import numpy as np
 from tdsched.recipes.workloads.bandwidth_probe import bandwidth_probe
 from tdsched.recipes.workloads.fma_probe import CHAIN_COUNTS, fma_probe
+from tdsched.targets.cpu_isa import cpuinfo
 from tdsched.targets.runtime import LoadedModule
 from tdsched.targets.target import Target
 from tdsched.targets.timing import time_interleaved
@@ -64,6 +65,9 @@ class MachinePeak:
     bandwidth_gbps: float
     measured_at: str
     """UTC time of the measurement, ISO 8601."""
+    fma_gflops_by_chains: dict[str, float] = field(default_factory=dict)
+    """The FMA probe's GFLOP/s per chain count (``fma_gflops`` is the highest); empty
+    in peaks measured before it was recorded."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -75,21 +79,9 @@ def cache_dir() -> Path:
     return Path(configured) if configured else Path.home() / ".cache" / "tdsched"
 
 
-def _cpuinfo() -> dict[str, str]:
-    """/proc/cpuinfo's fields for the first CPU (empty where there is no such file)."""
-    fields: dict[str, str] = {}
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            fields.setdefault(key.strip(), value.strip())
-    except OSError:
-        pass
-    return fields
-
-
 def cpu_description() -> str:
     """The CPU as /proc/cpuinfo names it (model name, family, model), and its core count."""
-    fields = _cpuinfo()
+    fields = cpuinfo()
     name = fields.get("model name", "unknown CPU")
     family, model = fields.get("cpu family", "?"), fields.get("model", "?")
     return f"{name} (family {family} model {model}), {os.cpu_count()} cores"
@@ -107,7 +99,7 @@ GFLOP/s on a Zen 4 core, 7 chains 101 (AVX-512 builds: unchanged, 115-117)."""
 
 
 def _key(target: Target, threads: int | None) -> str:
-    flags = "" if target.is_gpu else _cpuinfo().get("flags", "")
+    flags = "" if target.is_gpu else cpuinfo().get("flags", "")
     text = "|".join(
         [
             cpu_description(),
@@ -172,8 +164,8 @@ def _read(path: Path) -> dict[str, Any]:
 def measure_peak(target: Target, threads: int | None) -> MachinePeak:
     """Build the probes (the FMA probe once per chain count) with IREE's default pipeline
     and time them interleaved."""
-    fma = {f"fma{chains}": fma_probe(FMA_ELEMENTS, chains) for chains in CHAIN_COUNTS}
-    fma_flops = {name: count_work_of_text(w.mlir).ops for name, w in fma.items()}
+    fma = {str(chains): fma_probe(FMA_ELEMENTS, chains) for chains in CHAIN_COUNTS}
+    fma_flops = {chains: count_work_of_text(w.mlir).ops for chains, w in fma.items()}
     stream = np.empty(STREAM_ELEMENTS, dtype=np.float32)
     triad, triad_inputs = bandwidth_probe([stream, stream], [stream])
     triad_bytes = 3 * stream.nbytes
@@ -186,12 +178,16 @@ def measure_peak(target: Target, threads: int | None) -> MachinePeak:
             module = LoadedModule(vmfb, target.driver, workload.function)
             variants[name] = module.runner(inputs)
         times = time_interleaved(variants, repeats=ROUNDS)
+    by_chains = {
+        chains: flops / (times[chains].min * 1e-3) / 1e9 for chains, flops in fma_flops.items()
+    }
     return MachinePeak(
         target=target.name,
         threads=threads,
         cpu=cpu_description(),
         iree_version=_version(),
-        fma_gflops=max(flops / (times[name].min * 1e-3) / 1e9 for name, flops in fma_flops.items()),
+        fma_gflops=max(by_chains.values()),
         bandwidth_gbps=triad_bytes / (times["triad"].min * 1e-3) / 1e9,
         measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        fma_gflops_by_chains=by_chains,
     )

@@ -43,6 +43,9 @@ def run(args: argparse.Namespace) -> int:
     threads = "" if peak.threads is None else f", {peak.threads} thread" + "s" * (peak.threads > 1)
     print(f"device     {peak.target} on {peak.cpu}{threads}")
     print(f"FMA peak   {peak.fma_gflops:.1f} GFLOP/s (f32)")
+    if peak.fma_gflops_by_chains:
+        chains = ", ".join(f"{n}: {g:.1f}" for n, g in peak.fma_gflops_by_chains.items())
+        print(f"           by FMA chains in the probe, GFLOP/s: {chains}")
     print(f"bandwidth  {peak.bandwidth_gbps:.1f} GB/s (streaming triad)")
     print(f"measured   {peak.measured_at} with IREE {peak.iree_version}")
     print(f"cache      {cache_dir() / 'machine_peak.json'}")

@@ -100,20 +100,26 @@ def vector_isa(cpu: str = "host", cpu_features: str | None = None) -> str | None
     return isa
 
 
+def cpuinfo() -> dict[str, str]:
+    """/proc/cpuinfo's fields for the first CPU (empty where there is no such file)."""
+    fields: dict[str, str] = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        pass
+    return fields
+
+
 @lru_cache(maxsize=1)
 def host_isa() -> str | None:
     """This machine's vector ISA, from ``/proc/cpuinfo`` (``None`` where it cannot be
     read: not Linux)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
+    listed = cpuinfo().get("flags")
+    if listed is None:
         return None
-    flags = next(
-        (line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")),
-        None,
-    )
-    if flags is None:
-        return None
+    flags = listed.split()
     if "avx512f" in flags:
         return "avx512"
     return "avx2" if "avx2" in flags and "fma" in flags else "sse"

@@ -69,6 +69,9 @@ def test_the_peak_is_measured_once_per_machine_and_cached(tmp_path: Path) -> Non
     first = peak("--threads", "1")
     assert first["threads"] == 1 and first["target"] == "x86"
     assert float(str(first["fma_gflops"])) > 1 and float(str(first["bandwidth_gbps"])) > 0.1
+    by_chains = first["fma_gflops_by_chains"]  # the probe at each chain count; the best counts
+    assert isinstance(by_chains, dict) and set(by_chains) == {"4", "7", "12"}
+    assert first["fma_gflops"] == max(by_chains.values())
     assert peak("--threads", "1") == first  # from the cache
     cached = json.loads((tmp_path / "machine_peak.json").read_text())
     assert list(cached.values()) == [first]

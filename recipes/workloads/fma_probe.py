@@ -14,9 +14,9 @@ reached 78-104.
 
 How many chains keep the FMA units busy without spilling depends on the vector ISA:
 IREE vectorizes the body 16 lanes wide, one AVX-512 register per chain but two AVX2
-ones, so 12 chains spill AVX2's 16 registers. Built for ``--cpu haswell`` on the same
-Zen 4: 4 chains 83 GFLOP/s, 6 93, 7 101, 8 and 12 62 (spilled); for AVX-512, 6 to 12
-chains 115-117. :data:`CHAIN_COUNTS` are the counts the peak is measured with; the
+ones, so 12 chains spill AVX2's 16 registers. ``tdsched peak --threads 1 --cpu haswell
+--refresh`` on the same Zen 4: 4 chains 83 GFLOP/s, 7 102, 12 62 (spilled); for AVX-512
+113, 118 and 119. :data:`CHAIN_COUNTS` are the counts the peak is measured with; the
 fastest counts.
 """
 
