@@ -45,11 +45,23 @@ def ffn_model(tokens: int, hidden: int, inner: int, seed: int) -> onnx.ModelProt
     ]
     weights = [weight("w1", hidden, inner), bias("b1", inner)]
     weights += [weight("w2", inner, hidden), bias("b2", hidden)]
+    return token_model("ffn", nodes, weights, (tokens, hidden), "y")
+
+
+def token_model(
+    name: str,
+    nodes: list[onnx.NodeProto],
+    weights: list[onnx.TensorProto],
+    shape: tuple[int, int],
+    output: str,
+) -> onnx.ModelProto:
+    """A checked opset-17 model of ``nodes`` from input ``x`` to ``output``, both f32
+    tensors of ``shape`` (tokens, hidden), with ``weights`` as initializers."""
     graph = helper.make_graph(
         nodes,
-        "ffn",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [tokens, hidden])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [tokens, hidden])],
+        name,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+        [helper.make_tensor_value_info(output, TensorProto.FLOAT, list(shape))],
         weights,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])

@@ -615,8 +615,8 @@ def nest_options(step: NestStep) -> FuseExtOptions:
 
 _UNMATCHED_KERNEL = (
     "this kernel schedule matched no dispatch, so IREE would have compiled it with its "
-    "default pipeline. Check 'match' (op name, kind, shape, dtype) against the dispatch root "
-    "ops; on Vulkan, matmuls are linalg.generic by then: match kind: contraction"
+    "default pipeline. Check 'match' (op name, kind, shape, dtype, inputs, used_by) against "
+    "the dispatch root ops; on Vulkan, matmuls are linalg.generic by then: match kind: contraction"
 )
 
 

@@ -4,10 +4,10 @@ its share of IREE default's time (``tdsched tasks``, the first step of tuning a 
 IREE forms dispatches from the linalg module; a *task* is a group of dispatch functions
 that compute the same thing: the same structured ops, in the same order, with the same
 op names, static loop bounds and element types (the root op's kind and shape, and the
-fused epilogue). Identical layers (a ResNet's repeated blocks) are one task; each task
-lists the layers its root op comes from; a kernel match by any of them resolves to the
-root's op name and loop bounds (``schedules.layers``), so it takes every dispatch of the
-task.
+fused epilogue), connected the same way (``standalone_dispatch.dataflow``: which op
+feeds which operand, through which indexing map; elementwise epilogues may read further
+tensors, a residual or a bias, and compute differently). Identical layers (a ResNet's
+repeated blocks) are one task; each task lists the layers its root op comes from.
 
 Read from a census compile of IREE's default build (``transform_lib.census``: every
 dispatch as kernel configurations see it) and, unless timing is off, a HAL profile of
@@ -19,7 +19,7 @@ that IREE only evaluates at compile time (``jit_eval``) are not tasks.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,9 +30,10 @@ from tdsched.targets.compiler import CompileRequest, run_compile
 from tdsched.targets.dispatch_profile import ModuleProfile, ProfiledModule, profile_modules
 from tdsched.targets.timing import Timing
 from tdsched.targets.workload import Workload, random_inputs
-from tdsched.transform_lib.census import StructuredOp
+from tdsched.transform_lib.census import StructuredOp, census_functions, read_census
+from tdsched.transform_lib.standalone_dispatch import dispatch_dataflow
 
-from .pipeline import dispatch_census
+from .pipeline import census_output
 
 ROOT_KINDS = ("convolution", "contraction", "pooling", "reduction", "elementwise")
 """Kinds of structured op, most compute first: a dispatch's root is its first op of the
@@ -138,17 +139,24 @@ class ModelTasks:
         }
 
 
-def group_tasks(census: Sequence[StructuredOp], function: str) -> list[Task]:
+def group_tasks(
+    census: Sequence[StructuredOp],
+    function: str,
+    flows: Mapping[str, Hashable] | None = None,
+) -> list[Task]:
     """The tasks of ``census`` (one compile's structured ops), in dispatch order: runtime
-    dispatch functions of ``function`` grouped by their ops' signatures."""
+    dispatch functions of ``function`` grouped by their ops' signatures and, where
+    ``flows`` gives each dispatch's dataflow (``transform_lib.standalone_dispatch``), by
+    how their ops connect: one kernel schedule is planned on one dataflow."""
     per_dispatch: dict[str, list[StructuredOp]] = {}
     for op in census:
         if op.function.startswith(f"{function}_dispatch_"):
             per_dispatch.setdefault(op.function, []).append(op)
-    tasks: dict[tuple[OpSignature, ...], Task] = {}
+    tasks: dict[tuple[tuple[OpSignature, ...], Hashable], Task] = {}
     for dispatch, ops in per_dispatch.items():
         key = tuple(OpSignature(o.op, o.loop_ranges, o.kind, o.dtype) for o in ops)
-        task = tasks.setdefault(key, Task(f"t{len(tasks)}", key))
+        flow = flows.get(dispatch) if flows is not None else None
+        task = tasks.setdefault((key, flow), Task(f"t{len(tasks)}", key))
         task.dispatches.append(dispatch)
         task.runs += 1
         root = ops[key.index(task.root)]
@@ -182,19 +190,21 @@ def extract_tasks(
     rounds: int = 3,
     seed: int = 0,
     time_it: bool = True,
-    census: Sequence[StructuredOp] | None = None,
+    census: str | None = None,
 ) -> ModelTasks:
     """The tasks of ``workload`` built by IREE's default pipeline (plus ``flags``) for
     ``target``; with ``time_it``, weighed by a profile of ``rounds`` runs on seeded
     random inputs with ``threads`` CPU workers (``None`` on GPU targets). ``census``:
-    the workload's dispatch census where the caller has it already (else compiled here).
+    what the workload's census compile printed, where the caller has it already (else
+    compiled here).
 
     Raises ``CompileError`` when IREE cannot build the workload and ``ProfileError``
     when it cannot be profiled. Precondition: static shapes.
     """
     if census is None:
-        census = dispatch_census(workload.mlir, target, flags)
-    tasks = group_tasks(census, workload.function)
+        census = census_output(workload.mlir, target, flags)
+    flows = {name: dispatch_dataflow(text) for name, text in census_functions(census).items()}
+    tasks = group_tasks(read_census(census), workload.function, flows)
     if not time_it:
         return ModelTasks(workload.name, target.name, threads, tuple(tasks), None)
     with tempfile.TemporaryDirectory(prefix="tdsched-tasks-") as tmp:

@@ -84,6 +84,7 @@ def Match(
     attributes: AttributeSpec = (),
     layer: str | Sequence[str] = (),
     inputs: int | None = None,
+    used_by: str | Mapping[str, str | int] | None = None,
 ) -> MatchSpec:
     """What a kernel schedule or ``match`` step selects, as in YAML's ``match:`` mapping:
     ``Match(kind="contraction")``, ``Match(layer="block1.conv1")``,
@@ -96,7 +97,16 @@ def Match(
         attributes=_attribute_pairs(attributes),
         layers=(layer,) if isinstance(layer, str) else tuple(layer),
         inputs=inputs,
+        **_used_by(used_by),
     )
+
+
+def _used_by(used_by: str | Mapping[str, str | int] | None) -> dict[str, Any]:
+    """``used_by="linalg.generic"`` or ``used_by={"op": "linalg.generic", "inputs": 2}``
+    as MatchSpec fields."""
+    if used_by is None or isinstance(used_by, str):
+        return {"used_by": used_by}
+    return {"used_by": used_by.get("op"), "used_by_inputs": used_by.get("inputs")}
 
 
 def _attribute_pairs(attributes: AttributeSpec) -> tuple[tuple[str, AttrValue | None], ...]:

@@ -41,11 +41,30 @@ def criteria_of(spec: MatchSpec, where: Where, present: Collection[str] = ()) ->
         raise RecipeError(
             where.child("inputs"), f"inputs counts input operands (>= 0), got {spec.inputs}"
         )
+    if spec.used_by is not None and not is_registered_op(spec.used_by):
+        raise RecipeError(
+            where.child("used_by"),
+            f"no operation is called {spec.used_by!r}; used_by names the op that uses the "
+            "matched op's result, e.g. linalg.generic or iree_tensor_ext.dispatch.tensor.store",
+        )
+    if spec.used_by_inputs is not None and spec.used_by_inputs < 0:
+        raise RecipeError(
+            where.child("used_by").child("inputs"),
+            f"inputs counts input operands (>= 0), got {spec.used_by_inputs}",
+        )
     shape = None
     if spec.shape is not None:
         shape = tuple(as_int(v, where.child("shape")) for v in spec.shape)
     return OpCriteria(
-        spec.op, spec.kind, shape, spec.dtype, spec.attributes, spec.layers, spec.inputs
+        spec.op,
+        spec.kind,
+        shape,
+        spec.dtype,
+        spec.attributes,
+        spec.layers,
+        spec.inputs,
+        spec.used_by,
+        spec.used_by_inputs,
     )
 
 
@@ -53,10 +72,15 @@ def payload_criteria(spec: MatchSpec | None, where: Where, primitive: str) -> Op
     """Criteria of a graph-level selection, which matches by op name and attributes only."""
     if spec is None:
         return None
-    if spec.kind is not None or spec.shape is not None or spec.inputs is not None:
+    if spec.kind is not None or spec.shape is not None or _kernel_only(spec):
         raise RecipeError(
             where,
             f"{primitive} matches ops by 'op' name, 'layer' and 'attributes' ('kind', "
-            "'shape' and 'inputs' select kernels)",
+            "'shape', 'inputs' and 'used_by' select kernels)",
         )
     return criteria_of(spec, where)
+
+
+def _kernel_only(spec: MatchSpec) -> bool:
+    """Whether ``spec`` uses a criterion only kernel matchers test."""
+    return spec.inputs is not None or spec.used_by is not None

@@ -170,6 +170,17 @@ def _selection(fields: dict[str, str]) -> JSON:
         "shape": _INTS,
         "dtype": _TEXT,
         "inputs": {"type": "integer", "minimum": 0},
+        "used_by": {
+            "anyOf": [
+                _TEXT,
+                {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["op"],
+                    "properties": {"op": _TEXT, "inputs": {"type": "integer", "minimum": 0}},
+                },
+            ]
+        },
         "attributes": {
             "anyOf": [
                 _STRINGS,

@@ -7,7 +7,10 @@ only when IREE forms the same dispatch from it again: a census of the file must 
 the task's ops, names, loop bounds and element types, in order (a kernel schedule tuned
 on anything else would not be the one the model's dispatch gets). IREE's own
 configuration of that dispatch (``transform_lib.dispatch_config``) comes with it: the
-loops as strategies see them and IREE's tile sizes, which the templates start from.
+loops as strategies see them and IREE's tile sizes, which the templates start from. A
+softmax's dispatch, which IREE formed from a ``linalg.softmax`` before decomposing it, is
+written as that ``linalg.softmax`` (``standalone_dispatch.as_softmax``): from its three
+decomposed ops IREE would form two dispatches.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from tdsched.targets.compiler import CompileError, CompileRequest, run_compile
 from tdsched.transform_lib.constant_operands import with_constant_operands
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, read_configured
 from tdsched.transform_lib.errors import ScheduleError
-from tdsched.transform_lib.standalone_dispatch import dataflow, standalone_function
+from tdsched.transform_lib.standalone_dispatch import as_softmax, dataflow, standalone_function
 
 from .files import write_atomically
 from .model_tasks import Task, group_tasks
@@ -73,11 +76,19 @@ def standalone_task(
             "match takes them all: fuse_ext plans one of them"
         )
     ops = group_tasks(dispatch_census(text, target), task.name)
-    if len(ops) != 1 or ops[0].ops != task.ops:
+    softmax = as_softmax(text) if not _forms(ops, task) else None
+    if softmax is not None:  # IREE splits a decomposed softmax: give it the op itself
+        text, ops = softmax, group_tasks(dispatch_census(softmax, target), task.name)
+    if not _forms(ops, task):
         found = "; ".join(" ".join(o.describe() for o in t.ops) for t in ops) or "no dispatch"
         raise TaskSkipped(f"IREE forms a different dispatch from it on its own ({found})")
     write_atomically(path, text.encode())
     return TaskWorkload(path, task.name, configure(text, task.name, target))
+
+
+def _forms(formed: Sequence[Task], task: Task) -> bool:
+    """Whether ``formed`` (the tasks of a standalone workload) is ``task``'s dispatch."""
+    return len(formed) == 1 and formed[0].ops == task.ops
 
 
 def configure(text: str, function: str, target: Target) -> ConfiguredDispatch:

@@ -52,16 +52,18 @@ from tdsched.targets import Target
 from tdsched.targets.workload import Workload
 from tdsched.transform_lib.census import census_functions, read_census
 from tdsched.transform_lib.constant_operands import ModelConstants
+from tdsched.transform_lib.dispatch_config import ConfiguredDispatch
 
 from .errors import RecipeError, Where
 from .files import write_atomically
-from .model_tasks import ModelTasks, OpSignature, Task, extract_tasks
+from .model_tasks import ModelTasks, Task, extract_tasks
 from .params import substitute_plain
 from .pipeline import census_output
 from .space import ParamValue
 from .sweep.database import Result, ResultsDB
 from .sweep.executor import make_executor
 from .sweep.runner import Sweep, SweepOptions
+from .task_match import Ambiguous, ModelOps, op_match
 from .task_workloads import TaskSkipped, standalone_task
 from .tune_state import digest, load_state, save_state
 from .tune_templates import (
@@ -69,10 +71,12 @@ from .tune_templates import (
     UKERNELS_OFF,
     NoTemplate,
     Template,
+    anchor_position,
     conditions_hold,
     template_for,
 )
-from .tune_templates_vulkan import vulkan_match, vulkan_template
+from .tune_templates_rows import is_row_reduction, row_reduction_template
+from .tune_templates_vulkan import vulkan_template
 
 WIN = 1.02
 """A task's best candidate must be this much faster than IREE's pipeline to be kept."""
@@ -305,12 +309,7 @@ def tune(
     threads = None if target.is_gpu else options.threads
     census = census_output(workload.mlir, target)
     tasks = extract_tasks(
-        workload,
-        target,
-        threads,
-        rounds=options.rounds,
-        seed=options.seed,
-        census=read_census(census),
+        workload, target, threads, rounds=options.rounds, seed=options.seed, census=census
     )
     progress(_tasks_line(tasks, bool(graph)))
     state, set_aside = load_state(
@@ -320,7 +319,10 @@ def tune(
         progress(f"tune: {set_aside}")
     sources = census_functions(census)
     weights = ModelConstants(workload.mlir)  # parsed only if a new task template needs it
-    tunings = [_prepare(t, tasks, sources, weights, out / "tasks", options) for t in tasks.tasks]
+    model_ops = ModelOps.of(read_census(census), tasks.tasks)
+    tunings = [
+        _prepare(t, model_ops, sources, weights, out / "tasks", options) for t in tasks.tasks
+    ]
     for prepared in tunings:
         resumed = prepared.resume(state.tasks.get(prepared.task.name))
         progress(_prepared_line(prepared, resumed))
@@ -368,7 +370,7 @@ def tune(
 
 def _prepare(
     task: Task,
-    tasks: ModelTasks,
+    model: ModelOps,
     sources: Mapping[str, str],
     weights: ModelConstants,
     folder: Path,
@@ -379,22 +381,19 @@ def _prepare(
     constants (``weights``: the model's), so a pack of them leaves the timed call as it
     does in the model. A task that has a template from an earlier run into ``folder``
     is tuned whatever its share now: the profile is noisy, and a task near
-    ``--min-share`` must not drop out of the model recipe on a re-run."""
+    ``--min-share`` must not drop out of the model recipe on a re-run. Each kernel of
+    the template matches its op alone in the model (:mod:`.task_match`). Where the main
+    kernel's (IREE's root's) cannot, the task keeps IREE's pipeline (checked before
+    compiling); a further kernel whose op cannot is left out, with the parameters only
+    it used."""
     tuning = TaskTuning(task)
-    clash = _clash(task, tasks, o.target)
     recipe = folder / f"{task.name}.yaml"
     small = task.share is not None and task.share < o.min_share
-    if small and not recipe.exists():
-        tuning.reason = f"{_percent(task.share)} of the call, below --min-share"
-    elif clash is not None:
-        matched = "root's kind" if o.target.is_gpu else "root op"
-        tuning.reason = (
-            f"its {matched} and loop bounds also occur in task {clash.name}; a kernel "
-            "match cannot tell them apart"
-        )
-    if tuning.reason is not None:
-        return tuning
     try:
+        if small and not recipe.exists():
+            tuning.reason = f"{_percent(task.share)} of the call, below --min-share"
+            return tuning
+        _match_at(task, anchor_position(task), model, o.target)
         if not recipe.exists():
             folder.mkdir(parents=True, exist_ok=True)
             constants = (
@@ -409,9 +408,17 @@ def _prepare(
                 o.target,
                 constants,
             )
-            templated = vulkan_template if o.target.is_gpu else template_for
-            template = templated(task, made.configured)
-            write_atomically(recipe, _task_recipe(task, template, o).encode())
+            template = _template(task, made.configured, o.target)
+            matches = [_match_at(task, made.configured.root, model, o.target)]
+            kept = []
+            for kernel in template.more_kernels:
+                try:
+                    matches.append(op_match(task, kernel.position, model, o.target.is_gpu))
+                    kept.append(kernel)
+                except Ambiguous:
+                    continue  # that op keeps the tile sizes IREE derives from the root's
+            template = template.keeping(kept)
+            write_atomically(recipe, _task_recipe(task, template, matches, o).encode())
     except (TaskSkipped, NoTemplate) as exc:
         tuning.reason = str(exc)
         return tuning
@@ -419,8 +426,47 @@ def _prepare(
     return tuning
 
 
-def _task_recipe(task: Task, template: Template, o: TuneOptions) -> str:
+def _template(task: Task, dispatch: ConfiguredDispatch, target: Target) -> Template:
+    """The task's template on ``target``: Vulkan's config, or on x86 the row-reduction
+    config where it fits, else the kernel schedule (:mod:`.tune_templates`)."""
+    if target.is_gpu:
+        return vulkan_template(task, dispatch)
+    if is_row_reduction(dispatch):
+        return row_reduction_template(dispatch)
+    return template_for(task, dispatch)
+
+
+def _match_at(task: Task, position: int, model: ModelOps, target: Target) -> dict[str, Any]:
+    """The kernel match of ``task``'s op at ``position``; raises :class:`TaskSkipped`
+    where none selects it alone."""
+    try:
+        return op_match(task, position, model, by_kind=target.is_gpu)
+    except Ambiguous as exc:
+        matched = "kind" if target.is_gpu else "op"
+        op = task.ops[position]
+        raise TaskSkipped(
+            f"the {matched} and loop bounds of its {op.describe()} also occur in task "
+            f"{exc.other}, and neither its input count nor the op using its result tells "
+            "them apart: a kernel match would take both"
+        ) from exc
+
+
+def _task_recipe(
+    task: Task, template: Template, matches: Sequence[Mapping[str, Any]], o: TuneOptions
+) -> str:
+    """The task's template recipe: ``matches`` holds the match of the template's main
+    kernel (IREE's root), then one per kernel of ``template.more_kernels``."""
     root = task.root
+    main = {
+        "name": task.name,
+        "match": dict(matches[0]),
+        **({"when": template.kernel_when} if template.kernel_when else {}),
+        **template.kernel_body(),
+    }
+    more = [
+        {"name": f"{task.name}_{kernel.suffix}", "match": dict(match), "config": kernel.config}
+        for kernel, match in zip(template.more_kernels, matches[1:], strict=True)
+    ]
     document = {
         "name": f"task_{task.name}",
         "description": f"{task.kind} {root.describe()}: {', '.join(task.layers) or 'no layers'}",
@@ -432,28 +478,13 @@ def _task_recipe(task: Task, template: Template, o: TuneOptions) -> str:
         "tolerance": TOLERANCE,
         **({"compile_flags": template.compile_flags} if template.compile_flags else {}),
         **({"graph": template.graph} if template.graph else {}),
-        "kernels": [
-            {
-                "name": task.name,
-                "match": _match(task, o.target),
-                **({"when": template.kernel_when} if template.kernel_when else {}),
-                **template.kernel_body(),
-            }
-        ],
+        "kernels": [main, *more],
     }
     header = (
         f"# Written by tdsched tune: task {task.name} ({', '.join(task.epilogue) or 'no epilogue'}"
         " after its root). Edit it and tune again: an existing file is kept.\n"
     )
     return header + yaml.safe_dump(document, sort_keys=False, default_flow_style=None)
-
-
-def _match(task: Task, target: Target) -> dict[str, Any]:
-    """The kernel match of ``task``'s root on ``target``."""
-    if target.is_gpu:
-        return vulkan_match(task)
-    root = task.root
-    return {"op": root.op, "shape": list(root.loop_ranges or ()), "dtype": root.dtype or "f32"}
 
 
 def _next(tunings: list[TaskTuning]) -> TaskTuning | None:
@@ -537,14 +568,7 @@ def _write_model_recipe(
         if values.get("LAYOUT") == "packed":
             graph.append(_packed_step(tuning.task, tuning.recipe, template, values))
             continue
-        body = "config" if "config" in template["kernels"][0] else "schedule"
-        where = Where(str(tuning.recipe), field=f"kernels[0].{body}")
-        filled = substitute_plain(template["kernels"][0][body], values, where)
-        if body == "schedule":
-            filled = _steps_taken(filled, values)
-        kernels.append(
-            {"name": tuning.task.name, "match": _match(tuning.task, o.target), body: filled}
-        )
+        kernels += _kernels_taken(tuning.recipe, template, values)
     steps = [dict(step) for step in model.graph] + graph
     document = {
         "name": model.name,
@@ -573,6 +597,24 @@ def _write_model_recipe(
         path, (header + yaml.safe_dump(document, sort_keys=False, default_flow_style=None)).encode()
     )
     return len(kernels) + len(graph)
+
+
+def _kernels_taken(
+    recipe: Path, template: Mapping[str, Any], values: Mapping[str, ParamValue]
+) -> list[dict[str, Any]]:
+    """The task template's kernels as the winner ran them, with their own matches: those
+    whose ``when`` holds at ``values``, their schedule or config filled in."""
+    taken = []
+    for index, kernel in enumerate(template["kernels"]):
+        if not _applies(kernel, values):
+            continue
+        body = "config" if "config" in kernel else "schedule"
+        where = Where(str(recipe), field=f"kernels[{index}].{body}")
+        filled = substitute_plain(kernel[body], values, where)
+        if body == "schedule":
+            filled = _steps_taken(filled, values)
+        taken.append({"name": kernel["name"], "match": kernel["match"], body: filled})
+    return taken
 
 
 def _steps_taken(
@@ -630,21 +672,6 @@ def _applies(options: Mapping[str, Any], values: Mapping[str, Any]) -> bool:
     or its ``when`` holds."""
     when = options.get("when")
     return when is None or conditions_hold([when], values)
-
-
-def _clash(task: Task, tasks: ModelTasks, target: Target) -> Task | None:
-    """Another task holding an op that ``task``'s kernel match would take too: one with
-    its root's op name (on Vulkan: kind) and loop bounds."""
-    root = task.root
-
-    def same(op: OpSignature) -> bool:
-        alike = op.kind == root.kind if target.is_gpu else op.op == root.op
-        return alike and op.loop_ranges == root.loop_ranges
-
-    for other in tasks.tasks:
-        if other is not task and any(same(op) for op in other.ops):
-            return other
-    return None
 
 
 # -- progress lines -------------------------------------------------------------------

@@ -44,6 +44,8 @@ candidates, never as a wrong model.
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -86,8 +88,24 @@ UKERNELS_OFF = "--iree-llvmcpu-enable-ukernels=none"
 wrong results for tiles it has no kernel for (docs/primitives/mmt4d.md)."""
 
 
+_REFERENCE = re.compile(r"\$\{(\w+)\}")
+"""A parameter reference in a template's steps or configs."""
+
+
 class NoTemplate(Exception):
     """No template fits the task; the message says why."""
+
+
+@dataclass(frozen=True)
+class TemplateKernel:
+    """A further kernel of a template: a ``root: false`` config for another op of the
+    task's dispatch (an op after a row reduction's root)."""
+
+    position: int
+    """The op's index among the task's ops (those of its configured dispatch)."""
+    suffix: str
+    """The kernel is named ``<task>_<suffix>``."""
+    config: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -103,13 +121,41 @@ class Template:
     kernel_when: str | None = None
     """The kernel schedule's condition (the rowmajor layout, where a packed one exists)."""
     config: dict[str, Any] | None = None
-    """A lowering config for IREE's own pipeline, in place of ``schedule`` (Vulkan)."""
+    """A lowering config for IREE's own pipeline, in place of ``schedule``."""
+    more_kernels: tuple[TemplateKernel, ...] = ()
+    """Configs for other ops of the dispatch; the main kernel's is IREE's root's."""
+
+    def keeping(self, kernels: Sequence[TemplateKernel]) -> Template:
+        """The template with only ``kernels`` of its :attr:`more_kernels`, and without
+        the swept parameters that only the others used."""
+        kept = dataclasses.replace(self, more_kernels=tuple(kernels))
+        used = _REFERENCE.findall(
+            repr((kept.schedule, kept.config, kept.graph, [k.config for k in kernels]))
+        )
+        dropped = {
+            name
+            for k in self.more_kernels
+            if k not in kernels
+            for name in _REFERENCE.findall(repr(k.config))
+        } - set(used)
+        return dataclasses.replace(
+            kept,
+            parameters={k: v for k, v in self.parameters.items() if k not in dropped},
+            space={k: v for k, v in self.space.items() if k not in dropped},
+        )
 
     def kernel_body(self) -> dict[str, Any]:
         """The kernel's ``schedule`` or ``config`` entry, as a recipe writes it."""
         if self.config is not None:
             return {"config": self.config}
         return {"schedule": self.schedule}
+
+
+def anchor_position(task: Task) -> int:
+    """Where IREE's root is among ``task``'s ops, which a template's main kernel
+    matches: the last op with a reduction loop, else the last op."""
+    reducing = [i for i, op in enumerate(task.ops) if op.kind != "elementwise"]
+    return reducing[-1] if reducing else len(task.ops) - 1
 
 
 def template_for(task: Task, dispatch: ConfiguredDispatch) -> Template:

@@ -33,6 +33,9 @@ class MatchSpec:
     attributes: tuple[tuple[str, AttrValue | None], ...] = ()
     layers: tuple[str, ...] = ()
     inputs: int | None = None
+    used_by: str | None = None
+    used_by_inputs: int | None = None
+    """The ``inputs`` of ``used_by: {op: ..., inputs: N}``."""
 
 
 MATCH_FIELDS: dict[str, str] = {
@@ -41,6 +44,8 @@ MATCH_FIELDS: dict[str, str] = {
     "shape": "static loop bounds, e.g. [M, N, K]",
     "dtype": "element type, default f32",
     "inputs": "number of input operands (ins) the op has: tells ops of one dispatch apart",
+    "used_by": "the one op using its result, by name (linalg.generic) or as {op: NAME, "
+    "inputs: N}: tells apart ops with and without an epilogue",
     "attributes": "attributes the op carries: [NAME, ...] (unit) or {NAME: VALUE}",
     "layer": "model layer name(s) or patterns, e.g. block1.conv1 or [stem, 'block*.conv1']",
 }

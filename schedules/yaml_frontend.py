@@ -332,7 +332,25 @@ def _match_spec(node: Node, fields: dict[str, Node]) -> MatchSpec:
         attributes=optional(fields, "attributes", _attributes, ()),
         layers=optional(fields, "layer", _layers, ()),
         inputs=optional(fields, "inputs", Node.integer, None),
+        **_used_by(fields),
     )
+
+
+USED_BY_FIELDS = {"op": "name of the op using the result", "inputs": "its number of inputs"}
+
+
+def _used_by(fields: dict[str, Node]) -> dict[str, Any]:
+    """``used_by: NAME`` or ``used_by: {op: NAME, inputs: N}`` as MatchSpec fields."""
+    node = fields.get("used_by")
+    if node is None:
+        return {}
+    if not isinstance(node.node, yaml.MappingNode):
+        return {"used_by": node.text()}
+    user = node.mapping(USED_BY_FIELDS, required=("op",))
+    return {
+        "used_by": user["op"].text(),
+        "used_by_inputs": optional(user, "inputs", Node.integer, None),
+    }
 
 
 def _attributes(node: Node) -> tuple[tuple[str, AttrValue | None], ...]:

@@ -7,12 +7,14 @@ import json
 from pathlib import Path
 
 import pytest
+from iree.compiler import ir
 from onnx_models import mlp_model
 from tdsched.schedules.cli import main
 from tdsched.schedules.model_tasks import group_tasks, weigh
 from tdsched.targets.dispatch_profile import DispatchTime, ModuleProfile
 from tdsched.targets.timing import Timing
-from tdsched.transform_lib.census import StructuredOp
+from tdsched.transform_lib.census import StructuredOp, structured_ops
+from tdsched.transform_lib.standalone_dispatch import dispatch_dataflow
 
 
 def _op(function: str, op: str, layer: str, ranges: tuple[int, ...], kind: str) -> StructuredOp:
@@ -42,6 +44,63 @@ def test_identical_dispatches_are_one_task_with_all_their_layers() -> None:
     assert (matmul.kind, matmul.root.describe()) == ("contraction", "linalg.matmul 8x16x32")
     assert matmul.epilogue == ("fill", "generic")
     assert (conv.kind, conv.epilogue, conv.runs) == ("convolution", ("fill",), 1)
+
+
+def test_dispatches_whose_ops_connect_differently_are_different_tasks() -> None:
+    same = {"net_dispatch_0_matmul": ("flow a",), "net_dispatch_1_matmul": ("flow a",)}
+    assert [len(t.dispatches) for t in group_tasks(CENSUS, "net", same)] == [2, 1]
+    # A transposing epilogue and a residual add: the same ops, connected differently.
+    differ = {**same, "net_dispatch_1_matmul": ("flow b",)}
+    tasks = group_tasks(CENSUS, "net", differ)
+    assert [(t.name, t.dispatches) for t in tasks] == [
+        ("t0", ["net_dispatch_0_matmul"]),
+        ("t1", ["net_dispatch_1_matmul"]),
+        ("t2", ["net_dispatch_2_conv"]),
+    ]
+
+
+TRANSPOSED_EPILOGUE = """
+func.func @d() {
+  %c0 = arith.constant 0 : index
+  %z = arith.constant 0.0 : f32
+  %a = hal.interface.binding.subspan layout(LAYOUT_) binding(0) alignment(64) offset(%c0) flags(ReadOnly) : !iree_tensor_ext.dispatch.tensor<readonly:tensor<8x8xf32>>
+  %o = hal.interface.binding.subspan layout(LAYOUT_) binding(1) alignment(64) offset(%c0) : !iree_tensor_ext.dispatch.tensor<writeonly:tensor<8x8xf32>>
+  %x = iree_tensor_ext.dispatch.tensor.load %a, offsets = [0, 0], sizes = [8, 8], strides = [1, 1] : !iree_tensor_ext.dispatch.tensor<readonly:tensor<8x8xf32>> -> tensor<8x8xf32>
+  %e = tensor.empty() : tensor<8x8xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %m = linalg.matmul ins(%x, %x : tensor<8x8xf32>, tensor<8x8xf32>) outs(%f : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %g = linalg.generic {indexing_maps = [affine_map<(i, j) -> (MAP_)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%m : tensor<8x8xf32>) outs(%e : tensor<8x8xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    linalg.yield %v : f32
+  } -> tensor<8x8xf32>
+  iree_tensor_ext.dispatch.tensor.store %g, %o, offsets = [0, 0], sizes = [8, 8], strides = [1, 1] : tensor<8x8xf32> -> !iree_tensor_ext.dispatch.tensor<writeonly:tensor<8x8xf32>>
+  return
+}
+"""
+LAYOUT = (
+    "#hal.pipeline.layout<bindings = [#hal.pipeline.binding<storage_buffer, ReadOnly>, "
+    "#hal.pipeline.binding<storage_buffer>]>"
+)
+
+
+def _dispatch(epilogue_map: str) -> str:
+    return TRANSPOSED_EPILOGUE.replace("LAYOUT_", LAYOUT).replace("MAP_", epilogue_map)
+
+
+def test_a_dispatchs_dataflow_tells_a_transposing_epilogue_from_a_copy() -> None:
+    copy = dispatch_dataflow(_dispatch("i, j"))
+    transposed = dispatch_dataflow(_dispatch("j, i"))
+    assert copy is not None and transposed is not None and copy != transposed
+    assert dispatch_dataflow("func.func @d() {\n  return\n}\n") is None  # stores nothing
+
+
+def test_the_census_records_what_a_kernel_match_may_tell_ops_apart_by() -> None:
+    with ir.Context():
+        fill, matmul, generic = structured_ops(ir.Module.parse(_dispatch("j, i")))
+    assert (fill.inputs, fill.used_by, fill.used_by_inputs) == (1, "linalg.matmul", 2)
+    assert (matmul.inputs, matmul.used_by, matmul.used_by_inputs) == (2, "linalg.generic", 1)
+    store = "iree_tensor_ext.dispatch.tensor.store"
+    assert (generic.inputs, generic.used_by, generic.used_by_inputs) == (1, store, None)
 
 
 def test_tasks_are_weighed_by_the_profile_most_time_first() -> None:

@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import onnx
+from benchmark_scripts import benchmark_script
 from onnx.reference import ReferenceEvaluator
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
-SCRIPT = Path(__file__).parent.parent / "benchmarks" / "onnx_random_weights.py"
 
 
 def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("onnx_random_weights", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_script("onnx_random_weights")
 
 
 def _opset17(model: onnx.ModelProto) -> onnx.ModelProto:

@@ -17,6 +17,7 @@ from tdsched.schedules.model_tasks import ModelTasks, OpSignature, Task
 from tdsched.schedules.params import substitute_plain
 from tdsched.schedules.run_report import RunReport
 from tdsched.schedules.sweep.database import Result
+from tdsched.schedules.task_match import Ambiguous, ModelOps, op_match
 from tdsched.schedules.tune import (
     ModelSpec,
     TaskTuning,
@@ -39,6 +40,7 @@ from tdsched.schedules.tune_state import TuneState, load_state, save_state
 from tdsched.schedules.tune_templates import NoTemplate, template_for
 from tdsched.targets import make_target
 from tdsched.targets.timing import Timing
+from tdsched.transform_lib.census import StructuredOp
 from tdsched.transform_lib.constant_operands import ModelConstants
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, ConfiguredOp
 from tdsched.transform_lib.errors import ScheduleError
@@ -354,30 +356,94 @@ def test_a_task_the_budget_never_reached_says_so_rather_than_that_it_lost() -> N
     assert lost.outcome == "IREE's pipeline: no candidate beat IREE's pipeline"
 
 
-def test_a_task_whose_root_occurs_in_another_task_is_not_swept(tmp_path: Path) -> None:
-    conv = OpSignature("linalg.generic", (16, 16, 16, 16, 3, 3), "convolution", "f32")
-    fill = OpSignature("linalg.fill", (16, 16, 16), "elementwise", "f32")
-    bare, with_fill = Task("t0", (conv,)), Task("t1", (fill, conv))
-    tasks = ModelTasks("net", "x86", 1, (bare, with_fill), None)
+def _census(function: str, *ops: tuple[OpSignature, int, str | None]) -> list[StructuredOp]:
+    """A dispatch's census: each op with its input count and the op using its result."""
+    return [
+        StructuredOp(function, s.op, None, s.loop_ranges, s.kind, s.dtype, inputs, user)
+        for s, inputs, user in ops
+    ]
+
+
+STORE = "iree_tensor_ext.dispatch.tensor.store"
+CONV = OpSignature("linalg.generic", (16, 16, 16, 16, 3, 3), "convolution", "f32")
+FILL = OpSignature("linalg.fill", (16, 16, 16), "elementwise", "f32")
+
+
+def test_a_task_whose_root_no_match_tells_from_another_tasks_op_is_not_swept(
+    tmp_path: Path,
+) -> None:
+    bare = Task("t0", (CONV,), dispatches=["d0"])
+    with_fill = Task("t1", (FILL, CONV), dispatches=["d1"])
+    census = _census("d0", (CONV, 2, STORE)) + _census("d1", (FILL, 0, None), (CONV, 2, STORE))
+    model = ModelOps.of(census, [bare, with_fill])
     options = TuneOptions(make_target("x86"), threads=1, budget_s=60)
-    tuning = _prepare(bare, tasks, {}, ModelConstants(""), tmp_path, options)
+    tuning = _prepare(bare, model, {}, ModelConstants(""), tmp_path, options)
     assert tuning.recipe is None and tuning.reason is not None
-    assert "also occur in task t1" in tuning.reason
-    assert tuning.outcome.startswith("IREE's pipeline: its root op")
+    assert "linalg.generic 16x16x16x16x3x3 also occur in task t1" in tuning.reason
+    assert tuning.outcome.startswith("IREE's pipeline: the op and loop bounds of its")
     assert not list(tmp_path.iterdir())  # nothing written, nothing compiled
+
+
+def test_a_task_match_adds_the_fewest_discriminators_that_tell_its_root_apart() -> None:
+    relu = OpSignature("linalg.generic", (16, 16, 16), "elementwise", "f32")
+    stored = Task("t0", (FILL, CONV), dispatches=["d0", "d2"])
+    fused = Task("t1", (FILL, CONV, relu), dispatches=["d1"])
+    census = (
+        _census("d0", (FILL, 0, None), (CONV, 2, STORE))
+        + _census("d2", (FILL, 0, None), (CONV, 2, STORE))
+        + _census("d1", (FILL, 0, None), (CONV, 2, "linalg.generic"), (relu, 1, STORE))
+    )
+    model = ModelOps.of(census, [stored, fused])
+    base = {"op": "linalg.generic", "shape": [16, 16, 16, 16, 3, 3], "dtype": "f32"}
+    # The convs differ only in what uses their result: used_by tells them apart.
+    assert op_match(stored, 1, model, by_kind=False) == {**base, "used_by": STORE}
+    assert op_match(fused, 1, model, by_kind=False) == {**base, "used_by": "linalg.generic"}
+    # The relu and the fills are alone with their name and loop bounds: no discriminator.
+    assert op_match(fused, 2, model, by_kind=False) == {
+        "op": "linalg.generic",
+        "shape": [16, 16, 16],
+        "dtype": "f32",
+    }
+    # Where the dispatches of a task disagree on a discriminator, it cannot be used.
+    census[1] = dataclasses.replace(census[1], used_by="linalg.generic")
+    with pytest.raises(Ambiguous) as caught:
+        op_match(stored, 1, ModelOps.of(census, [stored, fused]), by_kind=False)
+    assert caught.value.other == "t1"
+    # Both used by a generic: the generic's input count tells a residual add from a ReLU.
+    add = OpSignature("linalg.generic", (16, 16, 16), "elementwise", "f32")
+    residual = Task("t3", (FILL, CONV, add), dispatches=["d4"])
+    census = _census("d1", (FILL, 0, None), (CONV, 2, "linalg.generic"), (relu, 1, STORE))
+    census[1] = dataclasses.replace(census[1], used_by_inputs=1)
+    census += _census("d4", (FILL, 0, None), (CONV, 2, "linalg.generic"), (add, 2, STORE))
+    census[4] = dataclasses.replace(census[4], used_by_inputs=2)
+    assert op_match(residual, 1, ModelOps.of(census, [fused, residual]), by_kind=False) == {
+        **base,
+        "used_by": {"op": "linalg.generic", "inputs": 2},
+    }
+    # Input counts tell apart ops of the task's own dispatch (a softmax's generics).
+    first = OpSignature("linalg.generic", (8, 8), "reduction", "f32")
+    last = OpSignature("linalg.generic", (8, 8), "reduction", "f32")
+    softmax = Task("t2", (first, last), dispatches=["d3"])
+    own = _census("d3", (first, 1, None), (last, 2, STORE))
+    assert op_match(softmax, 1, ModelOps.of(own, [softmax]), by_kind=False) == {
+        "op": "linalg.generic",
+        "shape": [8, 8],
+        "dtype": "f32",
+        "inputs": 2,
+    }
 
 
 def test_a_task_below_min_share_is_tuned_again_if_an_earlier_run_gave_it_a_template(
     tmp_path: Path,
 ) -> None:
     task = Task("t0", (MATMUL,), dispatches=["d0"], share=0.005)
-    tasks = ModelTasks("net", "x86", 1, (task,), None)
+    model = ModelOps.of([], [task])
     options = TuneOptions(make_target("x86"), threads=1, budget_s=60, min_share=0.01)
-    first = _prepare(task, tasks, {}, ModelConstants(""), tmp_path, options)
+    first = _prepare(task, model, {}, ModelConstants(""), tmp_path, options)
     assert first.recipe is None and first.reason == "0.5% of the call, below --min-share"
     # A re-run whose noisy profile puts a tuned task just below the threshold keeps it.
     (tmp_path / "t0.yaml").write_text("name: task_t0\n")
-    again = _prepare(task, tasks, {}, ModelConstants(""), tmp_path, options)
+    again = _prepare(task, model, {}, ModelConstants(""), tmp_path, options)
     assert again.recipe == tmp_path / "t0.yaml" and again.reason is None
 
 
@@ -390,7 +456,8 @@ def test_the_winning_values_fill_the_schedule(tmp_path: Path) -> None:
     # In the model recipe: the winner's values, and the template's own for the rest (a
     # user may fix a parameter in the template rather than sweep it).
     recipe = tmp_path / "t0.yaml"
-    template = {"parameters": {"RH": 1, "RW": 8, "FIXED": 2}, "kernels": [{"schedule": schedule}]}
+    kernel = {"name": "t0", "match": {"op": "linalg.matmul"}, "schedule": schedule}
+    template = {"parameters": {"RH": 1, "RW": 8, "FIXED": 2}, "kernels": [kernel]}
     template["kernels"][0]["schedule"] = [{"tile": {"sizes": ["${FIXED}", "${RH}", "${RW}"]}}]
     recipe.write_text(yaml.safe_dump(template))
     best = Result("k", "t0.yaml", "x86", {"RH": 4, "RW": 16}, "ok", speedup=1.5)
@@ -427,7 +494,14 @@ def test_a_packed_winner_is_a_graph_step_for_its_layers_and_the_packed_recipe_pa
     template = {
         "parameters": {"RH": 1, "LAYOUT": "rowmajor", "M0": 16, "N0": 32, "K0": 1},
         "graph": [{"mmt4d": {"tile": ["${M0}", "${N0}", "${K0}"], "when": "LAYOUT == 'packed'"}}],
-        "kernels": [{"when": "LAYOUT == 'rowmajor'", "schedule": [{"tile": {"sizes": ["${RH}"]}}]}],
+        "kernels": [
+            {
+                "name": "t0",
+                "match": {"op": "linalg.matmul", "used_by": STORE},
+                "when": "LAYOUT == 'rowmajor'",
+                "schedule": [{"tile": {"sizes": ["${RH}"]}}],
+            }
+        ],
     }
     recipe.write_text(yaml.safe_dump(template))
     rowmajor = Result("k1", "t0.yaml", "x86", {"RH": 4, "LAYOUT": "rowmajor"}, "ok", speedup=1.3)
@@ -439,7 +513,13 @@ def test_a_packed_winner_is_a_graph_step_for_its_layers_and_the_packed_recipe_pa
     assert _write_model_recipe(tmp_path / "m.yaml", MODEL, [tuning], options) == 1
     written = yaml.safe_load((tmp_path / "m.yaml").read_text())
     assert "graph" not in written and "compile_flags" not in written
-    assert written["kernels"][0]["schedule"] == [{"tile": {"sizes": [4]}}]
+    assert written["kernels"] == [
+        {
+            "name": "t0",
+            "match": {"op": "linalg.matmul", "used_by": STORE},  # the template's match
+            "schedule": [{"tile": {"sizes": [4]}}],
+        }
+    ]
     # The packed alternative (raced on the whole model): the winner's tile, for the
     # task's layers only, and no kernel schedule for it.
     _write_model_recipe(tmp_path / "p.yaml", MODEL, [tuning], options, packed=True)

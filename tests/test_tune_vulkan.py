@@ -11,12 +11,21 @@ import pytest
 import yaml
 from onnx_models import matmul_model, mlp_model
 from tdsched.schedules.cli import main
-from tdsched.schedules.model_tasks import ModelTasks, OpSignature, Task
+from tdsched.schedules.model_tasks import OpSignature, Task
 from tdsched.schedules.sweep.database import Result
-from tdsched.schedules.tune import ModelSpec, TaskTuning, TuneOptions, _prepare, _write_model_recipe
+from tdsched.schedules.task_match import ModelOps, op_match
+from tdsched.schedules.tune import (
+    ModelSpec,
+    TaskTuning,
+    TuneOptions,
+    _prepare,
+    _task_recipe,
+    _write_model_recipe,
+)
 from tdsched.schedules.tune_templates import NoTemplate
 from tdsched.schedules.tune_templates_vulkan import vulkan_template
 from tdsched.targets import make_target
+from tdsched.transform_lib.census import StructuredOp
 from tdsched.transform_lib.constant_operands import ModelConstants
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, ConfiguredOp, read_configured
 from tdsched.transform_lib.errors import ScheduleError
@@ -186,24 +195,33 @@ def test_the_vulkan_template_takes_matmuls_in_loop_order_only(
 def test_on_vulkan_a_task_clashes_with_any_contraction_of_its_loop_bounds(tmp_path: Path) -> None:
     # A named matmul elsewhere is a generic contraction to a Vulkan kind match.
     named = OpSignature("linalg.matmul", (64, 128, 32), "contraction", "f32")
-    other = Task("t1", (named,))
-    tasks = ModelTasks("net", "vulkan", None, (TASK, other), None)
+    other = Task("t1", (named,), dispatches=["d1"])
+    store = "iree_tensor_ext.dispatch.tensor.store"
+    census = [
+        StructuredOp(d, s.op, None, s.loop_ranges, s.kind, s.dtype, 2, store)
+        for d, s in (("d0", MATMUL), ("d1", named))
+    ]
     options = TuneOptions(make_target("vulkan"), threads=1, budget_s=60)
-    tuning = _prepare(TASK, tasks, {}, ModelConstants(""), tmp_path, options)
+    tuning = _prepare(
+        TASK, ModelOps.of(census, [TASK, other]), {}, ModelConstants(""), tmp_path, options
+    )
     assert tuning.recipe is None and tuning.reason is not None
-    assert "its root's kind and loop bounds also occur in task t1" in tuning.reason
+    assert "the kind and loop bounds of its linalg.generic 64x128x32 also occur in task t1" in (
+        tuning.reason
+    )
 
 
 def test_a_vulkan_winner_is_a_config_matched_by_kind_and_loop_bounds(tmp_path: Path) -> None:
     recipe = tmp_path / "t0.yaml"
     template = vulkan_template(TASK, _matmul())
-    document = {"parameters": template.parameters, "kernels": [template.kernel_body()]}
-    recipe.write_text(yaml.safe_dump(document))
+    census = [StructuredOp("d0", MATMUL.op, None, MATMUL.loop_ranges, "contraction", "f32", 2)]
+    match = op_match(TASK, 0, ModelOps.of(census, [TASK]), by_kind=True)
+    options = TuneOptions(make_target("vulkan"), threads=1, budget_s=60)
+    recipe.write_text(_task_recipe(TASK, template, [match], options))
     best = Result(
         "k", "t0.yaml", "vulkan", {"WM": 32, "WN": 64, "RM": 4, "RN": 4}, "ok", speedup=1.3
     )
     won = TaskTuning(TASK, recipe=recipe, rounds=1, best=best)
-    options = TuneOptions(make_target("vulkan"), threads=1, budget_s=60)
     _write_model_recipe(tmp_path / "m.yaml", ModelSpec("m", {"model": "m"}, ()), [won], options)
     written = yaml.safe_load((tmp_path / "m.yaml").read_text())
     assert written["targets"] == ["vulkan"]

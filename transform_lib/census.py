@@ -51,6 +51,13 @@ class StructuredOp:
     ``reduction`` or ``elementwise``."""
     dtype: str | None
     """The element type of its first result (or output), e.g. ``f32``."""
+    inputs: int | None = None
+    """Its number of input operands (``ins``), a kernel match's ``inputs``."""
+    used_by: str | None = None
+    """The name of the one op that uses its first result (``None``: no use, or several),
+    a kernel match's ``used_by``."""
+    used_by_inputs: int | None = None
+    """That op's number of input operands, where it is a structured op."""
 
     def describe(self) -> str:
         shape = list(self.loop_ranges) if self.loop_ranges is not None else "dynamic"
@@ -143,7 +150,16 @@ def structured_ops(module: ir.Module) -> list[StructuredOp]:
         for op, generic in zip(ops, generics, strict=True):
             layer = layer_of(op) or layer_at(op.location)
             found.append(
-                StructuredOp(name, op.name, layer, _ranges(generic), op_kind(generic), _dtype(op))
+                StructuredOp(
+                    name,
+                    op.name,
+                    layer,
+                    _ranges(generic),
+                    op_kind(generic),
+                    _dtype(op),
+                    input_count(op),
+                    *_single_user(op),
+                )
             )
     return found
 
@@ -163,6 +179,22 @@ def op_kind(generic: ir.Operation) -> str:
     if "iterator_types" in attrs and "reduction" in str(attrs["iterator_types"]):
         return "reduction"
     return "elementwise"
+
+
+def input_count(op: ir.Operation) -> int:
+    """How many of the structured ``op``'s operands are inputs (``ins``)."""
+    return int(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])[0])
+
+
+def _single_user(op: ir.Operation) -> tuple[str | None, int | None]:
+    """The name of the one op using ``op``'s first result and, where it is structured,
+    its input count; ``None`` when there are no uses or several (as
+    ``transform.match.structured.result ... single`` reads them)."""
+    uses = list(op.results[0].uses) if op.results else []
+    if len(uses) != 1:
+        return None, None
+    user = uses[0].owner
+    return user.name, input_count(user) if is_structured(user) else None
 
 
 def _dtype(op: ir.Operation) -> str | None:

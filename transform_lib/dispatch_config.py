@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from iree.compiler import ir
 from iree.compiler.passmanager import PassManager
 
+from .census import input_count
 from .errors import ScheduleError
 from .graph.generic_build import static_loop_ranges
 from .payload import is_structured, ops_under
@@ -121,7 +122,7 @@ def _read(function: ir.Operation) -> ConfiguredDispatch:
         for number, operand in enumerate(ops[index].operands):
             if operand.owner == ops[root]:
                 reads[index] = number
-    inputs = _input_count(ops[root])
+    inputs = input_count(ops[root])
     init = ops[root].operands[inputs].owner
     attributes = function.attributes
     info = str(attributes["translation_info"]) if "translation_info" in attributes else ""
@@ -146,7 +147,7 @@ def _op(op: ir.Operation, generic: ir.Operation) -> ConfiguredOp:
         for t in ir.ArrayAttr(generic.attributes["iterator_types"])
     )
     maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(generic.attributes["indexing_maps"])]
-    inputs = tuple(_plain_loops(m) for m in maps[: _input_count(generic)])
+    inputs = tuple(_plain_loops(m) for m in maps[: input_count(generic)])
     config = str(op.attributes["lowering_config"]) if "lowering_config" in op.attributes else ""
     levels = _levels(config, len(ranges))
     return ConfiguredOp(op.name, tuple(ranges), iterators, _plain_loops(maps[-1]), levels, inputs)
@@ -174,9 +175,3 @@ def _levels(config: str, loop_count: int) -> dict[str, tuple[int, ...]]:
 
 def _ints(text: str) -> tuple[int, ...]:
     return tuple(int(x) for x in text.split(",") if x.strip())
-
-
-def _input_count(op: ir.Operation) -> int:
-    """How many of ``op``'s operands are inputs (``ins``): its operand segments say."""
-    segments = op.attributes["operandSegmentSizes"]
-    return int(ir.DenseI32ArrayAttr(segments)[0])

@@ -56,9 +56,11 @@ class OpCriteria:
     (``None``: a unit attribute); ``layers`` exact layer names, of which the op's
     ``tdsched.layer`` must be one; ``inputs`` the number of input operands (``ins``),
     which tells apart ops of one dispatch that share their name and loop bounds (a
-    softmax's max, sum and normalization). Attributes and layers select ops in
-    whole-module scripts and graph rewrites; kernel matchers need them resolved to
-    structure first.
+    softmax's max, sum and normalization); ``used_by`` the name of the one op that uses
+    its first result (a matmul feeding an epilogue ``linalg.generic`` against one whose
+    result is stored: ``iree_tensor_ext.dispatch.tensor.store``). Attributes and layers
+    select ops in whole-module scripts and graph rewrites; kernel matchers need them
+    resolved to structure first.
     """
 
     op: str | None = None
@@ -68,6 +70,9 @@ class OpCriteria:
     attributes: tuple[tuple[str, AttrValue | None], ...] = ()
     layers: tuple[str, ...] = ()
     inputs: int | None = None
+    used_by: str | None = None
+    used_by_inputs: int | None = None
+    """The input count the ``used_by`` op must have (``None``: any)."""
 
     def attribute_dict(self) -> dict[str, ir.Attribute]:
         """The required attributes as MLIR attributes (call inside a context)."""
@@ -91,6 +96,9 @@ class OpCriteria:
             parts.append(f"layer={list(self.layers)}")
         if self.inputs is not None:
             parts.append(f"inputs={self.inputs}")
+        if self.used_by is not None:
+            with_inputs = f" with {self.used_by_inputs} inputs" if self.used_by_inputs else ""
+            parts.append(f"used_by={self.used_by}{with_inputs}")
         return ", ".join(parts) or "any op"
 
 
@@ -100,10 +108,11 @@ def match_ops(scope: OpHandle, criteria: OpCriteria, num_loops: int | None = Non
     Kinds and shapes are kernel-matcher features; here they are refused with a clear
     error rather than silently ignored.
     """
-    if criteria.kind is not None or criteria.shape is not None or criteria.inputs is not None:
+    kernel_only = (criteria.kind, criteria.shape, criteria.inputs, criteria.used_by)
+    if any(value is not None for value in kernel_only):
         raise ScheduleError(
-            f"match: 'kind', 'shape' and 'inputs' select kernels (the 'match' of a kernel "
-            f"schedule); inside a schedule, match by 'op' name and 'attributes' (got "
+            "match: 'kind', 'shape', 'inputs' and 'used_by' select kernels (the 'match' of a "
+            f"kernel schedule); inside a schedule, match by 'op' name and 'attributes' (got "
             f"{criteria.describe()})"
         )
     if criteria.op is None and not criteria.attributes and not criteria.layers:
@@ -176,6 +185,8 @@ def build_kernel_matcher(script: TransformScript, name: str, criteria: OpCriteri
             _match_loop_bounds(op, criteria.shape)
         if criteria.inputs is not None:
             _match_input_count(op, criteria.inputs)
+        if criteria.used_by is not None:
+            _match_single_user(op, criteria.used_by, criteria.used_by_inputs)
     seq.finish([seq.argument])
     return seq.name
 
@@ -238,6 +249,29 @@ def _match_input_count(op: ir.Value, count: int) -> None:
             operands=[found, expected],
             attributes={"predicate": ir.Attribute.parse("0 : i32")},  # eq
         )
+
+
+def _match_single_user(op: ir.Value, name: str, inputs: int | None) -> None:
+    """Require the structured op's first result to have one use, by an op called ``name``
+    (with ``inputs`` input operands, unless ``None``)."""
+    structured_match = ir.Operation.create(
+        "transform.match.structured", results=[any_op()], operands=[op], regions=1
+    )
+    block = structured_match.regions[0].blocks.append(any_op())
+    with ir.InsertionPoint(block):
+        user = ir.Operation.create(
+            "transform.match.structured.result",
+            results=[any_op()],
+            operands=[block.arguments[0]],
+            attributes={
+                "position": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0),
+                "single": ir.UnitAttr.get(),
+            },
+        ).result
+        ir.Operation.create("transform.match.structured.yield", operands=[user])
+    transform.MatchOperationNameOp(structured_match.result, [name])
+    if inputs is not None:
+        _match_input_count(structured_match.result, inputs)
 
 
 @contextlib.contextmanager

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from iree.compiler import ir
-from iree.compiler.dialects import func, tensor
+from iree.compiler.dialects import func, linalg, tensor
 
 from .errors import ScheduleError
 
@@ -67,6 +67,54 @@ def standalone_function(dispatch_text: str, name: str) -> str:
         return str(module)
 
 
+def as_softmax(function_text: str) -> str | None:
+    """The standalone function ``function_text`` rebuilt as the ``linalg.softmax`` IREE
+    decomposed into it, or ``None`` when it is not one.
+
+    IREE forms a softmax's dispatch before decomposing it into a row max, a row sum of
+    exponentials and a normalization. Given those three ``linalg.generic``s (and their
+    inits) as a function of their own, IREE's dispatch formation splits them in two
+    and collapses their rows, so a softmax task is tuned on the ``linalg.softmax``
+    itself, over the dim the first op reduces. Recognized: one argument and one result
+    of the same tensor type, and a first ``linalg.generic`` that reduces one loop and
+    computes a maximum.
+    """
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(function_text)
+        function = module.body.operations[0].operation
+        kind = ir.FunctionType(ir.TypeAttr(function.attributes["function_type"]).value)
+        if len(kind.inputs) != 1 or list(kind.results) != list(kind.inputs):
+            return None
+        generics = [
+            op.operation
+            for op in function.regions[0].blocks[0].operations
+            if op.operation.name == "linalg.generic"
+        ]
+        if not generics or not _row_max(generics[0]):
+            return None
+        iterators = [str(t) for t in ir.ArrayAttr(generics[0].attributes["iterator_types"])]
+        tensor_type = kind.inputs[0]
+        name = ir.StringAttr(function.attributes["sym_name"]).value
+        rebuilt = ir.Module.create()
+        with ir.InsertionPoint(rebuilt.body):
+            softmax = func.FuncOp(name, ir.FunctionType.get([tensor_type], [tensor_type]))
+        with ir.InsertionPoint(softmax.add_entry_block()):
+            shape = ir.RankedTensorType(tensor_type)
+            empty = tensor.EmptyOp(shape.shape, shape.element_type).result
+            dim = next(i for i, t in enumerate(iterators) if "reduction" in t)
+            x = softmax.arguments[0]
+            func.ReturnOp([linalg.SoftmaxOp([tensor_type], x, empty, dim).result])
+        return str(rebuilt)
+
+
+def _row_max(op: ir.Operation) -> bool:
+    """Whether the ``linalg.generic`` ``op`` reduces one loop by a maximum."""
+    iterators = [str(t) for t in ir.ArrayAttr(op.attributes["iterator_types"])]
+    body = [inner.operation.name for inner in op.regions[0].blocks[0].operations]
+    maximum = {"arith.maxnumf", "arith.maximumf"} & set(body)
+    return sum("reduction" in t for t in iterators) == 1 and bool(maximum)
+
+
 def dataflow(function_text: str) -> tuple[tuple[object, ...], ...]:
     """What a kernel schedule planned on one standalone function relies on, so that two
     functions with the same dataflow take the same schedule: per op at the top level
@@ -86,6 +134,15 @@ def dataflow(function_text: str) -> tuple[tuple[object, ...], ...]:
             if op.operation.name not in ("arith.constant", "func.return")
         ]
         return tuple(_op_dataflow(op, body) for op in body)
+
+
+def dispatch_dataflow(dispatch_text: str) -> tuple[tuple[object, ...], ...] | None:
+    """The :func:`dataflow` of the dispatch function printed in ``dispatch_text``, as a
+    standalone function; ``None`` for a dispatch :func:`standalone_function` refuses."""
+    try:
+        return dataflow(standalone_function(dispatch_text, "dispatch"))
+    except ScheduleError:
+        return None
 
 
 def _op_dataflow(op: ir.Operation, body: list[ir.Operation]) -> tuple[object, ...]:

@@ -1,0 +1,153 @@
+"""A kernel match by ``used_by``: the op using the matched op's result (and its input
+count) tells apart ops of different dispatches with the same name and loop bounds (a
+matmul whose result is stored, one with a ReLU after it, one with a residual add)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tdsched.schedules.errors import RecipeError
+from tdsched.schedules.loading import load
+from tdsched.schedules.pipeline import plan
+from tdsched.schedules.python_api import Match, RecipeBuilder, workload_file
+from tdsched.schedules.run_report import run
+from tdsched.targets import make_target
+from tdsched.targets.compiler import CompileRequest, run_compile
+from tdsched.transform_lib.dispatch_work import CONFIGURED_FLAGS, read_dispatch_work
+
+TWO_MATMULS = """
+func.func @two(%a: tensor<64x32xf32>, %b: tensor<32x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x64xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %stored = linalg.matmul ins(%a, %b : tensor<64x32xf32>, tensor<32x64xf32>) outs(%f : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %bt = arith.constant dense<1.5> : tensor<32x64xf32>
+  %fused = linalg.matmul ins(%a, %bt : tensor<64x32xf32>, tensor<32x64xf32>) outs(%f : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %relu = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+      iterator_types = ["parallel", "parallel"]} ins(%fused : tensor<64x64xf32>) outs(%e : tensor<64x64xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.maximumf %x, %z : f32
+    linalg.yield %y : f32
+  } -> tensor<64x64xf32>
+  %bt2 = arith.constant dense<-0.5> : tensor<32x64xf32>
+  %mm3 = linalg.matmul ins(%a, %bt2 : tensor<64x32xf32>, tensor<32x64xf32>) outs(%f : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %sum = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+      iterator_types = ["parallel", "parallel"]} ins(%mm3, %relu : tensor<64x64xf32>, tensor<64x64xf32>) outs(%e : tensor<64x64xf32>) {
+  ^bb0(%x: f32, %r: f32, %o: f32):
+    %y = arith.addf %x, %r : f32
+    linalg.yield %y : f32
+  } -> tensor<64x64xf32>
+  return %stored, %sum : tensor<64x64xf32>, tensor<64x64xf32>
+}
+"""
+
+STORE = "iree_tensor_ext.dispatch.tensor.store"
+
+
+def _recipe(tmp_path: Path, match: str, target: str = "x86") -> Path:
+    (tmp_path / "two.mlir").write_text(TWO_MATMULS)
+    config = (
+        "{tile_sizes: {workgroup: [16, 16, 0], vector: [8, 16, 0], reduction: [0, 0, 1]}}"
+        if target == "x86"
+        else "{tile_sizes: {workgroup: [16, 16], thread: [4, 4], reduction: [0, 0, 4]}}"
+    )
+    path = tmp_path / "r.yaml"
+    path.write_text(
+        f"name: used_by\nworkload: {{file: two.mlir}}\ntargets: [{target}]\n"
+        f"kernels:\n  - name: mm\n    match: {match}\n    config: {config}\n"
+    )
+    return path
+
+
+def test_used_by_becomes_a_single_use_match_on_the_users_name(tmp_path: Path) -> None:
+    library = plan(load(str(_recipe(tmp_path, "{op: linalg.matmul, used_by: linalg.generic}"))))
+    text = library.scripts.kernel_library
+    assert text is not None
+    assert re.search(r"transform\.match\.structured\.result %\w+\[0\] single", text)
+    assert re.search(r'transform\.match\.operation_name %\w+ \["linalg\.generic"\]', text)
+
+
+def test_the_python_front_end_takes_used_by(tmp_path: Path) -> None:
+    (tmp_path / "two.mlir").write_text(TWO_MATMULS)
+    r = RecipeBuilder("used_by", workload=workload_file(str(tmp_path / "two.mlir")))
+    r.kernel_config(
+        "mm",
+        match=Match("linalg.matmul", used_by=STORE),
+        tile_sizes={"workgroup": [16, 16, 0], "vector": [8, 16, 0], "reduction": [0, 0, 1]},
+    )
+    text = plan(r.build()).scripts.kernel_library
+    assert text is not None
+    assert re.search(rf'transform\.match\.operation_name %\w+ \["{re.escape(STORE)}"\]', text)
+
+
+def test_a_used_by_that_names_no_operation_is_refused_at_its_line(tmp_path: Path) -> None:
+    path = _recipe(tmp_path, "{op: linalg.matmul, used_by: linalg.generc}")
+    with pytest.raises(RecipeError, match=r"r\.yaml:\d+: kernels\[0\]\.match\.used_by: no op"):
+        plan(load(str(path)))
+
+
+def _kernels_per_dispatch(path: Path, target: str, tmp_path: Path) -> list[str | None]:
+    """The kernel each dispatch of the recipe's build got, in dispatch order."""
+    planned = plan(load(str(path)), target)
+    library = tmp_path / "library.mlir"
+    library.write_text(planned.scripts.kernel_library or "")
+    out = tmp_path / "configured.mlir"
+    request = CompileRequest(
+        tmp_path / "two.mlir", make_target(target), out, library, CONFIGURED_FLAGS
+    )
+    run_compile(request)
+    return [d.kernel for d in read_dispatch_work(out.read_text())]
+
+
+def test_used_by_with_an_input_count_also_matches_the_users_inputs(tmp_path: Path) -> None:
+    match = "{op: linalg.matmul, used_by: {op: linalg.generic, inputs: 2}}"
+    text = plan(load(str(_recipe(tmp_path, match)))).scripts.kernel_library
+    assert text is not None
+    assert text.count("transform.match.structured.num_inputs") == 1
+    r = RecipeBuilder("used_by", workload=workload_file(str(tmp_path / "two.mlir")))
+    r.kernel_config(
+        "mm",
+        match=Match("linalg.matmul", used_by={"op": "linalg.generic", "inputs": 2}),
+        tile_sizes={"workgroup": [16, 16, 0], "vector": [8, 16, 0], "reduction": [0, 0, 1]},
+    )
+    python = plan(r.build()).scripts.kernel_library
+    assert python is not None
+    assert re.sub(r" loc\([^)]*\)|#loc.*\n", "", python) == re.sub(
+        r" loc\([^)]*\)|#loc.*\n", "", text
+    )
+    bad = _recipe(tmp_path, "{op: linalg.matmul, used_by: {op: linalg.generic, input: 2}}")
+    with pytest.raises(RecipeError, match=r"used_by\.input: unknown field 'input'"):
+        plan(load(str(bad)))
+
+
+@pytest.mark.usefixtures("iree")
+@pytest.mark.parametrize(
+    ("used_by", "configured"),
+    [
+        ("linalg.generic", [None, "mm", "mm"]),
+        (STORE, ["mm", None, None]),
+        ("{op: linalg.generic, inputs: 1}", [None, "mm", None]),
+        ("{op: linalg.generic, inputs: 2}", [None, None, "mm"]),
+    ],
+)
+def test_used_by_selects_among_three_same_shape_matmuls_on_x86(
+    used_by: str, configured: list[str | None], tmp_path: Path
+) -> None:
+    path = _recipe(tmp_path, f"{{op: linalg.matmul, used_by: {used_by}}}")
+    assert _kernels_per_dispatch(path, "x86", tmp_path) == configured
+    report = run(plan(load(str(path))), time_it=False)
+    assert report.status == "ok", report
+    assert report.max_abs_error is not None and report.max_abs_error < 1e-4
+
+
+@pytest.mark.usefixtures("vulkan")
+def test_used_by_selects_the_matmul_with_an_epilogue_on_vulkan(tmp_path: Path) -> None:
+    path = _recipe(tmp_path, "{kind: contraction, used_by: linalg.generic}", "vulkan")
+    assert _kernels_per_dispatch(path, "vulkan", tmp_path) == [None, "mm", "mm"]
+    report = run(plan(load(str(path)), "vulkan"), time_it=False)
+    assert report.status == "ok", report
+    assert report.max_abs_error is not None and report.max_abs_error < 1e-4
+    assert np.isfinite(report.max_abs_error)
