@@ -18,8 +18,8 @@ from tdsched.targets import make_target
 from tdsched.targets.compiler import CompileRequest, run_compile
 from tdsched.transform_lib.dispatch_work import CONFIGURED_FLAGS, read_dispatch_work
 
-TWO_MATMULS = """
-func.func @two(%a: tensor<64x32xf32>, %b: tensor<32x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>) {
+THREE_MATMULS = """
+func.func @three(%a: tensor<64x32xf32>, %b: tensor<32x64xf32>, %res: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) {
   %z = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<64x64xf32>
   %f = linalg.fill ins(%z : f32) outs(%e : tensor<64x64xf32>) -> tensor<64x64xf32>
@@ -35,12 +35,12 @@ func.func @two(%a: tensor<64x32xf32>, %b: tensor<32x64xf32>) -> (tensor<64x64xf3
   %bt2 = arith.constant dense<-0.5> : tensor<32x64xf32>
   %mm3 = linalg.matmul ins(%a, %bt2 : tensor<64x32xf32>, tensor<32x64xf32>) outs(%f : tensor<64x64xf32>) -> tensor<64x64xf32>
   %sum = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
-      iterator_types = ["parallel", "parallel"]} ins(%mm3, %relu : tensor<64x64xf32>, tensor<64x64xf32>) outs(%e : tensor<64x64xf32>) {
+      iterator_types = ["parallel", "parallel"]} ins(%mm3, %res : tensor<64x64xf32>, tensor<64x64xf32>) outs(%e : tensor<64x64xf32>) {
   ^bb0(%x: f32, %r: f32, %o: f32):
     %y = arith.addf %x, %r : f32
     linalg.yield %y : f32
   } -> tensor<64x64xf32>
-  return %stored, %sum : tensor<64x64xf32>, tensor<64x64xf32>
+  return %stored, %relu, %sum : tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>
 }
 """
 
@@ -48,7 +48,7 @@ STORE = "iree_tensor_ext.dispatch.tensor.store"
 
 
 def _recipe(tmp_path: Path, match: str, target: str = "x86") -> Path:
-    (tmp_path / "two.mlir").write_text(TWO_MATMULS)
+    (tmp_path / "three.mlir").write_text(THREE_MATMULS)
     config = (
         "{tile_sizes: {workgroup: [16, 16, 0], vector: [8, 16, 0], reduction: [0, 0, 1]}}"
         if target == "x86"
@@ -56,7 +56,7 @@ def _recipe(tmp_path: Path, match: str, target: str = "x86") -> Path:
     )
     path = tmp_path / "r.yaml"
     path.write_text(
-        f"name: used_by\nworkload: {{file: two.mlir}}\ntargets: [{target}]\n"
+        f"name: used_by\nworkload: {{file: three.mlir}}\ntargets: [{target}]\n"
         f"kernels:\n  - name: mm\n    match: {match}\n    config: {config}\n"
     )
     return path
@@ -71,8 +71,8 @@ def test_used_by_becomes_a_single_use_match_on_the_users_name(tmp_path: Path) ->
 
 
 def test_the_python_front_end_takes_used_by(tmp_path: Path) -> None:
-    (tmp_path / "two.mlir").write_text(TWO_MATMULS)
-    r = RecipeBuilder("used_by", workload=workload_file(str(tmp_path / "two.mlir")))
+    (tmp_path / "three.mlir").write_text(THREE_MATMULS)
+    r = RecipeBuilder("used_by", workload=workload_file(str(tmp_path / "three.mlir")))
     r.kernel_config(
         "mm",
         match=Match("linalg.matmul", used_by=STORE),
@@ -96,7 +96,7 @@ def _kernels_per_dispatch(path: Path, target: str, tmp_path: Path) -> list[str |
     library.write_text(planned.scripts.kernel_library or "")
     out = tmp_path / "configured.mlir"
     request = CompileRequest(
-        tmp_path / "two.mlir", make_target(target), out, library, CONFIGURED_FLAGS
+        tmp_path / "three.mlir", make_target(target), out, library, CONFIGURED_FLAGS
     )
     run_compile(request)
     return [d.kernel for d in read_dispatch_work(out.read_text())]
@@ -107,7 +107,7 @@ def test_used_by_with_an_input_count_also_matches_the_users_inputs(tmp_path: Pat
     text = plan(load(str(_recipe(tmp_path, match)))).scripts.kernel_library
     assert text is not None
     assert text.count("transform.match.structured.num_inputs") == 1
-    r = RecipeBuilder("used_by", workload=workload_file(str(tmp_path / "two.mlir")))
+    r = RecipeBuilder("used_by", workload=workload_file(str(tmp_path / "three.mlir")))
     r.kernel_config(
         "mm",
         match=Match("linalg.matmul", used_by={"op": "linalg.generic", "inputs": 2}),
