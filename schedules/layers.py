@@ -29,6 +29,7 @@ from tdsched.transform_lib.match import OpCriteria
 from tdsched.transform_lib.payload import ops_under
 
 from .errors import RecipeError, Where
+from .match_keys import telling_keys
 from .recipe import KernelSchedule, Recipe
 from .values import MatchSpec
 
@@ -152,13 +153,24 @@ def _resolve(
             f"schedule has one set of tile sizes: {shown}. Write one kernel schedule per shape",
         )
     op, ranges = signatures.pop()
-    _refuse_lookalikes(op, ranges, set(layers), census, where)
-    resolved = MatchSpec(op=op, shape=ranges, dtype=spec.dtype)
+    keys = _telling_keys(op, ranges, mains, census, where)
+    resolved = MatchSpec(op=op, shape=ranges, dtype=spec.dtype, **keys)
+    told = f", told apart by {_keys_text(keys)}" if keys else ""
     note = (
         f"kernel '{kernel.name}': layer {', '.join(layers)} -> {op} with loop bounds "
-        f"{list(ranges or ())} in {', '.join(sorted({m.function for m in mains.values()}))}"
+        f"{list(ranges or ())}{told} in "
+        f"{', '.join(sorted({m.function for m in mains.values()}))}"
     )
     return dataclasses.replace(kernel, match=resolved), note
+
+
+def _keys_text(keys: dict[str, Any]) -> str:
+    """The keys :func:`_telling_keys` added, as a note says them."""
+    parts = [f"inputs {keys['inputs']}"] if "inputs" in keys else []
+    if "used_by" in keys:
+        count = keys.get("used_by_inputs")
+        parts.append(f"used_by {keys['used_by']}" + (f" ({count} inputs)" if count else ""))
+    return " and ".join(parts)
 
 
 def _attribute_layers(spec: MatchSpec, workload_text: str, where: Where) -> list[str]:
@@ -193,19 +205,30 @@ def _main_ops(
     return mains
 
 
-def _refuse_lookalikes(
+def _telling_keys(
     op: str,
     ranges: tuple[int, ...] | None,
-    layers: set[str],
+    mains: dict[str, StructuredOp],
     census: Sequence[StructuredOp],
     where: Where,
-) -> None:
+) -> dict[str, Any]:
+    """The MatchSpec fields (``inputs``, ``used_by``, ``used_by_inputs``) that tell the
+    layers' ops (``mains``) apart from every other op with their name and loop bounds
+    (none needed: ``{}``). Raises RecipeError naming the layers of the ops no key tells
+    apart: the schedule would apply there too."""
+    layers = set(mains)
     others = [c for c in census if (c.op, c.loop_ranges) == (op, ranges) and c.layer not in layers]
-    if others:
-        names = sorted({c.layer or f"an op without a layer in @{c.function}" for c in others})
+    keys, untold = telling_keys(list(mains.values()), others)
+    if keys is None:
+        names = sorted({c.layer or f"an op without a layer in @{c.function}" for c in untold})
         raise RecipeError(
             where,
             f"kernel matchers see structure only, and {op} {list(ranges or ())} is also what "
-            f"{', '.join(names)} reaches kernel configuration as: this schedule would apply "
-            "there too. Select those layers as well, or tell the shapes apart",
+            f"{', '.join(names)} reaches kernel configuration as, with the same input count "
+            "and the same op using its result: this schedule would apply there too. Select "
+            "those layers as well, or tell the shapes apart",
         )
+    used_by = keys.get("used_by")
+    if isinstance(used_by, dict):
+        return {"used_by": used_by["op"], "used_by_inputs": used_by["inputs"]}
+    return {k: v for k, v in keys.items() if k in ("inputs", "used_by")}

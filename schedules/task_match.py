@@ -3,21 +3,13 @@ selects in the model, and nothing else.
 
 Kernel matchers see an op's structure only: its name (on Vulkan, its kind) and static
 loop bounds. A transformer has several dispatches whose ops share them: the same
-projection matmul with and without an epilogue, a softmax's row max beside the generic
-that scales the scores before it, a layer norm's reduction beside a bias add. Where
-name and bounds alone would also select such an op in another dispatch (or another op
-of the task's own dispatch), the match adds the fewest of two discriminators that tell
-them apart, read from the census (every dispatch as kernel configs see it):
-
-* ``inputs``: the op's number of input operands;
-* ``used_by``: the name of the one op that uses its result (an epilogue
-  ``linalg.generic``, or ``iree_tensor_ext.dispatch.tensor.store`` when the result is
-  stored), and where that is not enough, that op's input count too
-  (``used_by: {op: linalg.generic, inputs: 2}``: a residual add rather than a
-  transpose). An op whose result has several uses has no ``used_by``.
-
-A discriminator is used only where every dispatch of the task agrees on it. When none
-tells the op apart, :class:`Ambiguous` names the task the match would also take.
+projection matmul with and without an epilogue, a softmax's sum beside the generic that
+scales the scores, a layer norm's reduction beside a bias add. Where name and bounds
+alone would also select such an op in another dispatch (or another op of the task's own
+dispatch), the match adds the fewest keys that tell them apart (``match_keys``:
+``inputs``, ``used_by``). A key is used only where every dispatch of the task agrees on
+it. When none tells the op apart, :class:`Ambiguous` names the task the match would also
+take.
 """
 
 from __future__ import annotations
@@ -28,19 +20,8 @@ from typing import Any
 
 from tdsched.transform_lib.census import StructuredOp
 
+from .match_keys import telling_keys
 from .model_tasks import Task
-
-DISCRIMINATORS = ("inputs", "used_by", "used_by_inputs")
-"""The census fields a match may add, as :class:`StructuredOp` names them."""
-WAYS = (
-    (),
-    ("inputs",),
-    ("used_by",),
-    ("inputs", "used_by"),
-    ("used_by", "used_by_inputs"),
-    ("inputs", "used_by", "used_by_inputs"),
-)
-"""The combinations tried, fewest first (the user's inputs only with its name)."""
 
 
 class Ambiguous(Exception):
@@ -91,27 +72,7 @@ def op_match(task: Task, position: int, model: ModelOps, by_kind: bool) -> dict[
         "shape": list(signature.loop_ranges or ()),
         "dtype": signature.dtype or "f32",
     }
-    agreed = {name: _agreed(mine, name) for name in DISCRIMINATORS}
-    usable = [way for way in WAYS if all(agreed[n] is not None for n in way)]
-    for way in usable:
-        if all(any(getattr(op, n) != agreed[n] for n in way) for _, op in others):
-            return match | _keys(way, agreed)
-    left = [f for f, op in others if all(getattr(op, n) == agreed[n] for n in usable[-1])]
-    raise Ambiguous(model.owner[left[0]])
-
-
-def _keys(way: tuple[str, ...], agreed: dict[str, Any]) -> dict[str, Any]:
-    """The match keys of the discriminators ``way`` (module docstring)."""
-    keys: dict[str, Any] = {"inputs": agreed["inputs"]} if "inputs" in way else {}
-    if "used_by_inputs" in way:
-        keys["used_by"] = {"op": agreed["used_by"], "inputs": agreed["used_by_inputs"]}
-    elif "used_by" in way:
-        keys["used_by"] = agreed["used_by"]
-    return keys
-
-
-def _agreed(ops: Sequence[StructuredOp], name: str) -> Any:
-    """The value of discriminator ``name`` every one of ``ops`` has (``None``: they differ,
-    or it is unknown)."""
-    values = {getattr(op, name) for op in ops}
-    return values.pop() if len(values) == 1 else None
+    keys, untold = telling_keys(mine, [op for _, op in others])
+    if keys is None:
+        raise Ambiguous(model.owner[untold[0].function])
+    return match | keys

@@ -120,13 +120,34 @@ def test_kernel_match_by_layer_resolves_through_the_dispatch_census(tmp_path: Pa
 
 
 @pytest.mark.usefixtures("iree")
-def test_kernel_match_by_one_of_two_lookalike_layers_is_refused(tmp_path: Path) -> None:
-    # c1 (4 -> 8 channels) and c2 (8 -> 8) differ; two convs of equal shape do not.
+def test_a_kernel_match_by_layer_tells_a_lookalike_apart_by_the_op_using_its_result(
+    tmp_path: Path,
+) -> None:
+    # c1 and c2 are convs of one shape (8 -> 8 channels): c1's result goes through its
+    # bias and ReLU (an epilogue of 2 inputs), c2's through its bias, ReLU and the
+    # residual add (3 inputs).
     same = NET.replace('"c1", attrs={"hot": True}', '"c1"').replace(
         "m.conv2d(m.input, width", "m.conv2d(m.conv2d(m.input, width, name='c0'), width"
     )
     path = recipe(tmp_path, KERNEL % "{layer: c2}")
     (tmp_path / "net.py").write_text(same)
+    p = plan(load(path))
+    match = p.recipe.kernels[0].match
+    assert (match.op, match.shape) == ("linalg.generic", (8, 6, 6, 8, 3, 3))
+    assert (match.used_by, match.used_by_inputs) == ("linalg.generic", 3)
+    assert "told apart by used_by linalg.generic (3 inputs) in" in p.notes[0]
+
+
+@pytest.mark.usefixtures("iree")
+def test_kernel_match_by_one_of_two_lookalike_layers_is_refused(tmp_path: Path) -> None:
+    # Two convs of one shape, each with its ReLU and stored: nothing tells them apart.
+    twins = (
+        NET.replace('"c1", attrs={"hot": True}', '"c1"')
+        .replace("m.conv2d(m.input, width", "m.conv2d(m.conv2d(m.input, width, name='c0'), width")
+        .replace('m.output(m.flatten(m.add(x, y, name="sum"), name="flat"))', "m.output(x, y)")
+    )
+    path = recipe(tmp_path, KERNEL % "{layer: c2}")
+    (tmp_path / "net.py").write_text(twins)
     with pytest.raises(RecipeError, match=r"structure only.*c1.*would apply there too"):
         plan(load(path))
 
