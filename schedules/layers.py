@@ -169,7 +169,8 @@ def _keys_text(keys: dict[str, Any]) -> str:
     parts = [f"inputs {keys['inputs']}"] if "inputs" in keys else []
     if "used_by" in keys:
         count = keys.get("used_by_inputs")
-        parts.append(f"used_by {keys['used_by']}" + (f" ({count} inputs)" if count else ""))
+        inputs = f" ({count} inputs)" if count is not None else ""
+        parts.append(f"used_by {keys['used_by']}{inputs}")
     return " and ".join(parts)
 
 
@@ -228,7 +229,4 @@ def _telling_keys(
             "and the same op using its result: this schedule would apply there too. Select "
             "those layers as well, or tell the shapes apart",
         )
-    used_by = keys.get("used_by")
-    if isinstance(used_by, dict):
-        return {"used_by": used_by["op"], "used_by_inputs": used_by["inputs"]}
-    return {k: v for k, v in keys.items() if k in ("inputs", "used_by")}
+    return keys

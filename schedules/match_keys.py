@@ -13,7 +13,8 @@ ops apart, read from the census (``transform_lib.census``):
   transpose). An op whose result has several uses has no ``used_by``.
 
 :func:`telling_keys` finds the fewest that do, used by ``tdsched tune``'s task matches
-(``task_match``) and by kernel matches that select layers (``layers``).
+(``task_match``, written as a recipe's match by :func:`recipe_keys`) and by kernel
+matches that select layers (``layers``).
 """
 
 from __future__ import annotations
@@ -39,25 +40,25 @@ WAYS = (
 def telling_keys(
     mine: Sequence[StructuredOp], others: Sequence[StructuredOp]
 ) -> tuple[dict[str, Any] | None, list[StructuredOp]]:
-    """The fewest match keys (module docstring) on which every op of ``mine`` agrees and
-    every op of ``others`` differs from them, as a recipe's match writes them; ``None``
-    with the ``others`` that no keys tell apart when there are none."""
+    """The fewest keys (module docstring) on which every op of ``mine`` agrees and every
+    op of ``others`` differs from them, by their :data:`DISCRIMINATORS` names (those of
+    ``MatchSpec`` too); ``None`` with the ``others`` that no keys tell apart when there
+    are none."""
     agreed = {name: _agreed(mine, name) for name in DISCRIMINATORS}
     usable = [way for way in WAYS if all(agreed[n] is not None for n in way)]
     for way in usable:
         if all(any(getattr(op, n) != agreed[n] for n in way) for op in others):
-            return _keys(way, agreed), []
+            return {n: agreed[n] for n in way}, []
     return None, [op for op in others if all(getattr(op, n) == agreed[n] for n in usable[-1])]
 
 
-def _keys(way: tuple[str, ...], agreed: dict[str, Any]) -> dict[str, Any]:
-    """The match keys of the discriminators ``way`` (module docstring)."""
-    keys: dict[str, Any] = {"inputs": agreed["inputs"]} if "inputs" in way else {}
-    if "used_by_inputs" in way:
-        keys["used_by"] = {"op": agreed["used_by"], "inputs": agreed["used_by_inputs"]}
-    elif "used_by" in way:
-        keys["used_by"] = agreed["used_by"]
-    return keys
+def recipe_keys(keys: dict[str, Any]) -> dict[str, Any]:
+    """``keys`` (from :func:`telling_keys`) as a recipe's match writes them:
+    ``used_by: NAME``, or ``used_by: {op: NAME, inputs: N}`` with the user's inputs."""
+    written = {k: v for k, v in keys.items() if k != "used_by_inputs"}
+    if "used_by_inputs" in keys:
+        written["used_by"] = {"op": keys["used_by"], "inputs": keys["used_by_inputs"]}
+    return written
 
 
 def _agreed(ops: Sequence[StructuredOp], name: str) -> Any:

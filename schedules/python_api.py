@@ -103,10 +103,20 @@ def Match(
 
 def _used_by(used_by: str | Mapping[str, str | int] | None) -> dict[str, Any]:
     """``used_by="linalg.generic"`` or ``used_by={"op": "linalg.generic", "inputs": 2}``
-    as MatchSpec fields."""
+    as MatchSpec fields; another mapping is an error at the caller's line."""
     if used_by is None or isinstance(used_by, str):
         return {"used_by": used_by}
-    return {"used_by": used_by.get("op"), "used_by_inputs": used_by.get("inputs")}
+    op, inputs = used_by.get("op"), used_by.get("inputs")
+    if not isinstance(op, str) or set(used_by) - {"op", "inputs"}:
+        raise RecipeError(
+            _caller().child("used_by"),
+            f"expected a name or {{'op': NAME, 'inputs': N}}, got {dict(used_by)!r}",
+        )
+    if inputs is not None and not isinstance(inputs, int):
+        raise RecipeError(
+            _caller().child("used_by").child("inputs"), f"expected an integer, got {inputs!r}"
+        )
+    return {"used_by": op, "used_by_inputs": inputs}
 
 
 def _attribute_pairs(attributes: AttributeSpec) -> tuple[tuple[str, AttrValue | None], ...]:

@@ -20,7 +20,7 @@ from typing import Any
 
 from tdsched.transform_lib.census import StructuredOp
 
-from .match_keys import telling_keys
+from .match_keys import recipe_keys, telling_keys
 from .model_tasks import Task
 
 
@@ -75,4 +75,4 @@ def op_match(task: Task, position: int, model: ModelOps, by_kind: bool) -> dict[
     keys, untold = telling_keys(mine, [op for _, op in others])
     if keys is None:
         raise Ambiguous(model.owner[untold[0].function])
-    return match | keys
+    return match | recipe_keys(keys)

@@ -151,3 +151,11 @@ def test_used_by_selects_the_matmul_with_an_epilogue_on_vulkan(tmp_path: Path) -
     assert report.status == "ok", report
     assert report.max_abs_error is not None and report.max_abs_error < 1e-4
     assert np.isfinite(report.max_abs_error)
+
+
+@pytest.mark.parametrize("used_by", [{"inputs": 2}, {"op": "linalg.generic", "input": 2}])
+def test_a_python_used_by_mapping_without_op_or_with_other_keys_is_refused(
+    used_by: dict[str, str | int],
+) -> None:
+    with pytest.raises(RecipeError, match=r"test_match_used_by\.py:\d+: used_by: expected a name"):
+        Match("linalg.matmul", used_by=used_by)

@@ -97,7 +97,8 @@ class OpCriteria:
         if self.inputs is not None:
             parts.append(f"inputs={self.inputs}")
         if self.used_by is not None:
-            with_inputs = f" with {self.used_by_inputs} inputs" if self.used_by_inputs else ""
+            count = self.used_by_inputs
+            with_inputs = f" with {count} inputs" if count is not None else ""
             parts.append(f"used_by={self.used_by}{with_inputs}")
         return ", ".join(parts) or "any op"
 
