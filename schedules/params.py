@@ -14,6 +14,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+from tdsched.targets.cpu_model import BuildCpu
+
 from .conditions import apply_conditions
 from .constraints import ConstraintError, parse_constraint
 from .errors import RecipeError, Where
@@ -51,14 +53,14 @@ def resolve(
     overrides: Mapping[str, ParamValue] | None = None,
     threads: int | None = None,
     target: str | None = None,
-    isa: str | None = None,
+    cpu: BuildCpu | None = None,
 ) -> Recipe:
     """Return ``recipe`` with every ``${NAME}`` replaced by its value.
 
     ``overrides`` replace defaults; naming a parameter the recipe does not declare is an
     error (a typo would otherwise silently run the default schedule). A ``shapes`` table
     entry chosen by the shape, the CPU ``threads`` it runs on (None: a GPU target) and
-    the x86 vector ``isa`` it is built for (None: a GPU target or unknown; see
+    the x86 ``cpu`` it is built for (None: a GPU target; see
     :mod:`.shape_table`) replaces defaults first, overrides win over it; the result's
     ``shape_choice`` says which entry was used (an ``iree_default`` entry is set aside when
     ``overrides`` give a tuned parameter). Steps and kernel schedules whose ``when``
@@ -76,7 +78,7 @@ def resolve(
     choice = None
     if recipe.shapes is not None:
         values = {**params, **(overrides or {})}
-        choice = recipe.shapes.choose(values, recipe.space.constraints, threads, isa)
+        choice = recipe.shapes.choose(values, recipe.space.constraints, threads, cpu)
         if choice.entry is not None:
             params.update(choice.entry.params)
             if choice.entry.iree_default:

@@ -558,8 +558,8 @@ class RecipeBuilder:
         """Tuned parameters per workload shape (:mod:`.shape_table`): each entry maps the
         ``key`` parameters to their values, then tuned parameters to theirs; the keys
         ``iree_default`` (bool), ``threads`` (int: the CPU thread count it was tuned for),
-        ``isa`` (str: the x86 vector ISA it was tuned for) and ``note`` (str) are the
-        entry's options."""
+        ``isa`` (str: the x86 vector ISA it was tuned for), ``cpu`` (str: the CPU model it
+        was tuned on, as LLVM names it) and ``note`` (str) are the entry's options."""
         where = _caller()
         built = []
         for entry in entries:
@@ -582,7 +582,7 @@ class RecipeBuilder:
                 raise RecipeError(
                     where, f"shapes entry: threads must be an integer, got {threads!r}"
                 )
-            isa = entry.get("isa")
+            isa, cpu = entry.get("isa"), entry.get("cpu")
             built.append(
                 ShapeEntry(
                     shape=tuple(shape),
@@ -591,6 +591,7 @@ class RecipeBuilder:
                     note=str(entry.get("note", "")),
                     threads=threads,
                     isa=None if isa is None else str(isa),
+                    cpu=None if cpu is None else str(cpu),
                     where=where,
                 )
             )

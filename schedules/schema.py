@@ -122,6 +122,7 @@ def recipe_schema() -> JSON:
                                 "iree_default": {"type": "boolean"},
                                 "threads": {"type": "integer", "minimum": 1},
                                 "isa": {"enum": list(ISAS)},
+                                "cpu": {"type": "string", "minLength": 1},
                                 "note": {"type": "string"},
                             },
                             "additionalProperties": scalar,

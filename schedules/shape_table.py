@@ -32,6 +32,15 @@ than the build's counts like a string key that differs: it serves only where no 
 the build's ISA (or without ``isa``) does, and the choice says so. On a GPU target, or a
 CPU whose ISA is unknown, ``isa`` is ignored.
 
+Within an ISA, CPU models differ too (Zen 4 runs AVX-512 at half width, Zen 5 at full
+width; see :mod:`tdsched.targets.cpu_model`), so an entry may say which CPU model it was
+tuned on (``cpu: znver5``, LLVM's CPU name; ``sweep --shape`` writes the build's). An
+entry for another model than the build's is as far as a shape twice as large (like one
+for another thread count), so it serves where nothing nearer does; among entries equally
+near, one for the build's model wins over one without ``cpu``, which wins over one for
+another model. A table can so keep entries for several CPUs of one ISA side by side. On
+a GPU target, or where the build's model is unknown, ``cpu`` is ignored.
+
 The entry's values replace the defaults; parameters given with ``--param`` win over both.
 An entry may select IREE's own pipeline (``iree_default: true``) where no schedule won at
 that shape: the recipe's schedules are then left out, and ``run``/``show`` say so. Giving
@@ -49,6 +58,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from tdsched.targets.cpu_isa import ISAS
+from tdsched.targets.cpu_model import BuildCpu
 
 from .constraints import ConstraintError
 from .errors import RecipeError, Where
@@ -59,6 +69,7 @@ ENTRY_OPTIONS = {
     "iree_default": "true: IREE's own pipeline runs at this shape, unscheduled",
     "threads": "the CPU thread count the entry was tuned for (default: any)",
     "isa": "the x86 vector ISA the entry was tuned for: avx512, avx2 or sse (default: any)",
+    "cpu": "the CPU model the entry was tuned on, as LLVM names it (znver5; default: any)",
     "note": "where the entry came from (informational)",
 }
 """An entry's fields besides its key values and tuned parameter values."""
@@ -84,6 +95,8 @@ class ShapeEntry:
     """The CPU thread count it was tuned for; None: any."""
     isa: str | None = None
     """The x86 vector ISA it was tuned for (:data:`~tdsched.targets.cpu_isa.ISAS`); None: any."""
+    cpu: str | None = None
+    """The CPU model it was tuned on (LLVM's name, ``znver5``); None: any."""
     where: Where = field(default_factory=Where)
 
     @property
@@ -95,15 +108,16 @@ class ShapeEntry:
         tuned_for = (
             [] if self.threads is None else [f"{self.threads} thread" + "s" * (self.threads != 1)]
         )
-        tuned_for += [] if self.isa is None else [self.isa]
+        tuned_for += [part for part in (self.isa, self.cpu) if part is not None]
         return f"{self.shape_label} ({', '.join(tuned_for)})" if tuned_for else self.shape_label
 
     def distance(
-        self, shape: Shape, threads: int | None, isa: str | None = None
+        self, shape: Shape, threads: int | None, isa: str | None = None, model: str | None = None
     ) -> tuple[int, float]:
         """How far this entry is from ``shape`` run on ``threads`` CPU threads (None: a
-        GPU) of vector ISA ``isa`` (None: unknown): the string keys and the ISA it differs
-        in, then log2 steps (see the module docstring)."""
+        GPU) of vector ISA ``isa`` and CPU ``model`` (None: a GPU, or unknown): the string
+        keys and the ISA it differs in, then log2 steps, another CPU model counting as one
+        (see the module docstring)."""
         differ, far = 0, 0.0
         for (_, mine), (_, theirs) in zip(self.shape, shape, strict=True):
             if isinstance(mine, str) or isinstance(theirs, str):
@@ -114,7 +128,15 @@ class ShapeEntry:
             far += abs(math.log2(self.threads / threads))
         if self.isa is not None and isa is not None:
             differ += self.isa != isa
+        far += self.model_rank(model) == 2
         return differ, far
+
+    def model_rank(self, model: str | None) -> int:
+        """0 for an entry tuned on CPU ``model``, 1 without ``cpu`` (or ``model``
+        unknown), 2 for another model: the tie-break among equally near entries."""
+        if self.cpu is None or model is None:
+            return 1
+        return 0 if self.cpu == model else 2
 
 
 @dataclass(frozen=True)
@@ -130,6 +152,9 @@ class ShapeChoice:
     """The CPU thread count the choice was made for (None: a GPU target)."""
     isa: str | None = None
     """The vector ISA the choice was made for (None: a GPU target, or unknown)."""
+    model: str | None = None
+    """The CPU model the choice was made for (None: no entry names one, a GPU target, or
+    unknown)."""
     set_aside_by: tuple[str, ...] = ()
     """Tuned parameters given as overrides that set an ``iree_default`` entry aside."""
 
@@ -142,8 +167,9 @@ class ShapeChoice:
         here = ",".join(f"{name}={value}" for name, value in self.shape)
         if self.threads is not None:
             here += f" on {self.threads} thread" + "s" * (self.threads != 1)
-        if self.isa is not None:
-            here += f" ({self.isa})"
+        built_for = ", ".join(part for part in (self.isa, self.model) if part)
+        if built_for:
+            here += f" ({built_for})"
         if self.entry is None:
             reason = (
                 f"no entry fits {here} (skipped {', '.join(self.skipped)}: constraints fail)"
@@ -164,6 +190,8 @@ class ShapeChoice:
         how = "exact match" if self.how == "exact" else f"nearest to {here}"
         if self.entry.isa is not None and self.isa is not None and self.entry.isa != self.isa:
             how += f"; tuned for {self.entry.isa}, none for this build's {self.isa}"
+        if self.entry.model_rank(self.model) == 2:
+            how += f"; tuned on {self.entry.cpu}, this build's CPU is {self.model}"
         text = f"shape table: entry {self.entry.label} ({how}): {what}"
         if self.skipped:
             text += f"; skipped {', '.join(self.skipped)} (constraints fail at {here})"
@@ -177,6 +205,8 @@ class ShapeChoice:
             "entry_threads": self.entry.threads if self.entry else None,
             "isa": self.isa,
             "entry_isa": self.entry.isa if self.entry else None,
+            "cpu": self.model,
+            "entry_cpu": self.entry.cpu if self.entry else None,
             "how": self.how,
             "iree_default": self.runs_iree_default,
             "params": dict(self.entry.params) if self.entry else {},
@@ -210,7 +240,7 @@ class ShapeTable:
                     f"key parameter {name!r} must have an integer or string default, "
                     f"got {parameters[name]!r}",
                 )
-        seen: dict[tuple[Shape, int | None, str | None], ShapeEntry] = {}
+        seen: dict[tuple[Shape, int | None, str | None, str | None], ShapeEntry] = {}
         for entry in self.entries:
             if [name for name, _ in entry.shape] != list(self.key):
                 raise RecipeError(entry.where, f"give exactly the key {list(self.key)}")
@@ -222,7 +252,13 @@ class ShapeTable:
                 raise RecipeError(
                     entry.where, f"isa must be one of {', '.join(ISAS)}, got {entry.isa!r}"
                 )
-            place = (entry.shape, entry.threads, entry.isa)
+            if entry.cpu is not None and (not entry.cpu or entry.cpu == "host"):
+                raise RecipeError(
+                    entry.where,
+                    "cpu names the CPU model the entry was tuned on, as LLVM names it "
+                    f"(znver4, sapphirerapids), got {entry.cpu!r}",
+                )
+            place = (entry.shape, entry.threads, entry.isa, entry.cpu)
             if place in seen:
                 first = seen[place].where.line
                 raise RecipeError(entry.where, f"a second entry for {entry.label} (line {first})")
@@ -253,12 +289,12 @@ class ShapeTable:
         values: Mapping[str, ParamValue],
         constraints: tuple[Constraint, ...] = (),
         threads: int | None = None,
-        isa: str | None = None,
+        cpu: BuildCpu | None = None,
     ) -> ShapeChoice:
         """The entry for the shape in ``values`` (all the recipe's parameters) run on
-        ``threads`` CPU threads (None: a GPU target) of vector ISA ``isa`` (None: a GPU
-        target or unknown), per ``rule``; an entry whose parameters break a constraint at
-        this shape is skipped."""
+        ``threads`` CPU threads (None: a GPU target) of ``cpu`` (None: a GPU target), per
+        ``rule``; an entry whose parameters break a constraint at this shape is
+        skipped."""
         shape: list[tuple[str, KeyValue]] = []
         for index, name in enumerate(self.key):
             value = values[name]
@@ -272,20 +308,31 @@ class ShapeTable:
             shape.append((name, value))
         here = tuple(shape)
 
-        def nearness(entry: ShapeEntry) -> tuple[tuple[int, float], bool, bool]:
-            return entry.distance(here, threads, isa), entry.threads is None, entry.isa is None
+        isa = cpu.isa if cpu is not None else None
+        # the build's model is looked up only where an entry names one (for this machine
+        # it takes a compile)
+        named = cpu is not None and any(entry.cpu is not None for entry in self.entries)
+        model = cpu.model if cpu is not None and named else None
+
+        def nearness(entry: ShapeEntry) -> tuple[tuple[int, float], int, bool, bool]:
+            return (
+                entry.distance(here, threads, isa, model),
+                entry.model_rank(model),
+                entry.threads is None,
+                entry.isa is None,
+            )
 
         ranked = sorted(self.entries, key=nearness)  # stable: ties keep the listed order
         if ranked and nearness(ranked[0])[0] == (0, 0.0):
-            return ShapeChoice(here, ranked[0], "exact", threads=threads, isa=isa)
+            return ShapeChoice(here, ranked[0], "exact", (), threads, isa, model)
         if self.rule == "exact":
-            return ShapeChoice(here, None, "none", threads=threads, isa=isa)
+            return ShapeChoice(here, None, "none", (), threads, isa, model)
         skipped: list[str] = []
         for entry in ranked:
             if entry.iree_default or _satisfies({**values, **dict(entry.params)}, constraints):
-                return ShapeChoice(here, entry, "nearest", tuple(skipped), threads, isa)
+                return ShapeChoice(here, entry, "nearest", tuple(skipped), threads, isa, model)
             skipped.append(entry.label)
-        return ShapeChoice(here, None, "none", tuple(skipped), threads, isa)
+        return ShapeChoice(here, None, "none", tuple(skipped), threads, isa, model)
 
 
 def _check_key_value(name: str, value: KeyValue, default: ParamValue, where: Where) -> None:

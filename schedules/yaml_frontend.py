@@ -240,6 +240,7 @@ def _shapes(node: Node) -> ShapeTable:
                 note=fields["note"].text() if "note" in fields else "",
                 threads=fields["threads"].integer() if "threads" in fields else None,
                 isa=fields["isa"].text() if "isa" in fields else None,
+                cpu=fields["cpu"].text() if "cpu" in fields else None,
                 where=item.where,
             )
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .cpu_isa import vector_isa
+from .cpu_model import BuildCpu, build_cpu
 
 TARGET_NAMES: tuple[str, ...] = ("x86", "vulkan")
 
@@ -21,10 +21,10 @@ def cpu_threads(target: str, threads: int | None) -> int | None:
     return None if make_target(target).is_gpu else threads
 
 
-def cpu_isa(target: str, cpu: str = "host", cpu_features: str | None = None) -> str | None:
-    """The x86 vector ISA a build for ``target`` targets (:func:`.cpu_isa.vector_isa`):
-    None on a GPU target, or for a CPU whose ISA is unknown."""
-    return None if make_target(target).is_gpu else vector_isa(cpu, cpu_features)
+def target_cpu(target: str, cpu: str = "host", cpu_features: str | None = None) -> BuildCpu | None:
+    """The CPU a build for ``target`` targets (:func:`.cpu_model.build_cpu`): None on a
+    GPU target."""
+    return None if make_target(target).is_gpu else build_cpu(cpu, cpu_features)
 
 
 def run_conditions(target: str, threads: int | None) -> str:

@@ -13,6 +13,7 @@ from tdsched.schedules.python_api import RecipeBuilder, generator
 from tdsched.schedules.sweep.command import shape_arg
 from tdsched.schedules.yaml_frontend import parse_recipe
 from tdsched.targets.cpu_isa import ISAS, host_isa, vector_isa
+from tdsched.targets.cpu_model import BuildCpu, build_cpu, host_cpu_model
 
 RECIPE = """\
 name: t
@@ -330,7 +331,7 @@ ISA_KEYED = RECIPE.replace(
 
 
 def on_isa(isa: str | None, text: str = ISA_KEYED, **params: int) -> tuple[object, ...]:
-    recipe = resolve(parse_recipe(text, "r.yaml"), params, 2, "x86", isa)
+    recipe = resolve(parse_recipe(text, "r.yaml"), params, 2, "x86", BuildCpu(isa, None))
     choice = recipe.shape_choice
     assert choice is not None and choice.entry is not None
     return choice.entry.label, choice.how, recipe.parameter_dict["TM"], choice.describe()
@@ -393,8 +394,9 @@ def test_the_python_front_end_takes_isas() -> None:
     b.shapes(["M"], [{"M": 256, "isa": "avx512", "TM": 32}, {"M": 256, "isa": "avx2", "TM": 16}])
     b.parameters(M=64, TM=8)
     recipe = b.build()
-    assert resolve(recipe, {"M": 256}, 2, "x86", "avx2").parameter_dict["TM"] == 16
-    assert resolve(recipe, {"M": 256}, 2, "x86", "avx512").parameter_dict["TM"] == 32
+    on = {isa: BuildCpu(isa, None) for isa in ("avx2", "avx512")}
+    assert resolve(recipe, {"M": 256}, 2, "x86", on["avx2"]).parameter_dict["TM"] == 16
+    assert resolve(recipe, {"M": 256}, 2, "x86", on["avx512"]).parameter_dict["TM"] == 32
 
 
 @pytest.mark.parametrize(
@@ -412,3 +414,98 @@ def test_the_python_front_end_takes_isas() -> None:
 def test_the_vector_isa_of_a_build(cpu: str, features: str | None, isa: str | None) -> None:
     assert vector_isa(cpu, features) == isa
     assert host_isa() in (*ISAS, None)
+
+
+MODEL_KEYED = ISA_KEYED.replace(
+    "    - {M: 512, N: 512, K: 512, threads: 2, isa: avx512, TM: 16, TK: 64}\n",
+    "    - {M: 512, N: 512, K: 512, threads: 2, isa: avx512, TM: 16, TK: 64}\n"
+    "    - {M: 512, N: 512, K: 512, threads: 2, isa: avx512, cpu: znver5, TM: 8, TK: 128}\n"
+    "    - {M: 512, N: 512, K: 512, threads: 1, isa: avx512, cpu: znver5, TM: 4, TK: 32}\n",
+)
+
+
+def on_model(model: str | None, threads: int = 2, **params: int) -> tuple[object, ...]:
+    cpu = BuildCpu("avx512", model)
+    recipe = resolve(parse_recipe(MODEL_KEYED, "r.yaml"), params, threads, "x86", cpu)
+    choice = recipe.shape_choice
+    assert choice is not None and choice.entry is not None
+    return choice.entry.label, choice.how, recipe.parameter_dict["TM"], choice.describe()
+
+
+def test_an_entry_for_the_build_s_cpu_model_wins_among_equally_near_ones() -> None:
+    label, how, tm, said = on_model("znver5", M=512, N=512, K=512)
+    assert (label, how, tm) == ("M=512,N=512,K=512 (2 threads, avx512, znver5)", "exact", 8)
+    # another model: the entry without cpu is exact, the znver5 one a step away
+    label, how, tm, said = on_model("znver4", M=512, N=512, K=512)
+    assert (label, how, tm) == ("M=512,N=512,K=512 (2 threads, avx512)", "exact", 16)
+    assert "tuned on" not in str(said)
+    # the model unknown: cpu is ignored, and the entry without it (listed first) wins
+    assert on_model(None, M=512, N=512, K=512)[2] == 16
+
+
+def test_an_entry_for_another_cpu_model_is_a_step_away() -> None:
+    # 1 thread on znver5: its own 1-thread entry is exact
+    assert on_model("znver5", 1, M=512, N=512, K=512)[:3] == (
+        "M=512,N=512,K=512 (1 thread, avx512, znver5)",
+        "exact",
+        4,
+    )
+    # on znver4 that entry is a step away (another model), as far as the 2-thread entry
+    # without cpu (another thread count): the tie goes to the one without cpu
+    label, how, tm, said = on_model("znver4", 1, M=512, N=512, K=512)
+    assert (label, how, tm) == ("M=512,N=512,K=512 (2 threads, avx512)", "nearest", 16)
+    assert "nearest to M=512,N=512,K=512 on 1 thread (avx512, znver4)" in str(said)
+    # a model's entry does not outrank a nearer shape: 1024^3 keeps its own entry
+    assert on_model("znver5", 2, M=1024, N=1024, K=1024)[1:3] == ("exact", 64)
+    text = MODEL_KEYED.replace(
+        "    - {M: 512, N: 512, K: 512, threads: 2, isa: avx512, TM: 16, TK: 64}\n", ""
+    )
+    recipe = resolve(
+        parse_recipe(text, "r.yaml"),
+        {"M": 512, "N": 512, "K": 512},
+        2,
+        "x86",
+        BuildCpu("avx512", "znver4"),
+    )
+    choice = recipe.shape_choice
+    assert choice is not None and choice.entry is not None
+    assert choice.entry.cpu == "znver5"
+    assert "; tuned on znver5, this build's CPU is znver4" in choice.describe()
+    assert choice.as_dict()["entry_cpu"] == "znver5"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("cpu: znver5, TM: 8", "cpu: host, TM: 8"), "cpu names the CPU model"),
+        (
+            ("threads: 1, isa: avx512, cpu: znver5", "threads: 2, isa: avx512, cpu: znver5"),
+            "a second entry for M=512,N=512,K=512 (2 threads, avx512, znver5)",
+        ),
+    ],
+)
+def test_bad_cpu_models_name_the_entry(change: tuple[str, str], message: str) -> None:
+    _refused(MODEL_KEYED, change, message)
+
+
+def test_the_python_front_end_takes_cpu_models() -> None:
+    b = RecipeBuilder("t", workload=generator("matmul", M=64, N=64, K=64))
+    b.shapes(["M"], [{"M": 256, "TM": 32}, {"M": 256, "cpu": "znver5", "TM": 16}])
+    b.parameters(M=64, TM=8)
+    recipe = b.build()
+    on = {model: BuildCpu("avx512", model) for model in ("znver4", "znver5")}
+    assert resolve(recipe, {"M": 256}, 2, "x86", on["znver5"]).parameter_dict["TM"] == 16
+    assert resolve(recipe, {"M": 256}, 2, "x86", on["znver4"]).parameter_dict["TM"] == 32
+
+
+def test_the_cpu_model_of_a_named_build() -> None:
+    assert build_cpu("znver4") == BuildCpu("avx512", "znver4")
+    assert build_cpu("haswell", "+avx512f").model == "haswell"
+
+
+@pytest.mark.usefixtures("iree")
+def test_the_cpu_model_of_this_machine() -> None:
+    host = build_cpu()
+    assert host.model == host_cpu_model() and host.isa == host_isa()
+    # iree-compile names this machine's CPU (LLVM's name), not "host" or "generic"
+    assert host.model is None or (host.model.replace("-", "").isalnum() and host.model != "host")

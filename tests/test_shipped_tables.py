@@ -1,8 +1,10 @@
 """Every shape-table entry of a shipped recipe that runs a schedule is selected at its own
-shape, thread count and vector ISA, builds, and is correct against the reference: a table
-entry is a transform the recipe applies, checked numerically like the recipe's defaults.
-AVX2 entries are built for ``--cpu haswell``, which runs on any AVX2 machine; AVX-512
-entries for this machine, when it has AVX-512."""
+shape, thread count, vector ISA and CPU model, builds, and is correct against the
+reference: a table entry is a transform the recipe applies, checked numerically like the
+recipe's defaults. AVX2 entries are built for ``--cpu haswell``, which runs on any AVX2
+machine; AVX-512 entries for this machine, when it has AVX-512. An entry tuned on another
+CPU model than this machine's is selected for that model (``--cpu``, not built), and its
+values are built for this machine."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from tdsched.schedules.pipeline import plan
 from tdsched.schedules.run_report import run
 from tdsched.schedules.shape_table import ShapeEntry
 from tdsched.targets.cpu_isa import host_isa
+from tdsched.targets.cpu_model import host_cpu_model
 
 CPU_FOR_ISA = {"avx2": "haswell", "sse": "x86-64"}
 """An LLVM CPU of each ISA below AVX-512 (AVX-512: the host, when it has it)."""
@@ -49,8 +52,15 @@ def test_a_scheduled_entry_applies_and_matches_the_reference(
     )
     if cpu is None:
         pytest.skip(f"this machine ({host_isa()}) cannot run a build for {entry.isa}")
-    p = plan(load(recipe), None, dict(entry.shape), cpu=cpu, threads=entry.threads)
-    choice = p.recipe.shape_choice
-    assert choice is not None and choice.entry == entry, choice
+    shape = dict(entry.shape)
+    if entry.cpu is not None and entry.cpu != host_cpu_model():
+        selected = plan(load(recipe), None, shape, cpu=entry.cpu, threads=entry.threads)
+        assert selected.recipe.shape_choice is not None
+        assert selected.recipe.shape_choice.entry == entry, selected.recipe.shape_choice
+        p = plan(load(recipe), None, {**shape, **dict(entry.params)}, threads=entry.threads)
+    else:
+        p = plan(load(recipe), None, shape, cpu=cpu, threads=entry.threads)
+        choice = p.recipe.shape_choice
+        assert choice is not None and choice.entry == entry, choice
     report = run(p, time_it=False)
     assert report.status == "ok", report

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import iree.compiler.version
-from tdsched.targets.target import cpu_isa, cpu_threads, run_conditions
+from tdsched.targets.target import cpu_threads, run_conditions, target_cpu
 
 from ..cli_types import (
     add_cpu_options,
@@ -357,9 +357,11 @@ def _sweep_shapes(args: argparse.Namespace, fixed: dict[str, Any]) -> int:
             print(f"== shape {_label(shape)}\n{_summary(outcome, None, args.top)}\n")
     assert sweep is not None
     target, options = done[0][1].target, sweep.options
+    built_for = target_cpu(target, options.cpu, options.cpu_features)
     tuned_for: dict[str, int | str | None] = {
         "threads": cpu_threads(target, options.threads),
-        "isa": cpu_isa(target, options.cpu, options.cpu_features),
+        "isa": built_for.isa if built_for else None,
+        "cpu": built_for.model if built_for else None,
     }
     key = _table_key(done[0][1].recipe, key)
     entries = [
@@ -426,7 +428,7 @@ def _table_entry(
     tuned_for: dict[str, int | str | None],
 ) -> dict[str, Any]:
     """The table entry a sweep at ``shape`` earned, for where it ran (``tuned_for``: the
-    CPU ``threads`` and vector ``isa``, each None on a GPU or when unknown): its best
+    CPU ``threads``, vector ``isa`` and ``cpu`` model, each None on a GPU or when unknown): its best
     candidate's parameters, or IREE default when even the best is slower than it; the
     note says how sure it is."""
     best = outcome.ranked[0]

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 
+from tdsched.targets.cpu_model import BuildCpu
+
 from ..conditions import apply_conditions, has_conditions
 from ..params import referenced_parameters, resolve
 from ..recipe import Recipe
@@ -35,12 +37,12 @@ def build_signature(
     values: Mapping[str, ParamValue],
     target: str,
     threads: int | None,
-    isa: str | None = None,
+    cpu: BuildCpu | None = None,
 ) -> Hashable:
     """What decides the build for ``target`` of the candidate with parameter ``values``
     (overrides of the recipe's defaults, as a sweep gives them; ``threads`` and the
-    vector ``isa`` select shape-table entries)."""
-    params = dict(resolve(recipe, values, threads, target, isa).parameters)
+    ``cpu`` select shape-table entries)."""
+    params = dict(resolve(recipe, values, threads, target, cpu).parameters)
     kept, skipped = apply_conditions(recipe, params, target)
     used = sorted(referenced_parameters(kept) & set(params))
     return tuple(s.what for s in skipped), tuple((name, repr(params[name])) for name in used)
@@ -52,7 +54,7 @@ def distinct_builds(
     fixed: Mapping[str, ParamValue],
     target: str,
     threads: int | None,
-    isa: str | None = None,
+    cpu: BuildCpu | None = None,
 ) -> Enumeration:
     """``enumeration`` with one point per build signature (the first), and a pruning
     line for the others. A recipe without ``when`` conditions is returned as it is: all
@@ -63,7 +65,7 @@ def distinct_builds(
     kept: list[Point] = []
     for point in enumeration.valid:
         values = {**fixed, **enumeration.as_params(point)}
-        signature = build_signature(recipe, values, target, threads, isa)
+        signature = build_signature(recipe, values, target, threads, cpu)
         if signature not in seen:
             seen.add(signature)
             kept.append(point)

@@ -68,8 +68,9 @@ def write_shape_table(
     provenance: Mapping[str, Any],
 ) -> Path:
     """Write ``source`` with ``entries`` (one mapping per shape: key values, ``threads``,
-    ``isa``, tuned values, ``iree_default``, ``note``) merged into its ``shapes`` table to
-    ``out`` (YAML): an entry for a shape, thread count and ISA the table already has
+    ``isa``, ``cpu``, tuned values, ``iree_default``, ``note``) merged into its ``shapes``
+    table to ``out`` (YAML): an entry for a shape, thread count, ISA and CPU model the table
+    already has
     replaces it; the others stay. The space and
     constraints stay too (a table's nearest rule checks entries against the constraints,
     and the recipe can be swept again)."""
@@ -90,7 +91,12 @@ def write_shape_table(
         )
 
     def place(entry: Mapping[str, Any]) -> tuple[Any, ...]:
-        return (*(entry.get(k) for k in key), entry.get("threads") or 0, entry.get("isa") or "")
+        return (
+            *(entry.get(k) for k in key),
+            entry.get("threads") or 0,
+            entry.get("isa") or "",
+            entry.get("cpu") or "",
+        )
 
     new = {place(e) for e in entries}
     kept = [e for e in table.get("entries") or [] if place(e) not in new]

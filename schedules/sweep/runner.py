@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import iree.compiler.version
-from tdsched.targets.target import DEFAULT_THREADS, cpu_isa, cpu_threads
+from tdsched.targets.target import DEFAULT_THREADS, cpu_threads, target_cpu
 from tdsched.targets.timing import Interval
 from tdsched.targets.workload import Workload, traffic_bytes
 from tdsched.transform_lib.work import count_work_of_text
@@ -234,7 +234,7 @@ class Sweep:
             options.fixed,
             self.target,
             cpu_threads(self.target, options.threads),
-            cpu_isa(self.target, options.cpu, options.cpu_features),
+            target_cpu(self.target, options.cpu, options.cpu_features),
         )
         if not self.enumeration.valid:
             raise RecipeError(
