@@ -4,7 +4,8 @@ reference: a table entry is a transform the recipe applies, checked numerically 
 recipe's defaults. AVX2 entries are built for ``--cpu haswell``, which runs on any AVX2
 machine; AVX-512 entries for this machine, when it has AVX-512. An entry tuned on another
 CPU model than this machine's is selected for that model (``--cpu``, not built), and its
-values are built for this machine."""
+values are built for this machine; so are those of an entry without a model that an entry
+for this machine's model replaces at the same shape and thread count."""
 
 from __future__ import annotations
 
@@ -53,14 +54,24 @@ def test_a_scheduled_entry_applies_and_matches_the_reference(
     if cpu is None:
         pytest.skip(f"this machine ({host_isa()}) cannot run a build for {entry.isa}")
     shape = dict(entry.shape)
-    if entry.cpu is not None and entry.cpu != host_cpu_model():
-        selected = plan(load(recipe), None, shape, cpu=entry.cpu, threads=entry.threads)
-        assert selected.recipe.shape_choice is not None
-        assert selected.recipe.shape_choice.entry == entry, selected.recipe.shape_choice
-        p = plan(load(recipe), None, {**shape, **dict(entry.params)}, threads=entry.threads)
-    else:
-        p = plan(load(recipe), None, shape, cpu=cpu, threads=entry.threads)
-        choice = p.recipe.shape_choice
-        assert choice is not None and choice.entry == entry, choice
+    # selected where it was tuned: on its own CPU model (named, not built), else here
+    built_here = entry.cpu in (None, host_cpu_model())
+    p = plan(
+        load(recipe), None, shape, cpu=cpu if built_here else str(entry.cpu), threads=entry.threads
+    )
+    choice = p.recipe.shape_choice
+    assert choice is not None and choice.entry is not None, choice
+    # an entry without cpu yields, at its own place, to one tuned on this machine's model
+    shadowed = (
+        entry.cpu is None
+        and choice.entry.cpu == host_cpu_model()
+        and (choice.entry.shape, choice.entry.threads) == (entry.shape, entry.threads)
+    )
+    assert choice.entry == entry or shadowed, choice
+    if not built_here or shadowed:
+        # its values, built for this machine
+        p = plan(
+            load(recipe), None, {**shape, **dict(entry.params)}, cpu=cpu, threads=entry.threads
+        )
     report = run(p, time_it=False)
     assert report.status == "ok", report
