@@ -33,12 +33,13 @@ non_negative_float = _number(float, 0, True, "a number >= 0")
 
 def add_cpu_options(parser: argparse.ArgumentParser) -> None:
     """``--cpu NAME`` and ``--cpu-features LIST``: the x86 CPU to build for; its vector ISA
-    also selects among a shape table's ISA-keyed entries."""
+    and CPU model also select among a shape table's entries."""
     parser.add_argument(
         "--cpu",
         default="host",
         help="x86: LLVM CPU name to build for, e.g. haswell (AVX2) or znver4 (AVX-512) "
-        "(default: host, this machine)",
+        "(default: host, this machine); a shape table prefers the entries tuned for its "
+        "vector ISA and for this CPU model",
     )
     parser.add_argument("--cpu-features", help="x86: LLVM CPU features, e.g. +avx512f")
 
