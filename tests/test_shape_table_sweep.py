@@ -11,6 +11,7 @@ import yaml
 from cli_process import tdsched
 from tdsched.schedules.loading import load
 from tdsched.targets.cpu_isa import host_isa
+from tdsched.targets.cpu_model import host_cpu_model
 
 pytestmark = pytest.mark.usefixtures("iree")
 
@@ -37,19 +38,22 @@ def test_a_sweep_per_shape_writes_a_table_that_run_selects_from(tmp_path: Path) 
     # --shape names M, N, K of a table keyed by M, N, K, WEIGHTS too: the entries take
     # the value the sweep ran with (the default, input weights)
     assert shipped is not None and table["key"] == ["M", "N", "K", "WEIGHTS"]
-    # The shipped table's entries stay; the swept 128^3 (2 threads, the default) replaces
-    # its own; 64^3 is added.
-    by_shape = {
-        (e["M"], e["N"], e["K"], e["WEIGHTS"], e.get("threads")): e for e in table["entries"]
+    # The shipped table's entries stay; the swept shapes get entries for where the sweep
+    # ran (2 threads, the default; this machine's ISA and CPU model), each replacing the
+    # shipped entry for that place where there is one.
+    here = (2, host_isa(), host_cpu_model())
+    by_place = {
+        (e["M"], e["N"], e["K"], e["WEIGHTS"], e.get("threads"), e.get("isa"), e.get("cpu")): e
+        for e in table["entries"]
     }
-    shipped_shapes = {(*(v for _, v in e.shape), e.threads) for e in shipped.entries}
-    assert set(by_shape) == shipped_shapes | {(64, 64, 64, "input", 2)}
-    assert len(table["entries"]) == len(shipped.entries) + 1
+    shipped_places = {(*(v for _, v in e.shape), e.threads, e.isa, e.cpu) for e in shipped.entries}
+    swept_places = {(n, n, n, "input", *here) for n in (64, 128)}
+    assert set(by_place) == shipped_places | swept_places
+    assert len(table["entries"]) == len(by_place)
     for swept in report["shapes"]:
         shape = swept["shape"]
-        entry = by_shape[(shape["M"], shape["N"], shape["K"], "input", 2)]
-        assert entry["note"].startswith(f"sweep {swept['sweep']}: ") and entry["threads"] == 2
-        assert entry.get("isa") == host_isa()  # the ISA the sweep built for: this machine's
+        entry = by_place[(shape["M"], shape["N"], shape["K"], "input", *here)]
+        assert entry["note"].startswith(f"sweep {swept['sweep']}: ")
         if not entry.get("iree_default"):
             assert entry["TM"] == swept["best"]["params"]["TM"] and entry["TN"] == 32
 
