@@ -177,8 +177,12 @@ THREADED = RECIPE.replace(
 )
 
 
-def chosen(threads: int | None, text: str = THREADED, **params: int) -> tuple[object, ...]:
-    recipe = resolve(parse_recipe(text, "r.yaml"), params, threads)
+def chosen(
+    threads: int | None, text: str = THREADED, cpu: BuildCpu | None = None, **params: int
+) -> tuple[object, ...]:
+    """The entry ``text``'s table picks at ``params`` on ``threads`` threads of ``cpu``:
+    its label, how, the TM it gives and the choice line."""
+    recipe = resolve(parse_recipe(text, "r.yaml"), params, threads, "x86", cpu)
     choice = recipe.shape_choice
     assert choice is not None and choice.entry is not None
     return choice.entry.label, choice.how, recipe.parameter_dict["TM"], choice.describe()
@@ -331,10 +335,7 @@ ISA_KEYED = RECIPE.replace(
 
 
 def on_isa(isa: str | None, text: str = ISA_KEYED, **params: int) -> tuple[object, ...]:
-    recipe = resolve(parse_recipe(text, "r.yaml"), params, 2, "x86", BuildCpu(isa, None))
-    choice = recipe.shape_choice
-    assert choice is not None and choice.entry is not None
-    return choice.entry.label, choice.how, recipe.parameter_dict["TM"], choice.describe()
+    return chosen(2, text, BuildCpu(isa, None), **params)
 
 
 def test_an_entry_for_the_build_s_isa_wins() -> None:
@@ -375,20 +376,6 @@ def test_an_entry_for_another_isa_serves_only_where_none_for_the_build_s_does() 
     )
 
 
-@pytest.mark.parametrize(
-    ("change", "message"),
-    [
-        (("isa: avx2, TM: 32", "isa: neon, TM: 32"), "isa must be one of avx512, avx2, sse"),
-        (
-            ("isa: avx2, TM: 32", "isa: avx512, TM: 32"),
-            "a second entry for M=1024,N=1024,K=1024 (2 threads, avx512)",
-        ),
-    ],
-)
-def test_bad_isas_name_the_entry(change: tuple[str, str], message: str) -> None:
-    _refused(ISA_KEYED, change, message)
-
-
 def test_the_python_front_end_takes_isas() -> None:
     b = RecipeBuilder("t", workload=generator("matmul", M=64, N=64, K=64))
     b.shapes(["M"], [{"M": 256, "isa": "avx512", "TM": 32}, {"M": 256, "isa": "avx2", "TM": 16}])
@@ -425,11 +412,7 @@ MODEL_KEYED = ISA_KEYED.replace(
 
 
 def on_model(model: str | None, threads: int = 2, **params: int) -> tuple[object, ...]:
-    cpu = BuildCpu("avx512", model)
-    recipe = resolve(parse_recipe(MODEL_KEYED, "r.yaml"), params, threads, "x86", cpu)
-    choice = recipe.shape_choice
-    assert choice is not None and choice.entry is not None
-    return choice.entry.label, choice.how, recipe.parameter_dict["TM"], choice.describe()
+    return chosen(threads, MODEL_KEYED, BuildCpu("avx512", model), **params)
 
 
 def test_an_entry_for_the_build_s_cpu_model_wins_among_equally_near_ones() -> None:
@@ -475,17 +458,26 @@ def test_an_entry_for_another_cpu_model_is_a_step_away() -> None:
 
 
 @pytest.mark.parametrize(
-    ("change", "message"),
+    ("keyed_by", "change", "message"),
     [
-        (("cpu: znver5, TM: 8", "cpu: host, TM: 8"), "cpu names the CPU model"),
+        ("isa", ("isa: avx2, TM: 32", "isa: neon, TM: 32"), "isa must be one of avx512, avx2, sse"),
         (
+            "isa",
+            ("isa: avx2, TM: 32", "isa: avx512, TM: 32"),
+            "a second entry for M=1024,N=1024,K=1024 (2 threads, avx512)",
+        ),
+        ("cpu", ("cpu: znver5, TM: 8", "cpu: host, TM: 8"), "cpu names the CPU model"),
+        (
+            "cpu",
             ("threads: 1, isa: avx512, cpu: znver5", "threads: 2, isa: avx512, cpu: znver5"),
             "a second entry for M=512,N=512,K=512 (2 threads, avx512, znver5)",
         ),
     ],
 )
-def test_bad_cpu_models_name_the_entry(change: tuple[str, str], message: str) -> None:
-    _refused(MODEL_KEYED, change, message)
+def test_bad_isas_and_cpu_models_name_the_entry(
+    keyed_by: str, change: tuple[str, str], message: str
+) -> None:
+    _refused(ISA_KEYED if keyed_by == "isa" else MODEL_KEYED, change, message)
 
 
 def test_the_python_front_end_takes_cpu_models() -> None:
