@@ -309,8 +309,7 @@ class ShapeTable:
         here = tuple(shape)
 
         isa = cpu.isa if cpu is not None else None
-        # the build's model is looked up only where an entry names one (for this machine
-        # it takes a compile)
+        # the build's model is looked up only where an entry names one
         named = cpu is not None and any(entry.cpu is not None for entry in self.entries)
         model = cpu.model if cpu is not None and named else None
 

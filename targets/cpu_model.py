@@ -8,28 +8,61 @@ model it was tuned on (``cpu: znver5``), besides its ISA (:mod:`.cpu_isa`), and 
 prefers the entries of its own model (:mod:`tdsched.schedules.shape_table`).
 
 The model is LLVM's CPU name, the one ``--cpu`` takes (``znver4``, ``sapphirerapids``,
-``haswell``). For ``--cpu host`` it is what LLVM (inside iree-compile) detects on this
-machine, read from the target IREE resolves ``host`` to.
+``haswell``). For ``--cpu host`` it is named from this machine's ``/proc/cpuinfo`` (vendor,
+family, model, and for one Intel model its AVX-512 extensions), as LLVM names the host CPU
+for ``--iree-llvmcpu-target-cpu=host``; a CPU this table does not know has no model, and
+entries' ``cpu`` is then ignored. The name only selects table entries: a host build is
+still compiled for what LLVM detects.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .cpu_isa import vector_isa
+from .cpu_isa import cpuinfo, vector_isa
 
-_PROBE = """
-func.func @probe(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
-  %c = arith.addf %a, %b : tensor<4xf32>
-  return %c : tensor<4xf32>
+_AMD_FAMILIES: dict[int, tuple[tuple[range, str], ...]] = {
+    0x17: (
+        (range(0x30, 0x50), "znver2"),
+        (range(0x60, 0xB0), "znver2"),
+        (range(0, 0x100), "znver1"),
+    ),
+    0x19: (
+        (range(0x10, 0x20), "znver4"),
+        (range(0x60, 0x80), "znver4"),
+        (range(0xA0, 0xB0), "znver4"),
+        (range(0, 0x100), "znver3"),
+    ),
+    0x1A: ((range(0, 0x100), "znver5"),),
 }
-"""
-"""A module with one dispatch: compiled to its executable sources, its target names the
-CPU ``host`` resolves to."""
+"""AMD CPU families (Zen 1 to 5) and their models: the first range holding the model names it."""
 
-_CPU_ATTRIBUTE = re.compile(rb'cpu = "([^"]+)"')
+_INTEL_MODELS: dict[str, tuple[int, ...]] = {
+    "haswell": (0x3C, 0x3F, 0x45, 0x46),
+    "broadwell": (0x3D, 0x47, 0x4F, 0x56),
+    "skylake": (0x4E, 0x5E, 0x8E, 0x9E, 0xA5, 0xA6),
+    "skylake-avx512": (0x55,),
+    "cannonlake": (0x66,),
+    "icelake-client": (0x7D, 0x7E),
+    "icelake-server": (0x6A, 0x6C),
+    "tigerlake": (0x8C, 0x8D),
+    "rocketlake": (0xA7,),
+    "alderlake": (0x97, 0x9A),
+    "raptorlake": (0xB7, 0xBA, 0xBF),
+    "meteorlake": (0xAA, 0xAC),
+    "arrowlake": (0xB5, 0xC5),
+    "arrowlake-s": (0xC6,),
+    "lunarlake": (0xBD,),
+    "sapphirerapids": (0x8F,),
+    "emeraldrapids": (0xCF,),
+    "graniterapids": (0xAD,),
+    "graniterapids-d": (0xAE,),
+    "sierraforest": (0xAF,),
+    "knl": (0x57,),
+    "knm": (0x85,),
+}
+"""Intel family-6 models by LLVM CPU name (model 0x55 is told apart by its flags)."""
 
 
 @dataclass(frozen=True)
@@ -43,8 +76,7 @@ class BuildCpu:
 
     @property
     def model(self) -> str | None:
-        """Its LLVM CPU name (``znver5``; None: unknown). For ``host`` it takes a small
-        compile, the first time in a process: ask only where an answer is needed."""
+        """Its LLVM CPU name (``znver5``; None: unknown)."""
         return host_cpu_model() if self.cpu == "host" else self.cpu
 
 
@@ -56,20 +88,28 @@ def build_cpu(cpu: str = "host", cpu_features: str | None = None) -> BuildCpu:
 
 @lru_cache(maxsize=1)
 def host_cpu_model() -> str | None:
-    """The LLVM CPU name of this machine, as iree-compile's ``--iree-llvmcpu-target-cpu=host``
-    resolves it (one small compile, about 0.2 s, once per process); None where that
-    fails or names no model (``generic``)."""
-    from iree.compiler.tools import CompilerToolError, compile_str
+    """This machine's CPU as LLVM names it (``znver5``), from ``/proc/cpuinfo``; None
+    where that cannot be read or names a CPU the tables above do not know."""
+    return cpu_model_of(cpuinfo())
 
+
+def cpu_model_of(info: dict[str, str]) -> str | None:
+    """The LLVM CPU name of the CPU whose ``/proc/cpuinfo`` fields are ``info``."""
     try:
-        sources = compile_str(
-            _PROBE,
-            target_backends=["llvm-cpu"],
-            extra_args=["--iree-llvmcpu-target-cpu=host", "--compile-to=executable-sources"],
-        )
-    except CompilerToolError:
+        family, model = int(info["cpu family"]), int(info["model"])
+    except (KeyError, ValueError):
         return None
-    found = _CPU_ATTRIBUTE.search(sources if isinstance(sources, bytes) else b"")
-    if found is None or found.group(1) == b"generic":
+    vendor = info.get("vendor_id")
+    if vendor == "AuthenticAMD":
+        for models, name in _AMD_FAMILIES.get(family, ()):
+            if model in models:
+                return name
         return None
-    return found.group(1).decode()
+    if vendor != "GenuineIntel" or family != 6:
+        return None
+    if model == 0x55:
+        flags = info.get("flags", "").split()
+        if "avx512_bf16" in flags:
+            return "cooperlake"
+        return "cascadelake" if "avx512_vnni" in flags else "skylake-avx512"
+    return next((name for name, models in _INTEL_MODELS.items() if model in models), None)

@@ -428,9 +428,9 @@ def _table_entry(
     tuned_for: dict[str, int | str | None],
 ) -> dict[str, Any]:
     """The table entry a sweep at ``shape`` earned, for where it ran (``tuned_for``: the
-    CPU ``threads``, vector ``isa`` and ``cpu`` model, each None on a GPU or when unknown): its best
-    candidate's parameters, or IREE default when even the best is slower than it; the
-    note says how sure it is."""
+    CPU ``threads``, vector ``isa`` and ``cpu`` model, each None on a GPU or when
+    unknown): its best candidate's parameters, or IREE default when even the best is
+    slower than it; the note says how sure it is."""
     best = outcome.ranked[0]
     decision = outcome.decision
     standing = decision.standing(best.key) if decision else None
