@@ -17,13 +17,13 @@ import pytest
 import yaml
 from tdsched.recipes import RECIPES_DIR
 from tdsched.schedules.cli import main
-from tdsched.targets.cpu_isa import host_isa
 
 pytestmark = pytest.mark.usefixtures("iree")
 pytest_plugins = ["pytester"]
 
-SIZE = {"M": 128, "N": 128, "K": 128}
-"""A shape whose shape-table entry schedules the matmul (at 256^3 IREE's pipeline runs)."""
+SIZE = {"M": 128, "N": 128, "K": 128, "LAYOUT": "rowmajor", "TM": 8, "TN": 128, "TK": 64, "RN": 16}
+"""A shape and the tiles that schedule it, given so that the shape table (whose entry for
+this machine's CPU may run IREE's pipeline) is set aside on every machine."""
 SLOW = {**SIZE, "TM": 8, "TN": 32, "RM": 1, "RN": 1}
 """1x1 register tiles: correct, and about 50x slower than IREE default."""
 SPLIT_K = """\
@@ -49,6 +49,11 @@ def write_baseline(path: Path, entries: list[dict[str, Any]], header: str = "") 
     document = {"defaults": {"tolerance": 0.5, "time_cap_s": 10, "threads": 1}, "entries": entries}
     path.write_text(header + yaml.safe_dump(document, sort_keys=False))
     return path
+
+
+def label(params: dict[str, Any]) -> str:
+    """How a gate names its parameters."""
+    return ",".join(f"{name}={value}" for name, value in params.items())
 
 
 def regress(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
@@ -110,27 +115,34 @@ def test_a_schedule_that_no_longer_matches_is_not_applied(
     assert code == 1
 
 
+TABLED = SPLIT_K.replace("name: split_k", "name: tabled").replace(
+    "args: {M: 64, N: 64, K: 64, dtype: f32}",
+    'args: {M: "${M}", N: "${N}", K: "${K}", dtype: f32}\nparameters: {M: 64, N: 64, K: 64}',
+) + (
+    "shapes:\n  key: [M, N, K]\n  entries:\n"
+    "    - {M: 64, N: 64, K: 64}\n"
+    "    - {M: 256, N: 256, K: 256, iree_default: true}\n"
+)
+"""A recipe whose shape table runs IREE's pipeline at 256^3."""
+
+
 def test_a_shape_where_the_table_runs_iree_default_has_nothing_to_gate(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """At 256^3 matmul_x86's table runs IREE's pipeline: timing it against itself would
-    pass any gate, so the entry is an error naming the table entry's line."""
+    """Where a recipe's table runs IREE's pipeline, timing it against itself would pass
+    any gate, so the entry is an error naming the table entry's line."""
+    recipe = tmp_path / "tabled.yaml"
+    recipe.write_text(TABLED)
     baseline = write_baseline(
         tmp_path / "b.yaml",
-        [{"recipe": "matmul_x86", "params": {"M": 256, "N": 256, "K": 256}, "threads": 2}],
+        [{"recipe": "tabled.yaml", "params": {"M": 256, "N": 256, "K": 256}, "threads": 2}],
     )
     code, entries = regress(capsys, str(baseline))
     (entry,) = entries.values()
     assert entry["status"] == "error"
-    lines = (RECIPES_DIR / "matmul_x86.yaml").read_text().splitlines()
-    isa = host_isa()  # the table has an entry per vector ISA: this machine's is chosen
-    entry_line = f"{{M: 256, N: 256, K: 256, WEIGHTS: input, threads: 2, isa: {isa},"
-    line = next(i for i, t in enumerate(lines, 1) if entry_line in t)
-    assert f"matmul_x86.yaml:{line}: " in entry["reason"]
-    assert (
-        f"runs IREE's own pipeline (entry M=256,N=256,K=256,WEIGHTS=input (2 threads, {isa}))"
-        in entry["reason"]
-    )
+    line = TABLED.splitlines().index("    - {M: 256, N: 256, K: 256, iree_default: true}") + 1
+    assert f"{recipe}:{line}: " in entry["reason"]
+    assert "runs IREE's own pipeline (entry M=256,N=256,K=256)" in entry["reason"]
     assert code == 1
 
 
@@ -151,7 +163,7 @@ def test_update_blesses_what_measured_cleanly_and_keeps_the_rest(
     text = baseline.read_text()
     assert text.startswith("# keep me\n")
     blessed, wrong = yaml.safe_load(text)["entries"]
-    measured = results["matmul_x86@x86 M=128,N=128,K=128"]["measurement"]["speedup"]
+    measured = results[f"matmul_x86@x86 {label(SIZE)}"]["measurement"]["speedup"]
     assert blessed["expected_speedup"] == round(measured["median"], 3)
     assert blessed["numerics"] == {"atol": 0.001, "rtol": 0.0001}  # the recipe's
     assert blessed["blessed"]["interval"] == [round(measured["low"], 3), round(measured["high"], 3)]
@@ -174,9 +186,7 @@ def test_a_noisy_machine_is_inconclusive_with_its_own_exit_status(
     assert code == 3
     assert "INCONCLUSIVE" in out and "the machine's load changed" in out
     assert summary.read_text().startswith("### tdsched regress: 1 entry: 1 inconclusive")
-    assert (
-        "| ⚠️ | INCONCLUSIVE | matmul_x86 M=128,N=128,K=128 | x86, 1 thread |" in summary.read_text()
-    )
+    assert f"| ⚠️ | INCONCLUSIVE | matmul_x86 {label(SIZE)} | x86, 1 thread |" in summary.read_text()
     assert "expected_speedup" not in baseline.read_text()  # nothing was blessed
 
 
@@ -253,11 +263,11 @@ def test_the_pytest_plugin_gates_marked_tests(pytester: pytest.Pytester) -> None
     result.assert_outcomes(passed=2, failed=2)
     result.stdout.fnmatch_lines(
         [
-            "*tdsched_perf regressed: matmul_x86 M=128,N=128,K=128,TM=8,TN=32,RM=1,RN=1:*",
-            "*tdsched_perf not_applied: stale.yaml M=128,N=128,K=128: the schedule did not apply*",
+            f"*tdsched_perf regressed: matmul_x86 {label(SLOW)}:*",
+            f"*tdsched_perf not_applied: stale.yaml {label(SIZE)}: the schedule did not apply*",
             "*= tdsched perf =*",
             "STATUS*ENTRY*SPEEDUP*",
-            "PASS*matmul_x86 M=128,N=128,K=128*>= 0.500x*",
+            f"PASS*matmul_x86 {label(SIZE)}*>= 0.500x*",
         ],
         consecutive=False,
     )
