@@ -309,8 +309,8 @@ class ShapeTable:
         here = tuple(shape)
 
         isa = cpu.isa if cpu is not None else None
-        # the build's model is looked up only where an entry names one
-        named = cpu is not None and any(entry.cpu is not None for entry in self.entries)
+        # the choice names the build's model only where an entry names one
+        named = any(entry.cpu is not None for entry in self.entries)
         model = cpu.model if cpu is not None and named else None
 
         def nearness(entry: ShapeEntry) -> tuple[tuple[int, float], int, bool, bool]:

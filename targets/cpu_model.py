@@ -71,19 +71,14 @@ class BuildCpu:
 
     isa: str | None
     """Its vector ISA (:data:`~.cpu_isa.ISAS`); None: unknown."""
-    cpu: str | None = "host"
-    """The LLVM CPU it is built for, as asked: a name, ``host``, or None (unknown)."""
-
-    @property
-    def model(self) -> str | None:
-        """Its LLVM CPU name (``znver5``; None: unknown)."""
-        return host_cpu_model() if self.cpu == "host" else self.cpu
+    model: str | None
+    """Its LLVM CPU name (``znver5``); None: unknown."""
 
 
 def build_cpu(cpu: str = "host", cpu_features: str | None = None) -> BuildCpu:
     """The CPU of an x86 build for LLVM CPU ``cpu`` (``host``: this machine's) with
     ``cpu_features`` (which change its ISA, not its model)."""
-    return BuildCpu(vector_isa(cpu, cpu_features), cpu)
+    return BuildCpu(vector_isa(cpu, cpu_features), host_cpu_model() if cpu == "host" else cpu)
 
 
 @lru_cache(maxsize=1)
