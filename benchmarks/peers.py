@@ -48,6 +48,16 @@ SOFTMAX_GRID = [(1536, 128), (512, 1024), (6144, 512), (128, 4096), (64, 1000), 
 """Row softmax (M rows of N): BERT-base attention scores (12 heads x 128 tokens over 128
 keys; 12 x 512 over 512), a 512 x 1024 matrix, long 4096- and 16384-wide rows, and a
 classifier's 1000 logits for a batch of 64."""
+CONV_GRID = [
+    (56, 64, 64, 3),
+    (28, 128, 128, 3),
+    (14, 256, 256, 3),
+    (56, 64, 256, 1),
+    (28, 128, 512, 1),
+    (14, 256, 1024, 1),
+]
+"""NHWC convolutions (H = W, C -> F channels, KS x KS filter; 1x1 unpadded): ResNet-50's
+3x3 layers and 1x1 expansions in its stages 1-3."""
 DEFAULT_SIZE_RECIPES = [
     "matmul_mmt4d_x86",
     "matmul_bias_relu_fuse_ext_x86",
@@ -79,9 +89,10 @@ class Case:
 
 
 def cases(quick: bool) -> list[Case]:
-    """The benchmark's points: matmul recipes, the ResNet block and softmax over their
-    grids, the rest at their defaults (``quick``: the 256³ and 1024³ matmuls, the 56²
-    ResNet block and the 512x1024 softmax only); matmul_x86 over
+    """The benchmark's points: matmul recipes, the ResNet block, softmax and the
+    convolution over their grids, the rest at their defaults (``quick``: the 256³ and
+    1024³ matmuls, the 56² ResNet block, the 512x1024 softmax and the 56² 3x3
+    convolution only); matmul_x86 over
     the grid and matmul_mmt4d_x86 again with constant weights (``WEIGHTS=constant``: B
     inside the function, as in an inference graph)."""
     grid = [(256, 256, 256), (1024, 1024, 1024)] if quick else MATMUL_GRID
@@ -97,6 +108,14 @@ def cases(quick: bool) -> list[Case]:
     found += [Case("resnet_block_x86", {"H": h, "W": h, "C": c, "M": m}) for h, c, m in blocks]
     rows = SOFTMAX_GRID[1:2] if quick else SOFTMAX_GRID
     found += [Case("softmax_x86", {"M": m, "N": n}) for m, n in rows]
+    convs = CONV_GRID[:1] if quick else CONV_GRID
+    found += [
+        Case(
+            "conv2d_x86",
+            {"H": h, "W": h, "C": c, "F": f, "KS": ks, **({"PAD": 0} if ks == 1 else {})},
+        )
+        for h, c, f, ks in convs
+    ]
     return found + ([] if quick else [Case(r) for r in DEFAULT_SIZE_RECIPES])
 
 
@@ -215,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeats", type=int, default=9, help="interleaved rounds per run")
-    parser.add_argument("--quick", action="store_true", help="a 6-point subset")
+    parser.add_argument("--quick", action="store_true", help="a 7-point subset")
     parser.add_argument("--case", action="append", help="only these recipes (repeatable)")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     parser.add_argument("--markdown", type=Path, help="write the docs section here")

@@ -101,6 +101,15 @@ def has_conditions(recipe: Recipe) -> bool:
     return any(True for _ in _conditions(recipe))
 
 
+def condition_parameters(recipe: Recipe) -> frozenset[str]:
+    """The parameters the ``when`` conditions of ``recipe`` read (not :data:`TARGET`):
+    they choose which way its workload is computed. Preconditions: the conditions parse
+    (:func:`check_conditions` has passed)."""
+    known = frozenset(recipe.parameter_dict) | {TARGET}
+    read = (parse_constraint(c, known).names for _, _, c in _conditions(recipe))
+    return frozenset().union(*read) - {TARGET}
+
+
 def _conditions(recipe: Recipe) -> Iterator[tuple[str, Where, str]]:
     for i, step in enumerate(recipe.graph, 1):
         if step.when is not None:

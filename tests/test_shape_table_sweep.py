@@ -55,7 +55,13 @@ def test_a_sweep_per_shape_writes_a_table_that_run_selects_from(tmp_path: Path) 
         entry = by_place[(shape["M"], shape["N"], shape["K"], "input", *here)]
         assert entry["note"].startswith(f"sweep {swept['sweep']}: ")
         if not entry.get("iree_default"):
-            assert entry["TM"] == swept["best"]["params"]["TM"] and entry["TN"] == 32
+            # the --param values stay; of the swept ones, those the winner's layout reads
+            best = swept["best"]["params"]
+            assert entry["TN"] == 32 and entry["LAYOUT"] == best["LAYOUT"]
+            if best["LAYOUT"] == "rowmajor":
+                assert entry["TM"] == best["TM"] and "UNPACK" not in entry
+            else:
+                assert entry["UNPACK"] == best["UNPACK"] and "TM" not in entry
 
     ran = tdsched("run", str(table_file), "--json", "--no-time", "--param", "M=100",
                   "--param", "N=100", "--param", "K=96")  # fmt: skip

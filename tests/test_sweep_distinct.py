@@ -9,7 +9,12 @@ from collections.abc import Hashable
 from tdsched.schedules.loading import find_recipe, load
 from tdsched.schedules.space import Point
 from tdsched.schedules.sweep.candidates import content_key, plan_point
-from tdsched.schedules.sweep.distinct import SAME_BUILD, build_signature, distinct_builds
+from tdsched.schedules.sweep.distinct import (
+    SAME_BUILD,
+    build_signature,
+    distinct_builds,
+    parameters_read,
+)
 from tdsched.schedules.sweep.messages import SweepContext
 from tdsched.schedules.sweep.runner import _narrowed
 
@@ -63,3 +68,20 @@ def test_a_recipe_without_conditions_keeps_its_space() -> None:
     recipe = load("matmul_vulkan")
     enumeration = _narrowed(recipe, {}).enumerate(recipe.parameter_dict)
     assert distinct_builds(recipe, enumeration, {}, "vulkan", None) is enumeration
+
+
+def test_a_candidate_reads_its_own_layouts_parameters_and_the_conditions() -> None:
+    """What a shape-table entry written by a sweep keeps of the winner's values."""
+    matmul = load("matmul_x86")
+    packed = parameters_read(matmul, {**SHAPE, "LAYOUT": "packed"}, "x86", 2)
+    rowmajor = parameters_read(matmul, {**SHAPE, "LAYOUT": "rowmajor"}, "x86", 2)
+    assert {"LAYOUT", "UNPACK", "M0", "N0", "M", "N", "K", "WEIGHTS"} <= packed
+    assert not {"TM", "TN", "TK", "RN"} & packed
+    assert {"LAYOUT", "TM", "TN", "TK", "RN", "M", "N", "K"} <= rowmajor
+    assert not {"M0", "N0"} & rowmajor
+    conv = load("conv2d_x86")
+    direct = parameters_read(conv, {"LAYOUT": "direct"}, "x86", 2)
+    assert {"LAYOUT", "KS", "PAD", "WH", "RW", "RF", "TC"} <= direct
+    assert not {"M0", "N0", "K0"} & direct
+    # on Vulkan the direct kernel is left out: its tiles are not read
+    assert not {"WH", "RW"} & parameters_read(conv, {"LAYOUT": "direct"}, "vulkan", None)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import iree.compiler.version
+from tdsched.targets.cpu_model import BuildCpu
 from tdsched.targets.target import cpu_threads, run_conditions, target_cpu
 
 from ..cli_types import (
@@ -24,6 +25,7 @@ from ..cli_types import (
 from ..params import parse_override
 from ..recipe import Recipe
 from .database import ResultsDB, method
+from .distinct import parameters_read
 from .executor import EXECUTORS, Executor, Limits, make_executor
 from .freeze import recorded_sweep, write_frozen, write_shape_table
 from .racing import RaceSettings
@@ -365,7 +367,9 @@ def _sweep_shapes(args: argparse.Namespace, fixed: dict[str, Any]) -> int:
     }
     key = _table_key(done[0][1].recipe, key)
     entries = [
-        _table_entry(_completed(shape, key, fixed, outcome.recipe), fixed, outcome, tuned_for)
+        _table_entry(
+            _completed(shape, key, fixed, outcome.recipe), fixed, outcome, tuned_for, built_for
+        )
         for shape, outcome in done
         if outcome.ranked
     ]
@@ -426,11 +430,15 @@ def _table_entry(
     fixed: dict[str, Any],
     outcome: SweepOutcome,
     tuned_for: dict[str, int | str | None],
+    built_for: BuildCpu | None,
 ) -> dict[str, Any]:
     """The table entry a sweep at ``shape`` earned, for where it ran (``tuned_for``: the
     CPU ``threads``, vector ``isa`` and ``cpu`` model, each None on a GPU or when
-    unknown): its best candidate's parameters, or IREE default when even the best is
-    slower than it; the note says how sure it is."""
+    unknown; ``built_for``: that CPU): its best candidate's parameters, or IREE default
+    when even the best is slower than it; the note says how sure it is. Either way the
+    entry keeps the ``--param`` values (they define what was measured, e.g. ``PAD=0``);
+    of the best candidate's swept values it keeps those its build reads (a layout's
+    parameters, not the other layouts')."""
     best = outcome.ranked[0]
     decision = outcome.decision
     standing = decision.standing(best.key) if decision else None
@@ -445,11 +453,14 @@ def _table_entry(
         speedup = best.speedup or 0.0
         note = f"sweep {outcome.sweep_id}: {speedup:.3f}x vs IREE default (not raced)"
     tuned_for = {name: value for name, value in tuned_for.items() if value is not None}
+    given = {k: v for k, v in fixed.items() if k not in shape}
     if speedup < 1.0:
         note += "; IREE default is faster"
-        return {**shape, **tuned_for, "iree_default": True, "note": note}
-    tuned = {k: v for k, v in {**fixed, **best.params}.items() if k not in shape}
-    return {**shape, **tuned_for, **tuned, "note": note}
+        return {**shape, **tuned_for, **given, "iree_default": True, "note": note}
+    values = {**fixed, **shape, **best.params}
+    read = parameters_read(outcome.recipe, values, outcome.target, outcome.threads, built_for)
+    tuned = {k: v for k, v in best.params.items() if k not in shape and k in read}
+    return {**shape, **tuned_for, **given, **tuned, "note": note}
 
 
 def _write_best(sweep: Sweep, outcome: SweepOutcome, args: argparse.Namespace) -> Path | None:

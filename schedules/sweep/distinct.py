@@ -23,7 +23,7 @@ from collections.abc import Hashable, Mapping
 
 from tdsched.targets.cpu_model import BuildCpu
 
-from ..conditions import apply_conditions, has_conditions
+from ..conditions import Skipped, apply_conditions, condition_parameters, has_conditions
 from ..params import referenced_parameters, resolve
 from ..recipe import Recipe
 from ..space import Enumeration, ParamValue, Point
@@ -42,10 +42,39 @@ def build_signature(
     """What decides the build for ``target`` of the candidate with parameter ``values``
     (overrides of the recipe's defaults, as a sweep gives them; ``threads`` and the
     ``cpu`` select shape-table entries)."""
-    params = dict(resolve(recipe, values, threads, target, cpu).parameters)
-    kept, skipped = apply_conditions(recipe, params, target)
+    params, kept, skipped = _applied(recipe, values, target, threads, cpu)
     used = sorted(referenced_parameters(kept) & set(params))
     return tuple(s.what for s in skipped), tuple((name, repr(params[name])) for name in used)
+
+
+def parameters_read(
+    recipe: Recipe,
+    values: Mapping[str, ParamValue],
+    target: str,
+    threads: int | None,
+    cpu: BuildCpu | None = None,
+) -> frozenset[str]:
+    """The parameters the build of the candidate with ``values`` reads (arguments as for
+    :func:`build_signature`): those its workload and the steps and kernel schedules its
+    ``when`` conditions keep refer to, and those the conditions read. A value outside
+    this set leaves the build as it is (``matmul_x86``'s pack tiles on a row-major
+    candidate), so a table entry need not carry it."""
+    params, kept, _ = _applied(recipe, values, target, threads, cpu)
+    return (referenced_parameters(kept) | condition_parameters(recipe)) & frozenset(params)
+
+
+def _applied(
+    recipe: Recipe,
+    values: Mapping[str, ParamValue],
+    target: str,
+    threads: int | None,
+    cpu: BuildCpu | None,
+) -> tuple[dict[str, ParamValue], Recipe, tuple[Skipped, ...]]:
+    """The candidate's resolved parameters, and ``recipe`` with what its ``when``
+    conditions leave out removed (and what they left out)."""
+    params = dict(resolve(recipe, values, threads, target, cpu).parameters)
+    kept, skipped = apply_conditions(recipe, params, target)
+    return params, kept, skipped
 
 
 def distinct_builds(
