@@ -220,10 +220,11 @@ class CheckedBuild:
     schedule."""
 
     def runners(self) -> dict[str, Any]:
-        """The two builds as timing variants (``scheduled``, ``baseline``)."""
+        """The two builds as timing variants (``scheduled``, ``baseline``), each in its
+        timing placements (:meth:`~tdsched.targets.runtime.LoadedModule.timing_runner`)."""
         return {
-            "scheduled": self.scheduled.runner(self.reference.inputs),
-            "baseline": self.baseline.runner(self.reference.inputs),
+            "scheduled": self.scheduled.timing_runner(self.reference.inputs),
+            "baseline": self.baseline.timing_runner(self.reference.inputs),
         }
 
 

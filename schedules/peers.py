@@ -23,7 +23,6 @@ calls, so with more than one thread, interleaving the two runtimes slowed each b
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +30,7 @@ import numpy as np
 from tdsched.targets.compiler import CompileError
 from tdsched.targets.runtime import LoadedModule
 from tdsched.targets.target import Target
+from tdsched.targets.timing import Variant
 from threadpoolctl import threadpool_limits
 
 from .evaluation import Reference, Status, compare_outputs
@@ -50,7 +50,7 @@ class PeerBuild:
 
     name: str
     status: Status
-    run: Callable[[], None] | None = None
+    run: Variant | None = None
     error: str | None = None
     max_abs_error: float | None = None
     interleaved: bool = True
@@ -88,7 +88,9 @@ def _iree_peer(p: Plan, name: str, reference: Reference, work: Path) -> PeerBuil
     _, check = reference.check(module, p.recipe.tolerance)
     if check.status is not Status.OK:
         return PeerBuild(name, check.status, error=check.error, max_abs_error=check.max_abs_error)
-    return PeerBuild(name, Status.OK, module.runner(reference.inputs), None, check.max_abs_error)
+    return PeerBuild(
+        name, Status.OK, module.timing_runner(reference.inputs), None, check.max_abs_error
+    )
 
 
 def _numpy_peer(p: Plan, reference: Reference, threads: int) -> PeerBuild:

@@ -22,6 +22,29 @@ MIN_SAMPLE_S = 0.05
 
 
 @dataclass(frozen=True)
+class Placements:
+    """One variant in several placements in memory: the same call, each with its own
+    copy of the module and of its inputs (see
+    :meth:`~tdsched.targets.runtime.LoadedModule.timing_runner`). A kernel's speed can
+    depend on where its buffers land (a convolution measured at 1.05 or 1.40 ms per call,
+    the mode fixed for the life of one load), so timing one load measures that load's
+    luck. A :class:`RoundTimer` sample of the variant runs every placement in turn, an
+    equal block of back-to-back calls on each (the caches as warm as a repeated call
+    finds them after its first), so each sample is the mean time per call over the
+    placements, and so is the median of the samples."""
+
+    calls: tuple[Callable[[], None], ...]
+
+    def __post_init__(self) -> None:
+        if not self.calls:
+            raise ValueError("a variant needs at least one placement")
+
+
+Variant = Callable[[], None] | Placements
+"""What :class:`RoundTimer` times: one call, or a call in several placements."""
+
+
+@dataclass(frozen=True)
 class Timing:
     """Milliseconds per invocation over the samples."""
 
@@ -48,28 +71,34 @@ class RoundTimer:
     """Times ``variants`` round by round, every variant once per round, in alternating
     order (even rounds forward, odd rounds reversed).
 
-    On construction each variant runs ``warmup`` times and once more to size its sample:
-    a sample is ``ceil(min_sample_s / one call)`` back-to-back calls, fixed from then on.
+    On construction each variant runs ``warmup`` times (in each of its placements) and
+    once more to size its sample: a sample is ``ceil(min_sample_s / one call)``
+    back-to-back calls, fixed from then on. A variant given as :class:`Placements` of
+    ``k`` calls runs ``ceil(min_sample_s / k / one call)`` back-to-back calls on each
+    placement in turn per sample (the same order in every round).
     """
 
     def __init__(
         self,
-        variants: Mapping[str, Callable[[], None]],
+        variants: Mapping[str, Variant],
         warmup: int = 1,
         min_sample_s: float = MIN_SAMPLE_S,
     ) -> None:
-        self.variants = dict(variants)
+        self.variants = {
+            name: v.calls if isinstance(v, Placements) else (v,) for name, v in variants.items()
+        }
         self.names = list(variants)
         self.samples: dict[str, list[float]] = {n: [] for n in self.names}
         self._inner: dict[str, int] = {}
         self._rounds = 0
-        for name, run in self.variants.items():
-            for _ in range(warmup):
-                run()
+        for name, calls in self.variants.items():
+            for run in calls:
+                for _ in range(warmup):
+                    run()
             start = time.perf_counter()
-            run()
+            calls[0]()
             once = max(time.perf_counter() - start, 1e-6)
-            self._inner[name] = max(1, math.ceil(min_sample_s / once))
+            self._inner[name] = max(1, math.ceil(min_sample_s / len(calls) / once))
 
     @property
     def rounds(self) -> int:
@@ -81,11 +110,12 @@ class RoundTimer:
         order = round_order(self.names, self.rounds)
         result: dict[str, float] = {}
         for name in order:
-            run, count = self.variants[name], self._inner[name]
+            calls, count = self.variants[name], self._inner[name]
             start = time.perf_counter()
-            for _ in range(count):
-                run()
-            result[name] = (time.perf_counter() - start) / count * 1e3
+            for run in calls:
+                for _ in range(count):
+                    run()
+            result[name] = (time.perf_counter() - start) / (count * len(calls)) * 1e3
             self.samples[name].append(result[name])
         self._rounds += 1
         return result
@@ -104,7 +134,7 @@ class RoundTimer:
 
 
 def time_interleaved(
-    variants: Mapping[str, Callable[[], None]],
+    variants: Mapping[str, Variant],
     repeats: int = 7,
     warmup: int = 1,
     min_sample_s: float = MIN_SAMPLE_S,
@@ -208,8 +238,8 @@ class Ratio:
 
 
 def time_ratio(
-    numerator: Callable[[], None],
-    denominator: Callable[[], None],
+    numerator: Variant,
+    denominator: Variant,
     *,
     precision: float,
     threshold: float | None = None,

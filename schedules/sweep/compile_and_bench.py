@@ -111,7 +111,7 @@ class Bench:
 
     def time_baseline(self) -> dict[str, float | int]:
         """IREE default's time per call."""
-        runner = self.baseline.runner(self.inputs)
+        runner = self.baseline.timing_runner(self.inputs)
         return time_interleaved({"baseline": runner}, repeats=self.context.repeats)[
             "baseline"
         ].as_dict()
@@ -128,8 +128,8 @@ class Bench:
                 return BenchOutcome(job.key, check.status, None, check.max_abs_error, check.error)
             start = time.perf_counter()
             variants = {
-                "candidate": module.runner(self.inputs),
-                BASELINE: self.baseline.runner(self.inputs),
+                "candidate": module.timing_runner(self.inputs),
+                BASELINE: self.baseline.timing_runner(self.inputs),
             }
             timer = RoundTimer(variants, min_sample_s=self.context.sample_s)
             timer.run(self.context.repeats)
@@ -151,8 +151,8 @@ class Bench:
     def race(self, job: RaceJob) -> RaceResult:
         """Race the candidates of ``job`` against each other and IREE default."""
         runners = {
-            key: LoadedModule(Path(artifact), self.driver, self.function).runner(self.inputs)
+            key: LoadedModule(Path(artifact), self.driver, self.function).timing_runner(self.inputs)
             for key, artifact in job.artifacts.items()
         }
         settings = RaceSettings(**job.settings)
-        return run_race(runners, self.baseline.runner(self.inputs), settings)
+        return run_race(runners, self.baseline.timing_runner(self.inputs), settings)

@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from tdsched.targets.timing import Interval, RoundTimer
+from tdsched.targets.timing import Interval, RoundTimer, Variant
 
 BASELINE = "baseline"
 """The name IREE default runs under in a race's rounds."""
@@ -257,8 +257,8 @@ class Race:
 
 
 def run_race(
-    runners: Mapping[str, Callable[[], None]],
-    baseline: Callable[[], None],
+    runners: Mapping[str, Variant],
+    baseline: Variant,
     settings: RaceSettings,
 ) -> RaceResult:
     """Race ``runners`` (key → one call) against each other and IREE default."""
