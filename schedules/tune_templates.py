@@ -170,8 +170,13 @@ def template_for(task: Task, dispatch: ConfiguredDispatch) -> Template:
     epilogue = dispatch.epilogue
     if len(epilogue) > 1:
         raise NoTemplate(f"{len(epilogue)} ops after the root; the template takes one")
-    for op in (*epilogue, *_init(dispatch)):
-        if list(op.loop_ranges) != out_ranges or op.output_loops != tuple(range(len(out_ranges))):
+    identity = tuple(range(len(out_ranges)))
+    for index, op in enumerate(dispatch.ops):
+        after = index > dispatch.root
+        if not after and op not in _init(dispatch):
+            continue
+        over = _epilogue_over_root(dispatch, index) if after else op.output_loops == identity
+        if list(op.loop_ranges) != out_ranges or not over:
             raise NoTemplate(f"{op.op} does not iterate over the root's output")
     tiles = _output_tiles(dispatch, out_ranges)
     reduction_space, reduction_defaults = _reduction_space(dispatch)
@@ -179,6 +184,12 @@ def template_for(task: Task, dispatch: ConfiguredDispatch) -> Template:
     defaults = {**tiles.defaults, **reduction_defaults}
     schedule = _steps(dispatch, tiles.workgroup, tiles.register)
     constraints = list(tiles.constraints)
+    if any(op.output_loops != identity for op in epilogue) and "RH" in space:
+        # A register tile with a unit dim, written through a permutation, folds and
+        # vectorizes wrong (IREE 3.13 drops the write's permutation with the unit dim,
+        # docs/primitives/cleanup.md): a 32x64 matmul written transposed came out wrong
+        # at 1536 of 2048 elements with RH 1, right with RH 2.
+        constraints.append("RH > 1")
     constraints.append(f"RH * RW * RK * 4 <= {STACK_BYTES}")
     constraints.append("TK % RK == 0")
     swept: dict[str, list[ParamValue]] = {name: list(values) for name, values in space.items()}
@@ -302,6 +313,24 @@ def with_packed_layout(template: Template, kernel_defaults: Mapping[str, ParamVa
         graph=steps,
         compile_flags=[UKERNELS_OFF],
         kernel_when="LAYOUT == 'rowmajor'",
+    )
+
+
+def _epilogue_over_root(dispatch: ConfiguredDispatch, index: int) -> bool:
+    """Whether the op at ``index`` after the root iterates over the root's output dims in
+    their order: all parallel, reading the root's result dim by dim. It may write its own
+    result with the dims permuted (a projection written transposed for attention):
+    tiling it tiles the root's output, and each tile goes to its permuted place."""
+    op = dispatch.ops[index]
+    identity = tuple(range(len(op.loop_ranges)))
+    read = dispatch.root_reads.get(index)
+    return (
+        read is not None
+        and read < len(op.input_loops)
+        and op.input_loops[read] == identity
+        and all(it == "parallel" for it in op.iterators)
+        and op.output_loops is not None
+        and sorted(op.output_loops) == list(identity)
     )
 
 

@@ -152,7 +152,8 @@ def _conv() -> ConfiguredDispatch:
                     "vector_reduction": (0, 0, 0, 0, 8, 1, 1),
                 },
             ),
-            ConfiguredOp("linalg.generic", out, parallel, (0, 1, 2, 3), {}),
+            # the bias epilogue: reads the conv's result dim by dim, and the bias by channel
+            ConfiguredOp("linalg.generic", out, parallel, (0, 1, 2, 3), {}, ((0, 1, 2, 3), (3,))),
         ),
         root=1,
         root_reads={2: 0},
@@ -281,7 +282,7 @@ def _matmul() -> ConfiguredDispatch:
                 (0, 1),
                 {"distribution": (64, 64, 0), "vector_common_parallel": (8, 32, 0)},
             ),
-            ConfiguredOp("linalg.generic", out, parallel, (0, 1), {}),
+            ConfiguredOp("linalg.generic", out, parallel, (0, 1), {}, ((0, 1), (1,))),
         ),
         root=1,
         root_reads={2: 0},
@@ -291,6 +292,40 @@ def _matmul() -> ConfiguredDispatch:
 
 
 MATMUL = OpSignature("linalg.matmul", (128, 256, 64), "contraction", "f32")
+
+
+def _with_epilogue(dispatch: ConfiguredDispatch, **changes: object) -> ConfiguredDispatch:
+    epilogue = dataclasses.replace(dispatch.ops[2], **changes)  # type: ignore[arg-type]
+    return dataclasses.replace(dispatch, ops=(*dispatch.ops[:2], epilogue))
+
+
+def test_an_epilogue_that_writes_its_result_transposed_takes_the_template() -> None:
+    """An attention key projection: bias added, the result written transposed. The
+    epilogue still iterates over the matmul's output, dim by dim: tiling it tiles that."""
+    task = Task("t2", (MATMUL,))
+    transposed = _with_epilogue(_matmul(), output_loops=(1, 0))
+    template = template_for(task, transposed)
+    plain = template_for(task, _matmul())
+    assert template.schedule == plain.schedule
+    assert template.space["EPILOGUE"] == ["buffer", "fused"]
+    # a unit register dim written through the permutation vectorizes wrong: kept out
+    assert "RH > 1" in template.constraints and "RH > 1" not in plain.constraints
+
+
+@pytest.mark.parametrize(
+    ("changes", "why"),
+    [
+        ({"input_loops": ((1, 0), (1,))}, "reads the matmul's result transposed"),
+        ({"output_loops": None}, "writes through a map that is not a permutation of loops"),
+        ({"input_loops": ()}, "does not read the matmul's result"),
+        ({"iterators": ("parallel", "reduction")}, "reduces"),
+    ],
+)
+def test_an_epilogue_that_does_not_follow_the_root_s_output_has_no_template(
+    changes: dict[str, object], why: str
+) -> None:
+    with pytest.raises(NoTemplate, match="does not iterate over the root's output"):
+        template_for(Task("t2", (MATMUL,)), _with_epilogue(_matmul(), **changes))
 
 
 def test_a_matmul_task_from_named_layers_may_also_run_packed() -> None:
@@ -604,6 +639,48 @@ def test_an_im2col_gather_task_is_tuned_with_the_elementwise_template(
     assert steps == ["fuse_ext", "tile", "cleanup", "vectorize"]
     tiles = template["kernels"][0]["schedule"][0]["fuse_ext"]["tile_sizes"]
     assert sum(size != 0 for size in tiles) <= 3  # a forall maps at most x, y and z
+
+
+TRANSPOSED = """
+func.func @key(%x: tensor<32x48xf32>, %w: tensor<48x64xf32>, %b: tensor<64xf32>)
+    -> tensor<64x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<32x64xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<32x64xf32>) -> tensor<32x64xf32>
+  %m = linalg.matmul ins(%x, %w : tensor<32x48xf32>, tensor<48x64xf32>)
+      outs(%f : tensor<32x64xf32>) -> tensor<32x64xf32>
+  %t = tensor.empty() : tensor<64x32xf32>
+  %r = linalg.generic {
+      indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>,
+                       affine_map<(i, j) -> (j, i)>],
+      iterator_types = ["parallel", "parallel"]}
+      ins(%m, %b : tensor<32x64xf32>, tensor<64xf32>) outs(%t : tensor<64x32xf32>) {
+  ^bb0(%v: f32, %c: f32, %o: f32):
+    %s = arith.addf %v, %c : f32
+    linalg.yield %s : f32
+  } -> tensor<64x32xf32>
+  return %r : tensor<64x32xf32>
+}
+"""
+
+
+def test_a_matmul_whose_epilogue_writes_transposed_is_tuned_and_right(
+    iree: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A key projection: bias added, the result written transposed. Its template tiles
+    the epilogue over the matmul's output; every candidate matches IREE default."""
+    model = tmp_path / "key.mlir"
+    model.write_text(TRANSPOSED)
+    args = ["tune", str(model), "--threads", "1", "--budget", "0.5", "--round-size", "4"]
+    assert main([*args, "--repeats", "3", "--out", str(tmp_path / "k.tune"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["run"]["status"] == "ok"
+    (task,) = [t for t in report["tasks"] if t["kind"] == "contraction"]
+    assert task["recipe"], task["reason"]
+    assert task["candidates"] >= 4 and task["failed"] == 0
+    template = yaml.safe_load(Path(task["recipe"]).read_text())
+    assert template["space"]["EPILOGUE"] == ["buffer", "fused"]
+    assert "RH > 1" in template["constraints"]
 
 
 def test_tune_writes_a_model_recipe_that_is_correct_and_a_rerun_reuses_it(
