@@ -159,7 +159,9 @@ thread): six loads of one module in one process ran at 1.04-1.08 ms per call or 
 1.35-1.52 ms, about one load in three in the slow mode, each load keeping its mode; the
 filter passed as an input did the same, by where its device copy landed. IREE's default
 build of it: 1.50 or 2.17 ms. Timed in one load, a run reported whichever mode that load
-had; timed over four (each sample the mean over them), what most loads would give."""
+had; timed over four, each sample the mean over them, a run comes nearer what a load
+gives on average (over 8 processes the ratio of the two spread over 1.06-1.97x with one
+load, 1.40-1.81x with four; the rest varies with the process)."""
 PLACEMENT_BYTES = 256 * 2**20
 """At most this many bytes of extra module copies per timed module: a large model is
 timed in fewer placements (down to one, its own load)."""
@@ -213,8 +215,8 @@ class LoadedModule:
 
     def timing_runner(self, inputs: Sequence[np.ndarray]) -> Placements:
         """:meth:`runner` in :func:`timing_placements` placements: this load and fresh
-        loads of the same module, each with its own device copy of ``inputs``, for a
-        :class:`~.timing.RoundTimer` to rotate through round by round."""
+        loads of the same module, each with its own device copy of ``inputs``, which a
+        :class:`~.timing.RoundTimer` runs in turn within each sample."""
         vmfb, driver, _ = self._source
         count = timing_placements(driver, vmfb.stat().st_size)
         loads = [self] + [LoadedModule(*self._source) for _ in range(count - 1)]

@@ -7,6 +7,7 @@ import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -620,21 +621,31 @@ func.func @gather(%x: tensor<16x33x33xf32>) -> tensor<16x3x3x16x16xf32> {
 """
 
 
+def _tune_one_task(
+    model_text: str, kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> dict[str, object]:
+    """Tune a linalg model for half a minute on 1 thread; its one task of ``kind`` must
+    have a template whose every candidate (4 at least) matched IREE default, and the
+    model recipe must be right. Returns the task's template recipe."""
+    model = tmp_path / "model.mlir"
+    model.write_text(model_text)
+    args = ["tune", str(model), "--threads", "1", "--budget", "0.5", "--round-size", "4"]
+    assert main([*args, "--repeats", "3", "--out", str(tmp_path / "m.tune"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["run"]["status"] == "ok"
+    (task,) = [t for t in report["tasks"] if t["kind"] == kind]
+    assert task["recipe"], task["reason"]
+    assert task["candidates"] >= 4 and task["failed"] == 0
+    template: dict[str, object] = yaml.safe_load(Path(task["recipe"]).read_text())
+    return template
+
+
 def test_an_im2col_gather_task_is_tuned_with_the_elementwise_template(
     iree: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A stride-2 im2col gather (five dims, more than a workgroup tile may split): every
     candidate builds and matches IREE default's results, and the model recipe is right."""
-    model = tmp_path / "gather.mlir"
-    model.write_text(GATHER)
-    args = ["tune", str(model), "--threads", "1", "--budget", "0.5", "--round-size", "4"]
-    assert main([*args, "--repeats", "3", "--out", str(tmp_path / "g.tune"), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert report["run"]["status"] == "ok"
-    (task,) = report["tasks"]
-    assert task["kind"] == "elementwise" and task["recipe"]
-    assert task["candidates"] >= 4 and task["failed"] == 0
-    template = yaml.safe_load(Path(task["recipe"]).read_text())
+    template: Any = _tune_one_task(GATHER, "elementwise", tmp_path, capsys)
     steps = [next(iter(step)) for step in template["kernels"][0]["schedule"]]
     assert steps == ["fuse_ext", "tile", "cleanup", "vectorize"]
     tiles = template["kernels"][0]["schedule"][0]["fuse_ext"]["tile_sizes"]
@@ -669,16 +680,7 @@ def test_a_matmul_whose_epilogue_writes_transposed_is_tuned_and_right(
 ) -> None:
     """A key projection: bias added, the result written transposed. Its template tiles
     the epilogue over the matmul's output; every candidate matches IREE default."""
-    model = tmp_path / "key.mlir"
-    model.write_text(TRANSPOSED)
-    args = ["tune", str(model), "--threads", "1", "--budget", "0.5", "--round-size", "4"]
-    assert main([*args, "--repeats", "3", "--out", str(tmp_path / "k.tune"), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert report["run"]["status"] == "ok"
-    (task,) = [t for t in report["tasks"] if t["kind"] == "contraction"]
-    assert task["recipe"], task["reason"]
-    assert task["candidates"] >= 4 and task["failed"] == 0
-    template = yaml.safe_load(Path(task["recipe"]).read_text())
+    template: Any = _tune_one_task(TRANSPOSED, "contraction", tmp_path, capsys)
     assert template["space"]["EPILOGUE"] == ["buffer", "fused"]
     assert "RH > 1" in template["constraints"]
 
