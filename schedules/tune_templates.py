@@ -50,7 +50,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tdsched.transform_lib.dispatch_config import ConfiguredDispatch
+from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, ConfiguredOp
 
 from .constraints import parse_constraint
 from .model_tasks import Task
@@ -179,16 +179,21 @@ def template_for(task: Task, dispatch: ConfiguredDispatch) -> Template:
         if list(op.loop_ranges) != out_ranges or not over:
             raise NoTemplate(f"{op.op} does not iterate over the root's output")
     tiles = _output_tiles(dispatch, out_ranges)
+    for op in epilogue:
+        if op.output_loops != identity and not _unit_dims_lead(op, tiles.register):
+            raise NoTemplate(
+                f"{op.op} writes the register tile with a unit dim between tiled ones "
+                "(its output permutes the root's), which IREE 3.13 folds and vectorizes wrong"
+            )
     reduction_space, reduction_defaults = _reduction_space(dispatch)
     space = {**tiles.space, **reduction_space}
     defaults = {**tiles.defaults, **reduction_defaults}
     schedule = _steps(dispatch, tiles.workgroup, tiles.register)
     constraints = list(tiles.constraints)
     if any(op.output_loops != identity for op in epilogue) and "RH" in space:
-        # A register tile with a unit dim, written through a permutation, folds and
-        # vectorizes wrong (IREE 3.13 drops the write's permutation with the unit dim,
-        # docs/primitives/cleanup.md): a 32x64 matmul written transposed came out wrong
-        # at 1536 of 2048 elements with RH 1, right with RH 2.
+        # RH 1 would be a unit dim after RW's in a transposed write (_unit_dims_lead): a
+        # 32x64 matmul written transposed came out wrong at 1536 of 2048 elements with
+        # RH 1, right with RH 2.
         constraints.append("RH > 1")
     constraints.append(f"RH * RW * RK * 4 <= {STACK_BYTES}")
     constraints.append("TK % RK == 0")
@@ -332,6 +337,19 @@ def _epilogue_over_root(dispatch: ConfiguredDispatch, index: int) -> bool:
         and op.output_loops is not None
         and sorted(op.output_loops) == list(identity)
     )
+
+
+def _unit_dims_lead(op: ConfiguredOp, register: Sequence[int | str]) -> bool:
+    """Whether ``op`` (an epilogue over the root's output) writes the register tile
+    (``register``, per root output dim) with its unit dims leading, in the order of its
+    own output. A unit dim after a tiled one is folded and the write's permutation
+    dropped with it (IREE 3.13, docs/primitives/cleanup.md): attention's context, a
+    batch matmul (head, token, feature) written token-major with a [1, RH, RW] register
+    tile, wrote [RH, 1, RW] as if it were [1, RH, RW], wrong in the model."""
+    assert op.output_loops is not None
+    order = [register[loop] for loop in op.output_loops]
+    tiled = [i for i, size in enumerate(order) if size != 1]
+    return not tiled or all(size != 1 for size in order[tiled[0] :])
 
 
 def _init(dispatch: ConfiguredDispatch) -> tuple[Any, ...]:

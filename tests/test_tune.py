@@ -313,6 +313,37 @@ def test_an_epilogue_that_writes_its_result_transposed_takes_the_template() -> N
     assert "RH > 1" in template.constraints and "RH > 1" not in plain.constraints
 
 
+def test_a_transposed_write_that_puts_a_unit_dim_between_tiled_ones_has_no_template() -> None:
+    """Attention's context: a batch matmul (head, token, feature) written token-major.
+    Its register tile [1, RH, RW] lands as [RH, 1, RW]: IREE folds the unit dim and
+    drops the write's permutation, so no template (measured wrong in a BERT model)."""
+    out, parallel = (12, 64, 32), ("parallel",) * 3
+    context = ConfiguredDispatch(
+        "t5_dispatch_0",
+        (
+            ConfiguredOp("linalg.fill", out, parallel, (0, 1, 2), {}),
+            ConfiguredOp(
+                "linalg.batch_matmul",
+                (12, 64, 32, 64),
+                (*parallel, "reduction"),
+                (0, 1, 2),
+                {"distribution": (1, 32, 32, 0), "vector_common_parallel": (1, 8, 32, 0)},
+            ),
+            ConfiguredOp("linalg.generic", out, parallel, (1, 0, 2), {}, ((0, 1, 2),)),
+        ),
+        root=1,
+        root_reads={2: 0},
+        init_is_fill=True,
+        root_inputs=2,
+    )
+    task = Task("t5", (OpSignature("linalg.batch_matmul", (12, 64, 32, 64), "contraction", "f32"),))
+    with pytest.raises(NoTemplate, match="unit dim between tiled ones"):
+        template_for(task, context)
+    # written head-major but feature-first: the unit head dim still leads
+    leading = _with_epilogue(context, output_loops=(0, 2, 1))
+    assert "RH > 1" in template_for(task, leading).constraints
+
+
 @pytest.mark.parametrize(
     ("changes", "why"),
     [
