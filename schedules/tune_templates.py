@@ -171,29 +171,29 @@ def template_for(task: Task, dispatch: ConfiguredDispatch) -> Template:
     if len(epilogue) > 1:
         raise NoTemplate(f"{len(epilogue)} ops after the root; the template takes one")
     identity = tuple(range(len(out_ranges)))
-    for index, op in enumerate(dispatch.ops):
-        after = index > dispatch.root
-        if not after and op not in _init(dispatch):
-            continue
-        over = _epilogue_over_root(dispatch, index) if after else op.output_loops == identity
+    checked = [(op, op.output_loops == identity) for op in _init(dispatch)]
+    checked += [(op, _epilogue_over_root(dispatch, op)) for op in epilogue]
+    for op, over in checked:
         if list(op.loop_ranges) != out_ranges or not over:
             raise NoTemplate(f"{op.op} does not iterate over the root's output")
     tiles = _output_tiles(dispatch, out_ranges)
-    for op in epilogue:
-        if op.output_loops != identity and not _unit_dims_lead(op, tiles.register):
-            raise NoTemplate(
-                f"{op.op} writes the register tile with a unit dim between tiled ones "
-                "(its output permutes the root's), which IREE 3.13 folds and vectorizes wrong"
-            )
+    permuted = [op for op in epilogue if op.output_loops != identity]
+    if any(not _unit_dims_lead(op, tiles.register) for op in permuted):
+        raise NoTemplate(
+            f"{permuted[0].op} writes the register tile with a unit dim between tiled ones "
+            "(its output permutes the root's), which IREE 3.13 folds and vectorizes wrong"
+        )
+    # RH 1 is a unit dim too: where it would land after a tiled dim, it must be more
+    # (a 32x64 matmul written transposed came out wrong at 1536 of 2048 elements with
+    # RH 1, right with RH 2)
+    rh_one = [1 if size == "${RH}" else size for size in tiles.register]
+    rh_above_one = any(not _unit_dims_lead(op, rh_one) for op in permuted)
     reduction_space, reduction_defaults = _reduction_space(dispatch)
     space = {**tiles.space, **reduction_space}
     defaults = {**tiles.defaults, **reduction_defaults}
     schedule = _steps(dispatch, tiles.workgroup, tiles.register)
     constraints = list(tiles.constraints)
-    if any(op.output_loops != identity for op in epilogue) and "RH" in space:
-        # RH 1 would be a unit dim after RW's in a transposed write (_unit_dims_lead): a
-        # 32x64 matmul written transposed came out wrong at 1536 of 2048 elements with
-        # RH 1, right with RH 2.
+    if rh_above_one:
         constraints.append("RH > 1")
     constraints.append(f"RH * RW * RK * 4 <= {STACK_BYTES}")
     constraints.append("TK % RK == 0")
@@ -321,14 +321,13 @@ def with_packed_layout(template: Template, kernel_defaults: Mapping[str, ParamVa
     )
 
 
-def _epilogue_over_root(dispatch: ConfiguredDispatch, index: int) -> bool:
-    """Whether the op at ``index`` after the root iterates over the root's output dims in
+def _epilogue_over_root(dispatch: ConfiguredDispatch, op: ConfiguredOp) -> bool:
+    """Whether ``op``, the op after the root, iterates over the root's output dims in
     their order: all parallel, reading the root's result dim by dim. It may write its own
     result with the dims permuted (a projection written transposed for attention):
     tiling it tiles the root's output, and each tile goes to its permuted place."""
-    op = dispatch.ops[index]
     identity = tuple(range(len(op.loop_ranges)))
-    read = dispatch.root_reads.get(index)
+    read = dispatch.root_reads.get(dispatch.root + 1)
     return (
         read is not None
         and read < len(op.input_loops)
@@ -341,11 +340,12 @@ def _epilogue_over_root(dispatch: ConfiguredDispatch, index: int) -> bool:
 
 def _unit_dims_lead(op: ConfiguredOp, register: Sequence[int | str]) -> bool:
     """Whether ``op`` (an epilogue over the root's output) writes the register tile
-    (``register``, per root output dim) with its unit dims leading, in the order of its
-    own output. A unit dim after a tiled one is folded and the write's permutation
-    dropped with it (IREE 3.13, docs/primitives/cleanup.md): attention's context, a
-    batch matmul (head, token, feature) written token-major with a [1, RH, RW] register
-    tile, wrote [RH, 1, RW] as if it were [1, RH, RW], wrong in the model."""
+    (``register``, per root output dim: a size, or a parameter taken as more than 1)
+    with its unit dims leading, in the order of its own output. A unit dim after a tiled
+    one is folded and the write's permutation dropped with it (IREE 3.13,
+    docs/primitives/cleanup.md): attention's context, a batch matmul (head, token,
+    feature) written token-major with a [1, RH, RW] register tile, wrote [RH, 1, RW] as
+    if it were [1, RH, RW], wrong in the model."""
     assert op.output_loops is not None
     order = [register[loop] for loop in op.output_loops]
     tiled = [i for i, size in enumerate(order) if size != 1]

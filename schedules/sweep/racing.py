@@ -261,7 +261,8 @@ def run_race(
     baseline: Variant,
     settings: RaceSettings,
 ) -> RaceResult:
-    """Race ``runners`` (key → one call) against each other and IREE default."""
+    """Race ``runners`` (key → one call, or its placements) against each other and IREE
+    default."""
     start = time.perf_counter()
     race = Race(list(runners), settings)
     timer = RoundTimer({BASELINE: baseline, **runners}, 1, settings.sample_s)
