@@ -160,8 +160,9 @@ thread): six loads of one module in one process ran at 1.04-1.08 ms per call or 
 filter passed as an input did the same, by where its device copy landed. IREE's default
 build of it: 1.50 or 2.17 ms. Timed in one load, a run reported whichever mode that load
 had; timed over four, each sample the mean over them, a run comes nearer what a load
-gives on average (over 8 processes the ratio of the two spread over 1.06-1.97x with one
-load, 1.40-1.81x with four; the rest varies with the process)."""
+gives on average (over 8 processes the ratio of the two spread over 1.11-2.04x with one
+load, 1.24-1.77x with four, ``benchmarks/placements.py``; the rest varies with the
+process)."""
 PLACEMENT_BYTES = 256 * 2**20
 """At most this many bytes of extra module copies per timed module: a large model is
 timed in fewer placements (down to one, its own load)."""
