@@ -341,6 +341,63 @@ def test_dispatch_region_refuses_a_user_before_the_end_of_the_group() -> None:
         )
 
 
+_PAD_BETWEEN = """
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @parts(%a: tensor<8x8xf32>, %b: tensor<8x8xf32>, %c: tensor<8x10xf32>) -> tensor<8x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %m1 = linalg.matmul ins(%a, %b : tensor<8x8xf32>, tensor<8x8xf32>) outs(%f : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %r1 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%m1 : tensor<8x8xf32>) outs(%e : tensor<8x8xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.maximumf %x, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<8x8xf32>
+  %p = tensor.pad %r1 low[1, 0] high[1, 0] {
+  ^bb0(%i: index, %j: index):
+    tensor.yield %zero : f32
+  } : tensor<8x8xf32> to tensor<10x8xf32>
+  %ef = tensor.empty() : tensor<8x8xf32>
+  %f2 = linalg.fill ins(%zero : f32) outs(%ef : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %m2 = linalg.matmul ins(%c, %p : tensor<8x10xf32>, tensor<10x8xf32>) outs(%f2 : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %r2 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%m2 : tensor<8x8xf32>) outs(%ef : tensor<8x8xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.maximumf %x, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<8x8xf32>
+  return %r2 : tensor<8x8xf32>
+}
+"""
+
+
+def test_dispatch_region_makes_a_region_of_each_part_the_stop_set_separates() -> None:
+    """The generics are both roots; the pad between them is in the stop set, so the
+    grouped ops form two parts, each a region of its own (before, grouping them as one
+    was refused: the pad sat inside the group)."""
+    from tdsched.transform_lib.dispatch_region import form_dispatch_region
+    from tdsched.transform_lib.match import OpCriteria
+
+    module, report = form_dispatch_region(
+        _PAD_BETWEEN, OpCriteria("linalg.generic"), OpCriteria("tensor.pad")
+    )
+    assert module.count("flow.dispatch.region") == 2
+    lines = report.lines()
+    heads = [line for line in lines if line.startswith("dispatch_region:")]
+    assert heads == [
+        "dispatch_region: grouped 3 ops into one dispatch region (1 result(s))",
+        "dispatch_region: grouped 3 ops into one dispatch region (1 result(s))",
+    ]
+    # the pad sits between the two regions, outside both
+    first, pad, second = (
+        module.index("flow.dispatch.region"),
+        module.index("tensor.pad"),
+        module.rindex("flow.dispatch.region"),
+    )
+    assert first < pad < second
+
+
 _TWO_MATMULS = """
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d1)>

@@ -3,15 +3,10 @@ the unrewritten module (x86, Vulkan); the one-dispatch bottleneck recipe built o
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from iree.compiler import ir
 from iree_numerics import assert_matches_numpy, assert_same_results
 from tdsched.recipes.workloads.generators import resnet_block
-from tdsched.schedules.loading import load
-from tdsched.schedules.pipeline import build, plan
-from tdsched.schedules.run_report import run
 from tdsched.transform_lib.graph.hoist_pad import HoistPadOptions, hoist_pad
 from tdsched.transform_lib.graph.report import GraphRewriteError, RewriteReport, rewrite_text
 from tdsched.transform_lib.match import OpCriteria
@@ -201,19 +196,3 @@ def test_without_selection_unhoistable_pads_are_left_with_reasons() -> None:
     assert len(report.details) == 6
     assert all(": left as it is: " in d for d in report.details)
     assert len([op for op in _ops(after) if op[0] == "tensor.pad"]) == 6
-
-
-@pytest.mark.usefixtures("iree")
-def test_whole_bottleneck_is_one_dispatch_and_matches_numpy(tmp_path: Path) -> None:
-    """resnet_block_cross_layer_x86 at a small shape: the three convolutions and their
-    epilogues are one dispatch region (the pad of x stays out), and the block is right."""
-    params = {"H": 8, "W": 8, "C": 32, "M": 16, "TH": 4, "TW": 4, "RW1": 3, "RF1": 16}
-    params |= {"RW2": 4, "RF2": 16, "RW3": 4, "RF3": 32, "TC": 8}
-    p = plan(load("resnet_block_cross_layer_x86"), "x86", params)
-    files = build(p, tmp_path)
-    module = files.input_file.read_text()
-    assert module.count("flow.dispatch.region") == 1
-    assert any("grouped 9 ops into one dispatch region" in r for r in files.reports)
-    report = run(p, time_it=False)
-    assert report.status == "ok", report
-    assert report.max_abs_error is not None and report.max_abs_error < 1e-3

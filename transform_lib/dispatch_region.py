@@ -22,7 +22,9 @@ from .fuse_ext.plan import (
     STOP_TAG,
     FuseExtError,
     assign_fids,
+    defining_op,
     encloses,
+    fid_of,
     producer_dag,
     root_block,
 )
@@ -33,24 +35,30 @@ from .payload import strip_attributes
 
 @dataclass(frozen=True)
 class RegionReport:
-    """What was grouped: op descriptions in program order and the region's results."""
+    """What was grouped: per region, its op descriptions in program order and how many
+    results it has."""
 
-    ops: tuple[str, ...]
-    results: int
+    regions: tuple[tuple[tuple[str, ...], int], ...]
 
     def lines(self) -> list[str]:
-        head = f"dispatch_region: grouped {len(self.ops)} ops into one dispatch region"
-        return [f"{head} ({self.results} result(s))", *(f"  {op}" for op in self.ops)]
+        lines = []
+        for ops, results in self.regions:
+            head = f"dispatch_region: grouped {len(ops)} ops into one dispatch region"
+            lines += [f"{head} ({results} result(s))", *(f"  {op}" for op in ops)]
+        return lines
 
 
 def form_dispatch_region(
     module_text: str, root: OpCriteria, stop: OpCriteria | None = None
 ) -> tuple[str, RegionReport]:
-    """Wrap ``root`` and the tileable ops it depends on (up to ``stop``) in a region.
+    """Wrap ``root`` and the tileable ops it depends on (up to ``stop``) in regions.
 
-    Results of grouped ops that are used outside (the root's, and e.g. a returned
-    intermediate) become the region's results. Raises :class:`FuseExtError` (a
-    ``ScheduleError``) when the ops cannot be grouped, saying which op prevents it.
+    The grouped ops form one region per connected part: where ``stop`` separates them
+    (say the reduce of a ResNet bottleneck from its 3x3 conv and expand, at the pad
+    between them), each part becomes a region of its own. Results of grouped ops that
+    are used outside their region (the root's, and e.g. a returned intermediate) become
+    the region's results. Raises :class:`FuseExtError` (a ``ScheduleError``) when the
+    ops cannot be grouped, saying which op prevents it.
     """
     with ir.Context(), ir.Location.unknown():
         module = ir.Module.parse(module_text)
@@ -59,16 +67,38 @@ def form_dispatch_region(
         block_ops = assign_fids(block)
         roots = [op for op in block_ops if ROOT_TAG in op.attributes]
         producers, _ = producer_dag(block_ops, roots)
-        members = sorted(producers | {block_ops.index(r) for r in roots})
-        results = _group(block_ops, members)
-        report = RegionReport(
-            tuple(f"{block_ops[m].name} at {block_ops[m].location}" for m in members),
-            results,
-        )
+        parts = connected_parts(block_ops, producers | {block_ops.index(r) for r in roots})
+        regions = []
+        for part in parts:
+            ops = [block_ops[m] for m in part]
+            described = tuple(f"{op.name} at {op.location}" for op in ops)
+            regions.append((described, group_ops(ops)))
         strip_attributes(module.operation, (ROOT_TAG, STOP_TAG, FID))
         if not module.operation.verify():
             raise FuseExtError("dispatch_region: produced an invalid module (please report)")
-        return str(module), report
+        return str(module), RegionReport(tuple(regions))
+
+
+def connected_parts(block_ops: Sequence[ir.Operation], members: set[int]) -> list[list[int]]:
+    """``members`` (indices into ``block_ops``) split where no member uses another's
+    result: each part sorted, the parts in the order of their first op."""
+    part_of = {m: m for m in members}
+
+    def find(m: int) -> int:
+        while part_of[m] != m:
+            m = part_of[m]
+        return m
+
+    for m in members:
+        for operand in block_ops[m].operands:
+            defining = defining_op(operand)
+            producer = None if defining is None else fid_of(defining)
+            if producer is not None and producer in members:
+                part_of[find(producer)] = find(m)
+    parts: dict[int, list[int]] = {}
+    for m in sorted(members):
+        parts.setdefault(find(m), []).append(m)
+    return sorted(parts.values())
 
 
 def group_ops(members: Sequence[ir.Operation]) -> int:

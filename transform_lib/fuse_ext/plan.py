@@ -149,7 +149,7 @@ def _payload(op: ir.Operation) -> PayloadOp:
     return PayloadOp(fid, op.name, str(op.location))
 
 
-def _defining_op(value: ir.Value) -> ir.Operation | None:
+def defining_op(value: ir.Value) -> ir.Operation | None:
     owner = value.owner
     if isinstance(owner, ir.Block):
         return None
@@ -305,7 +305,7 @@ def _refuse_chained_roots(roots: Sequence[ir.Operation]) -> None:
     """Without fusion, roots tiled in one nest must not feed each other."""
     for root in roots:
         for operand in root.operands:
-            producer = _defining_op(operand)
+            producer = defining_op(operand)
             if producer is not None and any(producer == r for r in roots):
                 raise FuseExtError(
                     f"fuse_ext: root {_payload(producer).describe()} feeds root "
@@ -351,7 +351,7 @@ def producer_dag(
     while work:
         op = work.pop()
         for operand in op.operands:
-            producer = _defining_op(operand)
+            producer = defining_op(operand)
             fid = None if producer is None else fid_of(producer)
             if producer is None or fid is None or fid in producers or fid in outside:
                 continue
@@ -514,7 +514,7 @@ def reduction_only_plan(
     into_loop: set[int] = set()
     work = _inputs(block_ops[plan.roots[0].fid])
     while work:
-        producer = _defining_op(work.pop())
+        producer = defining_op(work.pop())
         fid = None if producer is None else fid_of(producer)
         if producer is None or fid not in planned or fid in into_loop:
             continue
