@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -136,6 +136,10 @@ class TaskTuning:
     raced: dict[str, list[float]] = field(default_factory=dict)
     """Per candidate key, the median speedup each of its races measured, one per round
     whose race it ran in."""
+    wrong_in_model: dict[str, str] = field(default_factory=dict)
+    """Per candidate key, why the model recipe must not take it although it was right
+    on the task: the whole model, checked against its reference, came out wrong with it
+    (:mod:`.tune_blame`)."""
 
     @property
     def speedup(self) -> float | None:
@@ -151,7 +155,19 @@ class TaskTuning:
 
     @property
     def won(self) -> bool:
+        """Its best candidate beat IREE's pipeline by ``WIN`` and was not found wrong in
+        the model."""
+        if self.best is None or self.best.key in self.wrong_in_model:
+            return False
         return self.speedup is not None and self.speedup >= WIN
+
+    def chosen(self, packed: bool) -> Result | None:
+        """The candidate a model recipe takes for it (``packed``: the packed layout's
+        best where it has one); ``None``: IREE's pipeline."""
+        packed_best = self.best_packed if packed else None
+        if packed_best is not None and packed_best.key not in self.wrong_in_model:
+            return packed_best
+        return self.best if self.won else None
 
     @property
     def tunable(self) -> bool:
@@ -163,6 +179,8 @@ class TaskTuning:
         """Why the model recipe keeps IREE's pipeline for it (``None``: it won)."""
         if self.won:
             return None
+        if self.best is not None and self.best.key in self.wrong_in_model:
+            return self.wrong_in_model[self.best.key]
         if self.reason is None and self.recipe is not None and self.rounds == 0:
             return UNREACHED
         return self.reason or NO_WIN
@@ -192,6 +210,7 @@ class TaskTuning:
             "best": self.best.as_dict() if self.best else None,
             "best_packed": self.best_packed.as_dict() if self.best_packed else None,
             "raced": self.raced,
+            "wrong_in_model": self.wrong_in_model,
         }
 
     def resume(self, saved: Mapping[str, Any] | None) -> bool:
@@ -215,6 +234,7 @@ class TaskTuning:
                 str(key): [float(x) for x in history]
                 for key, history in (saved.get("raced") or {}).items()
             }
+            wrong = {str(k): str(v) for k, v in (saved.get("wrong_in_model") or {}).items()}
         except (KeyError, TypeError, ValueError, AttributeError):
             return False
         self.best, self.rounds, self.candidates, self.failed = best, rounds, candidates, failed
@@ -224,7 +244,7 @@ class TaskTuning:
             valid,
             exhausted,
         )
-        self.best_packed, self.raced = best_packed, raced
+        self.best_packed, self.raced, self.wrong_in_model = best_packed, raced, wrong
         if best is None and rounds:
             self.reason = _no_correct(candidates)
         return True
@@ -269,10 +289,23 @@ class TuneOutcome:
     """What the model rewrites gave IREE's own pipeline (1.0: none were kept)."""
     history: list[dict[str, Any]] = field(default_factory=list)
     """A line per round over every run into the folder (see :mod:`.tune_state`)."""
+    model: ModelSpec | None = None
+    """What every model recipe of this tune starts with (:meth:`write_recipe`)."""
+    options: TuneOptions | None = None
+    packed_kept: bool = False
+    """Whether :attr:`recipe` is the packed one (the layout race kept it)."""
 
     @property
     def estimated_speedup(self) -> float | None:
         return estimated_speedup(self.tasks, self.tunings, self.graph_speedup)
+
+    def write_recipe(self, path: Path, only: Collection[str] | None = None) -> int:
+        """Write the model recipe in the kept layout again, from the tasks' choices now
+        (``only``: the tasks that keep their schedules); return its schedule count."""
+        assert self.model is not None and self.options is not None
+        return _write_model_recipe(
+            path, self.model, self.tunings, self.options, self.packed_kept, only
+        )
 
 
 def estimated_speedup(
@@ -359,12 +392,22 @@ def tune(
     model = ModelSpec(name, workload_spec, tuple(graph))
     kernels = _write_model_recipe(recipe, model, tunings, options)
     packed = None
-    if any(t.best_packed is not None and _chosen(t, False) != t.best_packed for t in tunings):
+    if any(t.best_packed is not None and t.chosen(False) != t.best_packed for t in tunings):
         path = out / f"{workload.name}.packed.yaml"
         packed = (path, _write_model_recipe(path, model, tunings, options, packed=True))
     elapsed = time.monotonic() - start
     return TuneOutcome(
-        tasks, tunings, recipe, spent(), kernels, elapsed, packed, graph_speedup, state.history
+        tasks,
+        tunings,
+        recipe,
+        spent(),
+        kernels,
+        elapsed,
+        packed,
+        graph_speedup,
+        state.history,
+        model,
+        options,
     )
 
 
@@ -550,17 +593,24 @@ class ModelSpec:
 
 
 def _write_model_recipe(
-    path: Path, model: ModelSpec, tunings: list[TaskTuning], o: TuneOptions, packed: bool = False
+    path: Path,
+    model: ModelSpec,
+    tunings: list[TaskTuning],
+    o: TuneOptions,
+    packed: bool = False,
+    only: Collection[str] | None = None,
 ) -> int:
     """Write the model recipe (``packed``: every task with a correct packed candidate
-    packed); return how many task schedules (kernels and packed graph steps) it holds."""
+    packed; ``only``: the names of the tasks that keep their schedules, the others IREE's
+    pipeline, ``None`` all); return how many task schedules (kernels and packed graph
+    steps) it holds."""
     kernels: list[dict[str, Any]] = []
     graph: list[dict[str, Any]] = []
     # In task order (t0, t1, ...), not by their profiled time: the same schedules write
     # the same recipe in every run (tdsched tune's layout race keys on it).
     for tuning in sorted(tunings, key=lambda t: (len(t.task.name), t.task.name)):
-        chosen = _chosen(tuning, packed)
-        if chosen is None:
+        chosen = tuning.chosen(packed)
+        if chosen is None or (only is not None and tuning.task.name not in only):
             continue
         assert tuning.recipe is not None
         template = yaml.safe_load(tuning.recipe.read_text())
@@ -629,13 +679,6 @@ def _steps_taken(
         if _applies(options, values):
             taken.append({name: {k: v for k, v in options.items() if k != "when"}})
     return taken
-
-
-def _chosen(tuning: TaskTuning, packed: bool) -> Result | None:
-    """The candidate the model recipe takes for ``tuning`` (``None``: IREE's pipeline)."""
-    if packed and tuning.best_packed is not None:
-        return tuning.best_packed
-    return tuning.best if tuning.won else None
 
 
 def _packed_step(

@@ -22,6 +22,7 @@ from .sweep.executor import EXECUTORS
 from .tasks_command import add_profiled_model_arguments
 from .text_table import aligned
 from .tune import TuneOptions, TuneOutcome, tune
+from .tune_blame import UNBLAMED, blame_schedules
 from .tune_plot import plot_tune
 from .tune_races import ModelRewrites, race_layouts, race_model_rewrites
 
@@ -56,6 +57,14 @@ build of the whole model. Where matmul tasks have correct packed candidates it d
 OUT/MODEL.packed.yaml packs them all, is run the same way, and replaces the result when
 it is faster, on medians of three runs each when the two are within 10% (the `layouts`
 line says which was kept).
+
+A schedule right on its task can still make the model fail (wrong results, or a build
+that fails). When the kept recipe fails its check, tune searches the schedules to blame:
+it checks (numerics only) the recipe without task schedules, then recipes keeping halves
+of them (OUT/MODEL.tuned.blameN.yaml), about 2 log2(n) checks for one culprit among n.
+The blamed tasks keep IREE's pipeline ("its schedule made the model wrong"; later runs
+remember it), the recipe is written and checked again, and the `blame` line says what
+was found. When the model fails without any task schedule too, nothing is dropped.
 
 The budget is the total over every run into OUT (OUT/tune-state.json keeps what was
 spent and found, after every round). Re-running with the same --budget sweeps nothing:
@@ -171,11 +180,14 @@ def run(args: argparse.Namespace) -> int:
         rewrites.workload, spec, out, options, progress, rewrites.steps, rewrites.speedup
     )
     check = None if args.no_check else partial(_check, args=args)
-    report, layouts = None, None
+    report, layouts, blame = None, None, None
     if outcome.packed is not None:
         report, layouts = race_layouts(outcome, check)
     elif check is not None:
         report = check(outcome.recipe)
+    if check is not None and report is not None and report.status not in UNBLAMED:
+        numerics = partial(_check, args=args, time_it=False)
+        report, blame = blame_schedules(outcome, report, check, numerics, progress)
     if args.plot is not None:
         where = run_conditions(outcome.tasks.target, outcome.tasks.threads)
         title = f"tdsched tune of {outcome.tasks.workload} on {where}"
@@ -185,11 +197,12 @@ def run(args: argparse.Namespace) -> int:
             **_as_json(outcome, report),
             "graph": list(rewrites.lines),
             "layouts": layouts,
+            "blame": blame,
             "plot": str(args.plot) if args.plot is not None else None,
         }
         print(json.dumps(document, indent=2))
     else:
-        print("\n".join(summary_lines(outcome, report, args, layouts, rewrites)))
+        print("\n".join(summary_lines(outcome, report, args, layouts, rewrites, blame)))
     return 0 if report is None or report.status is Status.OK else 1
 
 
@@ -223,7 +236,7 @@ def _progress(quiet: bool) -> Any:
     return show
 
 
-def _check(recipe: Path, args: argparse.Namespace) -> RunReport:
+def _check(recipe: Path, args: argparse.Namespace, time_it: bool = True) -> RunReport:
     request = RunRequest(
         recipe=str(recipe),
         target=args.target,
@@ -234,7 +247,7 @@ def _check(recipe: Path, args: argparse.Namespace) -> RunReport:
         threads=args.threads,
         repeats=args.repeats,
         seed=args.seed,
-        time_it=True,
+        time_it=time_it,
         peak=False,
     )
     return run_isolated(request)
@@ -246,9 +259,12 @@ def summary_lines(
     args: argparse.Namespace,
     layouts: str | None = None,
     rewrites: ModelRewrites | None = None,
+    blame: str | None = None,
 ) -> list[str]:
     """The per-task table and the end-to-end result (``layouts``: what the layout race
-    on the whole model did, if it ran; ``rewrites``: what the model-rewrite race did)."""
+    on the whole model did, if it ran; ``rewrites``: what the model-rewrite race did;
+    ``blame``: what the search for schedules that made the model fail found, if one
+    ran)."""
     tasks = outcome.tasks
     where = run_conditions(tasks.target, tasks.threads)
     call = f"{tasks.call_ms.median:.3f} ms per call" if tasks.call_ms else "untimed"
@@ -300,6 +316,8 @@ def summary_lines(
     lines += rewrites.lines if rewrites else ()
     if layouts is not None:
         lines.append(layouts)
+    if blame is not None:
+        lines.append(blame)
     if args.plot is not None:
         lines.append(f"plot     {args.plot}")
     lines.append(f"run it   tdsched run {outcome.recipe}")

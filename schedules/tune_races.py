@@ -339,7 +339,7 @@ def race_layouts(outcome: TuneOutcome, check: Check | None) -> tuple[RunReport |
     if earlier is not None:
         if earlier["kept"] == "packed":
             write_atomically(outcome.recipe, path.read_bytes())
-            outcome.kernels = count
+            outcome.kernels, outcome.packed_kept = count, True
         report = check(outcome.recipe) if check is not None else None
         return report, f"{earlier['line']} (raced by an earlier run)"
     if check is None:
@@ -359,7 +359,7 @@ def race_layouts(outcome: TuneOutcome, check: Check | None) -> tuple[RunReport |
         line = f"layouts  packed matmuls {theirs:.2f}x vs {ours:.2f}x{runs}: not kept ({path})"
     else:
         write_atomically(outcome.recipe, path.read_bytes())
-        outcome.kernels = count
+        outcome.kernels, outcome.packed_kept = count, True
         shown = f"{ours:.2f}x" if ours is not None else str(report.status)
         line = f"layouts  packed matmuls {theirs:.2f}x vs {shown}{runs}: kept (from {path})"
         kept, report = "packed", packed

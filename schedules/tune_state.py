@@ -79,6 +79,15 @@ def save_state(folder: Path, state: TuneState) -> None:
     write_atomically(folder / STATE_FILE, json.dumps(document, indent=1).encode())
 
 
+def record_tasks(folder: Path, tasks: Mapping[str, Mapping[str, Any]]) -> None:
+    """Replace the saved states of ``tasks`` (name -> state) in ``folder``'s state file,
+    which this run wrote, keeping everything else in it."""
+    path = folder / STATE_FILE
+    document = json.loads(path.read_text())
+    document["tasks"].update({name: dict(state) for name, state in tasks.items()})
+    write_atomically(path, json.dumps(document, indent=1).encode())
+
+
 def digest(path: Path) -> str:
     """A template file's digest: a saved task state holds only for the same template."""
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]

@@ -1,0 +1,137 @@
+"""tdsched tune's search for the task schedules that made the model fail
+(:mod:`tdsched.schedules.tune_blame`), and what the model recipe keeps for them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+import yaml
+from tdsched.schedules.cli import main
+from tdsched.schedules.model_tasks import OpSignature, Task
+from tdsched.schedules.sweep.database import Result
+from tdsched.schedules.tune import ModelSpec, TaskTuning, TuneOptions, _write_model_recipe
+from tdsched.schedules.tune_blame import culprits
+from tdsched.targets import make_target
+from test_tune import TRANSPOSED
+
+
+class Checks:
+    """A failure that ``bad`` cause: a set fails when it holds all of one of them."""
+
+    def __init__(self, *bad: frozenset[int]) -> None:
+        self.bad, self.count = bad, 0
+
+    def fails(self, items: Sequence[int]) -> bool:
+        self.count += 1
+        return any(b <= set(items) for b in self.bad)
+
+
+def test_one_culprit_is_found_in_about_two_log2_n_checks() -> None:
+    checks = Checks(frozenset({5}))
+    assert culprits(list(range(8)), checks.fails) == [5]
+    assert checks.count <= 6
+
+
+def test_culprits_in_both_halves_are_all_found_in_order() -> None:
+    assert culprits(list(range(8)), Checks(frozenset({6}), frozenset({1})).fails) == [1, 6]
+
+
+def test_schedules_that_fail_only_together_are_all_blamed() -> None:
+    # 2 and 5 fail only together: no half fails alone, so the set they are in is blamed
+    assert culprits(list(range(8)), Checks(frozenset({2, 5})).fails) == list(range(8))
+    assert culprits([3], Checks(frozenset({3})).fails) == [3]
+
+
+MATMUL = OpSignature("linalg.matmul", (64, 64, 64), "contraction", "f32")
+
+
+def _tuning(tmp_path: Path) -> TaskTuning:
+    recipe = tmp_path / "t0.yaml"
+    template = {
+        "parameters": {"RH": 1, "LAYOUT": "rowmajor", "M0": 16, "N0": 32, "K0": 1},
+        "graph": [{"mmt4d": {"tile": ["${M0}", "${N0}", "${K0}"], "when": "LAYOUT == 'packed'"}}],
+        "kernels": [
+            {
+                "name": "t0",
+                "match": {"op": "linalg.matmul"},
+                "when": "LAYOUT == 'rowmajor'",
+                "schedule": [{"tile": {"sizes": ["${RH}"]}}],
+            }
+        ],
+    }
+    recipe.write_text(yaml.safe_dump(template))
+    rowmajor = Result("k1", "t0.yaml", "x86", {"RH": 4, "LAYOUT": "rowmajor"}, "ok", speedup=1.3)
+    packed = Result("k2", "t0.yaml", "x86", {"LAYOUT": "packed", "M0": 8}, "ok", speedup=1.1)
+    task = Task("t0", (MATMUL,), dispatches=["d0"], layers=["ffn.up"])
+    return TaskTuning(task, recipe=recipe, rounds=1, best=rowmajor, best_packed=packed)
+
+
+def test_a_candidate_wrong_in_the_model_is_not_taken_and_says_why(tmp_path: Path) -> None:
+    tuning = _tuning(tmp_path)
+    assert tuning.won and tuning.chosen(False) == tuning.best
+    assert tuning.best is not None and tuning.best_packed is not None
+    tuning.wrong_in_model[tuning.best.key] = "its schedule made the model wrong"
+    assert not tuning.won and tuning.chosen(False) is None
+    assert tuning.outcome == "IREE's pipeline: its schedule made the model wrong"
+    assert tuning.chosen(True) == tuning.best_packed  # the packed candidate is another
+    # a later run keeps it out: the mark is part of the task's saved state
+    again = TaskTuning(tuning.task, recipe=tuning.recipe)
+    assert again.resume(tuning.state()) and again.wrong_in_model == tuning.wrong_in_model
+    assert again.chosen(False) is None
+    # the packed candidate wrong in the model: the packed recipe falls back to rowmajor
+    packed_only = _tuning(tmp_path)
+    packed_only.wrong_in_model["k2"] = "its schedule made the model wrong"
+    assert packed_only.chosen(True) == packed_only.best
+
+
+def test_a_model_recipe_can_keep_a_subset_of_the_task_schedules(tmp_path: Path) -> None:
+    options = TuneOptions(make_target("x86"), threads=1, budget_s=60)
+    model = ModelSpec("m", {"model": "m"}, ())
+    path = tmp_path / "m.yaml"
+    assert _write_model_recipe(path, model, [_tuning(tmp_path)], options, only={"t0"}) == 1
+    assert _write_model_recipe(path, model, [_tuning(tmp_path)], options, only=set()) == 0
+    assert yaml.safe_load(path.read_text())["kernels"] == []
+
+
+def test_a_schedule_wrong_in_the_model_is_blamed_and_left_out(
+    iree: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real tune of a transposed-epilogue matmul, then its saved winner replaced by a
+    schedule known to be wrong (register tile RH 1: IREE 3.13 drops the write's
+    permutation) and made to look fast. The re-run's final check fails; the search
+    blames that schedule, the task keeps IREE's pipeline, the written recipe is right and
+    a third run does not search again."""
+    model = tmp_path / "model.mlir"
+    model.write_text(TRANSPOSED)
+    out = tmp_path / "m.tune"
+    args = ["tune", str(model), "--threads", "1", "--budget", "0.3", "--round-size", "4"]
+    args += ["--repeats", "3", "--out", str(out), "--json"]
+    assert main(args) == 0
+    capsys.readouterr()
+    state_file = out / "tune-state.json"
+    state = json.loads(state_file.read_text())
+    saved = state["tasks"]["t0"]
+    assert saved["best"] is not None, "the tune found no correct candidate to replace"
+    saved["best"]["params"]["RH"] = 1
+    saved["best"]["params"]["EPILOGUE"] = "fused"
+    saved["best"]["key"] = "wrong-in-model"
+    saved["best"]["speedup"] = saved["best"]["confirmed_speedup"] = 1.5
+    saved["raced"] = {"wrong-in-model": [1.5]}
+    state_file.write_text(json.dumps(state))
+
+    assert main(args) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["run"]["status"] == "ok"
+    assert report["blame"].startswith("blame    the model was wrong, max abs error")
+    assert report["blame"].endswith("blame the schedules of t0; they keep IREE's pipeline")
+    (task,) = report["tasks"]
+    assert task["kept"] == "iree"
+    assert task["reason"].startswith("its schedule made the model wrong")
+    assert yaml.safe_load((out / "model.tuned.yaml").read_text())["kernels"] == []
+
+    assert main(args) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["blame"] is None and again["run"]["status"] == "ok"
