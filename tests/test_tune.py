@@ -554,9 +554,10 @@ def test_the_winning_values_fill_the_schedule(tmp_path: Path) -> None:
         _write_model_recipe(tmp_path / "m.yaml", MODEL, [won], options)
 
 
-def test_a_packed_winner_is_a_graph_step_for_its_layers_and_the_packed_recipe_packs_all(
-    tmp_path: Path,
-) -> None:
+def rowmajor_and_packed(tmp_path: Path) -> TaskTuning:
+    """A matmul task (layer ffn.up) whose template, written to ``tmp_path``, has a
+    rowmajor kernel and the packed mmt4d step, with a winning rowmajor candidate (k1,
+    1.3x) and a packed one that did not win (k2, 1.01x)."""
     recipe = tmp_path / "t0.yaml"
     template = {
         "parameters": {"RH": 1, "LAYOUT": "rowmajor", "M0": 16, "N0": 32, "K0": 1},
@@ -574,7 +575,14 @@ def test_a_packed_winner_is_a_graph_step_for_its_layers_and_the_packed_recipe_pa
     rowmajor = Result("k1", "t0.yaml", "x86", {"RH": 4, "LAYOUT": "rowmajor"}, "ok", speedup=1.3)
     packed = Result("k2", "t0.yaml", "x86", {"LAYOUT": "packed", "M0": 8}, "ok", speedup=1.01)
     task = Task("t0", (MATMUL,), dispatches=["d0"], layers=["ffn.up"])
-    tuning = TaskTuning(task, recipe=recipe, rounds=1, best=rowmajor, best_packed=packed)
+    return TaskTuning(task, recipe=recipe, rounds=1, best=rowmajor, best_packed=packed)
+
+
+def test_a_packed_winner_is_a_graph_step_for_its_layers_and_the_packed_recipe_packs_all(
+    tmp_path: Path,
+) -> None:
+    tuning = rowmajor_and_packed(tmp_path)
+    recipe, task, packed = tuning.recipe, tuning.task, tuning.best_packed
     options = TuneOptions(make_target("x86"), threads=1, budget_s=60)
     # The tasks' winners: the rowmajor kernel (the packed candidate did not win).
     assert _write_model_recipe(tmp_path / "m.yaml", MODEL, [tuning], options) == 1

@@ -10,12 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 from tdsched.schedules.cli import main
-from tdsched.schedules.model_tasks import OpSignature, Task
-from tdsched.schedules.sweep.database import Result
 from tdsched.schedules.tune import ModelSpec, TaskTuning, TuneOptions, _write_model_recipe
 from tdsched.schedules.tune_blame import culprits
 from tdsched.targets import make_target
-from test_tune import TRANSPOSED
+from test_tune import TRANSPOSED, rowmajor_and_packed
 
 
 class Checks:
@@ -45,32 +43,8 @@ def test_schedules_that_fail_only_together_are_all_blamed() -> None:
     assert culprits([3], Checks(frozenset({3})).fails) == [3]
 
 
-MATMUL = OpSignature("linalg.matmul", (64, 64, 64), "contraction", "f32")
-
-
-def _tuning(tmp_path: Path) -> TaskTuning:
-    recipe = tmp_path / "t0.yaml"
-    template = {
-        "parameters": {"RH": 1, "LAYOUT": "rowmajor", "M0": 16, "N0": 32, "K0": 1},
-        "graph": [{"mmt4d": {"tile": ["${M0}", "${N0}", "${K0}"], "when": "LAYOUT == 'packed'"}}],
-        "kernels": [
-            {
-                "name": "t0",
-                "match": {"op": "linalg.matmul"},
-                "when": "LAYOUT == 'rowmajor'",
-                "schedule": [{"tile": {"sizes": ["${RH}"]}}],
-            }
-        ],
-    }
-    recipe.write_text(yaml.safe_dump(template))
-    rowmajor = Result("k1", "t0.yaml", "x86", {"RH": 4, "LAYOUT": "rowmajor"}, "ok", speedup=1.3)
-    packed = Result("k2", "t0.yaml", "x86", {"LAYOUT": "packed", "M0": 8}, "ok", speedup=1.1)
-    task = Task("t0", (MATMUL,), dispatches=["d0"], layers=["ffn.up"])
-    return TaskTuning(task, recipe=recipe, rounds=1, best=rowmajor, best_packed=packed)
-
-
 def test_a_candidate_wrong_in_the_model_is_not_taken_and_says_why(tmp_path: Path) -> None:
-    tuning = _tuning(tmp_path)
+    tuning = rowmajor_and_packed(tmp_path)
     assert tuning.won and tuning.chosen(False) == tuning.best
     assert tuning.best is not None and tuning.best_packed is not None
     tuning.wrong_in_model[tuning.best.key] = "its schedule made the model wrong"
@@ -82,7 +56,7 @@ def test_a_candidate_wrong_in_the_model_is_not_taken_and_says_why(tmp_path: Path
     assert again.resume(tuning.state()) and again.wrong_in_model == tuning.wrong_in_model
     assert again.chosen(False) is None
     # the packed candidate wrong in the model: the packed recipe falls back to rowmajor
-    packed_only = _tuning(tmp_path)
+    packed_only = rowmajor_and_packed(tmp_path)
     packed_only.wrong_in_model["k2"] = "its schedule made the model wrong"
     assert packed_only.chosen(True) == packed_only.best
 
@@ -91,8 +65,12 @@ def test_a_model_recipe_can_keep_a_subset_of_the_task_schedules(tmp_path: Path) 
     options = TuneOptions(make_target("x86"), threads=1, budget_s=60)
     model = ModelSpec("m", {"model": "m"}, ())
     path = tmp_path / "m.yaml"
-    assert _write_model_recipe(path, model, [_tuning(tmp_path)], options, only={"t0"}) == 1
-    assert _write_model_recipe(path, model, [_tuning(tmp_path)], options, only=set()) == 0
+    assert (
+        _write_model_recipe(path, model, [rowmajor_and_packed(tmp_path)], options, only={"t0"}) == 1
+    )
+    assert (
+        _write_model_recipe(path, model, [rowmajor_and_packed(tmp_path)], options, only=set()) == 0
+    )
     assert yaml.safe_load(path.read_text())["kernels"] == []
 
 
