@@ -81,8 +81,11 @@ def save_state(folder: Path, state: TuneState) -> None:
 
 def record_tasks(folder: Path, tasks: Mapping[str, Mapping[str, Any]]) -> None:
     """Replace the saved states of ``tasks`` (name -> state) in ``folder``'s state file,
-    which this run wrote, keeping everything else in it."""
+    which this run wrote, keeping everything else in it (no file: a tune that ran no
+    round and resumed none, whose tasks have nothing to keep)."""
     path = folder / STATE_FILE
+    if not path.exists():
+        return
     document = json.loads(path.read_text())
     document["tasks"].update({name: dict(state) for name, state in tasks.items()})
     write_atomically(path, json.dumps(document, indent=1).encode())
