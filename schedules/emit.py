@@ -46,7 +46,7 @@ from tdsched.transform_lib.vectorize import vectorize_all, vectorize_op
 from .errors import RecipeError, Where
 from .graph_rewrites import REWRITES, RewriteStage, rewrite_stage
 from .recipe import KernelSchedule, LoweringConfig, Recipe
-from .resolved import as_int, as_ints, criteria_of, payload_criteria
+from .resolved import as_int, as_ints, criteria_of, payload_criteria, region_criteria
 from .steps import (
     CleanupStep,
     DispatchRegionStep,
@@ -537,9 +537,9 @@ def _graph_stage(step: Step, target: Target) -> GraphStage:
     if isinstance(step, NestStep):
         return FuseExtStage(nest_options(step), step.where)
     if isinstance(step, DispatchRegionStep):
-        root = payload_criteria(step.root, step.where.child("root"), "dispatch_region")
+        root = region_criteria(step.root, step.where.child("root"))
         assert root is not None
-        stop = payload_criteria(step.stop, step.where.child("stop"), "dispatch_region")
+        stop = region_criteria(step.stop, step.where.child("stop"))
         return DispatchRegionStage(root, stop, step.where)
     if type(step) in REWRITES:
         return rewrite_stage(step, target)

@@ -81,6 +81,23 @@ def payload_criteria(spec: MatchSpec | None, where: Where, primitive: str) -> Op
     return criteria_of(spec, where)
 
 
+def region_criteria(spec: MatchSpec | None, where: Where) -> OpCriteria | None:
+    """Criteria of a ``dispatch_region`` selection: by 'op' name, 'layer' and
+    'attributes', or the way a kernel match selects (an 'op' name or 'kind', with
+    'shape', 'dtype', 'inputs', 'used_by'), on the ops as the workload writes them; not
+    both at once."""
+    if spec is None:
+        return None
+    criteria = criteria_of(spec, where)
+    if criteria.uses_kernel_keys and (criteria.attributes or criteria.layers):
+        raise RecipeError(
+            where,
+            "dispatch_region selects ops by 'op', 'layer' and 'attributes', or by 'kind', "
+            "'shape', 'inputs' and 'used_by' as a kernel match does, not both at once",
+        )
+    return criteria
+
+
 def _kernel_only(spec: MatchSpec) -> bool:
     """Whether ``spec`` uses a criterion only kernel matchers test."""
     return spec.inputs is not None or spec.used_by is not None

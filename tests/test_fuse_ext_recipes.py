@@ -4,6 +4,7 @@ errors recipe authors see."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -396,6 +397,43 @@ def test_dispatch_region_makes_a_region_of_each_part_the_stop_set_separates() ->
         module.rindex("flow.dispatch.region"),
     )
     assert first < pad < second
+
+
+def test_dispatch_region_selects_its_root_by_loop_bounds() -> None:
+    """Both generics are 8x8; the root chosen by shape and used_by (the one whose result
+    is returned) is the second: only its part becomes a region."""
+    from tdsched.transform_lib.dispatch_region import form_dispatch_region
+    from tdsched.transform_lib.match import OpCriteria
+
+    root = OpCriteria("linalg.generic", shape=(8, 8), used_by="func.return")
+    module, report = form_dispatch_region(_PAD_BETWEEN, root, OpCriteria("tensor.pad"))
+    assert module.count("flow.dispatch.region") == 1
+    (head, *ops) = report.lines()
+    assert head == "dispatch_region: grouped 3 ops into one dispatch region (1 result(s))"
+    assert [op.split()[0] for op in ops] == ["linalg.fill", "linalg.matmul", "linalg.generic"]
+    assert module.index("tensor.pad") < module.index("flow.dispatch.region")
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"op": "linalg.generic", "shape": [8, 8], "attributes": {"a": 1}}, "not both at once"),
+        ({"shape": [8, 8]}, "give at least one of 'op', 'kind'"),
+    ],
+)
+def test_dispatch_region_refuses_mixed_or_nameless_kernel_selections(
+    tmp_path: Path, spec: dict[str, object], message: str
+) -> None:
+    (tmp_path / "m.mlir").write_text(_PAD_BETWEEN)
+    recipe = tmp_path / "r.yaml"
+    root = json.dumps(spec)
+    recipe.write_text(
+        f"name: r\nworkload: {{file: m.mlir}}\ntargets: [x86]\n"
+        f"graph:\n  - dispatch_region: {{root: {root}}}\n"
+    )
+    with pytest.raises(RecipeError, match=message) as error:
+        plan(load(str(recipe)))
+    assert "r.yaml:5" in str(error.value) and "dispatch_region.root" in str(error.value)
 
 
 _TWO_MATMULS = """

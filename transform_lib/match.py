@@ -74,6 +74,13 @@ class OpCriteria:
     used_by_inputs: int | None = None
     """The input count the ``used_by`` op must have (``None``: any)."""
 
+    @property
+    def uses_kernel_keys(self) -> bool:
+        """Whether it selects by a key only a kernel matcher tests (kind, shape,
+        inputs, used_by)."""
+        keys = (self.kind, self.shape, self.inputs, self.used_by)
+        return any(value is not None for value in keys)
+
     def attribute_dict(self) -> dict[str, ir.Attribute]:
         """The required attributes as MLIR attributes (call inside a context)."""
         return {
@@ -109,8 +116,7 @@ def match_ops(scope: OpHandle, criteria: OpCriteria, num_loops: int | None = Non
     Kinds and shapes are kernel-matcher features; here they are refused with a clear
     error rather than silently ignored.
     """
-    kernel_only = (criteria.kind, criteria.shape, criteria.inputs, criteria.used_by)
-    if any(value is not None for value in kernel_only):
+    if criteria.uses_kernel_keys:
         raise ScheduleError(
             "match: 'kind', 'shape', 'inputs' and 'used_by' select kernels (the 'match' of a "
             f"kernel schedule); inside a schedule, match by 'op' name and 'attributes' (got "

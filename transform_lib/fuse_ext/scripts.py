@@ -21,7 +21,7 @@ from iree.compiler.dialects.transform import structured
 
 from ..cleanup import apply_patterns
 from ..codegen_tail import distribute_to_workgroups
-from ..match import OpCriteria, match_ops
+from ..match import OpCriteria, build_kernel_matcher, match_ops
 from ..script import OpHandle, TransformScript, any_op
 from ..tiling import mapping_attribute
 from .plan import (
@@ -171,16 +171,38 @@ def _tagged_loop(scope: ir.Value) -> ir.Value:
 
 
 def tag_script(root: OpCriteria | None, stop: OpCriteria | None) -> str:
-    """Annotate the ops ``root`` (and ``stop``) match, for the planner."""
+    """Annotate the ops ``root`` (and ``stop``) match, for the planner. Criteria that
+    use kernel keys (kind, loop bounds, inputs, users) are matched as a kernel match
+    matches, each op in turn; the others by op name, attributes and layer."""
+    script = TransformScript(ir.Context.current)
+    seq = script.named_sequence(ENTRY, arg_effect="consumed")
+    with seq.building():
+        scope = seq.argument
+        for criteria, tag in ((root, ROOT_TAG), (stop, STOP_TAG)):
+            if criteria is not None:
+                scope = _annotate_matched(script, scope, criteria, tag)
+    seq.finish()
+    return script.text()
 
-    def body(scope: ir.Value) -> None:
-        module = OpHandle(scope, "module")
-        if root is not None:
-            transform.AnnotateOp(match_ops(module, root).value, ROOT_TAG)
-        if stop is not None:
-            transform.AnnotateOp(match_ops(module, stop).value, STOP_TAG)
 
-    return _script(body)
+def _annotate_matched(
+    script: TransformScript, scope: ir.Value, criteria: OpCriteria, tag: str
+) -> ir.Value:
+    """Annotate with ``tag`` the ops under ``scope`` that ``criteria`` selects; returns
+    the handle to go on with (``scope``, or what ``foreach_match`` gives back for it)."""
+    if not criteria.uses_kernel_keys:
+        transform.AnnotateOp(match_ops(OpHandle(scope, "module"), criteria).value, tag)
+        return scope
+    matcher = build_kernel_matcher(script, f"__match_{tag}", criteria)
+    action = script.named_sequence(f"__annotate_{tag}", arg_effect="readonly")
+    with action.building():
+        transform.AnnotateOp(action.argument, tag)
+    action.finish()
+    matchers, actions = (
+        ir.ArrayAttr.get([ir.FlatSymbolRefAttr.get(name)]) for name in (matcher, action.name)
+    )
+    updated: ir.Value = transform.ForeachMatchOp(any_op(), [], scope, [], matchers, actions).updated
+    return updated
 
 
 def _by_fid(scope: ir.Value) -> Handles:
