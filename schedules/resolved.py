@@ -72,13 +72,14 @@ def payload_criteria(spec: MatchSpec | None, where: Where, primitive: str) -> Op
     """Criteria of a graph-level selection, which matches by op name and attributes only."""
     if spec is None:
         return None
-    if spec.kind is not None or spec.shape is not None or _kernel_only(spec):
+    criteria = criteria_of(spec, where)
+    if criteria.uses_kernel_keys:
         raise RecipeError(
             where,
             f"{primitive} matches ops by 'op' name, 'layer' and 'attributes' ('kind', "
             "'shape', 'inputs' and 'used_by' select kernels)",
         )
-    return criteria_of(spec, where)
+    return criteria
 
 
 def region_criteria(spec: MatchSpec | None, where: Where) -> OpCriteria | None:
@@ -96,8 +97,3 @@ def region_criteria(spec: MatchSpec | None, where: Where) -> OpCriteria | None:
             "'shape', 'inputs' and 'used_by' as a kernel match does, not both at once",
         )
     return criteria
-
-
-def _kernel_only(spec: MatchSpec) -> bool:
-    """Whether ``spec`` uses a criterion only kernel matchers test."""
-    return spec.inputs is not None or spec.used_by is not None

@@ -76,9 +76,12 @@ def blame_schedules(
 
     blamed: list[TaskTuning] = []
     first = _failure(report)
+    bare_fails: bool | None = None  # the recipe without task schedules: checked once
     while report.status not in UNBLAMED:
         scheduled = [t for t in outcome.tunings if t.chosen(outcome.packed_kept) is not None]
-        if not scheduled or fails([]):
+        if scheduled and bare_fails is None:
+            bare_fails = fails([])
+        if not scheduled or bare_fails:
             line = f"the model fails without its task schedules too ({_failure(report)})"
             if blamed:
                 return report, f"blame    {_blamed(first, blamed, checks)}; then {line}"

@@ -155,9 +155,10 @@ def fuse_in_strategy(
 # --- whole scripts for the payload-level driver ---------------------------------------
 
 
-def _script(body: Callable[[ir.Value], None]) -> str:
-    """One ``@__fuse_ext`` sequence; built in the caller's active MLIR context if any."""
-    script = TransformScript(ir.Context.current)
+def _script(body: Callable[[ir.Value], None], script: TransformScript | None = None) -> str:
+    """One ``@__fuse_ext`` sequence, in ``script`` (where ``body`` adds named sequences
+    of its own) or a new one; built in the caller's active MLIR context if any."""
+    script = script or TransformScript(ir.Context.current)
     seq = script.named_sequence(ENTRY, arg_effect="consumed")
     with seq.building():
         body(seq.argument)
@@ -175,14 +176,13 @@ def tag_script(root: OpCriteria | None, stop: OpCriteria | None) -> str:
     use kernel keys (kind, loop bounds, inputs, users) are matched as a kernel match
     matches, each op in turn; the others by op name, attributes and layer."""
     script = TransformScript(ir.Context.current)
-    seq = script.named_sequence(ENTRY, arg_effect="consumed")
-    with seq.building():
-        scope = seq.argument
+
+    def body(scope: ir.Value) -> None:
         for criteria, tag in ((root, ROOT_TAG), (stop, STOP_TAG)):
             if criteria is not None:
                 scope = _annotate_matched(script, scope, criteria, tag)
-    seq.finish()
-    return script.text()
+
+    return _script(body, script)
 
 
 def _annotate_matched(
