@@ -5,8 +5,8 @@ choose: ``matmul_x86`` register-tiles the matmul in place (``LAYOUT: rowmajor``)
 it into IREE's data-tiling layout (``LAYOUT: packed``, a graph ``mmt4d`` step), and its
 shape table picks per shape. Any step (graph or kernel) and any kernel schedule may carry
 ``when``, written in the constraint language (:mod:`.constraints`; strings may be
-compared: ``LAYOUT == 'packed'``). Besides the parameters, a condition may read
-:data:`TARGET`, the name of the target the recipe is built for (``TARGET == 'x86'``).
+compared: ``LAYOUT == 'packed'``). Besides the parameters, a condition may read what
+the recipe is built for (:mod:`.build_names`): ``TARGET == 'x86'``, ``ISA == 'avx2'``.
 :func:`check_conditions` checks every condition's syntax and names when the recipe is
 made; :func:`apply_conditions` evaluates them when the recipe is resolved, leaves out
 what does not apply and says what it left out, so a skipped step is never silent.
@@ -19,6 +19,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .build_names import BUILD_NAMES, build_values
 from .constraints import ConstraintError, parse_constraint
 from .errors import RecipeError, Where
 from .space import ParamValue
@@ -26,10 +27,6 @@ from .steps import Step
 
 if TYPE_CHECKING:
     from .recipe import KernelSchedule, Recipe
-
-
-TARGET = "TARGET"
-"""The name a ``when`` reads the target by (``x86``, ``vulkan``); no parameter may take it."""
 
 
 @dataclass(frozen=True)
@@ -46,14 +43,17 @@ class Skipped:
 
 
 def check_conditions(recipe: Recipe) -> None:
-    """Refuse a parameter called :data:`TARGET`, and a ``when`` that does not parse or
-    names an undeclared parameter."""
-    if TARGET in recipe.parameter_dict:
+    """Refuse a parameter named like a build name (:data:`~.build_names.BUILD_NAMES`),
+    and a ``when`` that does not parse or names an undeclared parameter."""
+    reserved = sorted(BUILD_NAMES & frozenset(recipe.parameter_dict))
+    if reserved:
+        name = reserved[0]
         raise RecipeError(
-            Where(recipe.source, None, "parameters"),
-            f"{TARGET} is reserved: a 'when' reads the target by that name; rename the parameter",
+            Where(recipe.source, None, f"parameters.{name}"),
+            f"{name} is reserved: 'when' conditions and constraints read the build by that "
+            "name (docs/recipes.md#conditional-steps-and-kernels); rename the parameter",
         )
-    known = frozenset(recipe.parameter_dict) | {TARGET}
+    known = frozenset(recipe.parameter_dict) | BUILD_NAMES
     for what, where, condition in _conditions(recipe):
         try:
             parse_constraint(condition, known)
@@ -62,12 +62,13 @@ def check_conditions(recipe: Recipe) -> None:
 
 
 def apply_conditions(
-    recipe: Recipe, params: Mapping[str, ParamValue], target: str
+    recipe: Recipe, params: Mapping[str, ParamValue], target: str, isa: str | None = None
 ) -> tuple[Recipe, tuple[Skipped, ...]]:
     """``recipe`` without the steps and kernel schedules whose ``when`` is false for
-    ``params`` (the resolved parameter values) on ``target``, and what was left out."""
+    ``params`` (the resolved parameter values) on ``target`` with vector ISA ``isa``
+    (None: a GPU target, or not known), and what was left out."""
     skipped: list[Skipped] = []
-    params = {**params, TARGET: target}
+    params = {**params, **build_values(target, isa)}
 
     def holds(what: str, where: Where, condition: str | None) -> bool:
         if condition is None:
@@ -102,12 +103,12 @@ def has_conditions(recipe: Recipe) -> bool:
 
 
 def condition_parameters(recipe: Recipe) -> frozenset[str]:
-    """The parameters the ``when`` conditions of ``recipe`` read (not :data:`TARGET`):
+    """The parameters the ``when`` conditions of ``recipe`` read (not the build names):
     they choose which way its workload is computed. Preconditions: the conditions parse
     (:func:`check_conditions` has passed)."""
-    known = frozenset(recipe.parameter_dict) | {TARGET}
+    known = frozenset(recipe.parameter_dict) | BUILD_NAMES
     read = (parse_constraint(c, known).names for _, _, c in _conditions(recipe))
-    return frozenset().union(*read) - {TARGET}
+    return frozenset().union(*read) - BUILD_NAMES
 
 
 def _conditions(recipe: Recipe) -> Iterator[tuple[str, Where, str]]:

@@ -141,6 +141,8 @@ def _is_text(node: ast.AST) -> bool:
 
 def _evaluate(node: ast.AST, values: Mapping[str, Number | str]) -> Any:
     if isinstance(node, ast.Name):
+        if node.id not in values:
+            raise ConstraintError(f"{node.id} has no value here")
         return values[node.id]
     if isinstance(node, ast.Constant):
         return node.value

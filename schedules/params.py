@@ -16,10 +16,12 @@ from typing import Any, TypeVar
 
 from tdsched.targets.cpu_model import BuildCpu
 
+from .build_names import build_values
 from .conditions import apply_conditions
 from .constraints import ConstraintError, parse_constraint
 from .errors import RecipeError, Where
 from .recipe import Recipe
+from .shape_table import ShapeChoice
 from .space import ParamValue
 
 _REF = re.compile(r"\$\{([^{}]+)\}")
@@ -67,6 +69,27 @@ def resolve(
     is false for the final values on ``target`` (default: the recipe's first) are left
     out, and listed in ``skipped`` (:mod:`.conditions`).
     """
+    target = target or recipe.targets[0]
+    params, choice = resolved_values(recipe, overrides, threads, target, cpu)
+    resolved = _substitute(recipe, params, Where(recipe.source))
+    if choice is not None and choice.runs_iree_default:
+        resolved = dataclasses.replace(resolved, graph=(), kernels=())
+    resolved, skipped = apply_conditions(resolved, params, target, cpu.isa if cpu else None)
+    return dataclasses.replace(
+        resolved, parameters=tuple(params.items()), shape_choice=choice, skipped=skipped
+    )
+
+
+def resolved_values(
+    recipe: Recipe,
+    overrides: Mapping[str, ParamValue] | None,
+    threads: int | None,
+    target: str,
+    cpu: BuildCpu | None,
+) -> tuple[dict[str, ParamValue], ShapeChoice | None]:
+    """The parameter values :func:`resolve` gives ``recipe`` (its defaults, the shape-table
+    entry chosen for ``threads``, ``target`` and ``cpu``, then ``overrides``) and that
+    choice, without substituting them into the recipe."""
     params = recipe.parameter_dict
     for name in overrides or {}:
         if name not in params:
@@ -76,8 +99,9 @@ def resolve(
                 f"unknown parameter {name!r} (this recipe declares: {known})",
             )
     choice = None
+    isa = cpu.isa if cpu is not None else None
     if recipe.shapes is not None:
-        values = {**params, **(overrides or {})}
+        values = {**params, **(overrides or {}), **build_values(target, isa)}
         choice = recipe.shapes.choose(values, recipe.space.constraints, threads, cpu)
         if choice.entry is not None:
             params.update(choice.entry.params)
@@ -86,13 +110,7 @@ def resolve(
                 given = tuple(name for name in overrides or {} if name in tuned)
                 choice = dataclasses.replace(choice, set_aside_by=given)
     params.update(overrides or {})
-    resolved = _substitute(recipe, params, Where(recipe.source))
-    if choice is not None and choice.runs_iree_default:
-        resolved = dataclasses.replace(resolved, graph=(), kernels=())
-    resolved, skipped = apply_conditions(resolved, params, target or recipe.targets[0])
-    return dataclasses.replace(
-        resolved, parameters=tuple(params.items()), shape_choice=choice, skipped=skipped
-    )
+    return params, choice
 
 
 def substitute_plain(value: Any, params: Mapping[str, ParamValue], where: Where) -> Any:

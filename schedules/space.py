@@ -15,6 +15,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from .build_names import BUILD_NAMES
 from .constraints import ConstraintError, Expression, parse_constraint
 from .errors import RecipeError, Where
 
@@ -79,11 +80,14 @@ class SearchSpace:
     def size(self) -> int:
         return math.prod(len(a.values) for a in self.axes) if self.axes else 0
 
-    def enumerate(self, defaults: Mapping[str, ParamValue]) -> Enumeration:
+    def enumerate(
+        self, defaults: Mapping[str, ParamValue], build: Mapping[str, str]
+    ) -> Enumeration:
         """Every combination of axis values that satisfies all constraints.
 
         ``defaults`` gives the value of parameters that are not swept (constraints may
-        read them, e.g. ``K % TK == 0``).
+        read them, e.g. ``K % TK == 0``), ``build`` what the candidates are built for
+        (:func:`~.build_names.build_values`: constraints may read ``TARGET`` and ``ISA``).
         """
         names = tuple(a.name for a in self.axes)
         if self.size > MAX_POINTS:
@@ -95,7 +99,7 @@ class SearchSpace:
         tolls = {c.text: 0 for c in self.constraints}
         errors: dict[str, int] = {}
         valid: list[Point] = []
-        values = dict(defaults)
+        values = {**defaults, **build}
         for point in itertools.product(*(a.values for a in self.axes)):
             values.update(zip(names, point, strict=True))
             failed = None
@@ -140,7 +144,8 @@ def build_space(
     constraints: Sequence[tuple[str, Where]],
     parameters: Mapping[str, ParamValue],
 ) -> SearchSpace:
-    """Validate axes and parse constraints against the recipe's declared ``parameters``.
+    """Validate axes and parse constraints against the recipe's declared ``parameters``
+    (and the build names, :mod:`.build_names`: ``ISA == 'avx512' or M0 * N0 <= 96``).
 
     Every swept parameter must be declared (its default is what ``tdsched run`` uses);
     an axis needs at least one value and no repeated values.
@@ -163,7 +168,8 @@ def build_space(
     parsed = []
     for text, where in constraints:
         try:
-            parsed.append(Constraint(parse_constraint(text, frozenset(parameters)), where))
+            known = frozenset(parameters) | BUILD_NAMES
+            parsed.append(Constraint(parse_constraint(text, known), where))
         except ConstraintError as exc:
             raise RecipeError(where, str(exc)) from exc
     return SearchSpace(tuple(axes), tuple(parsed))

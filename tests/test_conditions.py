@@ -9,11 +9,14 @@ import json
 
 import pytest
 from cli_process import tdsched
+from tdsched.schedules.build_names import build_values
 from tdsched.schedules.errors import RecipeError
 from tdsched.schedules.params import resolve
 from tdsched.schedules.python_api import Match, P, RecipeBuilder, generator
+from tdsched.schedules.recipe import Recipe
 from tdsched.schedules.steps import Mmt4dStep
 from tdsched.schedules.yaml_frontend import parse_recipe
+from tdsched.targets.cpu_model import BuildCpu
 
 RECIPE = """\
 name: t
@@ -70,14 +73,15 @@ def test_a_bad_condition_is_refused_at_load_naming_its_line(when: str, said: str
     assert said in message
 
 
+def _packed_when(condition: str) -> Recipe:
+    """RECIPE for x86 and Vulkan, its mmt4d step taken when ``condition`` holds."""
+    text = RECIPE.replace("when: \"LAYOUT == 'packed'\"", f"when: {json.dumps(condition)}")
+    targets = "args: {M: 64, N: 64, K: 64}\ntargets: [x86, vulkan]"
+    return parse_recipe(text.replace("args: {M: 64, N: 64, K: 64}", targets), "r.yaml")
+
+
 def test_a_condition_reads_the_target_by_the_name_target() -> None:
-    text = RECIPE.replace("when: \"LAYOUT == 'packed'\"", "when: \"TARGET == 'vulkan'\"")
-    recipe = parse_recipe(
-        text.replace(
-            "args: {M: 64, N: 64, K: 64}", "args: {M: 64, N: 64, K: 64}\ntargets: [x86, vulkan]"
-        ),
-        "r.yaml",
-    )
+    recipe = _packed_when("TARGET == 'vulkan'")
     assert resolve(recipe, target="x86").graph == ()
     assert (
         resolve(recipe, target="x86")
@@ -86,8 +90,53 @@ def test_a_condition_reads_the_target_by_the_name_target() -> None:
         .endswith("left out: when \"TARGET == 'vulkan'\" is false")
     )
     assert [type(s) for s in resolve(recipe, target="vulkan").graph] == [Mmt4dStep]
-    with pytest.raises(RecipeError, match=r"r.yaml: parameters: TARGET is reserved"):
+    with pytest.raises(RecipeError, match=r"r.yaml: parameters.TARGET: TARGET is reserved"):
         parse_recipe(RECIPE.replace("TM: 8}", "TM: 8, TARGET: x86}"), "r.yaml")
+
+
+AVX2 = BuildCpu("avx2", "haswell")
+AVX512 = BuildCpu("avx512", "znver5")
+
+
+def test_a_condition_reads_the_x86_vector_isa_by_the_name_isa() -> None:
+    recipe = _packed_when("ISA == 'avx2'")
+    assert [type(s) for s in resolve(recipe, cpu=AVX2).graph] == [Mmt4dStep]
+    skipped = resolve(recipe, cpu=AVX512).skipped[0].describe()
+    assert skipped.endswith("left out: when \"ISA == 'avx2'\" is false")
+    # a GPU target (and an x86 CPU whose ISA is not known) reads ISA as 'none'
+    assert resolve(recipe, target="vulkan").graph == ()
+    none = _packed_when("ISA == 'none'")
+    assert [type(s) for s in resolve(none, cpu=BuildCpu(None, None)).graph] == [Mmt4dStep]
+    with pytest.raises(RecipeError, match=r"r.yaml: parameters.ISA: ISA is reserved"):
+        parse_recipe(RECIPE.replace("TM: 8}", "TM: 8, ISA: avx2}"), "r.yaml")
+
+
+SPACED = RECIPE.replace(
+    "parameters: {LAYOUT: rowmajor, TM: 8}", "parameters: {LAYOUT: rowmajor, TM: 8, M0: 16}"
+) + (
+    "space:\n  M0: [6, 8, 16]\n"
+    "constraints:\n  - ISA == 'avx512' or M0 <= 8\n  - TARGET == 'x86'\n"
+    "shapes:\n  key: [TM]\n  entries:\n    - {TM: 8, M0: 16}\n    - {TM: 16, M0: 6}\n"
+)
+
+
+def test_constraints_read_the_build_so_one_space_serves_each_isa() -> None:
+    recipe = parse_recipe(SPACED, "r.yaml")
+
+    def swept(target: str, cpu: BuildCpu | None) -> list[int | float | str]:
+        isa = cpu.isa if cpu else None
+        defaults = recipe.parameter_dict
+        return [p[0] for p in recipe.space.enumerate(defaults, build_values(target, isa)).valid]
+
+    assert swept("x86", AVX512) == [6, 8, 16]
+    assert swept("x86", AVX2) == [6, 8]
+    assert swept("vulkan", None) == []
+    # the nearest rule skips an entry whose tiles break a constraint for this build
+    near_8 = {"TM": 9}
+    assert dict(resolve(recipe, near_8, cpu=AVX512).parameters)["M0"] == 16
+    assert dict(resolve(recipe, near_8, cpu=AVX2).parameters)["M0"] == 6
+    with pytest.raises(RecipeError, match="names CPU, which is not a parameter"):
+        parse_recipe(SPACED.replace("TARGET == 'x86'", "CPU == 'x86'"), "r.yaml")
 
 
 def test_an_empty_condition_is_refused() -> None:

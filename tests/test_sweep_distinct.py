@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Hashable
 
+from tdsched.schedules.build_names import build_values
 from tdsched.schedules.loading import find_recipe, load
 from tdsched.schedules.space import Point
 from tdsched.schedules.sweep.candidates import content_key, plan_point
@@ -20,10 +21,13 @@ from tdsched.schedules.sweep.runner import _narrowed
 
 SHAPE = {"M": 128, "N": 128, "K": 128}
 
+X86 = build_values("x86", "avx512")
+"""What the enumerations below are built for: an AVX-512 x86 build."""
+
 
 def test_packed_points_that_differ_in_row_major_tiles_are_one_candidate() -> None:
     recipe = load("matmul_x86")
-    enumeration = _narrowed(recipe, SHAPE).enumerate({**recipe.parameter_dict, **SHAPE})
+    enumeration = _narrowed(recipe, SHAPE).enumerate({**recipe.parameter_dict, **SHAPE}, X86)
     distinct = distinct_builds(recipe, enumeration, SHAPE, "x86", 2)
     assert len(distinct.valid) < len(enumeration.valid)
     assert distinct.pruned[-1] == (SAME_BUILD, len(enumeration.valid) - len(distinct.valid))
@@ -34,10 +38,13 @@ def test_packed_points_that_differ_in_row_major_tiles_are_one_candidate() -> Non
     for point in distinct.valid:
         params = distinct.as_params(point)
         layouts[params["LAYOUT"]].add(point)
-    # packed: one candidate per unpack placement, whatever the row-major tiles; row-major:
-    # one per tile choice, whatever UNPACK
-    packed = [distinct.as_params(p)["UNPACK"] for p in layouts["packed"]]
-    assert sorted(packed) == ["fused", "separate"]
+    # packed: one candidate per unpack placement and AVX-512 pack tile, whatever the
+    # row-major tiles; row-major: one per tile choice, whatever UNPACK and the pack tiles
+    packed = [
+        tuple(distinct.as_params(p)[n] for n in ("UNPACK", "M0", "N0")) for p in layouts["packed"]
+    ]
+    assert len(packed) == len(set(packed)) == 2 * 4
+    assert {(m0, n0) for _, m0, n0 in packed} == {(8, 16), (8, 32), (16, 16), (16, 32)}
     names = ("TM", "TN", "TK", "RN")
     tiles = [tuple(distinct.as_params(p)[n] for n in names) for p in layouts["rowmajor"]]
     assert len(tiles) == len(set(tiles)) > 1
@@ -45,7 +52,7 @@ def test_packed_points_that_differ_in_row_major_tiles_are_one_candidate() -> Non
 
 def test_points_with_one_signature_build_the_same_module_and_others_do_not() -> None:
     recipe = load("matmul_x86")
-    enumeration = _narrowed(recipe, SHAPE).enumerate({**recipe.parameter_dict, **SHAPE})
+    enumeration = _narrowed(recipe, SHAPE).enumerate({**recipe.parameter_dict, **SHAPE}, X86)
     groups: dict[Hashable, list[Point]] = defaultdict(list)
     for point in enumeration.valid:
         groups[build_signature(recipe, {**SHAPE, **enumeration.as_params(point)}, "x86", 2)].append(
@@ -66,7 +73,7 @@ def test_points_with_one_signature_build_the_same_module_and_others_do_not() -> 
 
 def test_a_recipe_without_conditions_keeps_its_space() -> None:
     recipe = load("matmul_vulkan")
-    enumeration = _narrowed(recipe, {}).enumerate(recipe.parameter_dict)
+    enumeration = _narrowed(recipe, {}).enumerate(recipe.parameter_dict, X86)
     assert distinct_builds(recipe, enumeration, {}, "vulkan", None) is enumeration
 
 

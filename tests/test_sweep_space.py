@@ -6,6 +6,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from tdsched.schedules.build_names import build_values
 from tdsched.schedules.cli import main
 from tdsched.schedules.constraints import ConstraintError, parse_constraint
 from tdsched.schedules.errors import RecipeError
@@ -17,6 +18,9 @@ name: s
 workload: {generator: matmul, args: {M: 64, N: 64, K: 64, dtype: f32}}
 parameters: {K: 64, TM: 16, TN: 32, TK: 16, MODE: a}
 """
+
+X86 = build_values("x86", "avx512")
+"""What the enumerations below are built for: an AVX-512 x86 build."""
 
 
 SPACE = """\
@@ -43,7 +47,7 @@ def test_yaml_space_lists_ranges_and_powers_of_two() -> None:
         ("TK", (4, 8, 16, 32)),
         ("MODE", ("a", "b")),
     ]
-    e = r.space.enumerate(r.parameter_dict)
+    e = r.space.enumerate(r.parameter_dict, X86)
     assert e.total == 3 * 4 * 4 * 2
     # TM*TN <= 512 removes (16,48),(16,64),(32,32),(32,48),(32,64): 5 of 12 pairs.
     assert e.pruned == (("'TM * TN <= 512'", 5 * 4 * 2),)
@@ -58,8 +62,8 @@ def test_yaml_space_lists_ranges_and_powers_of_two() -> None:
 
 def test_constraints_see_fixed_parameters() -> None:
     r = parse_recipe(recipe("space: {TK: [16, 24, 32]}\nconstraints: ['K % TK == 0']\n"), "r.yaml")
-    assert r.space.enumerate({**r.parameter_dict, "K": 64}).valid == ((16,), (32,))
-    assert r.space.enumerate({**r.parameter_dict, "K": 48}).valid == ((16,), (24,))
+    assert r.space.enumerate({**r.parameter_dict, "K": 64}, X86).valid == ((16,), (32,))
+    assert r.space.enumerate({**r.parameter_dict, "K": 48}, X86).valid == ((16,), (24,))
 
 
 @pytest.mark.parametrize(
@@ -114,7 +118,7 @@ def test_a_string_may_be_compared_but_not_computed_with() -> None:
 
 def test_evaluation_errors_prune_with_a_reason() -> None:
     r = parse_recipe(recipe("space: {TK: [0, 16]}\nconstraints: ['K % TK == 0']\n"), "r.yaml")
-    e = r.space.enumerate(r.parameter_dict)
+    e = r.space.enumerate(r.parameter_dict, X86)
     assert e.valid == ((16,),)
     assert e.pruned == (("an error: 'K % TK == 0': division by zero", 1),)
 
@@ -131,7 +135,7 @@ def test_python_space_matches_yaml() -> None:
         "r.yaml",
     ).space
     defaults = {"K": 64, "TM": 16, "TN": 32, "TK": 16, "MODE": "a"}
-    assert from_python.enumerate(defaults) == from_yaml.enumerate(defaults)
+    assert from_python.enumerate(defaults, X86) == from_yaml.enumerate(defaults, X86)
 
 
 def test_python_space_errors_point_at_the_python_line() -> None:

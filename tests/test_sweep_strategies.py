@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
+from tdsched.schedules.build_names import build_values
 from tdsched.schedules.loading import load
 from tdsched.schedules.space import ParamValue, Point
 from tdsched.schedules.sweep.cost_model import (
@@ -25,11 +26,14 @@ Prior = tuple[Mapping[str, ParamValue], float | None]
 
 def matmul_space() -> tuple[list[Point], list[tuple[int, ...]]]:
     """The shipped matmul_x86 space of its rowmajor layout, the tile axes (the one the
-    adaptive strategy is measured on): its text axes (LAYOUT, UNPACK) left out."""
+    adaptive strategy is measured on): its packed layout's axes (LAYOUT, UNPACK, M0, N0)
+    left out."""
     r = load("matmul_x86")
-    numeric = tuple(a for a in r.space.axes if all(isinstance(v, int) for v in a.values))
+    numeric = tuple(a for a in r.space.axes if a.name in ("TM", "TN", "TK", "RN"))
     tiles = dataclasses.replace(r.space, axes=numeric)
-    e = tiles.enumerate({**r.parameter_dict, "M": 512, "N": 512, "K": 512})
+    e = tiles.enumerate(
+        {**r.parameter_dict, "M": 512, "N": 512, "K": 512}, build_values("x86", "avx512")
+    )
     return list(e.valid), [tuple(int(v) for v in a.values) for a in tiles.axes]
 
 

@@ -24,7 +24,7 @@ from collections.abc import Hashable, Mapping
 from tdsched.targets.cpu_model import BuildCpu
 
 from ..conditions import Skipped, apply_conditions, condition_parameters, has_conditions
-from ..params import referenced_parameters, resolve
+from ..params import referenced_parameters, resolved_values
 from ..recipe import Recipe
 from ..space import Enumeration, ParamValue, Point
 
@@ -72,8 +72,8 @@ def _applied(
 ) -> tuple[dict[str, ParamValue], Recipe, tuple[Skipped, ...]]:
     """The candidate's resolved parameters, and ``recipe`` with what its ``when``
     conditions leave out removed (and what they left out)."""
-    params = dict(resolve(recipe, values, threads, target, cpu).parameters)
-    kept, skipped = apply_conditions(recipe, params, target)
+    params, _ = resolved_values(recipe, values, threads, target, cpu)
+    kept, skipped = apply_conditions(recipe, params, target, cpu.isa if cpu else None)
     return params, kept, skipped
 
 

@@ -30,6 +30,7 @@ from tdsched.targets.timing import Interval
 from tdsched.targets.workload import Workload, traffic_bytes
 from tdsched.transform_lib.work import count_work_of_text
 
+from ..build_names import build_values
 from ..errors import RecipeError, Where
 from ..evaluation import BUILD_FAILURES
 from ..loading import find_recipe, load
@@ -227,14 +228,16 @@ class Sweep:
         self.options = options = resolve_cost_model(options)
         self.target = options.target or self.recipe.targets[0]
         self.space = _narrowed(self.recipe, options.fixed)
+        built_for = target_cpu(self.target, options.cpu, options.cpu_features)
+        isa = built_for.isa if built_for else None
         defaults = {**self.recipe.parameter_dict, **options.fixed}
         self.enumeration = distinct_builds(
             self.recipe,
-            self.space.enumerate(defaults),
+            self.space.enumerate(defaults, build_values(self.target, isa)),
             options.fixed,
             self.target,
             cpu_threads(self.target, options.threads),
-            target_cpu(self.target, options.cpu, options.cpu_features),
+            built_for,
         )
         if not self.enumeration.valid:
             raise RecipeError(
