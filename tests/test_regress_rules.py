@@ -19,7 +19,8 @@ from tdsched.schedules.regress.baseline_file import Settings, dump, load_baselin
 from tdsched.schedules.regress.calibration import CalibrationDrift
 from tdsched.schedules.regress.isolation import measure_isolated
 from tdsched.schedules.regress.measure import Measurement, MeasureRequest
-from tdsched.schedules.regress.runner import entry_target
+from tdsched.schedules.regress.pytest_plugin import entry_from_marker
+from tdsched.schedules.regress.runner import entry_target, request_for
 from tdsched.schedules.regress.verdict import judge
 from tdsched.targets.timing import Ratio, Timing, median_interval
 
@@ -144,6 +145,10 @@ def test_a_baseline_file_round_trips_with_its_header(tmp_path: Path) -> None:
         ),
         ("entries:\n  - {recipe: m, target: arm}\n", "entries[0].target: got 'arm'; allowed"),
         (
+            "entries:\n  - {recipe: m, target: vulkan, cpu: haswell}\n",
+            "b.yaml:2: entries[0].cpu: 'cpu' chooses an x86 CPU; this entry's target is vulkan",
+        ),
+        (
             "entries:\n  - {recipe: m}\n  - {recipe: m}\n",
             "b.yaml:3: entries[1]: duplicate of the entry at line 2",
         ),
@@ -184,6 +189,24 @@ def main_error(path: Path) -> str:
     return proc.stderr
 
 
+def test_an_entry_can_build_for_another_cpu_and_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "b.yaml"
+    path.write_text(
+        "entries:\n  - {recipe: matmul_x86, params: {M: 512}}\n"
+        "  - {recipe: matmul_x86, params: {M: 512}, cpu: haswell}\n"
+    )
+    baseline = load_baseline(path)  # not duplicates: they build for different CPUs
+    host, avx2 = baseline.entries
+    assert (host.cpu, avx2.cpu) == (None, "haswell")
+    assert avx2.label == "matmul_x86 M=512 cpu=haswell"
+    assert "cpu: haswell" in dump(baseline) and load_baseline(path).entries == baseline.entries
+    settings = avx2.settings(baseline.defaults)
+    assert request_for("matmul_x86", avx2, settings, tmp_path, bless=False).cpu == "haswell"
+    assert request_for("matmul_x86", host, settings, tmp_path, bless=False).cpu == "host"
+    marker = pytest.mark.tdsched_perf("matmul_x86", cpu="haswell", min_speedup=1.1).mark
+    assert entry_from_marker(marker).cpu == "haswell"
+
+
 def test_entries_select_by_the_target_they_build_for(tmp_path: Path) -> None:
     path = tmp_path / "b.yaml"
     path.write_text(
@@ -215,6 +238,7 @@ def test_a_crashing_or_hanging_measurement_fails_only_its_entry(
         recipe=str(recipe),
         target=None,
         params={},
+        cpu="host",
         numerics=None,
         threads=1,
         seed=0,

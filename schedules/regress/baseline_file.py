@@ -88,6 +88,9 @@ class Entry:
     """As written: a shipped recipe name or a path relative to the baseline file."""
     target: str | None = None
     params: dict[str, ParamValue] = field(default_factory=dict)
+    cpu: str | None = None
+    """x86: the LLVM CPU both builds target (``haswell`` gates a recipe's AVX2 entries on
+    any AVX2 machine); ``None``: this machine's."""
     expected_speedup: float | None = None
     """``None`` until blessed with ``--update``."""
     numerics: dict[str, float] | None = None
@@ -103,10 +106,13 @@ class Entry:
 
     @property
     def label(self) -> str:
-        """``recipe@target M=256,N=256``: how tables and messages name the entry."""
+        """``recipe@target M=256,N=256`` (`` cpu=haswell``): how tables and messages name
+        the entry."""
         text = self.recipe + (f"@{self.target}" if self.target else "")
         if self.params:
             text += " " + ",".join(f"{k}={v}" for k, v in self.params.items())
+        if self.cpu:
+            text += f" cpu={self.cpu}"
         return text
 
     def settings(self, defaults: Settings) -> Settings:
@@ -147,6 +153,7 @@ ENTRY_FIELDS = {
     "recipe": "shipped recipe name or path relative to this file",
     "target": f"one of {', '.join(TARGET_NAMES)} (default: the recipe's first)",
     "params": "recipe parameter overrides, e.g. {M: 256}",
+    "cpu": "x86: LLVM CPU to build for, e.g. haswell (AVX2) (default: this machine's)",
     "expected_speedup": "speedup vs IREE default when blessed (written by --update)",
     "numerics": "{atol, rtol} for the check against the reference",
     "blessed": "what the blessing run measured (written by --update)",
@@ -178,14 +185,14 @@ def load_baseline(path: str | Path) -> BaselineFile:
     default_overrides = _settings(fields["defaults"]) if "defaults" in fields else {}
     defaults = Settings(**default_overrides)  # type: ignore[arg-type]
     entries = tuple(_entry(node) for node in fields["entries"].sequence())
-    seen: dict[tuple[str, str | None, str], Entry] = {}
+    seen: dict[tuple[str, str | None, str | None, str], Entry] = {}
     for entry in entries:
-        key = (entry.recipe, entry.target, json.dumps(entry.params, sort_keys=True))
+        key = (entry.recipe, entry.target, entry.cpu, json.dumps(entry.params, sort_keys=True))
         if key in seen:
             raise RecipeError(
                 entry.where,
                 f"duplicate of the entry at line {seen[key].where.line}: one entry per "
-                "(recipe, target, params)",
+                "(recipe, target, cpu, params)",
             )
         seen[key] = entry
     return BaselineFile(path, _header(text), defaults, default_overrides, entries)
@@ -228,6 +235,9 @@ def _settings(node: Node, fields: dict[str, Node] | None = None) -> dict[str, fl
 def _entry(node: Node) -> Entry:
     f = node.mapping(ENTRY_FIELDS, ("recipe",))
     target = optional(f, "target", lambda n: n.choice(TARGET_NAMES), None)
+    cpu = optional(f, "cpu", Node.text, None)
+    if cpu is not None and target not in (None, "x86"):
+        raise f["cpu"].fail(f"'cpu' chooses an x86 CPU; this entry's target is {target}")
     expected = optional(f, "expected_speedup", Node.number, None)
     if expected is not None and expected <= 0:
         raise f["expected_speedup"].fail(f"expected a positive speedup, got {expected}")
@@ -235,6 +245,7 @@ def _entry(node: Node) -> Entry:
         recipe=f["recipe"].text(),
         target=target,
         params=_params(f["params"]) if "params" in f else {},
+        cpu=cpu,
         expected_speedup=expected,
         numerics=_numerics(f["numerics"]) if "numerics" in f else None,
         overrides=_settings(node, {k: v for k, v in f.items() if k in SETTINGS_FIELDS}),
@@ -284,6 +295,8 @@ def _entry_document(entry: Entry) -> dict[str, Any]:
         document["target"] = entry.target
     if entry.params:
         document["params"] = dict(entry.params)
+    if entry.cpu:
+        document["cpu"] = entry.cpu
     if entry.expected_speedup is not None:
         document["expected_speedup"] = entry.expected_speedup
     document.update(entry.overrides)

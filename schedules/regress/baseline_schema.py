@@ -44,6 +44,7 @@ def baseline_schema() -> JSON:
             "recipe": {"type": "string", "minLength": 1},
             "target": {"enum": list(TARGET_NAMES)},
             "params": {"type": "object", "additionalProperties": scalar},
+            "cpu": {"type": "string", "minLength": 1},
             "expected_speedup": {"type": "number", "exclusiveMinimum": 0},
             "numerics": closed_object(
                 NUMERICS_FIELDS,

@@ -39,6 +39,8 @@ class MeasureRequest:
     """A recipe path or shipped name."""
     target: str | None
     params: dict[str, ParamValue]
+    cpu: str
+    """x86: the LLVM CPU to build for (``host``: this machine's)."""
     numerics: dict[str, float] | None
     """``atol`` / ``rtol`` overriding the recipe's tolerance."""
     threads: int
@@ -97,7 +99,8 @@ def measure(request: MeasureRequest) -> Measurement:
     start = time.perf_counter()
     names: dict[str, Any] = {}
     try:
-        p = plan(load(request.recipe), request.target, request.params, threads=request.threads)
+        recipe = load(request.recipe)
+        p = plan(recipe, request.target, request.params, cpu=request.cpu, threads=request.threads)
         tolerance = dataclasses.replace(p.recipe.tolerance, **(request.numerics or {}))
         names = {
             "recipe_name": p.recipe.name,

@@ -65,6 +65,7 @@ def request_for(
         recipe=recipe,
         target=entry.target,
         params=dict(entry.params),
+        cpu=entry.cpu or "host",
         numerics=entry.numerics,
         threads=settings.threads,
         seed=settings.seed,
@@ -119,7 +120,9 @@ def entry_target(baseline: BaselineFile, entry: Entry) -> str:
             f"recipe ({exc.message.removeprefix('no such recipe file; ')})",
         ) from exc
     try:
-        return plan(load(str(recipe)), entry.target, entry.params).target.name
+        return plan(
+            load(str(recipe)), entry.target, entry.params, cpu=entry.cpu or "host"
+        ).target.name
     except ValueError as exc:
         raise RecipeError(entry.where, f"this entry's recipe does not plan: {exc}") from exc
 

@@ -492,6 +492,8 @@ def _write_best(sweep: Sweep, outcome: SweepOutcome, args: argparse.Namespace) -
         "threads": sweep.options.threads,
         "iree_version": iree.compiler.version.VERSION,
     }
+    if outcome.target == "x86" and sweep.options.cpu != "host":
+        provenance["cpu"] = sweep.options.cpu
     params = {**sweep.options.fixed, **best.params}
     return write_frozen(sweep.path, out, params, outcome.target, provenance)
 
