@@ -156,15 +156,24 @@ class ShapeChoice:
     """The CPU model the choice was made for (None: no entry names one, a GPU target, or
     unknown)."""
     set_aside_by: tuple[str, ...] = ()
-    """Tuned parameters given as overrides that set an ``iree_default`` entry aside."""
+    """Tuned parameters given as overrides that set an ``iree_default`` entry (or the
+    fallback for :attr:`defaults_break`) aside."""
+    defaults_break: str | None = None
+    """Where no entry serves the shape: the constraint the recipe's defaults break there
+    (a register tile that does not divide the image, ...). Its schedules would run on
+    partial tiles, so IREE's own pipeline runs instead, and the choice says why."""
 
     @property
     def runs_iree_default(self) -> bool:
         """Whether the recipe's schedules are left out for IREE's own pipeline."""
-        return self.entry is not None and self.entry.iree_default and not self.set_aside_by
+        if self.set_aside_by:
+            return False
+        if self.entry is None:
+            return self.defaults_break is not None
+        return self.entry.iree_default
 
     def describe(self) -> str:
-        here = ",".join(f"{name}={value}" for name, value in self.shape)
+        here = shape = ",".join(f"{name}={value}" for name, value in self.shape)
         if self.threads is not None:
             here += f" on {self.threads} thread" + "s" * (self.threads != 1)
         built_for = ", ".join(part for part in (self.isa, self.model) if part)
@@ -176,7 +185,19 @@ class ShapeChoice:
                 if self.skipped
                 else f"no entry for {here}"
             )
-            return f"shape table: {reason}; the recipe's parameter defaults are used"
+            if self.defaults_break is None:
+                return f"shape table: {reason}; the recipe's parameter defaults are used"
+            broken = f"the recipe's defaults break {self.defaults_break!r} at this shape"
+            if self.set_aside_by:
+                return (
+                    f"shape table: {reason}; {broken}, but {', '.join(self.set_aside_by)} "
+                    "given, so the schedules run with the defaults and the given values"
+                )
+            return (
+                f"shape table: {reason}; {broken}, so IREE's own pipeline runs (no "
+                f"schedule): sweep it (tdsched sweep RECIPE --shape {shape}) or give the "
+                "tuned parameters with --param"
+            )
         if self.set_aside_by:
             what = (
                 "IREE's own pipeline, set aside: "
@@ -212,6 +233,7 @@ class ShapeChoice:
             "params": dict(self.entry.params) if self.entry else {},
             "skipped": list(self.skipped),
             "set_aside_by": list(self.set_aside_by),
+            "defaults_break": self.defaults_break,
         }
 
 
@@ -324,14 +346,14 @@ class ShapeTable:
         ranked = sorted(self.entries, key=nearness)  # stable: ties keep the listed order
         if ranked and nearness(ranked[0])[0] == (0, 0.0):
             return ShapeChoice(here, ranked[0], "exact", (), threads, isa, model)
-        if self.rule == "exact":
-            return ShapeChoice(here, None, "none", (), threads, isa, model)
         skipped: list[str] = []
-        for entry in ranked:
-            if entry.iree_default or _satisfies({**values, **dict(entry.params)}, constraints):
-                return ShapeChoice(here, entry, "nearest", tuple(skipped), threads, isa, model)
-            skipped.append(entry.label)
-        return ShapeChoice(here, None, "none", tuple(skipped), threads, isa, model)
+        if self.rule == "nearest":
+            for entry in ranked:
+                if entry.iree_default or not _broken({**values, **dict(entry.params)}, constraints):
+                    return ShapeChoice(here, entry, "nearest", tuple(skipped), threads, isa, model)
+                skipped.append(entry.label)
+        broken = _broken(values, constraints)
+        return ShapeChoice(here, None, "none", tuple(skipped), threads, isa, model, (), broken)
 
 
 def _check_key_value(name: str, value: KeyValue, default: ParamValue, where: Where) -> None:
@@ -343,8 +365,13 @@ def _check_key_value(name: str, value: KeyValue, default: ParamValue, where: Whe
         raise RecipeError(where, f"key values must be positive integers here ({name}={value!r})")
 
 
-def _satisfies(values: Mapping[str, ParamValue], constraints: tuple[Constraint, ...]) -> bool:
-    try:
-        return all(c.expression.holds(values) for c in constraints)
-    except ConstraintError:
-        return False
+def _broken(values: Mapping[str, ParamValue], constraints: tuple[Constraint, ...]) -> str | None:
+    """The text of the first of ``constraints`` that ``values`` break (or that cannot be
+    evaluated for them); None when they meet them all."""
+    for constraint in constraints:
+        try:
+            if not constraint.expression.holds(values):
+                return constraint.text
+        except ConstraintError:
+            return constraint.text
+    return None

@@ -142,7 +142,7 @@ def test_a_shape_where_the_table_runs_iree_default_has_nothing_to_gate(
     assert entry["status"] == "error"
     line = TABLED.splitlines().index("    - {M: 256, N: 256, K: 256, iree_default: true}") + 1
     assert f"{recipe}:{line}: " in entry["reason"]
-    assert "runs IREE's own pipeline (entry M=256,N=256,K=256)" in entry["reason"]
+    assert "runs IREE's own pipeline (shape table: entry M=256,N=256,K=256 " in entry["reason"]
     assert code == 1
 
 

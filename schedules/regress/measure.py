@@ -18,7 +18,7 @@ from typing import Any
 import iree.compiler.version
 from tdsched.targets.timing import Ratio, time_ratio
 
-from ..errors import RecipeError
+from ..errors import RecipeError, Where
 from ..evaluation import EVALUATION_ERRORS, Status, build_and_check, prepare_device, status_of
 from ..isolation import Progress
 from ..loading import load
@@ -108,12 +108,12 @@ def measure(request: MeasureRequest) -> Measurement:
             "numerics": {"atol": tolerance.atol, "rtol": tolerance.rtol},
         }
         choice = p.recipe.shape_choice
-        if choice is not None and choice.entry is not None and choice.runs_iree_default:
+        if choice is not None and choice.runs_iree_default:
             raise RecipeError(
-                choice.entry.where,
-                f"at this shape the recipe's shape table runs IREE's own pipeline (entry "
-                f"{choice.entry.label}), so there is no schedule to gate; gate a shape "
-                "whose entry has tuned values, or give them in the entry's params",
+                choice.entry.where if choice.entry else Where(p.recipe.source),
+                f"at this shape the recipe runs IREE's own pipeline ({choice.describe()}), "
+                "so there is no schedule to gate; gate a shape whose entry has tuned "
+                "values, or give them in the entry's params",
             )
         if p.scripts.has_host_loops:
             raise RecipeError(
