@@ -31,7 +31,7 @@ codegen) instead of the kernel schedule, its unpack in a dispatch of its own or 
 mmt4d's (``UNPACK: separate | fused``, the step's ``fuse_unpack``). The two layouts are
 alternatives selected by ``when``; each layout's unused parameters are held at one value
 by a constraint, so the space holds every kernel candidate once and each packed tile
-(:data:`PACK_TILES`) once per ``UNPACK``.
+(:data:`PACK_TILES`, those that fit the build's vector registers) once per ``UNPACK``.
 
 The space is centred on IREE's own choice for the dispatch (its ``distribution`` and
 vector tile sizes): the workgroup tiles range from a quarter to four times IREE's,
@@ -71,11 +71,17 @@ STACK_BYTES = 32768
 """IREE's default stack allocation limit per thread: the register tiles must fit it."""
 PACKABLE = ("linalg.matmul", "linalg.batch_matmul")
 """Root ops the ``mmt4d`` graph step rewrites (the packed layout)."""
-PACK_ROWS = (8, 16)
-PACK_COLUMNS = (16, 32)
+PACK_ROWS = (6, 8, 16)
+PACK_COLUMNS = (8, 16, 32)
 PACK_TILES = {"M0": PACK_ROWS, "N0": PACK_COLUMNS}
-"""The packed layout's swept inner tiles (``K0`` is 1): IREE's data tiling takes 16x16
-on AVX-512 and 8x8 on AVX2; 16x32 measured fastest on AVX-512 (docs/primitives/mmt4d.md)."""
+"""The packed layout's swept inner tiles (``K0`` is 1), of which :data:`PACK_PER_ISA`
+keeps those that fit the build's registers: IREE's data tiling takes 16x16 on AVX-512 and
+8x8 on AVX2; 16x32 measured fastest on AVX-512, 6x16 on AVX2 (docs/primitives/mmt4d.md)."""
+PACK_PER_ISA = (
+    "LAYOUT == 'rowmajor' or (ISA == 'avx2' and 64 <= M0 * N0 <= 96) or "
+    "(ISA != 'avx2' and M0 >= 8 and N0 >= 16)"
+)
+"""AVX2 (16 registers of 8 floats): 8x8 or 6x16; otherwise 8 or 16 rows of 16 or 32."""
 PACK_DEFAULT = {"M0": 16, "N0": 32, "K0": 1}
 EPILOGUE_WAYS = ("buffer", "fused")
 """Where a task's epilogue runs (module docstring): over the workgroup's buffered result,
@@ -313,6 +319,7 @@ def with_packed_layout(template: Template, kernel_defaults: Mapping[str, ParamVa
             *template.constraints,
             f"LAYOUT == 'rowmajor' or ({held})",
             f"LAYOUT == 'packed' or ({packed_held} and UNPACK == '{UNPACK[0]}')",
+            PACK_PER_ISA,
         ],
         schedule=template.schedule,
         graph=steps,

@@ -365,7 +365,7 @@ def test_a_matmul_task_from_named_layers_may_also_run_packed() -> None:
     template = template_for(task, _matmul())
     assert template.space["LAYOUT"] == ["rowmajor", "packed"]
     assert template.parameters["LAYOUT"] == "rowmajor"
-    assert template.space["M0"] == [8, 16] and template.space["N0"] == [16, 32]
+    assert template.space["M0"] == [6, 8, 16] and template.space["N0"] == [8, 16, 32]
     assert template.space["UNPACK"] == ["separate", "fused"]
     tile = ["${M0}", "${N0}", "${K0}"]
     assert template.graph == [
@@ -381,12 +381,14 @@ def test_a_matmul_task_from_named_layers_may_also_run_packed() -> None:
     assert template.kernel_when == "LAYOUT == 'rowmajor'"
     assert template.compile_flags == ["--iree-llvmcpu-enable-ukernels=none"]
     # Each layout holds the other's parameters at one value: every candidate once.
-    held = template.constraints[-2]
+    held = template.constraints[-3]
     assert held.startswith("LAYOUT == 'rowmajor' or (W0 == 64 and W1 == 64 and RW == 32")
     assert held.endswith("and EPILOGUE == 'buffer')")
-    assert template.constraints[-1] == (
+    assert template.constraints[-2] == (
         "LAYOUT == 'packed' or (M0 == 16 and N0 == 32 and UNPACK == 'separate')"
     )
+    # the packed tiles that fit the build's registers (the constraint reads its ISA)
+    assert "ISA == 'avx2' and 64 <= M0 * N0 <= 96" in template.constraints[-1]
     # Without layer names the model recipe could not select its matmuls: kernel only.
     unnamed = template_for(Task("t0", (MATMUL,), dispatches=["d0"]), _matmul())
     assert "LAYOUT" not in unnamed.space and unnamed.graph == []
