@@ -105,10 +105,10 @@ def resolved_values(
         choice = recipe.shapes.choose(values, recipe.space.constraints, threads, cpu)
         if choice.entry is not None:
             params.update(choice.entry.params)
-        if choice.entry.iree_default if choice.entry else choice.defaults_break:
-            tuned = recipe.shapes.tuned_names | {axis.name for axis in recipe.space.axes}
-            given = tuple(name for name in overrides or {} if name in tuned)
-            choice = dataclasses.replace(choice, set_aside_by=given)
+            if choice.entry.iree_default:
+                tuned = recipe.shapes.tuned_names | {axis.name for axis in recipe.space.axes}
+                given = tuple(name for name in overrides or {} if name in tuned)
+                choice = dataclasses.replace(choice, set_aside_by=given)
     params.update(overrides or {})
     return params, choice
 

@@ -156,21 +156,17 @@ class ShapeChoice:
     """The CPU model the choice was made for (None: no entry names one, a GPU target, or
     unknown)."""
     set_aside_by: tuple[str, ...] = ()
-    """Tuned parameters given as overrides that set an ``iree_default`` entry (or the
-    fallback for :attr:`defaults_break`) aside."""
+    """Tuned parameters given as overrides that set an ``iree_default`` entry aside."""
     defaults_break: str | None = None
-    """Where no entry serves the shape: the constraint the recipe's defaults break there
-    (a register tile that does not divide the image, ...). Its schedules would run on
-    partial tiles, so IREE's own pipeline runs instead, and the choice says why."""
+    """Where no entry serves the shape: the constraint the recipe's defaults (with the
+    overrides) break there, such as a register tile that does not divide the image. They
+    still run (a tile larger than its loop is whole, a smaller one leaves a partial tile,
+    which is slow), and the choice line says so, with the sweep that would tune it."""
 
     @property
     def runs_iree_default(self) -> bool:
         """Whether the recipe's schedules are left out for IREE's own pipeline."""
-        if self.set_aside_by:
-            return False
-        if self.entry is None:
-            return self.defaults_break is not None
-        return self.entry.iree_default
+        return self.entry is not None and self.entry.iree_default and not self.set_aside_by
 
     def describe(self) -> str:
         here = shape = ",".join(f"{name}={value}" for name, value in self.shape)
@@ -185,19 +181,14 @@ class ShapeChoice:
                 if self.skipped
                 else f"no entry for {here}"
             )
-            if self.defaults_break is None:
-                return f"shape table: {reason}; the recipe's parameter defaults are used"
-            broken = f"the recipe's defaults break {self.defaults_break!r} at this shape"
-            if self.set_aside_by:
-                return (
-                    f"shape table: {reason}; {broken}, but {', '.join(self.set_aside_by)} "
-                    "given, so the schedules run with the defaults and the given values"
+            text = f"shape table: {reason}; the recipe's parameter defaults are used"
+            if self.defaults_break is not None:
+                text += (
+                    f", though they break {self.defaults_break!r} at this shape (a partial "
+                    f"tile runs slowly): sweep it (tdsched sweep RECIPE --shape {shape}) "
+                    "or give tuned values with --param"
                 )
-            return (
-                f"shape table: {reason}; {broken}, so IREE's own pipeline runs (no "
-                f"schedule): sweep it (tdsched sweep RECIPE --shape {shape}) or give the "
-                "tuned parameters with --param"
-            )
+            return text
         if self.set_aside_by:
             what = (
                 "IREE's own pipeline, set aside: "
