@@ -16,6 +16,8 @@ them.
 
 from __future__ import annotations
 
+from tdsched.targets.cpu_model import BuildCpu
+
 TARGET = "TARGET"
 """The name the target is read by (``TARGET == 'x86'``)."""
 ISA = "ISA"
@@ -25,7 +27,7 @@ NO_ISA = "none"
 """What :data:`ISA` reads on a GPU target, or where the CPU's ISA is not known."""
 
 
-def build_values(target: str, isa: str | None) -> dict[str, str]:
-    """The values of :data:`BUILD_NAMES` for a build on ``target`` whose x86 vector ISA is
-    ``isa`` (None: a GPU target, or not known)."""
-    return {TARGET: target, ISA: isa or NO_ISA}
+def build_values(target: str, cpu: BuildCpu | None) -> dict[str, str]:
+    """The values of :data:`BUILD_NAMES` for a build on ``target`` for the x86 CPU ``cpu``
+    (None: a GPU target)."""
+    return {TARGET: target, ISA: (cpu.isa if cpu else None) or NO_ISA}

@@ -26,6 +26,8 @@ from .space import ParamValue
 from .steps import Step
 
 if TYPE_CHECKING:
+    from tdsched.targets.cpu_model import BuildCpu
+
     from .recipe import KernelSchedule, Recipe
 
 
@@ -62,13 +64,16 @@ def check_conditions(recipe: Recipe) -> None:
 
 
 def apply_conditions(
-    recipe: Recipe, params: Mapping[str, ParamValue], target: str, isa: str | None = None
+    recipe: Recipe,
+    params: Mapping[str, ParamValue],
+    target: str,
+    cpu: BuildCpu | None = None,
 ) -> tuple[Recipe, tuple[Skipped, ...]]:
     """``recipe`` without the steps and kernel schedules whose ``when`` is false for
-    ``params`` (the resolved parameter values) on ``target`` with vector ISA ``isa``
-    (None: a GPU target, or not known), and what was left out."""
+    ``params`` (the resolved parameter values) on ``target`` for the x86 CPU ``cpu``
+    (None: a GPU target), and what was left out."""
     skipped: list[Skipped] = []
-    params = {**params, **build_values(target, isa)}
+    params = {**params, **build_values(target, cpu)}
 
     def holds(what: str, where: Where, condition: str | None) -> bool:
         if condition is None:

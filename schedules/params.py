@@ -74,7 +74,7 @@ def resolve(
     resolved = _substitute(recipe, params, Where(recipe.source))
     if choice is not None and choice.runs_iree_default:
         resolved = dataclasses.replace(resolved, graph=(), kernels=())
-    resolved, skipped = apply_conditions(resolved, params, target, cpu.isa if cpu else None)
+    resolved, skipped = apply_conditions(resolved, params, target, cpu)
     return dataclasses.replace(
         resolved, parameters=tuple(params.items()), shape_choice=choice, skipped=skipped
     )
@@ -99,9 +99,8 @@ def resolved_values(
                 f"unknown parameter {name!r} (this recipe declares: {known})",
             )
     choice = None
-    isa = cpu.isa if cpu is not None else None
     if recipe.shapes is not None:
-        values = {**params, **(overrides or {}), **build_values(target, isa)}
+        values = {**params, **(overrides or {}), **build_values(target, cpu)}
         choice = recipe.shapes.choose(values, recipe.space.constraints, threads, cpu)
         if choice.entry is not None:
             params.update(choice.entry.params)

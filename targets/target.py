@@ -102,6 +102,13 @@ def make_target(
             flags.append(f"--iree-llvmcpu-target-cpu-features={cpu_features}")
         return Target("x86", "llvm-cpu", "local-task", tuple(flags))
     if name == "vulkan":
+        if cpu != "host" or cpu_features:
+            given = cpu if cpu != "host" else cpu_features
+            raise ValueError(
+                f"--cpu / --cpu-features ({given}) choose the x86 CPU to build for, but this "
+                "build targets vulkan: pass --target x86, or drop them (Vulkan builds take "
+                "--gpu)"
+            )
         gpu_flags = (f"--iree-vulkan-target={gpu}",) if gpu else ()
         return Target("vulkan", "vulkan-spirv", "vulkan", gpu_flags)
     raise ValueError(f"unknown target {name!r}; available: {', '.join(TARGET_NAMES)}")

@@ -259,6 +259,15 @@ def test_gpu_is_refused_for_an_x86_build() -> None:
     assert "--target vulkan" in proc.stderr
 
 
+def test_an_x86_cpu_is_refused_for_a_vulkan_build() -> None:
+    proc = tdsched("show", "matmul_vulkan", "--cpu", "haswell", check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "(haswell) choose the x86 CPU to build for, but this build targets vulkan" in (
+        proc.stderr
+    )
+    assert "--target x86" in proc.stderr
+
+
 @pytest.mark.usefixtures("iree")
 def test_gpu_builds_for_that_vulkan_target_and_refuses_one_iree_does_not_know(
     tmp_path: Path,

@@ -124,9 +124,8 @@ def test_constraints_read_the_build_so_one_space_serves_each_isa() -> None:
     recipe = parse_recipe(SPACED, "r.yaml")
 
     def swept(target: str, cpu: BuildCpu | None) -> list[int | float | str]:
-        isa = cpu.isa if cpu else None
         defaults = recipe.parameter_dict
-        return [p[0] for p in recipe.space.enumerate(defaults, build_values(target, isa)).valid]
+        return [p[0] for p in recipe.space.enumerate(defaults, build_values(target, cpu)).valid]
 
     assert swept("x86", AVX512) == [6, 8, 16]
     assert swept("x86", AVX2) == [6, 8]

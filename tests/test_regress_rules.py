@@ -145,10 +145,6 @@ def test_a_baseline_file_round_trips_with_its_header(tmp_path: Path) -> None:
         ),
         ("entries:\n  - {recipe: m, target: arm}\n", "entries[0].target: got 'arm'; allowed"),
         (
-            "entries:\n  - {recipe: m, target: vulkan, cpu: haswell}\n",
-            "b.yaml:2: entries[0].cpu: 'cpu' chooses an x86 CPU; this entry's target is vulkan",
-        ),
-        (
             "entries:\n  - {recipe: m}\n  - {recipe: m}\n",
             "b.yaml:3: entries[1]: duplicate of the entry at line 2",
         ),
@@ -205,6 +201,15 @@ def test_an_entry_can_build_for_another_cpu_and_says_so(tmp_path: Path) -> None:
     assert request_for("matmul_x86", host, settings, tmp_path, bless=False).cpu == "host"
     marker = pytest.mark.tdsched_perf("matmul_x86", cpu="haswell", min_speedup=1.1).mark
     assert entry_from_marker(marker).cpu == "haswell"
+    # an x86 CPU on an entry that builds for Vulkan (its recipe's first target) is refused
+    path.write_text("entries:\n  - {recipe: matmul_vulkan, cpu: haswell}\n")
+    gpu = load_baseline(path)
+    with pytest.raises(RecipeError) as caught:
+        entry_target(gpu, gpu.entries[0])
+    assert f"{path}:2: entries[0]: this entry's recipe does not plan: --cpu" in str(caught.value)
+    assert "(haswell) choose the x86 CPU to build for, but this build targets vulkan" in str(
+        caught.value
+    )
 
 
 def test_entries_select_by_the_target_they_build_for(tmp_path: Path) -> None:

@@ -18,10 +18,11 @@ from tdsched.schedules.sweep.distinct import (
 )
 from tdsched.schedules.sweep.messages import SweepContext
 from tdsched.schedules.sweep.runner import _narrowed
+from tdsched.targets.cpu_model import BuildCpu
 
 SHAPE = {"M": 128, "N": 128, "K": 128}
 
-X86 = build_values("x86", "avx512")
+X86 = build_values("x86", BuildCpu("avx512", None))
 """What the enumerations below are built for: an AVX-512 x86 build."""
 
 

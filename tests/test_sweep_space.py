@@ -12,6 +12,7 @@ from tdsched.schedules.constraints import ConstraintError, parse_constraint
 from tdsched.schedules.errors import RecipeError
 from tdsched.schedules.python_api import Match, P, Pow2, Range, RecipeBuilder, generator
 from tdsched.schedules.yaml_frontend import parse_recipe
+from tdsched.targets.cpu_model import BuildCpu
 
 HEAD = """\
 name: s
@@ -19,7 +20,7 @@ workload: {generator: matmul, args: {M: 64, N: 64, K: 64, dtype: f32}}
 parameters: {K: 64, TM: 16, TN: 32, TK: 16, MODE: a}
 """
 
-X86 = build_values("x86", "avx512")
+X86 = build_values("x86", BuildCpu("avx512", None))
 """What the enumerations below are built for: an AVX-512 x86 build."""
 
 

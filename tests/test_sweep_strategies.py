@@ -20,6 +20,7 @@ from tdsched.schedules.sweep.cost_model import (
 )
 from tdsched.schedules.sweep.runner import SweepOptions, resolve_cost_model
 from tdsched.schedules.sweep.strategies import Evolutionary, Grid, RandomSample, Strategy
+from tdsched.targets.cpu_model import BuildCpu
 
 Prior = tuple[Mapping[str, ParamValue], float | None]
 
@@ -32,7 +33,8 @@ def matmul_space() -> tuple[list[Point], list[tuple[int, ...]]]:
     numeric = tuple(a for a in r.space.axes if a.name in ("TM", "TN", "TK", "RN"))
     tiles = dataclasses.replace(r.space, axes=numeric)
     e = tiles.enumerate(
-        {**r.parameter_dict, "M": 512, "N": 512, "K": 512}, build_values("x86", "avx512")
+        {**r.parameter_dict, "M": 512, "N": 512, "K": 512},
+        build_values("x86", BuildCpu("avx512", None)),
     )
     return list(e.valid), [tuple(int(v) for v in a.values) for a in tiles.axes]
 

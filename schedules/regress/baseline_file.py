@@ -235,9 +235,6 @@ def _settings(node: Node, fields: dict[str, Node] | None = None) -> dict[str, fl
 def _entry(node: Node) -> Entry:
     f = node.mapping(ENTRY_FIELDS, ("recipe",))
     target = optional(f, "target", lambda n: n.choice(TARGET_NAMES), None)
-    cpu = optional(f, "cpu", Node.text, None)
-    if cpu is not None and target not in (None, "x86"):
-        raise f["cpu"].fail(f"'cpu' chooses an x86 CPU; this entry's target is {target}")
     expected = optional(f, "expected_speedup", Node.number, None)
     if expected is not None and expected <= 0:
         raise f["expected_speedup"].fail(f"expected a positive speedup, got {expected}")
@@ -245,7 +242,7 @@ def _entry(node: Node) -> Entry:
         recipe=f["recipe"].text(),
         target=target,
         params=_params(f["params"]) if "params" in f else {},
-        cpu=cpu,
+        cpu=optional(f, "cpu", Node.text, None),
         expected_speedup=expected,
         numerics=_numerics(f["numerics"]) if "numerics" in f else None,
         overrides=_settings(node, {k: v for k, v in f.items() if k in SETTINGS_FIELDS}),

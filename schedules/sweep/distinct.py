@@ -73,7 +73,7 @@ def _applied(
     """The candidate's resolved parameters, and ``recipe`` with what its ``when``
     conditions leave out removed (and what they left out)."""
     params, _ = resolved_values(recipe, values, threads, target, cpu)
-    kept, skipped = apply_conditions(recipe, params, target, cpu.isa if cpu else None)
+    kept, skipped = apply_conditions(recipe, params, target, cpu)
     return params, kept, skipped
 
 

@@ -229,11 +229,10 @@ class Sweep:
         self.target = options.target or self.recipe.targets[0]
         self.space = _narrowed(self.recipe, options.fixed)
         built_for = target_cpu(self.target, options.cpu, options.cpu_features)
-        isa = built_for.isa if built_for else None
         defaults = {**self.recipe.parameter_dict, **options.fixed}
         self.enumeration = distinct_builds(
             self.recipe,
-            self.space.enumerate(defaults, build_values(self.target, isa)),
+            self.space.enumerate(defaults, build_values(self.target, built_for)),
             options.fixed,
             self.target,
             cpu_threads(self.target, options.threads),
