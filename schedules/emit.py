@@ -615,7 +615,7 @@ def nest_options(step: NestStep) -> FuseExtOptions:
 
 _UNMATCHED_KERNEL = (
     "this kernel schedule matched no dispatch, so IREE would have compiled it with its "
-    "default pipeline. Check 'match' (op name, kind, shape, dtype, inputs, used_by) against "
+    "default pipeline. Check 'match' (op name, kind, shape, dtype, inputs, used_by, body) against "
     "the dispatch root ops; on Vulkan, matmuls are linalg.generic by then: match kind: contraction"
 )
 

@@ -171,6 +171,8 @@ def _keys_text(keys: dict[str, Any]) -> str:
         count = keys.get("used_by_inputs")
         inputs = f" ({count} inputs)" if count is not None else ""
         parts.append(f"used_by {keys['used_by']}{inputs}")
+    if "body" in keys:
+        parts.append("its body")
     return " and ".join(parts)
 
 
@@ -213,7 +215,7 @@ def _telling_keys(
     census: Sequence[StructuredOp],
     where: Where,
 ) -> dict[str, Any]:
-    """The MatchSpec fields (``inputs``, ``used_by``, ``used_by_inputs``) that tell the
+    """The MatchSpec fields (``inputs``, ``used_by``, ``used_by_inputs``, ``body``) that tell the
     layers' ops (``mains``) apart from every other op with their name and loop bounds
     (none needed: ``{}``). Raises RecipeError naming the layers of the ops no key tells
     apart: the schedule would apply there too."""
@@ -225,8 +227,9 @@ def _telling_keys(
         raise RecipeError(
             where,
             f"kernel matchers see structure only, and {op} {list(ranges or ())} is also what "
-            f"{', '.join(names)} reaches kernel configuration as, with the same input count "
-            "and the same op using its result: this schedule would apply there too. Select "
+            f"{', '.join(names)} reaches kernel configuration as, with the same input count, "
+            "the same op using its result and the same body: this schedule would apply there "
+            "too. Select "
             "those layers as well, or tell the shapes apart",
         )
     return keys

@@ -10,7 +10,9 @@ ops apart, read from the census (``transform_lib.census``):
   ``linalg.generic``, or ``iree_tensor_ext.dispatch.tensor.store`` when the result is
   stored), and where that is not enough, that op's input count too
   (``used_by: {op: linalg.generic, inputs: 2}``: a residual add rather than a
-  transpose). An op whose result has several uses has no ``used_by``.
+  transpose). An op whose result has several uses has no ``used_by``;
+* ``body``: a ``linalg.generic``'s body as MLIR text (``transform_lib.op_body``), the
+  last resort: an exp-once softmax's row max and row sum agree on everything else.
 
 :func:`telling_keys` finds the fewest that do, used by ``tdsched tune``'s task matches
 (``task_match``, written as a recipe's match by :func:`recipe_keys`) and by kernel
@@ -24,7 +26,7 @@ from typing import Any
 
 from tdsched.transform_lib.census import StructuredOp
 
-DISCRIMINATORS = ("inputs", "used_by", "used_by_inputs")
+DISCRIMINATORS = ("inputs", "used_by", "used_by_inputs", "body")
 """The census fields a match may add, as :class:`StructuredOp` names them."""
 WAYS = (
     (),
@@ -33,6 +35,10 @@ WAYS = (
     ("inputs", "used_by"),
     ("used_by", "used_by_inputs"),
     ("inputs", "used_by", "used_by_inputs"),
+    ("body",),
+    ("inputs", "body"),
+    ("used_by", "body"),
+    ("inputs", "used_by", "used_by_inputs", "body"),
 )
 """The combinations tried, fewest first (the user's inputs only with its name)."""
 
@@ -49,7 +55,8 @@ def telling_keys(
     for way in usable:
         if all(any(getattr(op, n) != agreed[n] for n in way) for op in others):
             return {n: agreed[n] for n in way}, []
-    return None, [op for op in others if all(getattr(op, n) == agreed[n] for n in usable[-1])]
+    known = [name for name in DISCRIMINATORS if agreed[name] is not None]
+    return None, [op for op in others if all(getattr(op, n) == agreed[n] for n in known)]
 
 
 def recipe_keys(keys: dict[str, Any]) -> dict[str, Any]:

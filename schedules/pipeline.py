@@ -434,8 +434,8 @@ def _plan_kernel_fusions(p: Plan, input_file: Path, out_dir: Path, reports: list
             raise ScheduleNotApplied(
                 _kernel_where(p, fusion_request.kernel),
                 "this kernel schedule matched no dispatch, so its fuse_ext step could not be "
-                "planned. Check 'match' (op name, kind, shape, dtype, inputs, used_by) against "
-                "the dispatch root ops ('tdsched apply' on a recipe without it shows the "
+                "planned. Check 'match' (op name, kind, shape, dtype, inputs, used_by, body) "
+                "against the dispatch root ops ('tdsched apply' on a recipe without it shows the "
                 "dispatches)",
             )
     return scripts

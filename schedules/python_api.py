@@ -85,6 +85,7 @@ def Match(
     layer: str | Sequence[str] = (),
     inputs: int | None = None,
     used_by: str | Mapping[str, str | int] | None = None,
+    body: str | None = None,
 ) -> MatchSpec:
     """What a kernel schedule or ``match`` step selects, as in YAML's ``match:`` mapping:
     ``Match(kind="contraction")``, ``Match(layer="block1.conv1")``,
@@ -98,6 +99,7 @@ def Match(
         layers=(layer,) if isinstance(layer, str) else tuple(layer),
         inputs=inputs,
         **_used_by(used_by),
+        body=body,
     )
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import difflib
 from collections.abc import Collection, Sequence
 
+from tdsched.transform_lib.errors import ScheduleError
 from tdsched.transform_lib.match import OpCriteria, is_registered_op
+from tdsched.transform_lib.op_body import check_body
 
 from .errors import RecipeError, Where
 from .values import MatchSpec
@@ -52,6 +54,11 @@ def criteria_of(spec: MatchSpec, where: Where, present: Collection[str] = ()) ->
             where.child("used_by").child("inputs"),
             f"inputs counts input operands (>= 0), got {spec.used_by_inputs}",
         )
+    if spec.body is not None:
+        try:
+            check_body(spec.body)
+        except ScheduleError as exc:
+            raise RecipeError(where.child("body"), str(exc).removeprefix("body: ")) from exc
     shape = None
     if spec.shape is not None:
         shape = tuple(as_int(v, where.child("shape")) for v in spec.shape)
@@ -65,6 +72,7 @@ def criteria_of(spec: MatchSpec, where: Where, present: Collection[str] = ()) ->
         spec.inputs,
         spec.used_by,
         spec.used_by_inputs,
+        spec.body,
     )
 
 
@@ -77,7 +85,7 @@ def payload_criteria(spec: MatchSpec | None, where: Where, primitive: str) -> Op
         raise RecipeError(
             where,
             f"{primitive} matches ops by 'op' name, 'layer' and 'attributes' ('kind', "
-            "'shape', 'inputs' and 'used_by' select kernels)",
+            "'shape', 'inputs', 'used_by' and 'body' select kernels)",
         )
     return criteria
 
@@ -85,7 +93,7 @@ def payload_criteria(spec: MatchSpec | None, where: Where, primitive: str) -> Op
 def region_criteria(spec: MatchSpec | None, where: Where) -> OpCriteria | None:
     """Criteria of a ``dispatch_region`` selection: by 'op' name, 'layer' and
     'attributes', or the way a kernel match selects (an 'op' name or 'kind', with
-    'shape', 'dtype', 'inputs', 'used_by'), on the ops as the workload writes them; not
+    'shape', 'dtype', 'inputs', 'used_by', 'body'), on the ops as the workload writes them; not
     both at once."""
     if spec is None:
         return None
@@ -94,6 +102,6 @@ def region_criteria(spec: MatchSpec | None, where: Where) -> OpCriteria | None:
         raise RecipeError(
             where,
             "dispatch_region selects ops by 'op', 'layer' and 'attributes', or by 'kind', "
-            "'shape', 'inputs' and 'used_by' as a kernel match does, not both at once",
+            "'shape', 'inputs', 'used_by' and 'body' as a kernel match does, not both at once",
         )
     return criteria

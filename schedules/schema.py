@@ -182,6 +182,7 @@ def _selection(fields: dict[str, str]) -> JSON:
                 },
             ]
         },
+        "body": _TEXT,
         "attributes": {
             "anyOf": [
                 _STRINGS,

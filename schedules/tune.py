@@ -77,6 +77,7 @@ from .tune_templates import (
 )
 from .tune_templates_rows import is_row_reduction, row_reduction_template
 from .tune_templates_vulkan import vulkan_template
+from .yaml_writer import recipe_yaml
 
 WIN = 1.02
 """A task's best candidate must be this much faster than IREE's pipeline to be kept."""
@@ -489,8 +490,8 @@ def _match_at(task: Task, position: int, model: ModelOps, target: Target) -> dic
         op = task.ops[position]
         raise TaskSkipped(
             f"the {matched} and loop bounds of its {op.describe()} also occur in task "
-            f"{exc.other}, and neither its input count nor the op using its result tells "
-            "them apart: a kernel match would take both"
+            f"{exc.other}, and neither its input count, the op using its result nor its body "
+            "tells them apart: a kernel match would take both"
         ) from exc
 
 
@@ -527,7 +528,7 @@ def _task_recipe(
         f"# Written by tdsched tune: task {task.name} ({', '.join(task.epilogue) or 'no epilogue'}"
         " after its root). Edit it and tune again: an existing file is kept.\n"
     )
-    return header + yaml.safe_dump(document, sort_keys=False, default_flow_style=None)
+    return header + recipe_yaml(document)
 
 
 def _next(tunings: list[TaskTuning]) -> TaskTuning | None:
@@ -643,9 +644,7 @@ def _write_model_recipe(
         "# the other tasks keep it (provenance.tasks says why).\n"
         "# Run it with: tdsched run {this file}\n"
     )
-    write_atomically(
-        path, (header + yaml.safe_dump(document, sort_keys=False, default_flow_style=None)).encode()
-    )
+    write_atomically(path, (header + recipe_yaml(document)).encode())
     return len(kernels) + len(graph)
 
 

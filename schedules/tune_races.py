@@ -53,6 +53,7 @@ from .run_report import RunReport
 from .steps import Conv1x1ToMatmulStep, DecomposeSoftmaxStep, GraphRewriteStep, Im2colStep
 from .tune import TOLERANCE, WIN, TuneOutcome
 from .values import MatchSpec
+from .yaml_writer import recipe_yaml
 
 GRAPH_RACE_FILE = "graph-race.json"
 """Where the model-rewrite race's decision is kept, beside the model recipe."""
@@ -318,7 +319,7 @@ def _write_graph_recipe(
         "tolerance": TOLERANCE,
         "graph": [step_document(step) for step in steps],
     }
-    write_atomically(path, yaml.safe_dump(document, sort_keys=False).encode())
+    write_atomically(path, recipe_yaml(document).encode())
 
 
 def race_layouts(outcome: TuneOutcome, check: Check | None) -> tuple[RunReport | None, str | None]:

@@ -36,6 +36,8 @@ class MatchSpec:
     used_by: str | None = None
     used_by_inputs: int | None = None
     """The ``inputs`` of ``used_by: {op: ..., inputs: N}``."""
+    body: str | None = None
+    """A ``linalg.generic``'s body as MLIR text (``transform_lib.op_body``)."""
 
 
 MATCH_FIELDS: dict[str, str] = {
@@ -46,6 +48,8 @@ MATCH_FIELDS: dict[str, str] = {
     "inputs": "number of input operands (ins) the op has: tells ops of one dispatch apart",
     "used_by": "the one op using its result, by name (linalg.generic) or as {op: NAME, "
     "inputs: N}: tells apart ops with and without an epilogue",
+    "body": "a linalg.generic's body as MLIR text, from ^bb0(...): to its linalg.yield "
+    "(as tdsched apply prints it): tells apart ops that differ only in what they compute",
     "attributes": "attributes the op carries: [NAME, ...] (unit) or {NAME: VALUE}",
     "layer": "model layer name(s) or patterns, e.g. block1.conv1 or [stem, 'block*.conv1']",
 }

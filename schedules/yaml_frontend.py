@@ -331,9 +331,10 @@ def _match_spec(node: Node, fields: dict[str, Node]) -> MatchSpec:
         shape=optional(fields, "shape", Node.ints, None),
         dtype=optional(fields, "dtype", Node.text, "f32"),
         attributes=optional(fields, "attributes", _attributes, ()),
-        layers=optional(fields, "layer", _layers, ()),
+        layers=optional(fields, "layer", _names, ()),
         inputs=optional(fields, "inputs", Node.integer, None),
         **_used_by(fields),
+        body=optional(fields, "body", Node.text, None),
     )
 
 
@@ -367,8 +368,8 @@ def _attributes(node: Node) -> tuple[tuple[str, AttrValue | None], ...]:
     return tuple(pairs)
 
 
-def _layers(node: Node) -> tuple[str, ...]:
-    """One layer name or pattern, or a list of them."""
+def _names(node: Node) -> tuple[str, ...]:
+    """One name (a layer, a pattern, an op), or a list of them."""
     items = node.sequence() if isinstance(node.node, yaml.SequenceNode) else [node]
     return tuple(item.text() for item in items)
 

@@ -18,6 +18,7 @@ missing device fails them instead. See docs/testing.md.
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import stat
@@ -35,7 +36,10 @@ from tdsched.targets import compiler, runtime
 REQUIRE_VULKAN = os.environ.get("TDSCHED_REQUIRE_VULKAN") == "1"
 # The machine's peak (tdsched run, tdsched peak) is measured once per test session into a
 # cache of its own, never read from (or written to) the user's.
-os.environ["TDSCHED_CACHE_DIR"] = tempfile.mkdtemp(prefix="tdsched-test-cache-")
+# It is removed when the session's process ends.
+CACHE_DIR = tempfile.mkdtemp(prefix="tdsched-test-cache-")
+os.environ["TDSCHED_CACHE_DIR"] = CACHE_DIR
+atexit.register(shutil.rmtree, CACHE_DIR, ignore_errors=True)
 
 
 FIRST = ("test_sweep_ray.py", "test_regress.py", "test_run_profile.py")

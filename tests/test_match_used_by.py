@@ -9,14 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from kernel_dispatch import kernels_per_dispatch
 from tdsched.schedules.errors import RecipeError
 from tdsched.schedules.loading import load
 from tdsched.schedules.pipeline import plan
 from tdsched.schedules.python_api import Match, RecipeBuilder, workload_file
 from tdsched.schedules.run_report import run
-from tdsched.targets import make_target
-from tdsched.targets.compiler import CompileRequest, run_compile
-from tdsched.transform_lib.dispatch_work import CONFIGURED_FLAGS, read_dispatch_work
 
 THREE_MATMULS = """
 func.func @three(%a: tensor<64x32xf32>, %b: tensor<32x64xf32>, %res: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) {
@@ -89,40 +87,6 @@ def test_a_used_by_that_names_no_operation_is_refused_at_its_line(tmp_path: Path
         plan(load(str(path)))
 
 
-def _kernels_per_dispatch(path: Path, target: str, tmp_path: Path) -> list[str | None]:
-    """The kernel each dispatch of the recipe's build got, in dispatch order."""
-    planned = plan(load(str(path)), target)
-    library = tmp_path / "library.mlir"
-    library.write_text(planned.scripts.kernel_library or "")
-    out = tmp_path / "configured.mlir"
-    request = CompileRequest(
-        tmp_path / "three.mlir", make_target(target), out, library, CONFIGURED_FLAGS
-    )
-    run_compile(request)
-    return [d.kernel for d in read_dispatch_work(out.read_text())]
-
-
-def test_used_by_with_an_input_count_also_matches_the_users_inputs(tmp_path: Path) -> None:
-    match = "{op: linalg.matmul, used_by: {op: linalg.generic, inputs: 2}}"
-    text = plan(load(str(_recipe(tmp_path, match)))).scripts.kernel_library
-    assert text is not None
-    assert text.count("transform.match.structured.num_inputs") == 1
-    r = RecipeBuilder("used_by", workload=workload_file(str(tmp_path / "three.mlir")))
-    r.kernel_config(
-        "mm",
-        match=Match("linalg.matmul", used_by={"op": "linalg.generic", "inputs": 2}),
-        tile_sizes={"workgroup": [16, 16, 0], "vector": [8, 16, 0], "reduction": [0, 0, 1]},
-    )
-    python = plan(r.build()).scripts.kernel_library
-    assert python is not None
-    assert re.sub(r" loc\([^)]*\)|#loc.*\n", "", python) == re.sub(
-        r" loc\([^)]*\)|#loc.*\n", "", text
-    )
-    bad = _recipe(tmp_path, "{op: linalg.matmul, used_by: {op: linalg.generic, input: 2}}")
-    with pytest.raises(RecipeError, match=r"used_by\.input: unknown field 'input'"):
-        plan(load(str(bad)))
-
-
 @pytest.mark.usefixtures("iree")
 @pytest.mark.parametrize(
     ("used_by", "configured"),
@@ -137,7 +101,7 @@ def test_used_by_selects_among_three_same_shape_matmuls_on_x86(
     used_by: str, configured: list[str | None], tmp_path: Path
 ) -> None:
     path = _recipe(tmp_path, f"{{op: linalg.matmul, used_by: {used_by}}}")
-    assert _kernels_per_dispatch(path, "x86", tmp_path) == configured
+    assert kernels_per_dispatch(path, "x86", tmp_path) == configured
     report = run(plan(load(str(path))), time_it=False)
     assert report.status == "ok", report
     assert report.max_abs_error is not None and report.max_abs_error < 1e-4
@@ -146,7 +110,7 @@ def test_used_by_selects_among_three_same_shape_matmuls_on_x86(
 @pytest.mark.usefixtures("vulkan")
 def test_used_by_selects_the_matmul_with_an_epilogue_on_vulkan(tmp_path: Path) -> None:
     path = _recipe(tmp_path, "{kind: contraction, used_by: linalg.generic}", "vulkan")
-    assert _kernels_per_dispatch(path, "vulkan", tmp_path) == [None, "mm", "mm"]
+    assert kernels_per_dispatch(path, "vulkan", tmp_path) == [None, "mm", "mm"]
     report = run(plan(load(str(path)), "vulkan"), time_it=False)
     assert report.status == "ok", report
     assert report.max_abs_error is not None and report.max_abs_error < 1e-4

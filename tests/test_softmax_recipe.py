@@ -99,7 +99,7 @@ def test_a_non_root_config_is_refused_on_vulkan(tmp_path: Path) -> None:
 
 def test_inputs_does_not_select_ops_inside_a_schedule(tmp_path: Path) -> None:
     text = RECIPE + "graph:\n  - match: {op: linalg.softmax, inputs: 1, as: s}\n"
-    with pytest.raises(RecipeError, match="'inputs' and 'used_by' select kernels"):
+    with pytest.raises(RecipeError, match="'inputs', 'used_by' and 'body' select kernels"):
         _library(text, tmp_path)
 
 

@@ -502,6 +502,35 @@ def test_a_task_match_adds_the_fewest_discriminators_that_tell_its_root_apart() 
     }
 
 
+MAX_BODY = (
+    "^bb0(%in: f32, %out: f32):\n  %0 = arith.maximumf %in, %out : f32\n  linalg.yield %0 : f32"
+)
+SUM_BODY = MAX_BODY.replace("arith.maximumf", "arith.addf")
+
+
+def test_a_body_tells_apart_roots_that_agree_on_everything_else() -> None:
+    # The exp-once softmax: a row max and a row sum, each of one input and used by a
+    # linalg.generic of two, in dispatches of their own.
+    row = OpSignature("linalg.generic", (32, 256), "reduction", "f32")
+    after = OpSignature("linalg.generic", (32, 256), "elementwise", "f32")
+    maximum = Task("t0", (row, after), dispatches=["d0"])
+    total = Task("t1", (row, after), dispatches=["d1"])
+    census = _census("d0", (row, 1, "linalg.generic"), (after, 2, STORE)) + _census(
+        "d1", (row, 1, "linalg.generic"), (after, 2, STORE)
+    )
+    census[0] = dataclasses.replace(census[0], body=MAX_BODY)
+    census[2] = dataclasses.replace(census[2], body=SUM_BODY)
+    model = ModelOps.of(census, [maximum, total])
+    base = {"op": "linalg.generic", "shape": [32, 256], "dtype": "f32"}
+    assert op_match(maximum, 0, model, by_kind=False) == {**base, "body": MAX_BODY}
+    assert op_match(total, 0, model, by_kind=False) == {**base, "body": SUM_BODY}
+    # Ops after them whose bodies are unknown (one reads a constant from outside its
+    # body, which no match can name) stay ambiguous.
+    with pytest.raises(Ambiguous) as caught:
+        op_match(maximum, 1, model, by_kind=False)
+    assert caught.value.other == "t1"
+
+
 def test_a_task_below_min_share_is_tuned_again_if_an_earlier_run_gave_it_a_template(
     tmp_path: Path,
 ) -> None:

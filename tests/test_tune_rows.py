@@ -9,19 +9,14 @@ import numpy as np
 import onnx
 import pytest
 import yaml
+from kernel_dispatch import prepared_tasks
 from onnx import TensorProto, helper, numpy_helper
 from tdsched.recipes.workloads.lowered import file_workload
 from tdsched.schedules.loading import load
-from tdsched.schedules.model_tasks import extract_tasks
-from tdsched.schedules.pipeline import census_output, plan
+from tdsched.schedules.pipeline import plan
 from tdsched.schedules.run_report import run
-from tdsched.schedules.task_match import ModelOps
-from tdsched.schedules.tune import TuneOptions, _prepare
 from tdsched.schedules.tune_templates import NoTemplate, TemplateKernel
 from tdsched.schedules.tune_templates_rows import is_row_reduction, row_reduction_template
-from tdsched.targets import make_target
-from tdsched.transform_lib.census import census_functions, read_census
-from tdsched.transform_lib.constant_operands import ModelConstants
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, ConfiguredOp
 from tdsched.transform_lib.standalone_dispatch import as_softmax
 
@@ -114,19 +109,11 @@ def _encoder_block(path: Path) -> None:
 @pytest.mark.usefixtures("iree")
 def test_softmax_and_layer_norm_tasks_get_row_templates_that_run_correct(tmp_path: Path) -> None:
     _encoder_block(tmp_path / "block.onnx")
-    workload = file_workload(tmp_path / "block.onnx")
-    target = make_target("x86")
-    census = census_output(workload.mlir, target)
-    tasks = extract_tasks(workload, target, 1, census=census, time_it=False)
-    model = ModelOps.of(read_census(census), tasks.tasks)
-    options = TuneOptions(target, threads=1, budget_s=60)
-    sources, weights = census_functions(census), ModelConstants(workload.mlir)
     folder = tmp_path / "tasks"
     templated: list[tuple[str, Path]] = []
-    for task in tasks.tasks:
-        tuning = _prepare(task, model, sources, weights, folder, options)
+    for tuning in prepared_tasks(file_workload(tmp_path / "block.onnx"), folder):
         if tuning.recipe is not None and "config" in tuning.recipe.read_text():
-            templated.append((task.layers[0], tuning.recipe))
+            templated.append((tuning.task.layers[0], tuning.recipe))
     # The softmax (written as a linalg.softmax: IREE forms its one dispatch from it) and
     # the layer norm's two dispatches (its mean, then its variance and normalization).
     assert sorted(layer for layer, _ in templated) == ["norm", "norm", "softmax"]

@@ -21,6 +21,7 @@ from iree.compiler.passmanager import PassManager
 
 from .graph.generic_build import static_loop_ranges
 from .graph.report import layer_of
+from .op_body import body_of
 from .payload import is_structured, ops_under
 from .remarks import printed_sections
 from .script import TransformScript, any_op
@@ -58,6 +59,9 @@ class StructuredOp:
     a kernel match's ``used_by``."""
     used_by_inputs: int | None = None
     """That op's number of input operands, where it is a structured op."""
+    body: str | None = None
+    """Its body where it is a ``linalg.generic`` (``op_body.body_of``), a kernel
+    match's ``body``."""
 
     def describe(self) -> str:
         shape = list(self.loop_ranges) if self.loop_ranges is not None else "dynamic"
@@ -159,6 +163,7 @@ def structured_ops(module: ir.Module) -> list[StructuredOp]:
                     _dtype(op),
                     input_count(op),
                     *_single_user(op),
+                    body_of(op),
                 )
             )
     return found

@@ -20,6 +20,7 @@ from iree.compiler.dialects import transform
 from iree.compiler.dialects.transform import structured
 
 from .errors import ScheduleError
+from .op_body import body_module, wrapped_generic
 from .script import OpHandle, TransformScript, any_op, param_type
 
 OpKind = Literal["contraction", "convolution"]
@@ -73,12 +74,15 @@ class OpCriteria:
     used_by: str | None = None
     used_by_inputs: int | None = None
     """The input count the ``used_by`` op must have (``None``: any)."""
+    body: str | None = None
+    """The body a ``linalg.generic`` must have, as MLIR text (:mod:`.op_body`): tells a
+    row max from a row sum."""
 
     @property
     def uses_kernel_keys(self) -> bool:
         """Whether it selects by a key only a kernel matcher tests (kind, shape,
-        inputs, used_by)."""
-        keys = (self.kind, self.shape, self.inputs, self.used_by)
+        inputs, used_by, body)."""
+        keys = (self.kind, self.shape, self.inputs, self.used_by, self.body)
         return any(value is not None for value in keys)
 
     def attribute_dict(self) -> dict[str, ir.Attribute]:
@@ -107,6 +111,8 @@ class OpCriteria:
             count = self.used_by_inputs
             with_inputs = f" with {count} inputs" if count is not None else ""
             parts.append(f"used_by={self.used_by}{with_inputs}")
+        if self.body is not None:
+            parts.append(f"body={' '.join(self.body.split())!r}")
         return ", ".join(parts) or "any op"
 
 
@@ -118,9 +124,9 @@ def match_ops(scope: OpHandle, criteria: OpCriteria, num_loops: int | None = Non
     """
     if criteria.uses_kernel_keys:
         raise ScheduleError(
-            "match: 'kind', 'shape', 'inputs' and 'used_by' select kernels (the 'match' of a "
-            f"kernel schedule); inside a schedule, match by 'op' name and 'attributes' (got "
-            f"{criteria.describe()})"
+            "match: 'kind', 'shape', 'inputs', 'used_by' and 'body' select kernels (the "
+            "'match' of a kernel schedule); inside a schedule, match by 'op' name and "
+            f"'attributes' (got {criteria.describe()})"
         )
     if criteria.op is None and not criteria.attributes and not criteria.layers:
         raise ScheduleError("match: give an 'op' name, 'attributes' or a 'layer' to select ops")
@@ -194,6 +200,8 @@ def build_kernel_matcher(script: TransformScript, name: str, criteria: OpCriteri
             _match_input_count(op, criteria.inputs)
         if criteria.used_by is not None:
             _match_single_user(op, criteria.used_by, criteria.used_by_inputs)
+        if criteria.body is not None:
+            _match_body(op, criteria.body)
     seq.finish([seq.argument])
     return seq.name
 
@@ -240,6 +248,25 @@ def _match_loop_bounds(op: ir.Value, shape: Sequence[int]) -> None:
         iree_match.MatchDimsEqualOp(dims, list(shape))
 
 
+def _i64(value: int) -> ir.Attribute:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
+
+
+def _match_body(op: ir.Value, body: str) -> None:
+    """Require the op's body to be ``body`` (:mod:`.op_body`), by IREE's structural
+    comparison of regions."""
+    module = body_module(body)
+    generic = wrapped_generic(module)
+    match = iree_match.MatchRegionsOp(op)
+    block = match.regions[0].blocks.append(*[value.type for value in generic.operands])
+    for position, argument in enumerate(block.arguments):
+        generic.operands[position] = argument
+    generic.detach_from_parent()
+    ir.InsertionPoint(block).insert(generic)
+    with ir.InsertionPoint(block):
+        transform.YieldOp([])  # the region's implicit terminator
+
+
 def _match_input_count(op: ir.Value, count: int) -> None:
     """Require the structured op to have ``count`` input operands."""
     with _structured_match(op) as structured_op:
@@ -248,9 +275,7 @@ def _match_input_count(op: ir.Value, count: int) -> None:
             results=[param_type()],
             operands=[structured_op],
         ).result
-        expected = transform.ParamConstantOp(
-            param_type(), ir.IntegerAttr.get(ir.IntegerType.get_signless(64), count)
-        ).param
+        expected = transform.ParamConstantOp(param_type(), _i64(count)).param
         ir.Operation.create(
             "transform.match.param.cmpi",
             operands=[found, expected],

@@ -33,6 +33,7 @@ from ..errors import RecipeError, Where
 from ..files import read_user_text
 from ..space import ParamValue
 from ..yaml_nodes import Node, optional
+from ..yaml_writer import recipe_yaml
 
 
 @dataclass(frozen=True)
@@ -282,7 +283,7 @@ def dump(baseline: BaselineFile) -> str:
     document["entries"] = [_entry_document(e) for e in baseline.entries]
     if baseline.path.suffix == ".json":
         return json.dumps(document, indent=2) + "\n"
-    body = yaml.safe_dump(document, sort_keys=False, default_flow_style=None, width=100)
+    body = recipe_yaml(document, width=100)
     return (baseline.header + "\n" if baseline.header else "") + body
 
 

@@ -20,6 +20,7 @@ import yaml
 
 from ..errors import RecipeError, Where
 from ..space import ParamValue
+from ..yaml_writer import recipe_yaml
 
 
 def write_frozen(
@@ -56,7 +57,7 @@ def _frozen_yaml(
         f"# Frozen by tdsched sweep from {source}: the best candidate's parameters.\n"
         f"# Run it with: tdsched run {{this file}}\n"
     )
-    return header + yaml.safe_dump(document, sort_keys=False, default_flow_style=None)
+    return header + recipe_yaml(document)
 
 
 def write_shape_table(
@@ -107,7 +108,7 @@ def write_shape_table(
         f"# Written by tdsched sweep --shape from {source}: tuned parameters per shape.\n"
         f"# Run it at any shape with: tdsched run {{this file}} --param NAME=VALUE ...\n"
     )
-    out.write_text(header + yaml.safe_dump(document, sort_keys=False, default_flow_style=None))
+    out.write_text(header + recipe_yaml(document))
     return out
 
 

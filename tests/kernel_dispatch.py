@@ -1,0 +1,42 @@
+"""Helpers of the kernel-match and tune tests: which kernel each dispatch of a recipe's
+build got, and each task's prepared template in a model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tdsched.schedules.loading import load
+from tdsched.schedules.model_tasks import extract_tasks
+from tdsched.schedules.pipeline import apply_graph, census_output, plan
+from tdsched.schedules.task_match import ModelOps
+from tdsched.schedules.tune import TaskTuning, TuneOptions, _prepare
+from tdsched.targets import make_target
+from tdsched.targets.compiler import CompileRequest, run_compile
+from tdsched.targets.workload import Workload
+from tdsched.transform_lib.census import census_functions, read_census
+from tdsched.transform_lib.constant_operands import ModelConstants
+from tdsched.transform_lib.dispatch_work import CONFIGURED_FLAGS, read_dispatch_work
+
+
+def kernels_per_dispatch(recipe: Path, target: str, tmp_path: Path) -> list[str | None]:
+    """The kernel each dispatch of ``recipe``'s build for ``target`` got, in dispatch
+    order (``None``: IREE's own configuration), compiling up to kernel configuration."""
+    planned = plan(load(str(recipe)), target)
+    library, source = tmp_path / "library.mlir", tmp_path / "input.mlir"
+    library.write_text(planned.scripts.kernel_library or "")
+    source.write_text(apply_graph(planned).module)
+    out = tmp_path / "configured.mlir"
+    run_compile(CompileRequest(source, make_target(target), out, library, CONFIGURED_FLAGS))
+    return [d.kernel for d in read_dispatch_work(out.read_text())]
+
+
+def prepared_tasks(workload: Workload, folder: Path) -> list[TaskTuning]:
+    """Each task of ``workload`` on x86 (1 thread, untimed) as ``tdsched tune`` prepares
+    it: its template written into ``folder``, or the reason it has none."""
+    target = make_target("x86")
+    census = census_output(workload.mlir, target)
+    tasks = extract_tasks(workload, target, 1, census=census, time_it=False)
+    model = ModelOps.of(read_census(census), tasks.tasks)
+    options = TuneOptions(target, threads=1, budget_s=60)
+    sources, weights = census_functions(census), ModelConstants(workload.mlir)
+    return [_prepare(task, model, sources, weights, folder, options) for task in tasks.tasks]
