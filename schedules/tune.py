@@ -308,6 +308,29 @@ class TuneOutcome:
             path, self.model, self.tunings, self.options, self.packed_kept, only
         )
 
+    def packable(self) -> list[TaskTuning]:
+        """The tasks the packed alternative packs and the tasks' recipe does not."""
+        return packable(self.tunings)
+
+    def write_packed(self, path: Path, packing: Collection[str]) -> int:
+        """Write the tasks' recipe with the tasks named in ``packing`` packed (their
+        correct packed candidate, where they have one); return its schedule count."""
+        assert self.model is not None and self.options is not None
+        return _write_model_recipe(
+            path, self.model, self.tunings, self.options, True, packing=packing
+        )
+
+    def rewrite_packed(self) -> None:
+        """Write the packed alternative again from the tasks' choices now, or drop it
+        (:attr:`packed` ``None``) where no task would be packed any more."""
+        if self.packed is None:
+            return
+        path = self.packed[0]
+        if not self.packable():
+            self.packed = None
+            return
+        self.packed = (path, self.write_packed(path, [t.task.name for t in self.tunings]))
+
 
 def estimated_speedup(
     tasks: ModelTasks, tunings: list[TaskTuning], graph_speedup: float = 1.0
@@ -393,7 +416,7 @@ def tune(
     model = ModelSpec(name, workload_spec, tuple(graph))
     kernels = _write_model_recipe(recipe, model, tunings, options)
     packed = None
-    if any(t.best_packed is not None and t.chosen(False) != t.best_packed for t in tunings):
+    if packable(tunings):
         path = out / f"{workload.name}.packed.yaml"
         packed = (path, _write_model_recipe(path, model, tunings, options, packed=True))
     elapsed = time.monotonic() - start
@@ -593,6 +616,12 @@ class ModelSpec:
     graph: tuple[Mapping[str, Any], ...]
 
 
+def packable(tunings: Sequence[TaskTuning]) -> list[TaskTuning]:
+    """The tasks whose choice in the packed layout (a correct packed candidate not found
+    wrong in the model) differs from their choice in the tasks' recipe."""
+    return [t for t in tunings if t.chosen(True) != t.chosen(False)]
+
+
 def _write_model_recipe(
     path: Path,
     model: ModelSpec,
@@ -600,18 +629,20 @@ def _write_model_recipe(
     o: TuneOptions,
     packed: bool = False,
     only: Collection[str] | None = None,
+    packing: Collection[str] | None = None,
 ) -> int:
     """Write the model recipe (``packed``: every task with a correct packed candidate
-    packed; ``only``: the names of the tasks that keep their schedules, the others IREE's
-    pipeline, ``None`` all); return how many task schedules (kernels and packed graph
-    steps) it holds."""
+    packed, or with ``packing`` only the tasks it names; ``only``: the names of the tasks
+    that keep their schedules, the others IREE's pipeline, ``None`` all); return how many
+    task schedules (kernels and packed graph steps) it holds."""
     kernels: list[dict[str, Any]] = []
     graph: list[dict[str, Any]] = []
     # In task order (t0, t1, ...), not by their profiled time: the same schedules write
     # the same recipe in every run (tdsched tune's layout race keys on it).
     for tuning in sorted(tunings, key=lambda t: (len(t.task.name), t.task.name)):
-        chosen = tuning.chosen(packed)
-        if chosen is None or (only is not None and tuning.task.name not in only):
+        name = tuning.task.name
+        chosen = tuning.chosen(packed and (packing is None or name in packing))
+        if chosen is None or (only is not None and name not in only):
             continue
         assert tuning.recipe is not None
         template = yaml.safe_load(tuning.recipe.read_text())

@@ -15,6 +15,12 @@ neither half does, its schedules fail only together and all of them are blamed. 
 culprit among n schedules takes about 2 log2(n) checks. The recipe with no task schedule
 is checked first: when it fails too, the failure is not the schedules' (a model rewrite,
 or a tolerance the model's own IREE build misses), and nothing is dropped.
+
+The packed alternative of the layout race is searched the same way when it fails and
+the tasks' recipe does not (:func:`blame_packed`): the culprits are among the tasks it
+packs, checked as the tasks' recipe with a subset of them packed
+(``MODEL.packed.blame1.yaml``, ...). Their packed candidates are left out; they keep
+their choice in the tasks' recipe, and the rest of the packing races again.
 """
 
 from __future__ import annotations
@@ -97,6 +103,44 @@ def blame_schedules(
         outcome.kernels = outcome.write_recipe(outcome.recipe)
         report = check(outcome.recipe)
     return report, f"blame    {_blamed(first, blamed, checks)}"
+
+
+def blame_packed(
+    outcome: TuneOutcome, failed: RunReport, numerics: Check, progress: Callable[[str], None]
+) -> str:
+    """Find the tasks whose packing made the packed alternative fail (``failed``: its
+    check), searching subsets of :meth:`TuneOutcome.packable` packed on top of the tasks'
+    recipe (``numerics`` checks a recipe without timing it); mark their packed candidates
+    wrong in the model (recorded in the tune state) and write the packed alternative again
+    without them (:meth:`TuneOutcome.rewrite_packed`). Returns a line saying what was
+    found. Precondition: the tasks' recipe passed its check, the packed one did not."""
+    assert outcome.packed is not None
+    path = outcome.packed[0]
+    checks = 0
+
+    def fails(subset: Sequence[TaskTuning]) -> bool:
+        nonlocal checks
+        checks += 1
+        # next to the recipe: the workload's path in it is relative to the tune's folder
+        check_path = path.with_suffix(f".blame{checks}.yaml")
+        outcome.write_packed(check_path, {t.task.name for t in subset})
+        status = numerics(check_path).status
+        progress(f"tune: blame    check {checks}, {_names(subset)} packed: {status}")
+        return status is not Status.OK
+
+    found = culprits(outcome.packable(), fails)
+    failure = _failure(failed)
+    reason = f"its packed schedule made the model {failure} (right on the task alone)"
+    for tuning in found:
+        assert tuning.best_packed is not None
+        tuning.wrong_in_model[tuning.best_packed.key] = reason
+    record_tasks(outcome.recipe.parent, {t.task.name: t.state() for t in found})
+    outcome.rewrite_packed()
+    counted = f"{checks} check{'s' if checks != 1 else ''} of packed subsets"
+    return (
+        f"blame    the packed recipe was {failure}: {counted} blame the packing of "
+        f"{_names(found)}; they keep their schedules of the tasks' recipe"
+    )
 
 
 def _blamed(failure: str, blamed: Sequence[TaskTuning], checks: int) -> str:

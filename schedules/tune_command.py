@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from .sweep.executor import EXECUTORS
 from .tasks_command import add_profiled_model_arguments
 from .text_table import aligned
 from .tune import TuneOptions, TuneOutcome, tune
-from .tune_blame import UNBLAMED, blame_schedules
+from .tune_blame import UNBLAMED, blame_packed, blame_schedules
 from .tune_plot import plot_tune
 from .tune_races import ModelRewrites, race_layouts, race_model_rewrites
 
@@ -64,7 +65,10 @@ it checks (numerics only) the recipe without task schedules, then recipes keepin
 of them (OUT/MODEL.tuned.blameN.yaml), about 2 log2(n) checks for one culprit among n.
 The blamed tasks keep IREE's pipeline ("its schedule made the model wrong"; later runs
 remember it), the recipe is written and checked again, and the `blame` line says what
-was found. When the model fails without any task schedule too, nothing is dropped.
+was found. When the model fails without any task schedule too, nothing is dropped. A
+packed alternative that fails where the tasks' recipe passes is searched the same way
+among the tasks it packs (OUT/MODEL.packed.blameN.yaml): the blamed tasks keep their
+schedules of the tasks' recipe, and the rest of the packing races again.
 
 The budget is the total over every run into OUT (OUT/tune-state.json keeps what was
 spent and found, after every round). Re-running with the same --budget sweeps nothing:
@@ -180,14 +184,9 @@ def run(args: argparse.Namespace) -> int:
         rewrites.workload, spec, out, options, progress, rewrites.steps, rewrites.speedup
     )
     check = None if args.no_check else partial(_check, args=args)
-    report, layouts, blame = None, None, None
-    if outcome.packed is not None:
-        report, layouts = race_layouts(outcome, check)
-    elif check is not None:
-        report = check(outcome.recipe)
-    if check is not None and report is not None and report.status not in UNBLAMED:
-        numerics = partial(_check, args=args, time_it=False)
-        report, blame = blame_schedules(outcome, report, check, numerics, progress)
+    numerics = partial(_check, args=args, time_it=False)
+    report, layouts, blames = _final_check(outcome, check, numerics, progress)
+    blame = "\n".join(blames) or None
     if args.plot is not None:
         where = run_conditions(outcome.tasks.target, outcome.tasks.threads)
         title = f"tdsched tune of {outcome.tasks.workload} on {where}"
@@ -204,6 +203,39 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("\n".join(summary_lines(outcome, report, args, layouts, rewrites, blame)))
     return 0 if report is None or report.status is Status.OK else 1
+
+
+def _final_check(
+    outcome: TuneOutcome,
+    check: Callable[[Path], RunReport] | None,
+    numerics: Callable[[Path], RunReport],
+    progress: Callable[[str], None],
+) -> tuple[RunReport | None, str | None, list[str]]:
+    """Check the model recipe (``check`` ``None``: --no-check), racing the layouts where
+    there is a packed alternative, and blame the schedules that make it fail. Returns the
+    kept recipe's report, the layout race's line and the blame lines."""
+    report, layouts, blames = None, None, []
+    if outcome.packed is not None:
+        race = race_layouts(outcome, check)
+        report, layouts = race.report, race.line
+        # Packing that made the model fail where the tasks' recipe passed is blamed, and
+        # the rest of the packing races again (each search drops at least one task).
+        while race.packed_failure is not None and _passed(report):
+            blames.append(blame_packed(outcome, race.packed_failure, numerics, progress))
+            if outcome.packed is None:
+                break
+            race = race_layouts(outcome, check)
+            report, layouts = race.report, race.line
+    elif check is not None:
+        report = check(outcome.recipe)
+    if check is not None and report is not None and report.status not in UNBLAMED:
+        report, line = blame_schedules(outcome, report, check, numerics, progress)
+        blames.append(line)
+    return report, layouts, blames
+
+
+def _passed(report: RunReport | None) -> bool:
+    return report is not None and report.status is Status.OK
 
 
 def workload_spec(args: argparse.Namespace, out: Path) -> dict[str, Any]:

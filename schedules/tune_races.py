@@ -322,7 +322,20 @@ def _write_graph_recipe(
     write_atomically(path, recipe_yaml(document).encode())
 
 
-def race_layouts(outcome: TuneOutcome, check: Check | None) -> tuple[RunReport | None, str | None]:
+@dataclass(frozen=True)
+class LayoutRace:
+    """What :func:`race_layouts` did."""
+
+    report: RunReport | None
+    """The kept recipe's check (``None``: nothing ran)."""
+    line: str | None
+    """What was raced and kept (``None``: no race, none recorded)."""
+    packed_failure: RunReport | None = None
+    """The packed recipe's check where it failed (a build or run that failed, wrong
+    results) in this race."""
+
+
+def race_layouts(outcome: TuneOutcome, check: Check | None) -> LayoutRace:
     """Run the tasks' recipe and the packed one, and keep the faster (each timed against
     IREE default in its own run, so their speedups are compared) as ``outcome.recipe``;
     return the kept one's report and a line saying what was raced and kept.
@@ -331,7 +344,7 @@ def race_layouts(outcome: TuneOutcome, check: Check | None) -> tuple[RunReport |
     digests (their schedules, not the profile in their provenance): a later run that
     writes the same two recipes keeps the same one and runs only it. With ``check``
     None (``--no-check``) nothing runs: a recorded decision is still taken up (no report),
-    and without one the tasks' recipe stays, unraced (``None, None``)."""
+    and without one the tasks' recipe stays, unraced (no report, no line)."""
     assert outcome.packed is not None
     path, count = outcome.packed
     record = outcome.recipe.parent / LAYOUT_RACE_FILE
@@ -342,9 +355,9 @@ def race_layouts(outcome: TuneOutcome, check: Check | None) -> tuple[RunReport |
             write_atomically(outcome.recipe, path.read_bytes())
             outcome.kernels, outcome.packed_kept = count, True
         report = check(outcome.recipe) if check is not None else None
-        return report, f"{earlier['line']} (raced by an earlier run)"
+        return LayoutRace(report, f"{earlier['line']} (raced by an earlier run)")
     if check is None:
-        return None, None
+        return LayoutRace(None, None)
     report, packed = check(outcome.recipe), check(path)
     ours, theirs = report.speedup, packed.speedup
     ours_ok = report.status is Status.OK
@@ -366,7 +379,8 @@ def race_layouts(outcome: TuneOutcome, check: Check | None) -> tuple[RunReport |
         kept, report = "packed", packed
     document = {"key": key, "kept": kept, "line": line}
     write_atomically(record, json.dumps(document, indent=1).encode())
-    return report, line
+    failed = packed.status not in (Status.OK, Status.TIMEOUT)
+    return LayoutRace(report, line, packed if failed else None)
 
 
 def schedules_digest(recipe: Path) -> str:

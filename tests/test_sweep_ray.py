@@ -66,12 +66,15 @@ def test_ray_sweep_records_what_it_measured(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], no_ray_left: None
 ) -> None:
     assert not ray.is_initialized()
+    bench_folders = set(Path(tempfile.gettempdir()).glob("tdsched-ray-bench-*"))
     # row-major only: packed candidates ignore the row-major tiles, so random draws of
     # them may build the same thing (the sweep keys by what is built)
     args = ("--param", "LAYOUT=rowmajor", "--param", "UNPACK=separate")
     args += ("--strategy", "random", "--samples", "3")
     report = _sweep(tmp_path, capsys, *args, "--race", "1")
     assert not ray.is_initialized(), "the executor stops the Ray instance it started"
+    # The benchmark actor (on this machine) removed its folder before it was stopped.
+    assert set(Path(tempfile.gettempdir()).glob("tdsched-ray-bench-*")) <= bench_folders
     assert (report["evaluated"], report["compiled"], report["timed"]) == (3, 3, 3)
     assert report["failed"] == [] and len(report["ranked"]) == 3
     db = ResultsDB(tmp_path / "s.db")

@@ -32,6 +32,7 @@ from tdsched.schedules.tune_plot import plot_tune
 from tdsched.schedules.tune_races import (
     GRAPH_RACE_FILE,
     LAYOUT_RACE_FILE,
+    LayoutRace,
     earlier_race,
     race_layouts,
     race_model_rewrites,
@@ -912,7 +913,9 @@ def test_the_layout_race_decides_a_close_call_on_medians_of_three_runs(tmp_path:
     # A clear loss for packed (1.0x against 1.3x): one run each, nothing changes.
     speedups: dict[str, float | list[float]] = {tasks_recipe.name: 1.3, packed.name: 1.0}
     clear = outcome()
-    report, line = race_layouts(clear, _graph_run(speedups, raced))
+    race = race_layouts(clear, _graph_run(speedups, raced))
+    report, line = race.report, race.line
+    assert race.packed_failure is None
     assert raced == [tasks_recipe.name, packed.name] and clear.kernels == 3
     assert line == f"layouts  packed matmuls 1.00x vs 1.30x: not kept ({packed})"
     assert report is not None and report.speedup == 1.3
@@ -922,7 +925,8 @@ def test_the_layout_race_decides_a_close_call_on_medians_of_three_runs(tmp_path:
     raced.clear()
     speedups = {tasks_recipe.name: [1.2, 1.22, 1.3], packed.name: [1.25, 1.19, 1.1]}
     close = outcome()
-    report, line = race_layouts(close, _graph_run(speedups, raced))
+    race = race_layouts(close, _graph_run(speedups, raced))
+    report, line = race.report, race.line
     assert raced == [tasks_recipe.name, packed.name] + [tasks_recipe.name] * 2 + [packed.name] * 2
     assert close.kernels == 3 and "[a, b, c]" in tasks_recipe.read_text()
     assert report is not None and report.speedup == 1.2  # the kept recipe's first run
@@ -939,13 +943,13 @@ def test_without_a_check_a_recorded_layout_decision_is_still_taken_up(tmp_path: 
     outcome = TuneOutcome(
         ModelTasks("m", "x86", 1, (), None), [], tasks_recipe, 60.0, 3, 60.0, (packed, 1)
     )
-    assert race_layouts(outcome, None) == (None, None)  # never raced: nothing changes
+    assert race_layouts(outcome, None) == LayoutRace(None, None)  # never raced: nothing changes
     assert outcome.kernels == 3 and "[a, b, c]" in tasks_recipe.read_text()
     key = {"tasks": schedules_digest(tasks_recipe), "packed": schedules_digest(packed)}
     line = "layouts  packed matmuls 1.37x vs 1.10x: kept (from m.packed.yaml)"
     record = {"key": key, "kept": "packed", "line": line}
     (tmp_path / LAYOUT_RACE_FILE).write_text(json.dumps(record))
-    assert race_layouts(outcome, None) == (None, f"{line} (raced by an earlier run)")
+    assert race_layouts(outcome, None) == LayoutRace(None, f"{line} (raced by an earlier run)")
     assert outcome.kernels == 1 and tasks_recipe.read_text() == packed.read_text()
 
 

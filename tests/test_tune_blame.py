@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -10,8 +11,18 @@ from pathlib import Path
 import pytest
 import yaml
 from tdsched.schedules.cli import main
-from tdsched.schedules.tune import ModelSpec, TaskTuning, TuneOptions, _write_model_recipe
-from tdsched.schedules.tune_blame import culprits
+from tdsched.schedules.evaluation import Status
+from tdsched.schedules.model_tasks import ModelTasks
+from tdsched.schedules.run_report import RunReport
+from tdsched.schedules.tune import (
+    ModelSpec,
+    TaskTuning,
+    TuneOptions,
+    TuneOutcome,
+    _write_model_recipe,
+)
+from tdsched.schedules.tune_blame import blame_packed, culprits
+from tdsched.schedules.tune_command import _final_check
 from tdsched.targets import make_target
 from test_tune import TRANSPOSED, rowmajor_and_packed
 
@@ -113,3 +124,94 @@ def test_a_schedule_wrong_in_the_model_is_blamed_and_left_out(
     assert main(args) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["blame"] is None and again["run"]["status"] == "ok"
+
+
+def _three_packable(tmp_path: Path) -> list[TaskTuning]:
+    """Tasks t0, t1, t2 (layers l0, l1, l2), each with a winning rowmajor candidate and
+    a correct packed one the tasks' recipe does not take."""
+    tunings = []
+    for n in range(3):
+        folder = tmp_path / f"t{n}"
+        folder.mkdir()
+        tuning = rowmajor_and_packed(folder)
+        tuning.task = dataclasses.replace(tuning.task, name=f"t{n}", layers=[f"l{n}"])
+        tunings.append(tuning)
+    return tunings
+
+
+def _packed_layers(recipe: Path) -> set[str]:
+    """The layers a model recipe's mmt4d steps pack."""
+    graph = yaml.safe_load(recipe.read_text()).get("graph", [])
+    return {layer for step in graph for layer in step["mmt4d"]["ops"]["layer"]}
+
+
+def _report(status: Status, speedup: float | None = None) -> RunReport:
+    return RunReport(
+        "m", "x86", "m", {}, 1, "iree-default", status=status, speedup=speedup, reference="numpy"
+    )
+
+
+def _outcome(tmp_path: Path, tunings: list[TaskTuning]) -> TuneOutcome:
+    options = TuneOptions(make_target("x86"), threads=1, budget_s=60)
+    tasks = ModelTasks("m", "x86", 1, (), None)
+    recipe, packed = tmp_path / "m.tuned.yaml", tmp_path / "m.packed.yaml"
+    model = ModelSpec("m", {"model": "m"}, ())
+    _write_model_recipe(recipe, model, tunings, options)
+    count = _write_model_recipe(packed, model, tunings, options, packed=True)
+    return TuneOutcome(
+        tasks, tunings, recipe, 60.0, 3, 60.0, (packed, count), 1.0, [], model, options
+    )
+
+
+def test_the_packing_that_makes_the_model_fail_is_blamed_and_the_rest_stays_packed(
+    tmp_path: Path,
+) -> None:
+    tunings = _three_packable(tmp_path)
+    outcome = _outcome(tmp_path, tunings)
+    assert outcome.packed is not None and _packed_layers(outcome.packed[0]) == {"l0", "l1", "l2"}
+    checked: list[set[str]] = []
+
+    def numerics(recipe: Path) -> RunReport:
+        checked.append(_packed_layers(recipe))
+        return _report(Status.WRONG if "l1" in checked[-1] else Status.OK)
+
+    lines: list[str] = []
+    failed = dataclasses.replace(_report(Status.WRONG), max_abs_error=3.5)
+    line = blame_packed(outcome, failed, numerics, lines.append)
+    assert line == (
+        "blame    the packed recipe was wrong, max abs error 3.5 vs numpy: 4 checks of packed "
+        "subsets blame the packing of t1; they keep their schedules of the tasks' recipe"
+    )
+    assert checked == [{"l0"}, {"l1", "l2"}, {"l1"}, {"l2"}]  # halving, on the packed three
+    assert lines[0].startswith("tune: blame    check 1, t0 packed: ")
+    # t1 keeps its rowmajor winner in both recipes; the others stay packed.
+    assert tunings[1].chosen(True) == tunings[1].best
+    assert tunings[1].wrong_in_model["k2"].startswith("its packed schedule made the model wrong")
+    assert outcome.packed is not None and _packed_layers(outcome.packed[0]) == {"l0", "l2"}
+    # Blaming the last packing drops the packed alternative.
+    for tuning in (tunings[0], tunings[2]):
+        tuning.wrong_in_model["k2"] = "wrong"
+    outcome.rewrite_packed()
+    assert outcome.packed is None
+
+
+def test_a_failed_packed_recipe_is_blamed_then_the_rest_of_the_packing_races_again(
+    tmp_path: Path,
+) -> None:
+    tunings = _three_packable(tmp_path)
+    outcome = _outcome(tmp_path, tunings)
+
+    def run(recipe: Path) -> RunReport:
+        packed = _packed_layers(recipe)
+        if "l1" in packed:
+            return dataclasses.replace(_report(Status.WRONG), max_abs_error=3.5)
+        return _report(Status.OK, 1.5 if packed else 1.2)
+
+    lines: list[str] = []
+    report, layouts, blames = _final_check(outcome, run, run, lines.append)
+    assert report is not None and report.status is Status.OK and report.speedup == 1.5
+    assert layouts is not None and layouts.startswith(
+        "layouts  packed matmuls 1.50x vs 1.20x: kept"
+    )
+    assert len(blames) == 1 and "blame the packing of t1" in blames[0]
+    assert outcome.packed_kept and _packed_layers(outcome.recipe) == {"l0", "l2"}

@@ -20,6 +20,7 @@ made, so tdsched works without it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import logging
@@ -54,6 +55,8 @@ from .messages import (
 from .racing import RaceResult
 
 BASELINE_KEY = "baseline"
+CLOSE_S = 30.0
+"""How long an idle benchmark actor has to remove its folder before it is killed."""
 
 
 class RayUnavailable(ValueError):
@@ -209,7 +212,8 @@ def worker_error(exc: Any) -> WorkerError:
 class BenchServer:
     """Ray actor body: a :class:`~.compile_and_bench.Bench` fed with builds shipped from the driver.
 
-    Received builds live in this process's temporary folder for one request each.
+    Received builds live in this process's temporary folder for one request each; the
+    folder goes with :meth:`close` (Ray kills an actor without running its finalizers).
     """
 
     def __init__(self, context: SweepContext, recipe: ShippedRecipe, baseline: bytes) -> None:
@@ -222,6 +226,10 @@ class BenchServer:
     def ready(self) -> bool:
         """Answers once the actor is placed and its bench set up."""
         return True
+
+    def close(self) -> None:
+        """Remove the temporary folder: the actor is about to be stopped."""
+        self._folder.cleanup()
 
     def bench(self, job: BenchJob, artifact: bytes) -> BenchOutcome:
         with tempfile.TemporaryDirectory(dir=self._folder.name) as tmp:
@@ -268,7 +276,7 @@ class RayExecutor:
 
     def start(self, context: SweepContext) -> None:
         ray = self._ray
-        self._kill_actor()
+        self._kill_actor(orderly=True)
         if not ray.is_initialized():
             self._connect()
         resource = device_resource(context.target)
@@ -438,15 +446,22 @@ class RayExecutor:
             ) from None
         return self._actor
 
-    def _kill_actor(self) -> None:
-        if self._actor is not None:
-            self._ray.kill(self._actor)
-            self._actor = None
+    def _kill_actor(self, orderly: bool = False) -> None:
+        """Stop the benchmark actor. ``orderly``: it is idle, so it is first asked to
+        remove its folder (not when it timed out or died: it would not answer)."""
+        if self._actor is None:
+            return
+        if orderly:
+            # a dead or hung actor is killed anyway
+            with contextlib.suppress(Exception):
+                self._ray.get(self._actor.close.remote(), timeout=CLOSE_S)
+        self._ray.kill(self._actor)
+        self._actor = None
 
     def close(self) -> None:
         """Stop the benchmark actor, and Ray itself when this executor started it."""
         if self._ray.is_initialized():
-            self._kill_actor()
+            self._kill_actor(orderly=True)
             if self._started:
                 self._ray.shutdown()
         self._actor = None
