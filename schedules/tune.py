@@ -460,7 +460,7 @@ def _prepare(
         if small and not recipe.exists():
             tuning.reason = f"{_percent(task.share)} of the call, below --min-share"
             return tuning
-        _match_at(task, anchor_position(task), model, o.target)
+        _match_at(task, anchor_position(task), model, by_kind=o.target.is_gpu)
         if not recipe.exists():
             folder.mkdir(parents=True, exist_ok=True)
             constants = (
@@ -476,11 +476,12 @@ def _prepare(
                 constants,
             )
             template = _template(task, made.configured, o.target)
-            matches = [_match_at(task, made.configured.root, model, o.target)]
+            by_kind = template.match_by_kind
+            matches = [_match_at(task, made.configured.root, model, by_kind)]
             kept = []
             for kernel in template.more_kernels:
                 try:
-                    matches.append(op_match(task, kernel.position, model, o.target.is_gpu))
+                    matches.append(op_match(task, kernel.position, model, by_kind))
                     kept.append(kernel)
                 except Ambiguous:
                     continue  # that op keeps the tile sizes IREE derives from the root's
@@ -503,13 +504,13 @@ def _template(task: Task, dispatch: ConfiguredDispatch, target: Target) -> Templ
     return template_for(task, dispatch)
 
 
-def _match_at(task: Task, position: int, model: ModelOps, target: Target) -> dict[str, Any]:
-    """The kernel match of ``task``'s op at ``position``; raises :class:`TaskSkipped`
-    where none selects it alone."""
+def _match_at(task: Task, position: int, model: ModelOps, by_kind: bool) -> dict[str, Any]:
+    """The kernel match of ``task``'s op at ``position`` (``by_kind``: by its kind rather
+    than its name); raises :class:`TaskSkipped` where none selects it alone."""
     try:
-        return op_match(task, position, model, by_kind=target.is_gpu)
+        return op_match(task, position, model, by_kind)
     except Ambiguous as exc:
-        matched = "kind" if target.is_gpu else "op"
+        matched = "kind" if by_kind else "op"
         op = task.ops[position]
         raise TaskSkipped(
             f"the {matched} and loop bounds of its {op.describe()} also occur in task "

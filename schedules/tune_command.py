@@ -47,8 +47,9 @@ task once, most time first, then the task whose next round promises the most tim
 call. The budget is wall time; a round never starts past it.
 
 On x86 a task's template is a kernel schedule (and, for a matmul, the packed mmt4d
-layout); on --target vulkan it is a lowering config for IREE's own pipeline, for matmul
-tasks only (convolutions become matmuls through the model rewrites raced first).
+layout); on --target vulkan it is a lowering config for IREE's own pipeline, for
+contraction tasks only (convolutions become matmuls through the model rewrites raced
+first).
 
 The result, OUT/MODEL.tuned.yaml, holds a kernel schedule or config (or, for a matmul
 that won packed, an mmt4d graph step) for each task whose best candidate beat IREE's

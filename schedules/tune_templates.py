@@ -130,6 +130,9 @@ class Template:
     """A lowering config for IREE's own pipeline, in place of ``schedule``."""
     more_kernels: tuple[TemplateKernel, ...] = ()
     """Configs for other ops of the dispatch; the main kernel's is IREE's root's."""
+    match_by_kind: bool = False
+    """Whether the main kernel matches its root by kind (Vulkan's matmuls, which IREE's
+    contraction matcher reads as ``[B,] M, N, K``) rather than by op name."""
 
     def keeping(self, kernels: Sequence[TemplateKernel]) -> Template:
         """The template with only ``kernels`` of its :attr:`more_kernels`, and without

@@ -29,13 +29,24 @@ The workgroup has ``WN/RN`` x ``WM/RM`` threads (the config derives it), at most
 (``{kind: contraction, shape: [...]}``): on Vulkan a matmul is a ``linalg.generic`` by
 the time kernel configs run. As on x86, every candidate is checked against IREE's
 default build of the task.
+
+Other contraction roots whose parallel loops come first and index the output in order,
+each input read through plain loops (:func:`is_contraction_nest`), get the same config
+with a tile per parallel loop of more than one iteration, named by its position (``W0``
+x ``W1`` x ... a workgroup, ``R0`` x ``R1`` x ... a thread; a matmul IREE formed with its
+operands swapped, a 1x1 convolution of stride 2, whose output rows and columns IREE
+keeps as two loops), and ``TK`` on the innermost reduction loop of more than one
+iteration (the others tiled by 1). IREE's contraction matcher would read such loops in
+another order than theirs, or group several into one of its ``M``, ``N``, so the kernel
+matches them by op name and loop bounds instead (``{op: linalg.generic, shape: [...]}``).
+Where IREE did not vectorize, the two innermost tiled loops centre on
+:data:`UNVECTORIZED_CENTRE` and the others on 1.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from typing import Any
 
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, ConfiguredOp
 
@@ -64,20 +75,45 @@ def vulkan_template(task: Task, dispatch: ConfiguredDispatch) -> Template:
     ``dispatch`` (its root carrying ``workgroup``/``thread``/``reduction`` levels).
     Raises :class:`NoTemplate` naming what does not fit."""
     root = dispatch.root_op
-    if not is_matmul(root):
+    parallel = root.iterators.count("parallel")
+    if is_matmul(root):
+        # named M and N, matched by kind: IREE's contraction matcher reads [B,] M, N, K
+        tiled, reduced, by_kind = {parallel - 2: "M", parallel - 1: "N"}, parallel, True
+    elif task.kind == "contraction" and is_contraction_nest(root):
+        sizes = root.loop_ranges
+        tiled = {loop: str(loop) for loop in range(parallel) if sizes[loop] > 1}
+        reduced = max(
+            (loop for loop in range(parallel, len(sizes)) if sizes[loop] > 1),
+            default=len(sizes) - 1,
+        )
+        by_kind = False
+    else:
         raise NoTemplate(_why_not(task.kind, root))
-    batch = len(root.loop_ranges) - 3
-    m, n, k = root.loop_ranges[batch:]
-    workgroup = root.levels.get("workgroup", (0,) * len(root.loop_ranges))
-    thread = root.levels.get("thread", (0,) * len(root.loop_ranges))
-    reduction = root.levels.get("reduction", (0,) * len(root.loop_ranges))
+    return _config_template(dispatch, tiled, reduced, by_kind)
+
+
+def _config_template(
+    dispatch: ConfiguredDispatch, tiled: dict[int, str], reduced: int, by_kind: bool
+) -> Template:
+    """The config template of ``dispatch``'s root: for each parallel loop in ``tiled``
+    (loop -> name) a workgroup tile ``W<name>`` and a thread tile ``R<name>``, the
+    reduction loop ``reduced`` tiled by ``TK`` (other loops by 1; see the module
+    docstring)."""
+    root = dispatch.root_op
+    sizes = root.loop_ranges
+    none = (0,) * len(sizes)
+    workgroup = root.levels.get("workgroup", none)
+    thread = root.levels.get("thread", none)
+    reduction = root.levels.get("reduction", none)
     vectorized = dispatch.pipeline is None or dispatch.pipeline in VECTORIZING_PIPELINES
+    inner = sorted(tiled)[-2:]  # where IREE did not vectorize: a 2-D tile of the output
     space: dict[str, list[ParamValue]] = {}
     defaults: dict[str, ParamValue] = {}
-    for name, size, loop in (("M", m, batch), ("N", n, batch + 1)):
+    for loop, name in tiled.items():
+        size = sizes[loop]
         divisors = _tile_divisors(size)
         own = (workgroup[loop] or size) if vectorized else None
-        centre = own or UNVECTORIZED_CENTRE
+        centre = own or (UNVECTORIZED_CENTRE if loop in inner else 1)
         candidates = sorted({*divisors, own}) if own else divisors
         tiles = _window(candidates, centre, size % MIN_POW2_DIVISOR == 0) or [
             nearest(divisors, centre)
@@ -94,25 +130,29 @@ def vulkan_template(task: Task, dispatch: ConfiguredDispatch) -> Template:
             if vectorized
             else max(v for v in thread_tiles if wanted % v == 0)
         )
-    tk = [v for v in REDUCTION_TILES if k % v == 0]
-    space["TK"], defaults["TK"] = list(tk), nearest(tk, reduction[batch + 2] or 4)
-    unit = [1] * batch
+    tk = [v for v in REDUCTION_TILES if sizes[reduced] % v == 0]
+    space["TK"], defaults["TK"] = list(tk), nearest(tk, reduction[reduced] or 4)
+    parallel = root.iterators.count("parallel")
     config = {
         "pipeline": "BaseVectorize",
         "tile_sizes": {
-            "workgroup": [*unit, "${WM}", "${WN}"],
-            "thread": [*unit, "${RM}", "${RN}"],
-            "reduction": [0] * (batch + 2) + ["${TK}"],
+            "workgroup": [f"${{W{tiled[i]}}}" if i in tiled else 1 for i in range(parallel)],
+            "thread": [f"${{R{tiled[i]}}}" if i in tiled else 1 for i in range(parallel)],
+            "reduction": [
+                "${TK}" if i == reduced else (1 if i >= parallel else 0) for i in range(len(sizes))
+            ],
         },
     }
+    names = list(tiled.values())
+    workgroups = " * ".join(f"W{n}" for n in names) or "1"
+    threads = " * ".join(f"R{n}" for n in names) or "1"
     constraints = [
-        "WM % RM == 0",
-        "WN % RN == 0",
-        f"WM * WN <= {MAX_THREADS} * RM * RN",
-        f"RM * RN <= {MAX_THREAD_ELEMENTS}",
+        *(f"W{n} % R{n} == 0" for n in names),
+        f"{workgroups} <= {MAX_THREADS} * {threads}",
+        f"{threads} <= {MAX_THREAD_ELEMENTS}",
     ]
-    defaults.update(_nearest_valid(space, defaults, constraints))
-    return Template(defaults, space, constraints, schedule=[], config=config)
+    defaults.update(_nearest_valid(space, defaults, constraints, names))
+    return Template(defaults, space, constraints, schedule=[], config=config, match_by_kind=by_kind)
 
 
 def is_matmul(root: ConfiguredOp) -> bool:
@@ -132,38 +172,49 @@ def is_matmul(root: ConfiguredOp) -> bool:
     return distinct and set(lhs) == {*batch, m, k} and set(rhs) == {*batch, k, n}
 
 
+def is_contraction_nest(root: ConfiguredOp) -> bool:
+    """Whether ``root`` is a contraction whose parallel loops come first and index its
+    output in order, each input read through plain loops: a matmul with its operands
+    swapped, or with several output loops on a side (a strided 1x1 convolution's output
+    rows and columns), as IREE forms them."""
+    parallel = root.iterators.count("parallel")
+    if root.iterators != ("parallel",) * parallel + ("reduction",) * (
+        len(root.iterators) - parallel
+    ):
+        return False
+    if parallel == len(root.iterators) or root.output_loops != tuple(range(parallel)):
+        return False
+    reads = [loops for loops in root.input_loops]
+    return len(reads) == 2 and all(loops is not None for loops in reads)
+
+
 def _why_not(kind: str, root: ConfiguredOp) -> str:
-    """Why a root that is not a matmul keeps IREE's pipeline on Vulkan."""
+    """Why a root that is no contraction the template takes keeps IREE's pipeline on
+    Vulkan."""
     if "reduction" not in root.iterators:
         return f"{kind}: no reduction loop, IREE's pipeline is kept"
     if kind == "convolution":
         return (
-            "convolution: on vulkan the template takes matmul roots; the conv1x1_to_matmul "
-            "and im2col rewrites (raced first) make convolutions matmuls where they pay"
+            "convolution: on vulkan the template takes contraction roots; the "
+            "conv1x1_to_matmul and im2col rewrites (raced first) make convolutions matmuls "
+            "where they pay"
         )
     return (
-        f"{kind}: on vulkan the template takes matmul and batch matmul roots whose loops "
-        "are [B,] M, N, K in that order"
+        f"{kind}: on vulkan the template takes contraction roots whose parallel loops come "
+        "first and index the output in order, each input read through plain loops"
     )
 
 
-def vulkan_match(task: Task) -> dict[str, Any]:
-    """The kernel match of a Vulkan task: by kind and loop bounds (see the module
-    docstring)."""
-    root = task.root
-    return {
-        "kind": "contraction",
-        "shape": list(root.loop_ranges or ()),
-        "dtype": root.dtype or "f32",
-    }
-
-
 def _nearest_valid(
-    space: dict[str, list[ParamValue]], wanted: dict[str, ParamValue], constraints: list[str]
+    space: dict[str, list[ParamValue]],
+    wanted: dict[str, ParamValue],
+    constraints: list[str],
+    tiled: list[str],
 ) -> dict[str, ParamValue]:
-    """The workgroup and thread tiles of ``space`` nearest ``wanted`` (in log2 steps) that
-    meet ``constraints``, so that the recipe's defaults are a candidate (none: ``{}``)."""
-    names = ("WM", "RM", "WN", "RN")
+    """The workgroup and thread tiles of ``space`` (``W<name>``, ``R<name>`` for each of
+    ``tiled``) nearest ``wanted`` (in log2 steps) that meet ``constraints``, so that the
+    recipe's defaults are a candidate (none: ``{}``)."""
+    names = tuple(f"{level}{name}" for name in tiled for level in ("W", "R"))
     rules = [parse_constraint(text, frozenset(names)) for text in constraints]
     combos = [
         dict(zip(names, v, strict=True)) for v in itertools.product(*(space[n] for n in names))

@@ -60,6 +60,13 @@ def _matmul() -> ConfiguredDispatch:
     return _configured(body, f"%a: {a}, %b: {b}", c)
 
 
+MAC = """  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32"""
+"""A contraction's body: multiply, accumulate."""
+
+
 def _generic(maps: str, lhs: str = "tensor<8x8xf32>") -> ConfiguredDispatch:
     """A three-loop contraction generic over 8x8 matrices whose two inputs are indexed
     by ``maps`` (the first of type ``lhs``)."""
@@ -67,10 +74,7 @@ def _generic(maps: str, lhs: str = "tensor<8x8xf32>") -> ConfiguredDispatch:
     body = f"""%m = linalg.generic {{indexing_maps = [{maps}, affine_map<(i, j, k) -> (i, j)>],
       iterator_types = ["parallel", "parallel", "reduction"], lowering_config = {CONFIG}}}
       ins(%a, %b : {lhs}, {rhs}) outs(%f : {out}) {{
-  ^bb0(%x: f32, %y: f32, %o: f32):
-    %p = arith.mulf %x, %y : f32
-    %s = arith.addf %o, %p : f32
-    linalg.yield %s : f32
+{MAC}
   }} -> {out}"""
     return _configured(body, f"%a: {lhs}, %b: {rhs}", out)
 
@@ -172,7 +176,7 @@ def test_the_template_s_defaults_meet_its_constraints() -> None:
         ("affine_map<(i, j, k) -> (k, i)>, affine_map<(i, j, k) -> (k, j)>", "", True),  # A^T
         # The lhs reads N: IREE's matcher would read the loops as [N, M, K].
         ("affine_map<(i, j, k) -> (j, k)>, affine_map<(i, j, k) -> (k, i)>", "", False),
-        # The lhs reads every loop: not a matmul.
+        # The lhs reads every loop: no matmul, still a contraction nest.
         (
             "affine_map<(i, j, k) -> (i, j, k)>, affine_map<(i, j, k) -> (k, j)>",
             "tensor<8x8x8xf32>",
@@ -180,16 +184,63 @@ def test_the_template_s_defaults_meet_its_constraints() -> None:
         ),
     ],
 )
-def test_the_vulkan_template_takes_matmuls_in_loop_order_only(
+def test_a_matmul_in_loop_order_is_matched_by_kind_any_other_contraction_by_name(
     maps: str, lhs: str, matmul: bool
 ) -> None:
     dispatch = _generic(maps, lhs or "tensor<8x8xf32>")
     task = Task("t0", (OpSignature("linalg.generic", (8, 8, 8), "contraction", "f32"),))
+    template = vulkan_template(task, dispatch)
+    assert template.config is not None and template.match_by_kind == matmul
+    tiles = template.config["tile_sizes"]
     if matmul:
-        assert vulkan_template(task, dispatch).config is not None
+        assert tiles["workgroup"] == ["${WM}", "${WN}"]
     else:
-        with pytest.raises(NoTemplate, match="takes matmul and batch matmul roots whose loops"):
-            vulkan_template(task, dispatch)
+        # IREE's contraction matcher would read its loops in another order: its
+        # parallel loops are named by position, and the kernel matches its name.
+        assert tiles["workgroup"] == ["${W0}", "${W1}"] and tiles["thread"] == ["${R0}", "${R1}"]
+    assert tiles["reduction"] == [0, 0, "${TK}"]
+
+
+def _strided_1x1() -> ConfiguredDispatch:
+    """A 1x1 convolution of stride 2 (NCHW, 16 -> 32 channels, 8x8 output pixels) as IREE
+    forms it: a contraction over (F, OH, OW, C), its input read as (C, OH, OW) through a
+    strided load IREE keeps out of the op, so the pixel loops stay two."""
+    x, w, out = "tensor<16x8x8xf32>", "tensor<32x16xf32>", "tensor<32x8x8xf32>"
+    config = "#iree_codegen.lowering_config<tile_sizes = [[8, 2, 8], [2, 1, 4], [0, 0, 0, 4]]>"
+    body = f"""%m = linalg.generic {{indexing_maps = [affine_map<(f, h, w, c) -> (c, h, w)>,
+      affine_map<(f, h, w, c) -> (f, c)>, affine_map<(f, h, w, c) -> (f, h, w)>],
+      iterator_types = ["parallel", "parallel", "parallel", "reduction"],
+      lowering_config = {config}}} ins(%a, %b : {x}, {w}) outs(%f : {out}) {{
+{MAC}
+  }} -> {out}"""
+    return _configured(body, f"%a: {x}, %b: {w}", out)
+
+
+def test_a_contraction_with_two_pixel_loops_gets_a_tile_per_loop_around_iree_s() -> None:
+    task = Task("t0", (OpSignature("linalg.generic", (32, 8, 8, 16), "contraction", "f32"),))
+    template = vulkan_template(task, _strided_1x1())
+    assert not template.match_by_kind
+    assert template.config is not None
+    assert template.config["tile_sizes"] == {
+        "workgroup": ["${W0}", "${W1}", "${W2}"],
+        "thread": ["${R0}", "${R1}", "${R2}"],
+        "reduction": [0, 0, 0, "${TK}"],
+    }
+    # Centred on IREE's own tiles (8, 2, 8 a workgroup; 2, 1, 4 a thread).
+    assert template.space["W0"] == [2, 4, 8, 16, 32] and template.space["W1"] == [1, 2, 4, 8]
+    assert {k: template.parameters[k] for k in ("W0", "W1", "W2", "R0", "R1", "R2")} == {
+        "W0": 8,
+        "W1": 2,
+        "W2": 8,
+        "R0": 2,
+        "R1": 1,
+        "R2": 4,
+    }
+    assert "W0 * W1 * W2 <= 128 * R0 * R1 * R2" in template.constraints
+    assert "R0 * R1 * R2 <= 64" in template.constraints
+    pooling = Task("t0", (OpSignature("linalg.generic", (32, 8, 8, 16), "pooling", "f32"),))
+    with pytest.raises(NoTemplate, match="pooling: on vulkan the template takes"):
+        vulkan_template(pooling, _strided_1x1())
 
 
 def test_on_vulkan_a_task_clashes_with_any_contraction_of_its_loop_bounds(tmp_path: Path) -> None:
@@ -279,6 +330,46 @@ def test_tune_on_vulkan_tiles_a_49_wide_matmul_iree_does_not_vectorize(
     (task,) = [t for t in found["tasks"] if t["recipe"]]
     template = yaml.safe_load(Path(task["recipe"]).read_text())
     assert template["space"]["WN"] == [1, 7, 49], template["space"]
+    assert task["candidates"] >= 4 and task["failed"] < task["candidates"], task
+
+
+STRIDED_1X1 = f"""
+func.func @proj(%x: tensor<16x16x16xf32>, %w: tensor<32x16xf32>) -> tensor<32x8x8xf32> {{
+  %strided = tensor.extract_slice %x[0, 0, 0] [16, 8, 8] [1, 2, 2]
+      : tensor<16x16x16xf32> to tensor<16x8x8xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<32x8x8xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<32x8x8xf32>) -> tensor<32x8x8xf32>
+  %r = linalg.generic {{indexing_maps = [affine_map<(f, h, w, c) -> (c, h, w)>,
+      affine_map<(f, h, w, c) -> (f, c)>, affine_map<(f, h, w, c) -> (f, h, w)>],
+      iterator_types = ["parallel", "parallel", "parallel", "reduction"]}}
+      ins(%strided, %w : tensor<16x8x8xf32>, tensor<32x16xf32>)
+      outs(%f : tensor<32x8x8xf32>) {{
+{MAC}
+  }} -> tensor<32x8x8xf32>
+  return %r : tensor<32x8x8xf32>
+}}
+"""
+
+
+def test_tune_on_vulkan_tiles_a_strided_1x1_convolution_loop_by_loop(
+    vulkan: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The small CNN's projection as IREE forms it: output channels, rows and columns
+    # stay three loops (the stride keeps the pixels apart), the input comes first.
+    model = tmp_path / "proj.mlir"
+    model.write_text(STRIDED_1X1)
+    out = tmp_path / "proj.tune"
+    args = ["tune", str(model), "--target", "vulkan", "--budget", "0.3", "--out", str(out)]
+    args += ["--round-size", "4", "--min-share", "0", "--repeats", "3"]
+    assert main([*args, "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["run"]["status"] == "ok"
+    (task,) = [t for t in found["tasks"] if t["recipe"]]
+    template = yaml.safe_load(Path(task["recipe"]).read_text())
+    kernel = template["kernels"][0]
+    assert kernel["match"] == {"op": "linalg.generic", "shape": [32, 8, 8, 16], "dtype": "f32"}
+    assert {"W0", "W1", "W2", "R0", "R1", "R2", "TK"} == set(template["space"])
     assert task["candidates"] >= 4 and task["failed"] < task["candidates"], task
 
 

@@ -26,7 +26,7 @@ from .errors import ScheduleError
 
 _HEADER = re.compile(r"^\s*\^bb\d*\((?P<args>[^)]*)\)\s*:")
 _ARGUMENT = re.compile(r"%[\w$.-]+\s*:\s*(?P<type>[^,]+)")
-_YIELD = re.compile(r"linalg\.yield\b(?P<values>[^:\n]*)(?::(?P<types>[^\n]*))?\s*$")
+_YIELD = re.compile(r"linalg\.yield\b(?P<values>[^:\n]*)")
 _VALUE = re.compile(r"%(\d+)\b")
 _USED = re.compile(r"%[\w$.-]+")
 _RESULT = re.compile(r"(%[\w$.-]+)(?::\d+)?\s*=")
