@@ -334,8 +334,8 @@ def test_tune_on_vulkan_tiles_a_49_wide_matmul_iree_does_not_vectorize(
 
 
 STRIDED_1X1 = f"""
-func.func @proj(%x: tensor<16x16x16xf32>, %w: tensor<32x16xf32>) -> tensor<32x8x8xf32> {{
-  %strided = tensor.extract_slice %x[0, 0, 0] [16, 8, 8] [1, 2, 2]
+func.func @proj(%input: tensor<16x16x16xf32>, %weights: tensor<32x16xf32>) -> tensor<32x8x8xf32> {{
+  %strided = tensor.extract_slice %input[0, 0, 0] [16, 8, 8] [1, 2, 2]
       : tensor<16x16x16xf32> to tensor<16x8x8xf32>
   %z = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<32x8x8xf32>
@@ -343,7 +343,7 @@ func.func @proj(%x: tensor<16x16x16xf32>, %w: tensor<32x16xf32>) -> tensor<32x8x
   %r = linalg.generic {{indexing_maps = [affine_map<(f, h, w, c) -> (c, h, w)>,
       affine_map<(f, h, w, c) -> (f, c)>, affine_map<(f, h, w, c) -> (f, h, w)>],
       iterator_types = ["parallel", "parallel", "parallel", "reduction"]}}
-      ins(%strided, %w : tensor<16x8x8xf32>, tensor<32x16xf32>)
+      ins(%strided, %weights : tensor<16x8x8xf32>, tensor<32x16xf32>)
       outs(%f : tensor<32x8x8xf32>) {{
 {MAC}
   }} -> tensor<32x8x8xf32>
