@@ -184,7 +184,7 @@ def is_contraction_nest(root: ConfiguredOp) -> bool:
         return False
     if parallel == len(root.iterators) or root.output_loops != tuple(range(parallel)):
         return False
-    reads = [loops for loops in root.input_loops]
+    reads = root.input_loops
     return len(reads) == 2 and all(loops is not None for loops in reads)
 
 

@@ -1,5 +1,6 @@
 """Helpers of the kernel-match and tune tests: which kernel each dispatch of a recipe's
-build got, and each task's prepared template in a model."""
+build got (and that the build runs correct), and each task's prepared template in a
+model."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 from tdsched.schedules.loading import load
 from tdsched.schedules.model_tasks import extract_tasks
 from tdsched.schedules.pipeline import apply_graph, census_output, plan
+from tdsched.schedules.run_report import RunReport, run
 from tdsched.schedules.task_match import ModelOps
 from tdsched.schedules.tune import TaskTuning, TuneOptions, _prepare
 from tdsched.targets import make_target
@@ -28,6 +30,18 @@ def kernels_per_dispatch(recipe: Path, target: str, tmp_path: Path) -> list[str 
     out = tmp_path / "configured.mlir"
     run_compile(CompileRequest(source, make_target(target), out, library, CONFIGURED_FLAGS))
     return [d.kernel for d in read_dispatch_work(out.read_text())]
+
+
+def assert_selects(
+    recipe: Path, target: str, tmp_path: Path, expected: list[str | None], atol: float
+) -> RunReport:
+    """``recipe``'s build for ``target`` gives the dispatches the kernels ``expected``
+    (:func:`kernels_per_dispatch`), and runs correct within ``atol``; its run's report."""
+    assert kernels_per_dispatch(recipe, target, tmp_path) == expected
+    report = run(plan(load(str(recipe)), target), time_it=False)
+    assert report.status == "ok", report
+    assert report.max_abs_error is not None and report.max_abs_error < atol
+    return report
 
 
 def prepared_tasks(workload: Workload, folder: Path) -> list[TaskTuning]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 from iree.compiler import ir
-from kernel_dispatch import kernels_per_dispatch, prepared_tasks
+from kernel_dispatch import assert_selects, prepared_tasks
 from tdsched.recipes.workloads.lowered import file_workload
 from tdsched.schedules.errors import RecipeError
 from tdsched.schedules.loading import load
@@ -116,20 +116,12 @@ func.func @f(%a: tensor<4x8xf32>, %o: tensor<4xf32>, %p: tensor<4x8xf32>) -> (te
 def test_a_body_selects_the_row_max_or_the_row_sum_on_x86(
     body: str, configured: list[str | None], tmp_path: Path
 ) -> None:
-    path = _recipe(tmp_path, body)
-    assert kernels_per_dispatch(path, "x86", tmp_path) == configured
-    report = run(plan(load(str(path))), time_it=False)
-    assert report.status == "ok", report
-    assert report.max_abs_error is not None and report.max_abs_error < 1e-6
+    assert_selects(_recipe(tmp_path, body), "x86", tmp_path, configured, 1e-6)
 
 
 @pytest.mark.usefixtures("vulkan")
 def test_a_body_selects_the_row_sum_on_vulkan(tmp_path: Path) -> None:
-    path = _recipe(tmp_path, SUM, "vulkan")
-    assert kernels_per_dispatch(path, "vulkan", tmp_path) == [None, "row"]
-    report = run(plan(load(str(path)), "vulkan"), time_it=False)
-    assert report.status == "ok", report
-    assert report.max_abs_error is not None and report.max_abs_error < 1e-6
+    assert_selects(_recipe(tmp_path, SUM, "vulkan"), "vulkan", tmp_path, [None, "row"], 1e-6)
 
 
 @pytest.mark.usefixtures("iree")

@@ -9,12 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from kernel_dispatch import kernels_per_dispatch
+from kernel_dispatch import assert_selects
 from tdsched.schedules.errors import RecipeError
 from tdsched.schedules.loading import load
 from tdsched.schedules.pipeline import plan
 from tdsched.schedules.python_api import Match, RecipeBuilder, workload_file
-from tdsched.schedules.run_report import run
 
 THREE_MATMULS = """
 func.func @three(%a: tensor<64x32xf32>, %b: tensor<32x64xf32>, %res: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) {
@@ -101,20 +100,14 @@ def test_used_by_selects_among_three_same_shape_matmuls_on_x86(
     used_by: str, configured: list[str | None], tmp_path: Path
 ) -> None:
     path = _recipe(tmp_path, f"{{op: linalg.matmul, used_by: {used_by}}}")
-    assert kernels_per_dispatch(path, "x86", tmp_path) == configured
-    report = run(plan(load(str(path))), time_it=False)
-    assert report.status == "ok", report
-    assert report.max_abs_error is not None and report.max_abs_error < 1e-4
+    assert_selects(path, "x86", tmp_path, configured, 1e-4)
 
 
 @pytest.mark.usefixtures("vulkan")
 def test_used_by_selects_the_matmul_with_an_epilogue_on_vulkan(tmp_path: Path) -> None:
     path = _recipe(tmp_path, "{kind: contraction, used_by: linalg.generic}", "vulkan")
-    assert kernels_per_dispatch(path, "vulkan", tmp_path) == [None, "mm", "mm"]
-    report = run(plan(load(str(path)), "vulkan"), time_it=False)
-    assert report.status == "ok", report
-    assert report.max_abs_error is not None and report.max_abs_error < 1e-4
-    assert np.isfinite(report.max_abs_error)
+    report = assert_selects(path, "vulkan", tmp_path, [None, "mm", "mm"], 1e-4)
+    assert report.max_abs_error is not None and np.isfinite(report.max_abs_error)
 
 
 @pytest.mark.parametrize("used_by", [{"inputs": 2}, {"op": "linalg.generic", "input": 2}])
