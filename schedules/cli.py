@@ -26,6 +26,7 @@ from . import list_command, lower_command, peak_command, schema_command, tasks_c
 from .build_folders import EXECUTABLES, kept_temps, with_executable_dumps
 from .cli_types import (
     add_cpu_options,
+    add_gpu_option,
     add_threads_option,
     non_negative_float,
     non_negative_int,
@@ -116,12 +117,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         help="override a recipe parameter (repeatable)",
     )
     add_cpu_options(parser)
-    parser.add_argument(
-        "--gpu",
-        help="vulkan: the GPU to build for, one of IREE's Vulkan targets (--iree-vulkan-target: "
-        "ampere, rdna3, valhall, rtx4090, ...; default: IREE's generic Vulkan target, which "
-        "runs on any Vulkan 1.3 device)",
-    )
+    add_gpu_option(parser)
     add_threads_option(parser)
 
 

@@ -44,6 +44,17 @@ def add_cpu_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cpu-features", help="x86: LLVM CPU features, e.g. +avx512f")
 
 
+def add_gpu_option(parser: argparse.ArgumentParser) -> None:
+    """``--gpu NAME``: the Vulkan GPU to build for; it also selects among a shape table's
+    entries."""
+    parser.add_argument(
+        "--gpu",
+        help="vulkan: the GPU to build for, one of IREE's Vulkan targets (--iree-vulkan-target: "
+        "ampere, rdna3, valhall, rtx4090, ...; default: IREE's generic Vulkan target, which "
+        "runs on any Vulkan 1.3 device); a shape table prefers the entries tuned for it",
+    )
+
+
 def add_threads_option(parser: argparse.ArgumentParser) -> None:
     """``--threads N``: x86 runtime worker threads, with the one default every command
     shares (:data:`~tdsched.targets.target.DEFAULT_THREADS`)."""

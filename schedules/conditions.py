@@ -26,7 +26,7 @@ from .space import ParamValue
 from .steps import Step
 
 if TYPE_CHECKING:
-    from tdsched.targets.cpu_model import BuildCpu
+    from tdsched.targets.target import BuildMachine
 
     from .recipe import KernelSchedule, Recipe
 
@@ -67,13 +67,13 @@ def apply_conditions(
     recipe: Recipe,
     params: Mapping[str, ParamValue],
     target: str,
-    cpu: BuildCpu | None = None,
+    machine: BuildMachine | None = None,
 ) -> tuple[Recipe, tuple[Skipped, ...]]:
     """``recipe`` without the steps and kernel schedules whose ``when`` is false for
-    ``params`` (the resolved parameter values) on ``target`` for the x86 CPU ``cpu``
-    (None: a GPU target), and what was left out."""
+    ``params`` (the resolved parameter values) on ``target`` for ``machine`` (the x86 CPU
+    or Vulkan GPU built for; None: not known), and what was left out."""
     skipped: list[Skipped] = []
-    params = {**params, **build_values(target, cpu)}
+    params = {**params, **build_values(target, machine)}
 
     def holds(what: str, where: Where, condition: str | None) -> bool:
         if condition is None:

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from tdsched.targets.cpu_model import BuildCpu
+from tdsched.targets.target import BuildMachine
 
 from .build_names import build_values
 from .conditions import apply_conditions
@@ -55,14 +55,14 @@ def resolve(
     overrides: Mapping[str, ParamValue] | None = None,
     threads: int | None = None,
     target: str | None = None,
-    cpu: BuildCpu | None = None,
+    machine: BuildMachine | None = None,
 ) -> Recipe:
     """Return ``recipe`` with every ``${NAME}`` replaced by its value.
 
     ``overrides`` replace defaults; naming a parameter the recipe does not declare is an
     error (a typo would otherwise silently run the default schedule). A ``shapes`` table
     entry chosen by the shape, the CPU ``threads`` it runs on (None: a GPU target) and
-    the x86 ``cpu`` it is built for (None: a GPU target; see
+    the ``machine`` it is built for (an x86 CPU or a Vulkan GPU; None: not known; see
     :mod:`.shape_table`) replaces defaults first, overrides win over it; the result's
     ``shape_choice`` says which entry was used (an ``iree_default`` entry is set aside when
     ``overrides`` give a tuned parameter). Steps and kernel schedules whose ``when``
@@ -70,11 +70,11 @@ def resolve(
     out, and listed in ``skipped`` (:mod:`.conditions`).
     """
     target = target or recipe.targets[0]
-    params, choice = resolved_values(recipe, overrides, threads, target, cpu)
+    params, choice = resolved_values(recipe, overrides, threads, target, machine)
     resolved = _substitute(recipe, params, Where(recipe.source))
     if choice is not None and choice.runs_iree_default:
         resolved = dataclasses.replace(resolved, graph=(), kernels=())
-    resolved, skipped = apply_conditions(resolved, params, target, cpu)
+    resolved, skipped = apply_conditions(resolved, params, target, machine)
     return dataclasses.replace(
         resolved, parameters=tuple(params.items()), shape_choice=choice, skipped=skipped
     )
@@ -85,10 +85,10 @@ def resolved_values(
     overrides: Mapping[str, ParamValue] | None,
     threads: int | None,
     target: str,
-    cpu: BuildCpu | None,
+    machine: BuildMachine | None,
 ) -> tuple[dict[str, ParamValue], ShapeChoice | None]:
     """The parameter values :func:`resolve` gives ``recipe`` (its defaults, the shape-table
-    entry chosen for ``threads``, ``target`` and ``cpu``, then ``overrides``) and that
+    entry chosen for ``threads``, ``target`` and ``machine``, then ``overrides``) and that
     choice, without substituting them into the recipe."""
     params = recipe.parameter_dict
     for name in overrides or {}:
@@ -100,8 +100,8 @@ def resolved_values(
             )
     choice = None
     if recipe.shapes is not None:
-        values = {**params, **(overrides or {}), **build_values(target, cpu)}
-        choice = recipe.shapes.choose(values, recipe.space.constraints, threads, cpu)
+        values = {**params, **(overrides or {}), **build_values(target, machine)}
+        choice = recipe.shapes.choose(values, recipe.space.constraints, threads, machine)
         if choice.entry is not None:
             params.update(choice.entry.params)
             if choice.entry.iree_default:

@@ -26,7 +26,7 @@ from tdsched.targets.compiler import (
     probe_compile,
     run_compile,
 )
-from tdsched.targets.target import DEFAULT_THREADS, TARGET_NAMES, cpu_threads, target_cpu
+from tdsched.targets.target import DEFAULT_THREADS, TARGET_NAMES, build_machine, cpu_threads
 from tdsched.targets.workload import Workload, WorkloadError, check_memory, load_mlir_file
 from tdsched.transform_lib.census import (
     CENSUS_FLAGS,
@@ -114,7 +114,7 @@ def plan(
     """
     named = target or recipe.targets[0]
     on_cpu = cpu_threads(named, threads) if named in TARGET_NAMES else None
-    built_for = target_cpu(named, cpu, cpu_features) if named in TARGET_NAMES else None
+    built_for = build_machine(named, cpu, cpu_features, gpu) if named in TARGET_NAMES else None
     resolved = resolve(recipe, overrides, on_cpu, named, built_for)
     for flag in (*resolved.compile_flags, *resolved.baseline.flags):
         if not flag.startswith("--"):

@@ -561,7 +561,8 @@ class RecipeBuilder:
         ``key`` parameters to their values, then tuned parameters to theirs; the keys
         ``iree_default`` (bool), ``threads`` (int: the CPU thread count it was tuned for),
         ``isa`` (str: the x86 vector ISA it was tuned for), ``cpu`` (str: the CPU model it
-        was tuned on, as LLVM names it) and ``note`` (str) are the entry's options."""
+        was tuned on, as LLVM names it), ``gpu`` (str: the Vulkan GPU it was tuned for, as
+        ``--gpu`` names it, or ``generic``) and ``note`` (str) are the entry's options."""
         where = _caller()
         built = []
         for entry in entries:
@@ -584,7 +585,7 @@ class RecipeBuilder:
                 raise RecipeError(
                     where, f"shapes entry: threads must be an integer, got {threads!r}"
                 )
-            isa, cpu = entry.get("isa"), entry.get("cpu")
+            isa, cpu, gpu = entry.get("isa"), entry.get("cpu"), entry.get("gpu")
             built.append(
                 ShapeEntry(
                     shape=tuple(shape),
@@ -594,6 +595,7 @@ class RecipeBuilder:
                     threads=threads,
                     isa=None if isa is None else str(isa),
                     cpu=None if cpu is None else str(cpu),
+                    gpu=None if gpu is None else str(gpu),
                     where=where,
                 )
             )

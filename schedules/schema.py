@@ -123,6 +123,7 @@ def recipe_schema() -> JSON:
                                 "threads": {"type": "integer", "minimum": 1},
                                 "isa": {"enum": list(ISAS)},
                                 "cpu": {"type": "string", "minLength": 1},
+                                "gpu": {"type": "string", "minLength": 1},
                                 "note": {"type": "string"},
                             },
                             "additionalProperties": scalar,

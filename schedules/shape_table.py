@@ -41,6 +41,16 @@ near, one for the build's model wins over one without ``cpu``, which wins over o
 another model. A table can so keep entries for several CPUs of one ISA side by side. On
 a GPU target, or where the build's model is unknown, ``cpu`` is ignored.
 
+On Vulkan, the best workgroup and thread tiles of one GPU are not those of another, and
+a build for a named GPU (``--gpu ampere``) may use features the generic Vulkan target
+lacks. An entry may so say which Vulkan GPU it was tuned for (``gpu: ampere``, as
+``--gpu`` names it, or ``gpu: generic`` for IREE's generic Vulkan target; ``sweep --shape
+--target vulkan`` writes the build's). Like an entry for another ISA, one for another GPU
+than the build's serves only where no entry for the build's GPU (or without ``gpu``)
+does, and the choice says so; an entry with ``gpu`` never serves an x86 build unless
+nothing else does. Among entries equally near, one for the build's GPU wins over one
+without ``gpu``.
+
 The entry's values replace the defaults; parameters given with ``--param`` win over both.
 An entry may select IREE's own pipeline (``iree_default: true``) where no schedule won at
 that shape: the recipe's schedules are then left out, and ``run``/``show`` say so. Giving
@@ -59,7 +69,9 @@ from typing import Literal
 
 from tdsched.targets.cpu_isa import ISAS
 from tdsched.targets.cpu_model import BuildCpu
+from tdsched.targets.target import BuildGpu, BuildMachine
 
+from .build_names import GENERIC_GPU
 from .constraints import ConstraintError
 from .errors import RecipeError, Where
 from .space import Constraint, ParamValue
@@ -70,6 +82,8 @@ ENTRY_OPTIONS = {
     "threads": "the CPU thread count the entry was tuned for (default: any)",
     "isa": "the x86 vector ISA the entry was tuned for: avx512, avx2 or sse (default: any)",
     "cpu": "the CPU model the entry was tuned on, as LLVM names it (znver5; default: any)",
+    "gpu": "the Vulkan GPU the entry was tuned for, as --gpu names it (ampere), or generic "
+    "(default: any)",
     "note": "where the entry came from (informational)",
 }
 """An entry's fields besides its key values and tuned parameter values."""
@@ -97,6 +111,8 @@ class ShapeEntry:
     """The x86 vector ISA it was tuned for (:data:`~tdsched.targets.cpu_isa.ISAS`); None: any."""
     cpu: str | None = None
     """The CPU model it was tuned on (LLVM's name, ``znver5``); None: any."""
+    gpu: str | None = None
+    """The Vulkan GPU it was tuned for (``--gpu``'s name, or ``generic``); None: any."""
     where: Where = field(default_factory=Where)
 
     @property
@@ -108,16 +124,16 @@ class ShapeEntry:
         tuned_for = (
             [] if self.threads is None else [f"{self.threads} thread" + "s" * (self.threads != 1)]
         )
-        tuned_for += [part for part in (self.isa, self.cpu) if part is not None]
+        tuned_for += [part for part in (self.isa, self.cpu, self.gpu) if part is not None]
         return f"{self.shape_label} ({', '.join(tuned_for)})" if tuned_for else self.shape_label
 
     def distance(
-        self, shape: Shape, threads: int | None, isa: str | None = None, model: str | None = None
+        self, shape: Shape, threads: int | None, machine: BuildMachine | None = None
     ) -> tuple[int, float]:
         """How far this entry is from ``shape`` run on ``threads`` CPU threads (None: a
-        GPU) of vector ISA ``isa`` and CPU ``model`` (None: a GPU, or unknown): the string
-        keys and the ISA it differs in, then log2 steps, another CPU model counting as one
-        (see the module docstring)."""
+        GPU) built for ``machine`` (None: unknown): the string keys, the ISA and the GPU
+        it differs in, then log2 steps, another CPU model counting as one (see the module
+        docstring)."""
         differ, far = 0, 0.0
         for (_, mine), (_, theirs) in zip(self.shape, shape, strict=True):
             if isinstance(mine, str) or isinstance(theirs, str):
@@ -126,9 +142,13 @@ class ShapeEntry:
                 far += abs(math.log2(mine / theirs))
         if self.threads is not None and threads is not None:
             far += abs(math.log2(self.threads / threads))
-        if self.isa is not None and isa is not None:
-            differ += self.isa != isa
-        far += self.model_rank(model) == 2
+        if isinstance(machine, BuildCpu):
+            if self.isa is not None and machine.isa is not None:
+                differ += self.isa != machine.isa
+            differ += self.gpu is not None
+            far += self.model_rank(machine.model) == 2
+        elif isinstance(machine, BuildGpu):
+            differ += self.gpu_rank(machine) == 2
         return differ, far
 
     def model_rank(self, model: str | None) -> int:
@@ -137,6 +157,20 @@ class ShapeEntry:
         if self.cpu is None or model is None:
             return 1
         return 0 if self.cpu == model else 2
+
+    def gpu_rank(self, machine: BuildMachine | None) -> int:
+        """0 for an entry tuned for the Vulkan GPU ``machine`` is built for, 1 without
+        ``gpu`` (or ``machine`` no GPU build), 2 for another GPU: the tie-break among
+        equally near entries."""
+        if self.gpu is None or not isinstance(machine, BuildGpu):
+            return 1
+        return 0 if self.gpu == gpu_name(machine) else 2
+
+
+def gpu_name(machine: BuildGpu) -> str:
+    """The name a table entry gives the GPU ``machine`` is built for: ``--gpu``'s, or
+    ``generic``."""
+    return machine.gpu or GENERIC_GPU
 
 
 @dataclass(frozen=True)
@@ -155,6 +189,9 @@ class ShapeChoice:
     model: str | None = None
     """The CPU model the choice was made for (None: no entry names one, a GPU target, or
     unknown)."""
+    gpu: str | None = None
+    """The Vulkan GPU the choice was made for (``generic`` without ``--gpu``; None: an
+    x86 build, or no entry names one)."""
     set_aside_by: tuple[str, ...] = ()
     """Tuned parameters given as overrides that set an ``iree_default`` entry aside."""
     defaults_break: str | None = None
@@ -172,7 +209,7 @@ class ShapeChoice:
         here = shape = ",".join(f"{name}={value}" for name, value in self.shape)
         if self.threads is not None:
             here += f" on {self.threads} thread" + "s" * (self.threads != 1)
-        built_for = ", ".join(part for part in (self.isa, self.model) if part)
+        built_for = ", ".join(part for part in (self.isa, self.model, self.gpu) if part)
         if built_for:
             here += f" ({built_for})"
         if self.entry is None:
@@ -204,6 +241,10 @@ class ShapeChoice:
             how += f"; tuned for {self.entry.isa}, none for this build's {self.isa}"
         if self.entry.model_rank(self.model) == 2:
             how += f"; tuned on {self.entry.cpu}, this build's CPU is {self.model}"
+        if self.entry.gpu is not None and self.gpu is None:
+            how += f"; tuned for the Vulkan GPU {self.entry.gpu}, this is no Vulkan build"
+        elif self.entry.gpu is not None and self.entry.gpu != self.gpu:
+            how += f"; tuned for {self.entry.gpu}, this build's GPU is {self.gpu}"
         text = f"shape table: entry {self.entry.label} ({how}): {what}"
         if self.skipped:
             text += f"; skipped {', '.join(self.skipped)} (constraints fail at {here})"
@@ -219,6 +260,8 @@ class ShapeChoice:
             "entry_isa": self.entry.isa if self.entry else None,
             "cpu": self.model,
             "entry_cpu": self.entry.cpu if self.entry else None,
+            "gpu": self.gpu,
+            "entry_gpu": self.entry.gpu if self.entry else None,
             "how": self.how,
             "iree_default": self.runs_iree_default,
             "params": dict(self.entry.params) if self.entry else {},
@@ -253,7 +296,7 @@ class ShapeTable:
                     f"key parameter {name!r} must have an integer or string default, "
                     f"got {parameters[name]!r}",
                 )
-        seen: dict[tuple[Shape, int | None, str | None, str | None], ShapeEntry] = {}
+        seen: dict[tuple[Shape, int | None, str | None, str | None, str | None], ShapeEntry] = {}
         for entry in self.entries:
             if [name for name, _ in entry.shape] != list(self.key):
                 raise RecipeError(entry.where, f"give exactly the key {list(self.key)}")
@@ -271,7 +314,13 @@ class ShapeTable:
                     "cpu names the CPU model the entry was tuned on, as LLVM names it "
                     f"(znver4, sapphirerapids), got {entry.cpu!r}",
                 )
-            place = (entry.shape, entry.threads, entry.isa, entry.cpu)
+            if entry.gpu is not None and not entry.gpu.strip():
+                raise RecipeError(
+                    entry.where,
+                    "gpu names the Vulkan GPU the entry was tuned for, as --gpu names it "
+                    "(ampere, rdna3), or generic for IREE's generic Vulkan target",
+                )
+            place = (entry.shape, entry.threads, entry.isa, entry.cpu, entry.gpu)
             if place in seen:
                 first = seen[place].where.line
                 raise RecipeError(entry.where, f"a second entry for {entry.label} (line {first})")
@@ -302,12 +351,12 @@ class ShapeTable:
         values: Mapping[str, ParamValue],
         constraints: tuple[Constraint, ...] = (),
         threads: int | None = None,
-        cpu: BuildCpu | None = None,
+        machine: BuildMachine | None = None,
     ) -> ShapeChoice:
         """The entry for the shape in ``values`` (all the recipe's parameters) run on
-        ``threads`` CPU threads (None: a GPU target) of ``cpu`` (None: a GPU target), per
-        ``rule``; an entry whose parameters break a constraint at this shape is
-        skipped."""
+        ``threads`` CPU threads (None: a GPU target) built for ``machine`` (the x86 CPU or
+        the Vulkan GPU; None: unknown), per ``rule``; an entry whose parameters break a
+        constraint at this shape is skipped."""
         shape: list[tuple[str, KeyValue]] = []
         for index, name in enumerate(self.key):
             value = values[name]
@@ -321,30 +370,36 @@ class ShapeTable:
             shape.append((name, value))
         here = tuple(shape)
 
+        cpu = machine if isinstance(machine, BuildCpu) else None
         isa = cpu.isa if cpu is not None else None
-        # the choice names the build's model only where an entry names one
+        # the choice names the build's model (GPU) only where an entry names one
         named = any(entry.cpu is not None for entry in self.entries)
         model = cpu.model if cpu is not None and named else None
+        named = any(entry.gpu is not None for entry in self.entries)
+        gpu = gpu_name(machine) if isinstance(machine, BuildGpu) and named else None
 
-        def nearness(entry: ShapeEntry) -> tuple[tuple[int, float], int, bool, bool]:
+        def nearness(entry: ShapeEntry) -> tuple[tuple[int, float], int, int, bool, bool]:
             return (
-                entry.distance(here, threads, isa, model),
+                entry.distance(here, threads, machine),
                 entry.model_rank(model),
+                entry.gpu_rank(machine),
                 entry.threads is None,
                 entry.isa is None,
             )
 
         ranked = sorted(self.entries, key=nearness)  # stable: ties keep the listed order
         if ranked and nearness(ranked[0])[0] == (0, 0.0):
-            return ShapeChoice(here, ranked[0], "exact", (), threads, isa, model)
+            return ShapeChoice(here, ranked[0], "exact", (), threads, isa, model, gpu)
         skipped: list[str] = []
         if self.rule == "nearest":
             for entry in ranked:
                 if entry.iree_default or not _broken({**values, **dict(entry.params)}, constraints):
-                    return ShapeChoice(here, entry, "nearest", tuple(skipped), threads, isa, model)
+                    return ShapeChoice(
+                        here, entry, "nearest", tuple(skipped), threads, isa, model, gpu
+                    )
                 skipped.append(entry.label)
         broken = _broken(values, constraints)
-        return ShapeChoice(here, None, "none", tuple(skipped), threads, isa, model, (), broken)
+        return ShapeChoice(here, None, "none", tuple(skipped), threads, isa, model, gpu, (), broken)
 
 
 def _check_key_value(name: str, value: KeyValue, default: ParamValue, where: Where) -> None:

@@ -241,6 +241,7 @@ def _shapes(node: Node) -> ShapeTable:
                 threads=fields["threads"].integer() if "threads" in fields else None,
                 isa=fields["isa"].text() if "isa" in fields else None,
                 cpu=fields["cpu"].text() if "cpu" in fields else None,
+                gpu=fields["gpu"].text() if "gpu" in fields else None,
                 where=item.where,
             )
         )

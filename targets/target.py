@@ -21,10 +21,29 @@ def cpu_threads(target: str, threads: int | None) -> int | None:
     return None if make_target(target).is_gpu else threads
 
 
-def target_cpu(target: str, cpu: str = "host", cpu_features: str | None = None) -> BuildCpu | None:
-    """The CPU a build for ``target`` targets (:func:`.cpu_model.build_cpu`): None on a
-    GPU target."""
-    return None if make_target(target).is_gpu else build_cpu(cpu, cpu_features)
+@dataclass(frozen=True)
+class BuildGpu:
+    """The GPU a Vulkan build targets, as shape-table entries and ``when`` conditions
+    tell builds apart."""
+
+    gpu: str | None
+    """IREE's Vulkan target it is built for (``--gpu``: ``ampere``, ``rdna3``, ...); None:
+    IREE's generic Vulkan target, which runs on any Vulkan 1.3 device."""
+
+
+BuildMachine = BuildCpu | BuildGpu
+"""What a build targets: an x86 CPU (its vector ISA and model) or a Vulkan GPU."""
+
+
+def build_machine(
+    target: str, cpu: str = "host", cpu_features: str | None = None, gpu: str | None = None
+) -> BuildMachine:
+    """What a build for ``target`` with these options targets: the x86 CPU
+    (:func:`.cpu_model.build_cpu`), or the Vulkan GPU ``gpu`` (None: generic). Options
+    that do not belong to ``target`` are refused as :func:`make_target` refuses them."""
+    if make_target(target, cpu=cpu, cpu_features=cpu_features, gpu=gpu).is_gpu:
+        return BuildGpu(gpu)
+    return build_cpu(cpu, cpu_features)
 
 
 def run_conditions(target: str, threads: int | None) -> str:

@@ -17,6 +17,7 @@ from tdsched.schedules.recipe import Recipe
 from tdsched.schedules.steps import Mmt4dStep
 from tdsched.schedules.yaml_frontend import parse_recipe
 from tdsched.targets.cpu_model import BuildCpu
+from tdsched.targets.target import BuildGpu
 
 RECIPE = """\
 name: t
@@ -100,15 +101,31 @@ AVX512 = BuildCpu("avx512", "znver5")
 
 def test_a_condition_reads_the_x86_vector_isa_by_the_name_isa() -> None:
     recipe = _packed_when("ISA == 'avx2'")
-    assert [type(s) for s in resolve(recipe, cpu=AVX2).graph] == [Mmt4dStep]
-    skipped = resolve(recipe, cpu=AVX512).skipped[0].describe()
+    assert [type(s) for s in resolve(recipe, machine=AVX2).graph] == [Mmt4dStep]
+    skipped = resolve(recipe, machine=AVX512).skipped[0].describe()
     assert skipped.endswith("left out: when \"ISA == 'avx2'\" is false")
     # a GPU target (and an x86 CPU whose ISA is not known) reads ISA as 'none'
     assert resolve(recipe, target="vulkan").graph == ()
     none = _packed_when("ISA == 'none'")
-    assert [type(s) for s in resolve(none, cpu=BuildCpu(None, None)).graph] == [Mmt4dStep]
+    assert [type(s) for s in resolve(none, machine=BuildCpu(None, None)).graph] == [Mmt4dStep]
     with pytest.raises(RecipeError, match=r"r.yaml: parameters.ISA: ISA is reserved"):
         parse_recipe(RECIPE.replace("TM: 8}", "TM: 8, ISA: avx2}"), "r.yaml")
+
+
+def test_a_condition_reads_the_vulkan_gpu_by_the_name_gpu() -> None:
+    recipe = _packed_when("GPU == 'ampere'")
+    ampere = resolve(recipe, target="vulkan", machine=BuildGpu("ampere"))
+    assert [type(s) for s in ampere.graph] == [Mmt4dStep]
+    skipped = resolve(recipe, target="vulkan", machine=BuildGpu(None)).skipped[0].describe()
+    assert skipped.endswith("left out: when \"GPU == 'ampere'\" is false")
+    # IREE's generic Vulkan target reads 'generic', an x86 build 'none'
+    generic = _packed_when("GPU == 'generic'")
+    assert [type(s) for s in resolve(generic, target="vulkan").graph] == [Mmt4dStep]
+    assert [type(s) for s in resolve(_packed_when("GPU == 'none'"), machine=AVX2).graph] == [
+        Mmt4dStep
+    ]
+    with pytest.raises(RecipeError, match=r"r.yaml: parameters.GPU: GPU is reserved"):
+        parse_recipe(RECIPE.replace("TM: 8}", "TM: 8, GPU: ampere}"), "r.yaml")
 
 
 SPACED = RECIPE.replace(
@@ -132,8 +149,8 @@ def test_constraints_read_the_build_so_one_space_serves_each_isa() -> None:
     assert swept("vulkan", None) == []
     # the nearest rule skips an entry whose tiles break a constraint for this build
     near_8 = {"TM": 9}
-    assert dict(resolve(recipe, near_8, cpu=AVX512).parameters)["M0"] == 16
-    assert dict(resolve(recipe, near_8, cpu=AVX2).parameters)["M0"] == 6
+    assert dict(resolve(recipe, near_8, machine=AVX512).parameters)["M0"] == 16
+    assert dict(resolve(recipe, near_8, machine=AVX2).parameters)["M0"] == 6
     with pytest.raises(RecipeError, match="names CPU, which is not a parameter"):
         parse_recipe(SPACED.replace("TARGET == 'x86'", "CPU == 'x86'"), "r.yaml")
 

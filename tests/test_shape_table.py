@@ -15,6 +15,7 @@ from tdsched.schedules.sweep.command import shape_arg
 from tdsched.schedules.yaml_frontend import parse_recipe
 from tdsched.targets.cpu_isa import ISAS, host_isa, vector_isa
 from tdsched.targets.cpu_model import BuildCpu, build_cpu, cpu_model_of, host_cpu_model
+from tdsched.targets.target import BuildGpu
 
 RECIPE = """\
 name: t
@@ -400,6 +401,81 @@ def test_the_python_front_end_takes_isas() -> None:
     on = {isa: BuildCpu(isa, None) for isa in ("avx2", "avx512")}
     assert resolve(recipe, {"M": 256}, 2, "x86", on["avx2"]).parameter_dict["TM"] == 16
     assert resolve(recipe, {"M": 256}, 2, "x86", on["avx512"]).parameter_dict["TM"] == 32
+
+
+GPU_KEYED = RECIPE.replace(
+    "    - {M: 1024, N: 1024, K: 1024, TM: 64, TK: 256}\n",
+    "    - {M: 1024, N: 1024, K: 1024, gpu: ampere, TM: 128, TK: 32}\n"
+    "    - {M: 1024, N: 1024, K: 1024, gpu: generic, TM: 16, TK: 8}\n"
+    "    - {M: 512, N: 512, K: 512, gpu: ampere, TM: 64, TK: 16}\n",
+)
+
+
+def on_gpu(machine: BuildCpu | BuildGpu, text: str = GPU_KEYED, **params: int) -> tuple:
+    """What ``text``'s table picks for ``machine`` (a Vulkan GPU or, on 2 threads, an x86
+    CPU) at ``params``: the entry's label, how, TM and the choice line."""
+    target, threads = ("vulkan", None) if isinstance(machine, BuildGpu) else ("x86", 2)
+    recipe = resolve(parse_recipe(text, "r.yaml"), params, threads, target, machine)
+    choice = recipe.shape_choice
+    assert choice is not None and choice.entry is not None
+    return choice.entry.label, choice.how, recipe.parameter_dict["TM"], choice.describe()
+
+
+def test_an_entry_for_the_build_s_gpu_wins() -> None:
+    big = {"M": 1024, "N": 1024, "K": 1024}
+    label, how, tm, said = on_gpu(BuildGpu("ampere"), **big)
+    assert (label, how, tm) == ("M=1024,N=1024,K=1024 (ampere)", "exact", 128)
+    # no --gpu: IREE's generic target, which the entries name 'generic'
+    label, how, tm, said = on_gpu(BuildGpu(None), **big)
+    assert (label, how, tm) == ("M=1024,N=1024,K=1024 (generic)", "exact", 16)
+    # nearer in shape, but for another GPU: the generic 1024^3 entry serves 512^3
+    label, how, tm, said = on_gpu(BuildGpu(None), M=512, N=512, K=512)
+    assert (label, how, tm) == ("M=1024,N=1024,K=1024 (generic)", "nearest", 16)
+    assert "nearest to M=512,N=512,K=512 (generic)" in said
+
+
+def test_an_entry_for_another_gpu_serves_only_where_none_for_the_build_s_does() -> None:
+    # rdna3: every entry naming a GPU names another; the one without gpu comes first
+    label, how, _, said = on_gpu(BuildGpu("rdna3"), M=512, N=512, K=512)
+    assert (label, how) == ("M=256,N=256,K=256", "nearest")
+    without_any = GPU_KEYED.replace(
+        "    - {M: 256, N: 256, K: 256, TM: 32, TK: 64, note: swept}\n", ""
+    ).replace("    - {M: 128, N: 128, K: 128, iree_default: true}\n", "")
+    label, how, tm, said = on_gpu(BuildGpu("rdna3"), without_any, M=512, N=512, K=512)
+    assert (label, how, tm) == ("M=512,N=512,K=512 (ampere)", "nearest", 64)
+    assert "; tuned for ampere, this build's GPU is rdna3" in said
+    # an x86 build takes GPU entries only where nothing else serves, and says so
+    assert on_gpu(AVX512_CPU, M=512, N=512, K=512)[:2] == ("M=256,N=256,K=256", "nearest")
+    label, _, _, said = on_gpu(AVX512_CPU, without_any, M=512, N=512, K=512)
+    assert label == "M=512,N=512,K=512 (ampere)"
+    assert "; tuned for the Vulkan GPU ampere, this is no Vulkan build" in said
+
+
+AVX512_CPU = BuildCpu("avx512", "znver5")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("gpu: generic, TM: 16", "gpu: ampere, TM: 16"), "a second entry for M=1024,N=1024,K"),
+        (("gpu: generic, TM: 16", "gpu: ' ', TM: 16"), "gpu names the Vulkan GPU the entry"),
+    ],
+)
+def test_bad_gpu_entries_are_refused_at_their_line(change: tuple[str, str], message: str) -> None:
+    with pytest.raises(RecipeError, match=rf"r.yaml:\d+: shapes.entries\[\d\]: {message}"):
+        parse_recipe(GPU_KEYED.replace(*change), "r.yaml")
+
+
+def test_the_python_front_end_takes_gpus() -> None:
+    b = RecipeBuilder("t", workload=generator("matmul", M=64, N=64, K=64))
+    b.shapes(["M"], [{"M": 256, "gpu": "ampere", "TM": 32}, {"M": 256, "gpu": "rdna3", "TM": 16}])
+    b.parameters(M=64, TM=8)
+    recipe = b.build()
+    rdna3 = resolve(recipe, {"M": 256}, None, "vulkan", BuildGpu("rdna3"))
+    assert rdna3.parameter_dict["TM"] == 16
+    assert (
+        resolve(recipe, {"M": 256}, None, "vulkan", BuildGpu("ampere")).parameter_dict["TM"] == 32
+    )
 
 
 @pytest.mark.parametrize(

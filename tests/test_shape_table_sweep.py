@@ -79,3 +79,38 @@ def test_shapes_must_share_one_key(tmp_path: Path) -> None:
                    "--shape", "M=64,N=64,K=64", "--shape", "M=64,N=64")  # fmt: skip
     assert proc.returncode == 2
     assert "every --shape must name the same parameters" in proc.stderr
+
+
+@pytest.mark.usefixtures("vulkan")
+def test_vulkan_entries_are_keyed_by_the_gpu_built_for(tmp_path: Path) -> None:
+    # one candidate per shape; an ampere build runs on lavapipe too (checked numerically)
+    one = ["--target", "vulkan", "--param", "TM=32", "--param", "TN=32", "--param", "TK=4"]
+    shape = ["--shape", "M=64,N=64,K=64"]
+    db = ["--db", str(tmp_path / "s.db")]
+    ampere = tmp_path / "ampere.yaml"
+    proc = tdsched("sweep", "matmul_vulkan", *one, *FAST, *db, *shape, "--gpu", "ampere",
+                   "--best-out", str(ampere))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert f"(tdsched run {ampere} --gpu ampere --param ...)" in proc.stdout
+    written = yaml.safe_load(ampere.read_text())
+    assert written["provenance"]["gpu"] == "ampere"
+    assert written["provenance"]["threads"] is None  # no CPU threads on Vulkan
+    # the table swept again for IREE's generic target keeps the ampere entry beside
+    # the generic one
+    both = tmp_path / "both.yaml"
+    proc = tdsched("sweep", str(ampere), *one, *FAST, *db, *shape, "--best-out", str(both))
+    assert proc.returncode == 0, proc.stderr
+    entries = yaml.safe_load(both.read_text())["shapes"]["entries"]
+    assert sorted(e["gpu"] for e in entries) == ["ampere", "generic"]
+    assert not any("threads" in e or "isa" in e or "cpu" in e for e in entries)
+
+    def chosen(*gpu: str) -> dict[str, object]:
+        ran = tdsched("run", str(both), "--target", "vulkan", *gpu, "--json", "--no-time",
+                      "--param", "M=64", "--param", "N=64", "--param", "K=64")  # fmt: skip
+        result = json.loads(ran.stdout)
+        assert result["status"] == "ok", result
+        return dict(result["shape_entry"])
+
+    assert chosen("--gpu", "ampere")["entry_gpu"] == "ampere"
+    generic = chosen()
+    assert (generic["entry_gpu"], generic["gpu"], generic["how"]) == ("generic", "generic", "exact")

@@ -36,6 +36,7 @@ def plan_point(recipe: Recipe, context: SweepContext, params: Mapping[str, Param
         {**context.fixed, **params},
         cpu=context.cpu,
         cpu_features=context.cpu_features,
+        gpu=context.gpu,
         threads=context.threads,
     )
 

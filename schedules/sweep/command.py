@@ -13,10 +13,18 @@ from typing import Any
 
 import iree.compiler.version
 from tdsched.targets.cpu_model import BuildCpu
-from tdsched.targets.target import cpu_threads, run_conditions, target_cpu
+from tdsched.targets.target import (
+    DEFAULT_THREADS,
+    BuildGpu,
+    BuildMachine,
+    build_machine,
+    cpu_threads,
+    run_conditions,
+)
 
 from ..cli_types import (
     add_cpu_options,
+    add_gpu_option,
     add_threads_option,
     non_negative_int,
     positive_float,
@@ -24,6 +32,7 @@ from ..cli_types import (
 )
 from ..params import parse_override
 from ..recipe import Recipe
+from ..shape_table import gpu_name
 from .database import ResultsDB, method
 from .distinct import parameters_read
 from .executor import EXECUTORS, Executor, Limits, make_executor
@@ -211,6 +220,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--executor", choices=EXECUTORS, default="local", help="default: local")
     p.add_argument("--ray-address", help="ray: cluster address (default: start a local one)")
     add_cpu_options(p)
+    add_gpu_option(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no live progress")
 
 
@@ -274,8 +284,25 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(_as_json(outcome, best_file), indent=2))
     else:
-        print(_summary(outcome, best_file, args.top))
+        print(_summary(outcome, best_file, args.top, _build_flags(sweep.options, outcome.target)))
     return 0 if outcome.ranked else 1
+
+
+def _build_flags(options: SweepOptions, target: str) -> str:
+    """The ``tdsched run`` options that rebuild what the sweep measured (its CPU or GPU
+    and thread count, where not the defaults): a frozen recipe or table keeps the
+    parameters, not these."""
+    flags = []
+    if target == "x86":
+        if options.cpu != "host":
+            flags.append(f" --cpu {options.cpu}")
+        if options.cpu_features:
+            flags.append(f" --cpu-features={options.cpu_features}")
+        if options.threads != DEFAULT_THREADS:
+            flags.append(f" --threads {options.threads}")
+    elif options.gpu is not None:
+        flags.append(f" --gpu {options.gpu}")
+    return "".join(flags)
 
 
 def _sweep(args: argparse.Namespace, fixed: dict[str, Any]) -> tuple[Sweep, SweepOutcome]:
@@ -301,6 +328,7 @@ def _sweep(args: argparse.Namespace, fixed: dict[str, Any]) -> tuple[Sweep, Swee
         bench_during_compile=args.bench_during_compile,
         cpu=args.cpu,
         cpu_features=args.cpu_features,
+        gpu=args.gpu,
         keep_temps=args.keep_temps,
     )
     db = ResultsDB(args.db)
@@ -359,11 +387,13 @@ def _sweep_shapes(args: argparse.Namespace, fixed: dict[str, Any]) -> int:
             print(f"== shape {_label(shape)}\n{_summary(outcome, None, args.top)}\n")
     assert sweep is not None
     target, options = done[0][1].target, sweep.options
-    built_for = target_cpu(target, options.cpu, options.cpu_features)
+    built_for = build_machine(target, options.cpu, options.cpu_features, options.gpu)
+    cpu = built_for if isinstance(built_for, BuildCpu) else None
     tuned_for: dict[str, int | str | None] = {
         "threads": cpu_threads(target, options.threads),
-        "isa": built_for.isa if built_for else None,
-        "cpu": built_for.model if built_for else None,
+        "isa": cpu.isa if cpu else None,
+        "cpu": cpu.model if cpu else None,
+        "gpu": gpu_name(built_for) if isinstance(built_for, BuildGpu) else None,
     }
     key = _table_key(done[0][1].recipe, key)
     entries = [
@@ -384,9 +414,11 @@ def _sweep_shapes(args: argparse.Namespace, fixed: dict[str, Any]) -> int:
             "database": _relative(args.db, out.parent),
             "sweeps": [outcome.sweep_id for _, outcome in done],
             "target": done[0][1].target,
-            "threads": sweep.options.threads,
+            "threads": cpu_threads(done[0][1].target, sweep.options.threads),
             "iree_version": iree.compiler.version.VERSION,
         }
+        if sweep.options.gpu is not None:
+            provenance["gpu"] = sweep.options.gpu
         table = write_shape_table(sweep.path, out, key, entries, done[0][1].target, provenance)
     missing = [_label(shape) for shape, outcome in done if not outcome.ranked]
     if args.json:
@@ -398,7 +430,8 @@ def _sweep_shapes(args: argparse.Namespace, fixed: dict[str, Any]) -> int:
         if missing:
             print(f"no correct candidate at {', '.join(missing)}: no entry written for it")
         if table is not None:
-            print(f"shape table: {table}  (tdsched run {table} --param ...)")
+            rerun = _build_flags(sweep.options, done[0][1].target)
+            print(f"shape table: {table}  (tdsched run {table}{rerun} --param ...)")
     return 0 if not missing else 1
 
 
@@ -430,12 +463,13 @@ def _table_entry(
     fixed: dict[str, Any],
     outcome: SweepOutcome,
     tuned_for: dict[str, int | str | None],
-    built_for: BuildCpu | None,
+    built_for: BuildMachine,
 ) -> dict[str, Any]:
     """The table entry a sweep at ``shape`` earned, for where it ran (``tuned_for``: the
     CPU ``threads``, vector ``isa`` and ``cpu`` model, each None on a GPU or when
-    unknown; ``built_for``: that CPU): its best candidate's parameters, or IREE default
-    when even the best is slower than it; the note says how sure it is. Either way the
+    unknown, and the Vulkan ``gpu``, None on x86; ``built_for``: that CPU or GPU): its
+    best candidate's parameters, or IREE default when even the best is slower than it;
+    the note says how sure it is. Either way the
     entry keeps the ``--param`` values (they define what was measured, e.g. ``PAD=0``);
     of the best candidate's swept values it keeps those its build reads (a layout's
     parameters, not the other layouts')."""
@@ -489,11 +523,13 @@ def _write_best(sweep: Sweep, outcome: SweepOutcome, args: argparse.Namespace) -
         provenance["certainty"] = {"verdict": "not raced"}
     provenance |= {
         "target": outcome.target,
-        "threads": sweep.options.threads,
+        "threads": cpu_threads(outcome.target, sweep.options.threads),
         "iree_version": iree.compiler.version.VERSION,
     }
     if outcome.target == "x86" and sweep.options.cpu != "host":
         provenance["cpu"] = sweep.options.cpu
+    if sweep.options.gpu is not None:
+        provenance["gpu"] = sweep.options.gpu
     params = {**sweep.options.fixed, **best.params}
     return write_frozen(sweep.path, out, params, outcome.target, provenance)
 
@@ -522,7 +558,9 @@ def _relative(path: Path, folder: Path) -> str:
     return os.path.relpath(path.resolve(), folder.resolve())
 
 
-def _summary(outcome: SweepOutcome, best_file: Path | None, top: int) -> str:
+def _summary(outcome: SweepOutcome, best_file: Path | None, top: int, rerun: str = "") -> str:
+    """The sweep's report; ``rerun``: the build options ``tdsched run`` of the best recipe
+    needs (:func:`_build_flags`)."""
     e = outcome.enumeration
     how = method(outcome.strategy, outcome.cost_model)
     lines = [
@@ -542,7 +580,7 @@ def _summary(outcome: SweepOutcome, best_file: Path | None, top: int) -> str:
     if outcome.ranked:
         lines.append(decision_line(outcome.decision, outcome.results, e.names))
     if best_file is not None:
-        lines.append(f"best recipe: {best_file}  (tdsched run {best_file})")
+        lines.append(f"best recipe: {best_file}  (tdsched run {best_file}{rerun})")
         best = _best_speedup(outcome)
         if best is not None and best < 1.0:
             lines.append(

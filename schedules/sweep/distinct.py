@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 
-from tdsched.targets.cpu_model import BuildCpu
+from tdsched.targets.target import BuildMachine
 
 from ..conditions import Skipped, apply_conditions, condition_parameters, has_conditions
 from ..params import referenced_parameters, resolved_values
@@ -37,12 +37,12 @@ def build_signature(
     values: Mapping[str, ParamValue],
     target: str,
     threads: int | None,
-    cpu: BuildCpu | None = None,
+    machine: BuildMachine | None = None,
 ) -> Hashable:
     """What decides the build for ``target`` of the candidate with parameter ``values``
     (overrides of the recipe's defaults, as a sweep gives them; ``threads`` and the
-    ``cpu`` select shape-table entries)."""
-    params, kept, skipped = _applied(recipe, values, target, threads, cpu)
+    ``machine`` built for select shape-table entries)."""
+    params, kept, skipped = _applied(recipe, values, target, threads, machine)
     used = sorted(referenced_parameters(kept) & set(params))
     return tuple(s.what for s in skipped), tuple((name, repr(params[name])) for name in used)
 
@@ -52,14 +52,14 @@ def parameters_read(
     values: Mapping[str, ParamValue],
     target: str,
     threads: int | None,
-    cpu: BuildCpu | None = None,
+    machine: BuildMachine | None = None,
 ) -> frozenset[str]:
     """The parameters the build of the candidate with ``values`` reads (arguments as for
     :func:`build_signature`): those its workload and the steps and kernel schedules its
     ``when`` conditions keep refer to, and those the conditions read. A value outside
     this set leaves the build as it is (``matmul_x86``'s pack tiles on a row-major
     candidate), so a table entry need not carry it."""
-    params, kept, _ = _applied(recipe, values, target, threads, cpu)
+    params, kept, _ = _applied(recipe, values, target, threads, machine)
     return (referenced_parameters(kept) | condition_parameters(recipe)) & frozenset(params)
 
 
@@ -68,12 +68,12 @@ def _applied(
     values: Mapping[str, ParamValue],
     target: str,
     threads: int | None,
-    cpu: BuildCpu | None,
+    machine: BuildMachine | None,
 ) -> tuple[dict[str, ParamValue], Recipe, tuple[Skipped, ...]]:
     """The candidate's resolved parameters, and ``recipe`` with what its ``when``
     conditions leave out removed (and what they left out)."""
-    params, _ = resolved_values(recipe, values, threads, target, cpu)
-    kept, skipped = apply_conditions(recipe, params, target, cpu)
+    params, _ = resolved_values(recipe, values, threads, target, machine)
+    kept, skipped = apply_conditions(recipe, params, target, machine)
     return params, kept, skipped
 
 
@@ -83,7 +83,7 @@ def distinct_builds(
     fixed: Mapping[str, ParamValue],
     target: str,
     threads: int | None,
-    cpu: BuildCpu | None = None,
+    machine: BuildMachine | None = None,
 ) -> Enumeration:
     """``enumeration`` with one point per build signature (the first), and a pruning
     line for the others. A recipe without ``when`` conditions is returned as it is: all
@@ -94,7 +94,7 @@ def distinct_builds(
     kept: list[Point] = []
     for point in enumeration.valid:
         values = {**fixed, **enumeration.as_params(point)}
-        signature = build_signature(recipe, values, target, threads, cpu)
+        signature = build_signature(recipe, values, target, threads, machine)
         if signature not in seen:
             seen.add(signature)
             kept.append(point)

@@ -69,10 +69,9 @@ def write_shape_table(
     provenance: Mapping[str, Any],
 ) -> Path:
     """Write ``source`` with ``entries`` (one mapping per shape: key values, ``threads``,
-    ``isa``, ``cpu``, tuned values, ``iree_default``, ``note``) merged into its ``shapes``
-    table to ``out`` (YAML): an entry for a shape, thread count, ISA and CPU model the table
-    already has
-    replaces it; the others stay. The space and
+    ``isa``, ``cpu``, ``gpu``, tuned values, ``iree_default``, ``note``) merged into its
+    ``shapes`` table to ``out`` (YAML): an entry for a shape, thread count, ISA, CPU model
+    and GPU the table already has replaces it; the others stay. The space and
     constraints stay too (a table's nearest rule checks entries against the constraints,
     and the recipe can be swept again)."""
     if source.suffix == ".py":
@@ -97,6 +96,7 @@ def write_shape_table(
             entry.get("threads") or 0,
             entry.get("isa") or "",
             entry.get("cpu") or "",
+            entry.get("gpu") or "",
         )
 
     new = {place(e) for e in entries}

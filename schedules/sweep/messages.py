@@ -37,6 +37,7 @@ class SweepContext:
     seed: int = 0
     cpu: str = "host"
     cpu_features: str | None = None
+    gpu: str | None = None
     baseline_artifact: str = ""
     """The compiled IREE default build; benchmark workers time it and, when the workload
     has no numpy reference, check candidates against its results."""

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import iree.compiler.version
-from tdsched.targets.target import DEFAULT_THREADS, cpu_threads, target_cpu
+from tdsched.targets.target import DEFAULT_THREADS, build_machine, cpu_threads
 from tdsched.targets.timing import Interval
 from tdsched.targets.workload import Workload, traffic_bytes
 from tdsched.transform_lib.work import count_work_of_text
@@ -81,6 +81,8 @@ class SweepOptions:
     bench_during_compile: bool = False
     cpu: str = "host"
     cpu_features: str | None = None
+    gpu: str | None = None
+    """vulkan: the GPU to build for (``--gpu``); None: IREE's generic Vulkan target."""
     keep_temps: bool = False
     """Keep the build folder of every candidate the sweep compiles (``--keep-temps``;
     where: :meth:`Sweep._kept_folder`)."""
@@ -228,7 +230,7 @@ class Sweep:
         self.options = options = resolve_cost_model(options)
         self.target = options.target or self.recipe.targets[0]
         self.space = _narrowed(self.recipe, options.fixed)
-        built_for = target_cpu(self.target, options.cpu, options.cpu_features)
+        built_for = build_machine(self.target, options.cpu, options.cpu_features, options.gpu)
         defaults = {**self.recipe.parameter_dict, **options.fixed}
         self.enumeration = distinct_builds(
             self.recipe,
@@ -253,6 +255,7 @@ class Sweep:
             seed=options.seed,
             cpu=options.cpu,
             cpu_features=options.cpu_features,
+            gpu=options.gpu,
         )
         prior = [
             (r.params, r.speedup if r.ok else None)
