@@ -43,3 +43,20 @@ def test_a_sweeps_best_is_added_relative_with_its_threads(tmp_path: Path) -> Non
         again.returncode == 2 and "already gates ../sweeps/matmul_x86.x86.best.yaml" in again.stderr
     )
     assert len(load_baseline(baseline).entries) == 2
+
+
+def test_a_vulkan_sweeps_best_keeps_the_gpu_it_was_built_for(tmp_path: Path) -> None:
+    provenance = {"sweep": 2, "speedup": 1.9, "target": "vulkan", "threads": None, "gpu": "ampere"}
+    best = write_frozen(
+        RECIPES_DIR / "matmul_vulkan.yaml",
+        tmp_path / "matmul_vulkan.vulkan.best.yaml",
+        {"TM": 32},
+        "vulkan",
+        provenance,
+    )
+    baseline = tmp_path / "gates.yaml"
+    proc = tdsched("regress", str(baseline), "--add", str(best))
+    assert proc.returncode == 0, proc.stderr
+    (entry,) = load_baseline(baseline).entries
+    # gated on the GPU the sweep built for, and with no CPU thread count
+    assert (entry.target, entry.gpu, entry.cpu, entry.overrides) == ("vulkan", "ampere", None, {})

@@ -212,6 +212,33 @@ def test_an_entry_can_build_for_another_cpu_and_says_so(tmp_path: Path) -> None:
     )
 
 
+def test_an_entry_can_build_for_a_named_vulkan_gpu_and_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "b.yaml"
+    path.write_text(
+        "entries:\n  - {recipe: matmul_vulkan, params: {M: 256}}\n"
+        "  - {recipe: matmul_vulkan, params: {M: 256}, gpu: ampere}\n"
+    )
+    baseline = load_baseline(path)  # not duplicates: they build for different GPUs
+    generic, ampere = baseline.entries
+    assert (generic.gpu, ampere.gpu) == (None, "ampere")
+    assert ampere.label == "matmul_vulkan M=256 gpu=ampere"
+    assert "gpu: ampere" in dump(baseline) and load_baseline(path).entries == baseline.entries
+    settings = ampere.settings(baseline.defaults)
+    assert request_for("matmul_vulkan", ampere, settings, tmp_path, bless=False).gpu == "ampere"
+    assert request_for("matmul_vulkan", generic, settings, tmp_path, bless=False).gpu is None
+    assert entry_target(baseline, ampere) == "vulkan"
+    marker = pytest.mark.tdsched_perf("matmul_vulkan", gpu="ampere", min_speedup=1.1).mark
+    assert entry_from_marker(marker).gpu == "ampere"
+    # a Vulkan GPU on an entry that builds for x86 is refused, naming the entry
+    path.write_text("entries:\n  - {recipe: matmul_x86, gpu: ampere}\n")
+    x86 = load_baseline(path)
+    with pytest.raises(RecipeError) as caught:
+        entry_target(x86, x86.entries[0])
+    assert f"{path}:2: entries[0]: this entry's recipe does not plan: --gpu ampere" in str(
+        caught.value
+    )
+
+
 def test_entries_select_by_the_target_they_build_for(tmp_path: Path) -> None:
     path = tmp_path / "b.yaml"
     path.write_text(
@@ -244,6 +271,7 @@ def test_a_crashing_or_hanging_measurement_fails_only_its_entry(
         target=None,
         params={},
         cpu="host",
+        gpu=None,
         numerics=None,
         threads=1,
         seed=0,

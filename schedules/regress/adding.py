@@ -4,7 +4,8 @@ The entry names the recipe by a path relative to the baseline file (the two move
 together), on the recipe's first target (a frozen best lists the swept one first). A
 frozen best also carries the sweep's thread count and raced speedup in its
 ``provenance``: the entry is measured with the same threads (and the same ``--cpu``
-where the sweep built for another CPU than this machine's), so the gate judges the
+where the sweep built for another CPU than this machine's, the same ``--gpu`` where it
+built for a named Vulkan GPU), so the gate judges the
 configuration the sweep chose, and its note says where it came from. It is added
 unblessed: ``--update`` measures and blesses it.
 """
@@ -32,8 +33,8 @@ def with_added(baseline_path: Path, recipes: list[str]) -> BaselineFile:
     for spec in recipes:
         entry = _entry_for(spec, baseline_path.parent)
         for existing in entries:
-            same = (existing.recipe, existing.target, existing.cpu, existing.params)
-            if same == (entry.recipe, entry.target, entry.cpu, entry.params):
+            same = (existing.recipe, existing.target, existing.cpu, existing.gpu, existing.params)
+            if same == (entry.recipe, entry.target, entry.cpu, entry.gpu, entry.params):
                 raise RecipeError(
                     existing.where if existing.where.file else Where(str(baseline_path)),
                     f"{baseline_path} already gates {entry.label}",
@@ -49,14 +50,18 @@ def _entry_for(spec: str, folder: Path) -> Entry:
     name = spec if shipped else os.path.relpath(path.resolve(), folder.resolve())
     provenance = read_provenance(path)
     overrides: dict[str, float | int] = {}
-    note = cpu = None
+    note = cpu = gpu = None
     if provenance:
         if isinstance(provenance.get("threads"), int):
             overrides["threads"] = provenance["threads"]
         if isinstance(provenance.get("cpu"), str):
             cpu = provenance["cpu"]
+        if isinstance(provenance.get("gpu"), str):
+            gpu = provenance["gpu"]
         note = (
             f"best of sweep {provenance.get('sweep')} ({provenance.get('database')}), "
             f"raced at {provenance.get('speedup')}x on {provenance.get('target')}"
         )
-    return Entry(recipe=name, target=recipe.targets[0], cpu=cpu, overrides=overrides, note=note)
+    return Entry(
+        recipe=name, target=recipe.targets[0], cpu=cpu, gpu=gpu, overrides=overrides, note=note
+    )

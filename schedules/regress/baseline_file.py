@@ -92,6 +92,9 @@ class Entry:
     cpu: str | None = None
     """x86: the LLVM CPU both builds target (``haswell`` gates a recipe's AVX2 entries on
     any AVX2 machine); ``None``: this machine's."""
+    gpu: str | None = None
+    """vulkan: IREE's Vulkan target both builds target (``ampere``); ``None``: the
+    generic one."""
     expected_speedup: float | None = None
     """``None`` until blessed with ``--update``."""
     numerics: dict[str, float] | None = None
@@ -107,13 +110,15 @@ class Entry:
 
     @property
     def label(self) -> str:
-        """``recipe@target M=256,N=256`` (`` cpu=haswell``): how tables and messages name
-        the entry."""
+        """``recipe@target M=256,N=256`` (`` cpu=haswell``, `` gpu=ampere``): how tables
+        and messages name the entry."""
         text = self.recipe + (f"@{self.target}" if self.target else "")
         if self.params:
             text += " " + ",".join(f"{k}={v}" for k, v in self.params.items())
         if self.cpu:
             text += f" cpu={self.cpu}"
+        if self.gpu:
+            text += f" gpu={self.gpu}"
         return text
 
     def settings(self, defaults: Settings) -> Settings:
@@ -155,6 +160,7 @@ ENTRY_FIELDS = {
     "target": f"one of {', '.join(TARGET_NAMES)} (default: the recipe's first)",
     "params": "recipe parameter overrides, e.g. {M: 256}",
     "cpu": "x86: LLVM CPU to build for, e.g. haswell (AVX2) (default: this machine's)",
+    "gpu": "vulkan: IREE's Vulkan target to build for, e.g. ampere (default: the generic one)",
     "expected_speedup": "speedup vs IREE default when blessed (written by --update)",
     "numerics": "{atol, rtol} for the check against the reference",
     "blessed": "what the blessing run measured (written by --update)",
@@ -186,14 +192,15 @@ def load_baseline(path: str | Path) -> BaselineFile:
     default_overrides = _settings(fields["defaults"]) if "defaults" in fields else {}
     defaults = Settings(**default_overrides)  # type: ignore[arg-type]
     entries = tuple(_entry(node) for node in fields["entries"].sequence())
-    seen: dict[tuple[str, str | None, str | None, str], Entry] = {}
+    seen: dict[tuple[str, str | None, str | None, str | None, str], Entry] = {}
     for entry in entries:
-        key = (entry.recipe, entry.target, entry.cpu, json.dumps(entry.params, sort_keys=True))
+        params = json.dumps(entry.params, sort_keys=True)
+        key = (entry.recipe, entry.target, entry.cpu, entry.gpu, params)
         if key in seen:
             raise RecipeError(
                 entry.where,
                 f"duplicate of the entry at line {seen[key].where.line}: one entry per "
-                "(recipe, target, cpu, params)",
+                "(recipe, target, cpu, gpu, params)",
             )
         seen[key] = entry
     return BaselineFile(path, _header(text), defaults, default_overrides, entries)
@@ -244,6 +251,7 @@ def _entry(node: Node) -> Entry:
         target=target,
         params=_params(f["params"]) if "params" in f else {},
         cpu=optional(f, "cpu", Node.text, None),
+        gpu=optional(f, "gpu", Node.text, None),
         expected_speedup=expected,
         numerics=_numerics(f["numerics"]) if "numerics" in f else None,
         overrides=_settings(node, {k: v for k, v in f.items() if k in SETTINGS_FIELDS}),
@@ -295,6 +303,8 @@ def _entry_document(entry: Entry) -> dict[str, Any]:
         document["params"] = dict(entry.params)
     if entry.cpu:
         document["cpu"] = entry.cpu
+    if entry.gpu:
+        document["gpu"] = entry.gpu
     if entry.expected_speedup is not None:
         document["expected_speedup"] = entry.expected_speedup
     document.update(entry.overrides)

@@ -45,6 +45,7 @@ def baseline_schema() -> JSON:
             "target": {"enum": list(TARGET_NAMES)},
             "params": {"type": "object", "additionalProperties": scalar},
             "cpu": {"type": "string", "minLength": 1},
+            "gpu": {"type": "string", "minLength": 1},
             "expected_speedup": {"type": "number", "exclusiveMinimum": 0},
             "numerics": closed_object(
                 NUMERICS_FIELDS,

@@ -41,6 +41,8 @@ class MeasureRequest:
     params: dict[str, ParamValue]
     cpu: str
     """x86: the LLVM CPU to build for (``host``: this machine's)."""
+    gpu: str | None
+    """vulkan: IREE's Vulkan target to build for (None: the generic one)."""
     numerics: dict[str, float] | None
     """``atol`` / ``rtol`` overriding the recipe's tolerance."""
     threads: int
@@ -100,7 +102,14 @@ def measure(request: MeasureRequest) -> Measurement:
     names: dict[str, Any] = {}
     try:
         recipe = load(request.recipe)
-        p = plan(recipe, request.target, request.params, cpu=request.cpu, threads=request.threads)
+        p = plan(
+            recipe,
+            request.target,
+            request.params,
+            cpu=request.cpu,
+            gpu=request.gpu,
+            threads=request.threads,
+        )
         tolerance = dataclasses.replace(p.recipe.tolerance, **(request.numerics or {}))
         names = {
             "recipe_name": p.recipe.name,

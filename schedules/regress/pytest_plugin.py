@@ -31,7 +31,7 @@ from .output import table
 from .runner import EntryResult, measure_entry
 
 MARKER_HELP = (
-    "tdsched_perf(recipe, target=None, params=None, cpu=None, min_speedup=None, "
+    "tdsched_perf(recipe, target=None, params=None, cpu=None, gpu=None, min_speedup=None, "
     "expected_speedup=None, tolerance=0.25, atol=None, rtol=None, time_cap_s=30, "
     "precision=0.05, calibration_tolerance=0.25, "
     f"threads={DEFAULT_THREADS}, seed=0): fail the test when "
@@ -84,7 +84,7 @@ def entry_from_marker(marker: pytest.Mark) -> Entry:
             raise pytest.UsageError("tdsched_perf: pass the recipe once, e.g. recipe='matmul_x86'")
         args["recipe"] = marker.args[0]
     allowed = {
-        "recipe", "target", "params", "cpu", "min_speedup", "expected_speedup",
+        "recipe", "target", "params", "cpu", "gpu", "min_speedup", "expected_speedup",
         "tolerance", "atol", "rtol", *_SETTINGS,
     }  # fmt: skip
     unknown = sorted(set(args) - allowed)
@@ -114,6 +114,7 @@ def entry_from_marker(marker: pytest.Mark) -> Entry:
         target=args.get("target"),
         params=dict(args.get("params") or {}),
         cpu=args.get("cpu"),
+        gpu=args.get("gpu"),
         expected_speedup=float(speedup),
         numerics=numerics or None,
         overrides=overrides,

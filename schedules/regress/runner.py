@@ -66,6 +66,7 @@ def request_for(
         target=entry.target,
         params=dict(entry.params),
         cpu=entry.cpu or "host",
+        gpu=entry.gpu,
         numerics=entry.numerics,
         threads=settings.threads,
         seed=settings.seed,
@@ -121,7 +122,7 @@ def entry_target(baseline: BaselineFile, entry: Entry) -> str:
         ) from exc
     try:
         return plan(
-            load(str(recipe)), entry.target, entry.params, cpu=entry.cpu or "host"
+            load(str(recipe)), entry.target, entry.params, cpu=entry.cpu or "host", gpu=entry.gpu
         ).target.name
     except ValueError as exc:
         raise RecipeError(entry.where, f"this entry's recipe does not plan: {exc}") from exc
