@@ -185,56 +185,51 @@ def main_error(path: Path) -> str:
     return proc.stderr
 
 
-def test_an_entry_can_build_for_another_cpu_and_says_so(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("field", "value", "recipe", "default", "elsewhere", "refusal"),
+    [
+        (
+            "cpu", "haswell", "matmul_x86", "host", "matmul_vulkan",
+            "--cpu / --cpu-features (haswell) choose the x86 CPU to build for, but this "
+            "build targets vulkan",
+        ),
+        (
+            "gpu", "ampere", "matmul_vulkan", None, "matmul_x86",
+            "--gpu ampere names the Vulkan GPU to build for, but this build targets x86",
+        ),
+    ],
+)  # fmt: skip
+def test_an_entry_can_build_for_another_machine_and_says_so(
+    tmp_path: Path,
+    field: str,
+    value: str,
+    recipe: str,
+    default: str | None,
+    elsewhere: str,
+    refusal: str,
+) -> None:
     path = tmp_path / "b.yaml"
     path.write_text(
-        "entries:\n  - {recipe: matmul_x86, params: {M: 512}}\n"
-        "  - {recipe: matmul_x86, params: {M: 512}, cpu: haswell}\n"
+        f"entries:\n  - {{recipe: {recipe}, params: {{M: 512}}}}\n"
+        f"  - {{recipe: {recipe}, params: {{M: 512}}, {field}: {value}}}\n"
     )
-    baseline = load_baseline(path)  # not duplicates: they build for different CPUs
-    host, avx2 = baseline.entries
-    assert (host.cpu, avx2.cpu) == (None, "haswell")
-    assert avx2.label == "matmul_x86 M=512 cpu=haswell"
-    assert "cpu: haswell" in dump(baseline) and load_baseline(path).entries == baseline.entries
-    settings = avx2.settings(baseline.defaults)
-    assert request_for("matmul_x86", avx2, settings, tmp_path, bless=False).cpu == "haswell"
-    assert request_for("matmul_x86", host, settings, tmp_path, bless=False).cpu == "host"
-    marker = pytest.mark.tdsched_perf("matmul_x86", cpu="haswell", min_speedup=1.1).mark
-    assert entry_from_marker(marker).cpu == "haswell"
-    # an x86 CPU on an entry that builds for Vulkan (its recipe's first target) is refused
-    path.write_text("entries:\n  - {recipe: matmul_vulkan, cpu: haswell}\n")
-    gpu = load_baseline(path)
+    baseline = load_baseline(path)  # not duplicates: they build for different machines
+    here, there = baseline.entries
+    assert (getattr(here, field), getattr(there, field)) == (None, value)
+    assert there.label == f"{recipe} M=512 {field}={value}"
+    assert f"{field}: {value}" in dump(baseline) and load_baseline(path).entries == baseline.entries
+    settings = there.settings(baseline.defaults)
+    assert getattr(request_for(recipe, there, settings, tmp_path, bless=False), field) == value
+    assert getattr(request_for(recipe, here, settings, tmp_path, bless=False), field) == default
+    marker = pytest.mark.tdsched_perf(recipe, **{field: value}, min_speedup=1.1).mark
+    assert getattr(entry_from_marker(marker), field) == value
+    # the option on an entry that builds for the other target (its recipe's first) is
+    # refused, naming the entry
+    path.write_text(f"entries:\n  - {{recipe: {elsewhere}, {field}: {value}}}\n")
+    other = load_baseline(path)
     with pytest.raises(RecipeError) as caught:
-        entry_target(gpu, gpu.entries[0])
-    assert f"{path}:2: entries[0]: this entry's recipe does not plan: --cpu" in str(caught.value)
-    assert "(haswell) choose the x86 CPU to build for, but this build targets vulkan" in str(
-        caught.value
-    )
-
-
-def test_an_entry_can_build_for_a_named_vulkan_gpu_and_says_so(tmp_path: Path) -> None:
-    path = tmp_path / "b.yaml"
-    path.write_text(
-        "entries:\n  - {recipe: matmul_vulkan, params: {M: 256}}\n"
-        "  - {recipe: matmul_vulkan, params: {M: 256}, gpu: ampere}\n"
-    )
-    baseline = load_baseline(path)  # not duplicates: they build for different GPUs
-    generic, ampere = baseline.entries
-    assert (generic.gpu, ampere.gpu) == (None, "ampere")
-    assert ampere.label == "matmul_vulkan M=256 gpu=ampere"
-    assert "gpu: ampere" in dump(baseline) and load_baseline(path).entries == baseline.entries
-    settings = ampere.settings(baseline.defaults)
-    assert request_for("matmul_vulkan", ampere, settings, tmp_path, bless=False).gpu == "ampere"
-    assert request_for("matmul_vulkan", generic, settings, tmp_path, bless=False).gpu is None
-    assert entry_target(baseline, ampere) == "vulkan"
-    marker = pytest.mark.tdsched_perf("matmul_vulkan", gpu="ampere", min_speedup=1.1).mark
-    assert entry_from_marker(marker).gpu == "ampere"
-    # a Vulkan GPU on an entry that builds for x86 is refused, naming the entry
-    path.write_text("entries:\n  - {recipe: matmul_x86, gpu: ampere}\n")
-    x86 = load_baseline(path)
-    with pytest.raises(RecipeError) as caught:
-        entry_target(x86, x86.entries[0])
-    assert f"{path}:2: entries[0]: this entry's recipe does not plan: --gpu ampere" in str(
+        entry_target(other, other.entries[0])
+    assert f"{path}:2: entries[0]: this entry's recipe does not plan: {refusal}" in str(
         caught.value
     )
 
