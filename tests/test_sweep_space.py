@@ -153,7 +153,7 @@ def test_sweep_refuses_a_recipe_without_space_or_with_everything_pruned(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "s.db"
-    assert main(["sweep", "pad_fusion_x86", "--db", str(db), "-q"]) == 2
+    assert main(["sweep", "collapse_dims_x86", "--db", str(db), "-q"]) == 2
     assert "declares no 'space' to sweep" in capsys.readouterr().err
     pruned = tmp_path / "p.yaml"
     pruned.write_text(recipe("space: {TM: [8, 16]}\nconstraints: ['TM > 64']\n"))
