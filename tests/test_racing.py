@@ -100,6 +100,31 @@ def test_close_noisy_candidates_leave_the_race_undecided_with_a_margin() -> None
     )
 
 
+@pytest.mark.parametrize(
+    ("speeds", "noise", "kept"),
+    [
+        ({"a": 1.0, "b": 1.0}, 0.001, "b"),  # a tie: nothing shown faster than b
+        ({"a": 1.0, "b": 1.0}, 0.3, "b"),  # undecided: the same
+        ({"a": 1.3, "b": 1.0}, 0.02, None),  # a decided win over b
+    ],
+)
+def test_the_recipe_s_own_values_are_kept_unless_something_is_shown_faster(
+    speeds: dict[str, float], noise: float, kept: str | None
+) -> None:
+    race = _race(speeds, noise, rounds=SETTINGS.max_rounds)
+    result = race.result(race.verdict(0.0) or "undecided", 1.0)
+    decision = Decision(result, kept=Decision.keeping(result, "b"))
+    assert decision.kept == kept
+    assert Decision.from_dict(decision.as_dict()).kept == kept
+    text = decision.describe(str.upper)
+    if kept:
+        assert "; the recipe's own values (B) are kept: nothing raced was shown faster" in text
+    else:
+        assert text.startswith("decided: A is the fastest")
+    # a candidate that did not race (or was eliminated) is never kept
+    assert Decision.keeping(result, "c") is None
+
+
 def test_the_time_cap_stops_a_race() -> None:
     race = Race(["a", "b"], SETTINGS)
     for i in range(SETTINGS.min_rounds):

@@ -370,3 +370,35 @@ def test_candidates_that_build_the_same_module_are_one_candidate(
     assert (out["compiled"], out["timed"], out["reused"]) == (1, 1, 0)
     assert out["space"]["valid"] == 1 and len(out["ranked"]) == 1
     assert out["space"]["pruned"] == [{"reason": SAME_BUILD, "count": 3}]
+
+
+@pytest.mark.parametrize("splitk", [0, 32])
+def test_a_sampling_sweep_measures_and_races_the_recipe_s_own_values(
+    splitk: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the recipe's defaults are right (SPLITK=0) or wrong (SPLITK=32); 2 samples of 8
+    path = tmp_path / "split_k.yaml"
+    path.write_text(RECIPE.replace("SPLITK: 0}", f"SPLITK: {splitk}}}"))
+    code, report = sweep(
+        capsys, str(path), "--db", str(tmp_path / "s.db"), "--strategy", "random",
+        "--samples", "2", "--seed", "5",
+    )  # fmt: skip
+    incumbent = report["incumbent"]
+    assert incumbent["source"] == "its defaults"
+    assert incumbent["params"] == {"TM": 16, "SPLITK": splitk}
+    evaluated = {r["key"] for r in report["ranked"] + report["failed"]}
+    assert incumbent["key"] in evaluated and report["evaluated"] == 2
+    if splitk:
+        assert incumbent["rank"] is None
+        assert incumbent["line"] == (
+            "the recipe's own values (its defaults): failed (see the failures above)"
+        )
+        return
+    assert code == 0
+    # it raced whatever its screening, and is the best where nothing was shown faster
+    decision = report["decision"]
+    assert incumbent["key"] in {s["key"] for s in decision["standings"]}
+    kept = decision["kept"] == incumbent["key"]
+    assert (report["best"]["key"] == incumbent["key"]) == (incumbent["rank"] == 1)
+    assert kept == (decision["verdict"] in ("tie", "undecided") and incumbent["rank"] == 1)
+    assert incumbent["line"].startswith("the recipe's own values (its defaults): ")

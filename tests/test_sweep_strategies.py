@@ -17,6 +17,7 @@ from tdsched.schedules.sweep.cost_model import (
     LearnedModel,
     ModelGuided,
     ModelUnavailable,
+    learned_model_available,
 )
 from tdsched.schedules.sweep.runner import SweepOptions, resolve_cost_model
 from tdsched.schedules.sweep.strategies import Evolutionary, Grid, RandomSample, Strategy
@@ -73,6 +74,24 @@ def test_grid_and_random_propose_valid_points_once() -> None:
     assert len(sample) == 20 and set(sample) <= set(points)
     assert sample.keys() == drive(RandomSample(points, 20, seed=3), tile_model).keys()
     assert sample.keys() != drive(RandomSample(points, 20, seed=4), tile_model).keys()
+
+
+def test_sampling_strategies_evaluate_the_recipe_s_own_values_first() -> None:
+    points, axes = matmul_space()
+    mine = points[137]
+    elsewhere = ("not", "a", "valid", "point")  # never proposed
+    strategies: list[Strategy] = [
+        RandomSample(points, 20, seed=3, first=[mine, elsewhere]),
+        Evolutionary(points, axes, 20, seed=3, batch=4, first=[mine, elsewhere]),
+    ]
+    if learned_model_available():
+        strategies.append(ModelGuided(points, _features(), 20, 3, batch=4, first=[mine, elsewhere]))
+    for strategy in strategies:
+        first = strategy.propose({})
+        assert first[0] == mine and elsewhere not in first, strategy.name
+        history = drive(strategy, tile_model)
+        # within the budget, not on top of it
+        assert mine in history and len(history) == 20 and elsewhere not in history
 
 
 @pytest.mark.parametrize("seed", range(10))

@@ -579,6 +579,9 @@ def _summary(outcome: SweepOutcome, best_file: Path | None, top: int, rerun: str
     lines.append(ranked_table(outcome.ranked, outcome.failed, e.names, top, outcome.decision))
     if outcome.ranked:
         lines.append(decision_line(outcome.decision, outcome.results, e.names))
+    incumbent = outcome.incumbent_line()
+    if incumbent is not None:
+        lines.append(incumbent)
     if best_file is not None:
         lines.append(f"best recipe: {best_file}  (tdsched run {best_file}{rerun})")
         best = _best_speedup(outcome)
@@ -621,6 +624,25 @@ def _as_json(outcome: SweepOutcome, best_file: Path | None) -> dict[str, Any]:
         "best_recipe": str(best_file) if best_file else None,
         "reused_from": {str(sweep): n for sweep, n in outcome.reused_from.items()},
         "build_files": str(outcome.build_files) if outcome.build_files else None,
+        "incumbent": _incumbent_json(outcome),
+    }
+
+
+def _incumbent_json(outcome: SweepOutcome) -> dict[str, Any] | None:
+    """The recipe's own values at the swept shape and where they ranked (``rank``: 1 for
+    the best; None where they failed or are no candidate)."""
+    incumbent = outcome.incumbent
+    if incumbent is None:
+        return None
+    point = incumbent.point
+    place = incumbent.place(outcome.ranked, outcome.incumbent_key)
+    return {
+        "source": incumbent.source,
+        "params": None if point is None else outcome.enumeration.as_params(point),
+        "key": outcome.incumbent_key,
+        "rank": None if place is None else place + 1,
+        "why_not": incumbent.why_not,
+        "line": outcome.incumbent_line(),
     }
 
 

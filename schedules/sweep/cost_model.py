@@ -139,7 +139,8 @@ class LearnedModel:
 
 
 class ModelGuided:
-    """Random start, then the model's favourites (with some exploration) batch by batch.
+    """Random start (after ``first``), then the model's favourites (with some
+    exploration) batch by batch.
 
     ``prior``: see :class:`LearnedModel`.
     """
@@ -154,8 +155,10 @@ class ModelGuided:
         seed: int,
         batch: int,
         prior: Sequence[tuple[Mapping[str, ParamValue], float | None]] = (),
+        first: Sequence[Point] = (),
     ) -> None:
         self.order = list(points)
+        self.first = [p for p in dict.fromkeys(first) if p in set(points)]
         self.model = LearnedModel(featurizer, prior)  # fails early without scikit-learn
         self.budget = min(budget, len(points))
         self.planned = self.budget
@@ -170,7 +173,10 @@ class ModelGuided:
             return []
         unseen = [p for p in self.order if p not in history]
         if len(history) < self.initial:
-            return self.rng.sample(unseen, min(self.initial - len(history), len(unseen)))
+            size = min(self.initial - len(history), len(unseen))
+            chosen = [p for p in self.first if p not in history][:size]
+            rest = [p for p in unseen if p not in chosen]
+            return chosen + self.rng.sample(rest, size - len(chosen))
         size = min(left, self.batch)
         ranked = self.model.rank(unseen, history)
         explore = int(size * EXPLORE)

@@ -299,6 +299,17 @@ class Decision:
     fit the race's size limit."""
     screening_s: float = 0.0
     """Wall seconds the sweep's screening timing took (candidates it timed itself)."""
+    kept: str | None = None
+    """The recipe's own values (the incumbent, :mod:`.incumbent`), kept as the best: the
+    race ended in a tie or undecided with them among the runners left, so nothing was
+    shown faster than what the recipe already runs. None: the best is the race's winner."""
+
+    @staticmethod
+    def keeping(race: RaceResult, incumbent: str | None) -> str | None:
+        """What :attr:`kept` is after ``race`` for the incumbent's key ``incumbent``."""
+        left = {s.key for s in race.contenders}
+        undecided = race.verdict in ("tie", "undecided")
+        return incumbent if undecided and incumbent in left else None
 
     def standing(self, key: str) -> Standing | None:
         return next((s for s in self.race.standings if s.key == key), None)
@@ -320,9 +331,14 @@ class Decision:
             more = len(race.contenders) - 3
             names += f" and {more} more" if more > 0 else ""
             kind = "tie" if race.verdict == "tie" else "undecided"
+            taken = (
+                f"the recipe's own values ({label(self.kept)}) are kept: nothing raced was "
+                "shown faster"
+                if self.kept
+                else "the best median is taken"
+            )
             text = (
-                f"{kind} between {names} (within {margin or 0.0:.1%}); the best median "
-                f"is taken ({raced}, {spent})"
+                f"{kind} between {names} (within {margin or 0.0:.1%}); {taken} ({raced}, {spent})"
             )
         if self.left_out:
             count = len(self.left_out)
@@ -336,6 +352,7 @@ class Decision:
             "margin": None if self.race.margin is None else round(self.race.margin, 4),
             "left_out": list(self.left_out),
             "screening_s": round(self.screening_s, 3),
+            "kept": self.kept,
         }
 
     @staticmethod
@@ -344,4 +361,5 @@ class Decision:
             RaceResult.from_dict(data),
             tuple(data.get("left_out", ())),
             data.get("screening_s", 0.0),
+            data.get("kept"),
         )

@@ -19,7 +19,7 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,7 @@ from .database import Result, ResultsDB, SweepWork, measured_by_others
 from .database import drift as baseline_drift
 from .distinct import distinct_builds
 from .executor import Executor, WorkerError, WorkerFailure
+from .incumbent import Incumbent, find_incumbent
 from .messages import BenchJob, BenchOutcome, CompileJob, CompileOutcome, RaceJob, SweepContext
 from .racing import Decision, RaceSettings, entrants
 from .strategies import Evolutionary, Grid, RandomSample, Strategy
@@ -113,6 +114,18 @@ class SweepOutcome:
     strategy: str = "grid"
     cost_model: str = "-"
     """The cost model of an adaptive sweep (``learned`` or ``additive``), else ``-``."""
+    incumbent: Incumbent | None = None
+    """What the recipe runs at this shape without the sweep (None: not known, as for a
+    sweep read back from the database)."""
+    incumbent_key: str | None = None
+    """The result key of the incumbent's candidate, once planned."""
+
+    def incumbent_line(self) -> str | None:
+        """Where the recipe's own values ranked (:meth:`.Incumbent.line`)."""
+        if self.incumbent is None:
+            return None
+        kept = self.decision is not None and self.decision.kept is not None
+        return self.incumbent.line(self.ranked, self.incumbent_key, kept)
 
     @property
     def reused_from(self) -> dict[int, int]:
@@ -136,10 +149,13 @@ class SweepOutcome:
 
 
 def rank(results: list[Result], decision: Decision | None) -> list[Result]:
-    """Correct candidates, best first: the race's standings (winner first), then the
-    candidates that did not race by their screening speedup."""
+    """Correct candidates, best first: the race's standings (winner first; the recipe's
+    own values first where the decision kept them), then the candidates that did not race
+    by their screening speedup."""
     ok = [r for r in results if r.ok and r.speedup is not None]
     places = {s.key: s.place for s in decision.race.standings} if decision else {}
+    if decision is not None and decision.kept is not None:
+        places[decision.kept] = 0
     return sorted(ok, key=lambda r: (places.get(r.key, len(places) + 1), -(r.speedup or 0.0)))
 
 
@@ -188,15 +204,17 @@ def make_strategy(
     jobs: int,
     defaults: dict[str, ParamValue],
     prior: list[tuple[dict[str, Any], float | None]],
+    first: Sequence[Point] = (),
 ) -> Strategy:
     """The strategy ``options.strategy`` names, over the valid candidates (``defaults``:
     every parameter's value unless swept; ``prior``: recorded results of this recipe on
-    this target, for the learned cost model). ``options.cost_model`` is resolved."""
+    this target, for the learned cost model; ``first``: what a sampling strategy
+    evaluates before any other). ``options.cost_model`` is resolved."""
     points = enumeration.valid
     if options.strategy == "grid":
         return Grid(points)
     if options.strategy == "random":
-        return RandomSample(points, options.samples, options.seed)
+        return RandomSample(points, options.samples, options.seed, first)
     budget = options.budget
     count = int(budget) if budget >= 1 else max(1, round(budget * len(points)))
     batch = max(2, 2 * jobs)
@@ -204,9 +222,11 @@ def make_strategy(
     if options.strategy == "adaptive":
         axes = [a.values for a in space.axes if a.name in enumeration.names]
         model = LearnedModel(features, prior) if options.cost_model == "learned" else None
-        return Evolutionary(points, axes, count, options.seed, batch=batch, model=model)
+        return Evolutionary(
+            points, axes, count, options.seed, batch=batch, model=model, first=first
+        )
     if options.strategy == "model":
-        return ModelGuided(points, features, count, options.seed, batch, prior)
+        return ModelGuided(points, features, count, options.seed, batch, prior, first)
     raise ValueError(f"unknown strategy {options.strategy!r}; use grid, random, adaptive or model")
 
 
@@ -232,12 +252,13 @@ class Sweep:
         self.space = _narrowed(self.recipe, options.fixed)
         built_for = build_machine(self.target, options.cpu, options.cpu_features, options.gpu)
         defaults = {**self.recipe.parameter_dict, **options.fixed}
+        on_cpu = cpu_threads(self.target, options.threads)
         self.enumeration = distinct_builds(
             self.recipe,
             self.space.enumerate(defaults, build_values(self.target, built_for)),
             options.fixed,
             self.target,
-            cpu_threads(self.target, options.threads),
+            on_cpu,
             built_for,
         )
         if not self.enumeration.valid:
@@ -264,7 +285,14 @@ class Sweep:
         ]
         self.prior = len(prior)
         """Recorded results of this recipe and target the learned cost model starts from."""
-        self.strategy = make_strategy(options, self.enumeration, self.space, jobs, defaults, prior)
+        self.incumbent = find_incumbent(
+            self.recipe, self.enumeration, options.fixed, self.target, on_cpu, built_for
+        )
+        """What the recipe runs at this shape without the sweep (evaluated first)."""
+        first = [] if self.incumbent.point is None else [self.incumbent.point]
+        self.strategy = make_strategy(
+            options, self.enumeration, self.space, jobs, defaults, prior, first
+        )
         self.state = SweepState(self.strategy.planned)
         self._keys: dict[Point, str] = {}
         self._workload: Workload | None = None
@@ -344,8 +372,11 @@ class Sweep:
             cost_model=o.cost_model,
         )
         outcome.build_files = self._kept_folder(sweep_id)
+        outcome.incumbent = self.incumbent
         history: dict[Point, float | None] = {}
         self._key(self.enumeration.valid[0])  # fixes the workload and the baseline's path
+        if self.incumbent.point is not None:
+            outcome.incumbent_key = self._key(self.incumbent.point)
         if self.db.sweep(sweep_id).work is None:
             assert self._workload is not None
             self.db.record_work(sweep_id, _work(self._workload))
@@ -358,7 +389,7 @@ class Sweep:
             if outcome.timed or self.db.sweep(sweep_id).decision is None:
                 # A resumed sweep may have been stopped in its race, after every candidate
                 # was recorded: finish it, never report a best that did not race.
-                outcome.raced = self._finish_timing(sweep_id)
+                outcome.raced = self._finish_timing(sweep_id, outcome.incumbent_key)
         finally:
             self.executor.close()
         self.db.finish_sweep(sweep_id)
@@ -503,9 +534,11 @@ class Sweep:
                 f"IREE's default build could not be run on {self.target}: {exc}"
             ) from exc
 
-    def _finish_timing(self, sweep_id: int) -> bool:
+    def _finish_timing(self, sweep_id: int, incumbent: str | None) -> bool:
         """IREE default again (drift), then the race of the candidates screening could not
-        tell apart from the leader; False when no candidate could race."""
+        tell apart from the leader, and of the ``incumbent`` (the result key of the
+        recipe's own values, when correct), which the decision keeps where nothing raced
+        was shown faster; False when no candidate could race."""
         results = self.db.results(sweep_id)
         screened = [
             (r.key, screening_interval(r))
@@ -518,6 +551,11 @@ class Sweep:
         self.db.record_baseline(sweep_id, "end", self._time_default())
         settings = self.options.race
         racing, left_out = entrants(screened, FIELD * settings.keep)
+        if incumbent in dict(screened) and incumbent not in racing:
+            # the recipe's own values race whatever their screening: the race, not a few
+            # screening rounds, decides whether anything beats them
+            racing.append(incumbent)
+            left_out = [key for key in left_out if key != incumbent]
         artifacts = {r.key: str(r.artifact) for r in results if r.key in racing}
         self._note(
             f"racing {len(racing)} candidates against each other and IREE default (the best "
@@ -527,7 +565,9 @@ class Sweep:
         for standing in race.standings:
             self.db.record_raced(sweep_id, standing.key, standing.speedup.median)
         screening_s = sum(r.timing_s or 0.0 for r in results)
-        self.db.record_decision(sweep_id, Decision(race, tuple(left_out), screening_s).as_dict())
+        kept = Decision.keeping(race, incumbent)
+        decision = Decision(race, tuple(left_out), screening_s, kept)
+        self.db.record_decision(sweep_id, decision.as_dict())
         return True
 
     # -- records --------------------------------------------------------------------

@@ -3,6 +3,9 @@
 A strategy proposes batches of points from the valid candidates, seeing the scores
 (speedup over IREE default; ``None`` for a failed candidate) of everything evaluated so
 far, and proposes an empty batch when it is done. Proposals never repeat a point.
+The sampling strategies take ``first``: points they evaluate before any other (the
+recipe's own values at this shape, so that a sweep always measures what the recipe
+would run without it).
 
 * :class:`Grid`: every valid candidate, in space order.
 * :class:`RandomSample`: ``samples`` distinct candidates drawn with a seed.
@@ -68,12 +71,18 @@ class Grid:
 
 
 class RandomSample:
-    """``samples`` distinct valid candidates, drawn reproducibly from ``seed``."""
+    """``samples`` distinct valid candidates: ``first``, then points drawn reproducibly
+    from ``seed``."""
 
     name = "random"
 
-    def __init__(self, points: Sequence[Point], samples: int, seed: int) -> None:
-        self.chosen = random.Random(seed).sample(list(points), min(samples, len(points)))
+    def __init__(
+        self, points: Sequence[Point], samples: int, seed: int, first: Sequence[Point] = ()
+    ) -> None:
+        first = [p for p in dict.fromkeys(first) if p in set(points)][:samples]
+        rest = [p for p in points if p not in first]
+        drawn = random.Random(seed).sample(rest, min(samples - len(first), len(rest)))
+        self.chosen = first + drawn
         self.planned = len(self.chosen)
 
     def propose(self, history: History) -> list[Point]:
@@ -87,7 +96,7 @@ class Evolutionary:
     proposed at a time (compiled in parallel); ``axes`` the values of each axis, so a
     mutation can move a parameter to an adjacent value. ``model``: the learned cost
     model, if any (else the additive one); a primed model skips the random seeding
-    beyond one batch.
+    beyond one batch. ``first``: points the seeding takes before any other.
     """
 
     name = "adaptive"
@@ -101,8 +110,10 @@ class Evolutionary:
         batch: int = 4,
         elite: int = 4,
         model: Ranker | None = None,
+        first: Sequence[Point] = (),
     ) -> None:
         self.valid = set(points)
+        self.first = [p for p in dict.fromkeys(first) if p in self.valid]
         self.order = list(points)
         self.axes = [list(values) for values in axes]
         self.budget = min(budget, len(points))
@@ -206,11 +217,11 @@ class Evolutionary:
         return moves
 
     def _seeding(self, history: History, size: int) -> list[Point]:
-        """Random points, after one for each value of a text axis (an alternative such
-        as ``LAYOUT: [rowmajor, packed]``) that no evaluated point has yet: an
-        alternative with few candidates would otherwise rarely be drawn, and the
+        """``first``, then random points, after one for each value of a text axis (an
+        alternative such as ``LAYOUT: [rowmajor, packed]``) that no evaluated point has
+        yet: an alternative with few candidates would otherwise rarely be drawn, and the
         mutations never move to it when its points pin the other parameters."""
-        chosen: list[Point] = []
+        chosen = [p for p in self.first if p not in history][:size]
         for axis, values in enumerate(self.axes):
             for value in values:
                 if not isinstance(value, str) or len(chosen) == size:
