@@ -106,7 +106,14 @@ def resolved_values(
             params.update(choice.entry.params)
             if choice.entry.iree_default:
                 tuned = recipe.shapes.tuned_names | {axis.name for axis in recipe.space.axes}
-                given = tuple(name for name in overrides or {} if name in tuned)
+                # a value the entry itself holds (the PAD=0 a sweep measured it with)
+                # asks for nothing else
+                own = dict(choice.entry.params)
+                given = tuple(
+                    name
+                    for name, value in (overrides or {}).items()
+                    if name in tuned and (name not in own or own[name] != value)
+                )
                 choice = dataclasses.replace(choice, set_aside_by=given)
     params.update(overrides or {})
     return params, choice

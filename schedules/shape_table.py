@@ -57,7 +57,8 @@ that shape: the recipe's schedules are then left out, and ``run``/``show`` say s
 a tuned parameter with ``--param`` (one the table's entries set, or one the recipe's
 ``space`` sweeps) asks for a schedule, so it sets such an entry aside: the schedules run
 with the defaults and the given values (as every candidate of ``sweep --shape`` does), and
-the choice names the parameters that set it aside.
+the choice names the parameters that set it aside. A value the entry holds itself (the
+``PAD: 0`` its sweep was run with) asks for nothing else and sets nothing aside.
 """
 
 from __future__ import annotations

@@ -88,6 +88,19 @@ def test_a_tuned_parameter_given_sets_an_iree_default_entry_aside_and_says_so() 
     assert "IREE's own pipeline, set aside: TM given" in str(r["said"])
 
 
+def test_a_value_the_iree_default_entry_holds_itself_sets_nothing_aside() -> None:
+    """An entry keeps the --param values its sweep ran with (PAD=0 for a 1x1 conv):
+    giving the same runs what it says; another value asks for a schedule."""
+    text = RECIPE.replace("{M: 128, N: 128, K: 128, iree_default: true}", "{M: 128, N: 128, "
+                          "K: 128, iree_default: true, TK: 16}")  # fmt: skip
+    same = resolved(text, M=128, N=128, K=128, TK=16)
+    assert same["kernels"] == 0 and "(exact match): IREE's own pipeline (no schedule)" in str(
+        same["said"]
+    )
+    other = resolved(text, M=128, N=128, K=128, TK=32)
+    assert other["kernels"] == 1 and "set aside: TK given" in str(other["said"])
+
+
 def test_a_swept_parameter_given_sets_an_iree_default_entry_aside() -> None:
     only_default = (
         RECIPE.split("    - {M: 256")[0] + "    - {M: 128, N: 128, K: 128, iree_default: true}\n"
