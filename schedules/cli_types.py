@@ -44,6 +44,29 @@ def add_cpu_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cpu-features", help="x86: LLVM CPU features, e.g. +avx512f")
 
 
+def run_flags(
+    target: str,
+    cpu: str = "host",
+    cpu_features: str | None = None,
+    gpu: str | None = None,
+    threads: int = DEFAULT_THREADS,
+) -> str:
+    """The ``tdsched run`` options (each with a leading space) that build and run for
+    this CPU or GPU on ``threads`` (x86), those that are not the defaults: what a command
+    that writes a recipe prints beside it, since a recipe keeps parameters, not these."""
+    flags = []
+    if target == "x86":
+        if cpu != "host":
+            flags.append(f" --cpu {cpu}")
+        if cpu_features:
+            flags.append(f" --cpu-features={cpu_features}")
+        if threads != DEFAULT_THREADS:
+            flags.append(f" --threads {threads}")
+    elif gpu is not None:
+        flags.append(f" --gpu {gpu}")
+    return "".join(flags)
+
+
 def add_gpu_option(parser: argparse.ArgumentParser) -> None:
     """``--gpu NAME``: the Vulkan GPU to build for; it also selects among a shape table's
     entries."""

@@ -10,7 +10,7 @@ from typing import Any
 from tdsched.targets.dispatch_profile import ProfileError
 from tdsched.targets.target import TARGET_NAMES, make_target, run_conditions
 
-from .cli_types import add_threads_option, non_negative_int, positive_int
+from .cli_types import add_gpu_option, add_threads_option, non_negative_int, positive_int
 from .lower_command import add_model_arguments, lower
 from .model_tasks import ModelTasks, Task, extract_tasks
 from .text_table import aligned
@@ -49,11 +49,13 @@ def add_parser(sub: Any) -> None:
 
 def add_profiled_model_arguments(p: argparse.ArgumentParser) -> None:
     """MODEL, how to lower it, and how its IREE default build is profiled: ``--target``,
-    ``--threads``, ``--rounds``, ``--seed`` (shared by ``tasks`` and ``tune``)."""
+    ``--gpu``, ``--threads``, ``--rounds``, ``--seed`` (shared by ``tasks`` and
+    ``tune``)."""
     add_model_arguments(p)
     p.add_argument(
         "--target", choices=TARGET_NAMES, default="x86", help="target to build for (default x86)"
     )
+    add_gpu_option(p)
     add_threads_option(p)
     p.add_argument(
         "--rounds",
@@ -67,7 +69,7 @@ def add_profiled_model_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Extract and print the tasks of ``args.model``."""
     workload = lower(args)
-    target = make_target(args.target)
+    target = make_target(args.target, gpu=args.gpu)
     threads = None if target.is_gpu else args.threads
     time_it = not args.no_time
     try:

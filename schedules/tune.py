@@ -108,6 +108,8 @@ class TuneOptions:
     """Profiled runs of IREE default when weighing the tasks."""
     executor: str = "local"
     """Where the sweeps compile and time (:data:`~.sweep.executor.EXECUTORS`)."""
+    gpu: str | None = None
+    """vulkan: the GPU ``target`` builds for (``--gpu``); None: IREE's generic target."""
     ray_address: str | None = None
     """With the ``ray`` executor: the cluster (``None``: a local one, per round)."""
 
@@ -369,9 +371,10 @@ def tune(
         workload, target, threads, rounds=options.rounds, seed=options.seed, census=census
     )
     progress(_tasks_line(tasks, bool(graph)))
-    state, set_aside = load_state(
-        out, {"model": workload.name, "target": target.name, "threads": threads}
-    )
+    identity = {"model": workload.name, "target": target.name, "threads": threads}
+    if options.gpu is not None:  # absent otherwise, so earlier states still hold
+        identity["gpu"] = options.gpu
+    state, set_aside = load_state(out, identity)
     if set_aside:
         progress(f"tune: {set_aside}")
     sources = census_functions(census)
@@ -573,6 +576,7 @@ def _round(tuning: TaskTuning, db: ResultsDB, o: TuneOptions) -> None:
         str(tuning.recipe),
         SweepOptions(
             target=o.target.name,
+            gpu=o.gpu,
             strategy="adaptive",
             budget=tuning.candidates + o.round_size,
             seed=o.seed,

@@ -14,7 +14,7 @@ from typing import Any
 
 from tdsched.targets.target import make_target, run_conditions
 
-from .cli_types import positive_int
+from .cli_types import positive_int, run_flags
 from .evaluation import Status
 from .lower_command import lower, model_args
 from .roofline_plot import require_matplotlib
@@ -162,9 +162,10 @@ def run(args: argparse.Namespace) -> int:
     workload = lower(args)
     out: Path = args.out or Path(f"{Path(args.model.partition(':')[0]).stem}.tune")
     out.mkdir(parents=True, exist_ok=True)
-    target = make_target(args.target)
+    target = make_target(args.target, gpu=args.gpu)
     options = TuneOptions(
         target=target,
+        gpu=args.gpu,
         threads=args.threads,
         budget_s=args.budget * 60,
         min_share=args.min_share,
@@ -194,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
         plot_tune(outcome, report.speedup if report is not None else None, args.plot, title)
     if args.json:
         document = {
-            **_as_json(outcome, report),
+            **_as_json(outcome, report, args.gpu),
             "graph": list(rewrites.lines),
             "layouts": layouts,
             "blame": blame,
@@ -276,7 +277,7 @@ def _check(recipe: Path, args: argparse.Namespace, time_it: bool = True) -> RunR
         params={},
         cpu="host",
         cpu_features=None,
-        gpu=None,
+        gpu=args.gpu,
         threads=args.threads,
         repeats=args.repeats,
         seed=args.seed,
@@ -353,14 +354,18 @@ def summary_lines(
         lines.append(blame)
     if args.plot is not None:
         lines.append(f"plot     {args.plot}")
-    lines.append(f"run it   tdsched run {outcome.recipe}")
+    rerun = run_flags(args.target, gpu=args.gpu, threads=args.threads)
+    lines.append(f"run it   tdsched run {outcome.recipe}{rerun}")
     return lines
 
 
-def _as_json(outcome: TuneOutcome, report: RunReport | None) -> dict[str, Any]:
+def _as_json(
+    outcome: TuneOutcome, report: RunReport | None, gpu: str | None = None
+) -> dict[str, Any]:
     return {
         "workload": outcome.tasks.workload,
         "target": outcome.tasks.target,
+        "gpu": gpu,
         "threads": outcome.tasks.threads,
         "call_ms": outcome.tasks.call_ms.as_dict() if outcome.tasks.call_ms else None,
         "spent_s": round(outcome.spent_s, 1),

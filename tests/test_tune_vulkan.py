@@ -390,3 +390,25 @@ def test_a_root_that_is_no_matmul_keeps_iree_s_pipeline_with_its_reason(
     task = Task("t0", (OpSignature("linalg.generic", ranges, kind, "f32"),))
     with pytest.raises(NoTemplate, match=why):
         vulkan_template(task, dispatch)
+
+
+def test_tune_builds_for_the_gpu_given_and_keeps_its_state_apart(
+    vulkan: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # an ampere build runs on lavapipe too: the tasks, their candidates and the model
+    # recipe are built for it and checked against the model's reference
+    matmul_model(tmp_path / "mm.onnx", 64, 128, 64)
+    out = tmp_path / "mm.tune"
+    args = ["tune", str(tmp_path / "mm.onnx"), "--target", "vulkan", "--budget", "0.2"]
+    args += ["--out", str(out), "--round-size", "4", "--min-share", "0", "--repeats", "3"]
+    assert main([*args, "--gpu", "ampere", "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["gpu"] == "ampere" and found["run"]["status"] == "ok", found["run"]
+    state = json.loads((out / "tune-state.json").read_text())
+    assert state["identity"]["gpu"] == "ampere"
+    # the same folder for the generic target: the ampere numbers are set aside
+    assert main([*args, "--budget", "0.01"]) == 0
+    text = capsys.readouterr()
+    assert "written for" in text.err and "'gpu': 'ampere'" in text.err
+    run_it = next(line for line in text.out.splitlines() if line.startswith("run it"))
+    assert run_it.startswith(f"run it   tdsched run {out}") and "--gpu" not in run_it

@@ -14,7 +14,6 @@ from typing import Any
 import iree.compiler.version
 from tdsched.targets.cpu_model import BuildCpu
 from tdsched.targets.target import (
-    DEFAULT_THREADS,
     BuildGpu,
     BuildMachine,
     build_machine,
@@ -29,6 +28,7 @@ from ..cli_types import (
     non_negative_int,
     positive_float,
     positive_int,
+    run_flags,
 )
 from ..params import parse_override
 from ..recipe import Recipe
@@ -289,20 +289,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _build_flags(options: SweepOptions, target: str) -> str:
-    """The ``tdsched run`` options that rebuild what the sweep measured (its CPU or GPU
-    and thread count, where not the defaults): a frozen recipe or table keeps the
-    parameters, not these."""
-    flags = []
-    if target == "x86":
-        if options.cpu != "host":
-            flags.append(f" --cpu {options.cpu}")
-        if options.cpu_features:
-            flags.append(f" --cpu-features={options.cpu_features}")
-        if options.threads != DEFAULT_THREADS:
-            flags.append(f" --threads {options.threads}")
-    elif options.gpu is not None:
-        flags.append(f" --gpu {options.gpu}")
-    return "".join(flags)
+    """The ``tdsched run`` options that rebuild what the sweep measured (a frozen recipe
+    or table keeps the parameters, not these)."""
+    return run_flags(target, options.cpu, options.cpu_features, options.gpu, options.threads)
 
 
 def _sweep(args: argparse.Namespace, fixed: dict[str, Any]) -> tuple[Sweep, SweepOutcome]:
