@@ -68,6 +68,11 @@ is left, the rest are within 2% of it, or
 compile, crashes, hangs (--compile-timeout, --run-timeout) or computes wrong results is
 recorded as failed and never ranked; the sweep goes on.
 
+The recipe's own values at the swept shape (its shape table's entry there, else its
+defaults) are the first candidate of a random, adaptive or model sweep, and race whatever
+their screening; a race that ends tied or undecided with them still in it keeps them as
+the best. The report says where they ranked.
+
 Every result is written to the SQLite database (--db) the moment it is known, keyed by a
 content hash of workload, scripts, target, flags and IREE version: re-running reuses it,
 --resume continues an interrupted sweep, --rebench times again. Sweeps sharing a
