@@ -5,7 +5,8 @@ recipe's defaults. AVX2 entries are built for ``--cpu haswell``, which runs on a
 machine; AVX-512 entries for this machine, when it has AVX-512. An entry tuned on another
 CPU model than this machine's is selected for that model (``--cpu``, not built), and its
 values are built for this machine; so are those of an entry without a model that an entry
-for this machine's model replaces at the same shape and thread count."""
+for this machine's model replaces at the same shape and thread count. A recipe that
+targets Vulkan too is checked at every shape of its table on Vulkan as well."""
 
 from __future__ import annotations
 
@@ -73,5 +74,36 @@ def test_a_scheduled_entry_applies_and_matches_the_reference(
         p = plan(
             load(recipe), None, {**shape, **dict(entry.params)}, cpu=cpu, threads=entry.threads
         )
+    report = run(p, time_it=False)
+    assert report.status == "ok", report
+
+
+def _vulkan_shapes() -> list[tuple[str, dict[str, int | str]]]:
+    """Each shape of the table of every shipped recipe that targets Vulkan too."""
+    found = []
+    for name in shipped_recipe_names():
+        recipe = load(name)
+        if recipe.shapes is not None and "vulkan" in recipe.targets:
+            shapes = dict.fromkeys(entry.shape for entry in recipe.shapes.entries)
+            found += [(name, dict(shape)) for shape in shapes]
+    return found
+
+
+VULKAN_SHAPES = _vulkan_shapes()
+
+
+@pytest.mark.parametrize(
+    ("recipe", "shape"),
+    VULKAN_SHAPES,
+    ids=[f"{name}[{','.join(f'{k}={v}' for k, v in s.items())}]" for name, s in VULKAN_SHAPES],
+)
+def test_every_shape_of_a_table_is_correct_on_vulkan(
+    recipe: str, shape: dict[str, int | str], vulkan: None
+) -> None:
+    """The grid of a recipe written for x86 and Vulkan, on Vulkan: what the table's entry
+    there makes of it (a layout, IREE's own pipeline) builds and matches the reference."""
+    p = plan(load(recipe), "vulkan", shape)
+    choice = p.recipe.shape_choice
+    assert choice is not None and choice.how == "exact", choice
     report = run(p, time_it=False)
     assert report.status == "ok", report
