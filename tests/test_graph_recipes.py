@@ -199,9 +199,9 @@ def test_graph_rewrite_recipes_on_x86(name: str, tmp_path: Path) -> None:
     p = plan(load(name), "x86", SMALL[name])
     files = build(p, tmp_path)
     assert SHAPE[name](files.input_file.read_text())
-    # the graph script's report, then one per kernel schedule (pad_fusion_x86's on x86)
-    assert len(files.reports) == 1 + len(p.recipe.kernels)
-    assert "changed nothing" not in files.reports[0]
+    # one report of the graph rewrite (the fuse_ext kernels, as pad_fusion_x86's, add theirs)
+    (graph,) = [r for r in files.reports if not r.startswith("kernel '")]
+    assert "changed nothing" not in graph
     report = run(p, time_it=False)
     assert report.status == "ok", report
 
