@@ -35,11 +35,17 @@ GENERIC_GPU = "generic"
 """What :data:`GPU` reads on a Vulkan build for IREE's generic target (no ``--gpu``)."""
 
 
+def gpu_name(machine: BuildGpu) -> str:
+    """The name :data:`GPU` (and a shape-table entry's ``gpu``) gives the GPU ``machine``
+    is built for: ``--gpu``'s, or :data:`GENERIC_GPU`."""
+    return machine.gpu or GENERIC_GPU
+
+
 def build_values(target: str, machine: BuildMachine | None) -> dict[str, str]:
     """The values of :data:`BUILD_NAMES` for a build on ``target`` for ``machine`` (None:
     not known, as for a recipe checked without a build)."""
     isa = machine.isa if isinstance(machine, BuildCpu) else None
     gpu = NO_ISA
     if target != "x86":
-        gpu = (machine.gpu if isinstance(machine, BuildGpu) else None) or GENERIC_GPU
+        gpu = gpu_name(machine) if isinstance(machine, BuildGpu) else GENERIC_GPU
     return {TARGET: target, ISA: isa or NO_ISA, GPU: gpu}

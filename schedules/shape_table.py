@@ -72,7 +72,7 @@ from tdsched.targets.cpu_isa import ISAS
 from tdsched.targets.cpu_model import BuildCpu
 from tdsched.targets.target import BuildGpu, BuildMachine
 
-from .build_names import GENERIC_GPU
+from .build_names import gpu_name
 from .constraints import ConstraintError
 from .errors import RecipeError, Where
 from .space import Constraint, ParamValue
@@ -166,12 +166,6 @@ class ShapeEntry:
         if self.gpu is None or not isinstance(machine, BuildGpu):
             return 1
         return 0 if self.gpu == gpu_name(machine) else 2
-
-
-def gpu_name(machine: BuildGpu) -> str:
-    """The name a table entry gives the GPU ``machine`` is built for: ``--gpu``'s, or
-    ``generic``."""
-    return machine.gpu or GENERIC_GPU
 
 
 @dataclass(frozen=True)
@@ -374,10 +368,10 @@ class ShapeTable:
         cpu = machine if isinstance(machine, BuildCpu) else None
         isa = cpu.isa if cpu is not None else None
         # the choice names the build's model (GPU) only where an entry names one
-        named = any(entry.cpu is not None for entry in self.entries)
-        model = cpu.model if cpu is not None and named else None
-        named = any(entry.gpu is not None for entry in self.entries)
-        gpu = gpu_name(machine) if isinstance(machine, BuildGpu) and named else None
+        cpu_named = any(entry.cpu is not None for entry in self.entries)
+        model = cpu.model if cpu is not None and cpu_named else None
+        gpu_named = any(entry.gpu is not None for entry in self.entries)
+        gpu = gpu_name(machine) if isinstance(machine, BuildGpu) and gpu_named else None
 
         def nearness(entry: ShapeEntry) -> tuple[tuple[int, float], int, int, bool, bool]:
             return (

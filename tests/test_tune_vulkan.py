@@ -292,13 +292,19 @@ def test_a_vulkan_winner_is_a_config_matched_by_kind_and_loop_bounds(tmp_path: P
     ]
 
 
+def vulkan_tune(model: Path, out: Path, budget: str) -> list[str]:
+    """The command line of a short Vulkan tune of ``model`` into ``out``: rounds of 4,
+    every task tuned, the model recipe timed in 3 rounds."""
+    return ["tune", str(model), "--target", "vulkan", "--budget", budget, "--out", str(out),
+            "--round-size", "4", "--min-share", "0", "--repeats", "3"]  # fmt: skip
+
+
 def test_tune_on_vulkan_sweeps_configs_and_the_model_recipe_is_correct(
     vulkan: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     mlp_model(tmp_path / "mlp.onnx")
     out = tmp_path / "mlp.tune"
-    args = ["tune", str(tmp_path / "mlp.onnx"), "--target", "vulkan", "--budget", "0.5"]
-    args += ["--out", str(out), "--round-size", "4", "--min-share", "0", "--repeats", "3"]
+    args = vulkan_tune(tmp_path / "mlp.onnx", out, "0.5")
     assert main([*args, "--json"]) == 0
     found = json.loads(capsys.readouterr().out)
     assert found["target"] == "vulkan"
@@ -322,8 +328,7 @@ def test_tune_on_vulkan_tiles_a_49_wide_matmul_iree_does_not_vectorize(
     # of the task (IREE's Vulkan build is not the reference).
     matmul_model(tmp_path / "mm.onnx", 64, 256, 49)
     out = tmp_path / "mm.tune"
-    args = ["tune", str(tmp_path / "mm.onnx"), "--target", "vulkan", "--budget", "0.3"]
-    args += ["--out", str(out), "--round-size", "4", "--min-share", "0", "--repeats", "3"]
+    args = vulkan_tune(tmp_path / "mm.onnx", out, "0.3")
     assert main([*args, "--json"]) == 0
     found = json.loads(capsys.readouterr().out)
     assert found["run"]["status"] == "ok" and found["run"]["reference"] == "onnx-reference"
@@ -360,8 +365,7 @@ def test_tune_on_vulkan_tiles_a_strided_1x1_convolution_loop_by_loop(
     model = tmp_path / "proj.mlir"
     model.write_text(STRIDED_1X1)
     out = tmp_path / "proj.tune"
-    args = ["tune", str(model), "--target", "vulkan", "--budget", "0.3", "--out", str(out)]
-    args += ["--round-size", "4", "--min-share", "0", "--repeats", "3"]
+    args = vulkan_tune(model, out, "0.3")
     assert main([*args, "--json"]) == 0
     found = json.loads(capsys.readouterr().out)
     assert found["run"]["status"] == "ok"
@@ -399,8 +403,7 @@ def test_tune_builds_for_the_gpu_given_and_keeps_its_state_apart(
     # recipe are built for it and checked against the model's reference
     matmul_model(tmp_path / "mm.onnx", 64, 128, 64)
     out = tmp_path / "mm.tune"
-    args = ["tune", str(tmp_path / "mm.onnx"), "--target", "vulkan", "--budget", "0.2"]
-    args += ["--out", str(out), "--round-size", "4", "--min-share", "0", "--repeats", "3"]
+    args = vulkan_tune(tmp_path / "mm.onnx", out, "0.2")
     assert main([*args, "--gpu", "ampere", "--json"]) == 0
     found = json.loads(capsys.readouterr().out)
     assert found["gpu"] == "ampere" and found["run"]["status"] == "ok", found["run"]

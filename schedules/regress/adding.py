@@ -33,8 +33,7 @@ def with_added(baseline_path: Path, recipes: list[str]) -> BaselineFile:
     for spec in recipes:
         entry = _entry_for(spec, baseline_path.parent)
         for existing in entries:
-            same = (existing.recipe, existing.target, existing.cpu, existing.gpu, existing.params)
-            if same == (entry.recipe, entry.target, entry.cpu, entry.gpu, entry.params):
+            if existing.identity == entry.identity:
                 raise RecipeError(
                     existing.where if existing.where.file else Where(str(baseline_path)),
                     f"{baseline_path} already gates {entry.label}",

@@ -121,6 +121,12 @@ class Entry:
             text += f" gpu={self.gpu}"
         return text
 
+    @property
+    def identity(self) -> tuple[str, str | None, str | None, str | None, str]:
+        """What no two entries of a file share: recipe, target, cpu, gpu and params."""
+        params = json.dumps(self.params, sort_keys=True)
+        return (self.recipe, self.target, self.cpu, self.gpu, params)
+
     def settings(self, defaults: Settings) -> Settings:
         return dataclasses.replace(defaults, **self.overrides)  # type: ignore[arg-type]
 
@@ -194,8 +200,7 @@ def load_baseline(path: str | Path) -> BaselineFile:
     entries = tuple(_entry(node) for node in fields["entries"].sequence())
     seen: dict[tuple[str, str | None, str | None, str | None, str], Entry] = {}
     for entry in entries:
-        params = json.dumps(entry.params, sort_keys=True)
-        key = (entry.recipe, entry.target, entry.cpu, entry.gpu, params)
+        key = entry.identity
         if key in seen:
             raise RecipeError(
                 entry.where,

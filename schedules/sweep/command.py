@@ -21,6 +21,7 @@ from tdsched.targets.target import (
     run_conditions,
 )
 
+from ..build_names import gpu_name
 from ..cli_types import (
     add_cpu_options,
     add_gpu_option,
@@ -32,7 +33,6 @@ from ..cli_types import (
 )
 from ..params import parse_override
 from ..recipe import Recipe
-from ..shape_table import gpu_name
 from .database import ResultsDB, method
 from .distinct import parameters_read
 from .executor import EXECUTORS, Executor, Limits, make_executor

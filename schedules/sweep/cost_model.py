@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..space import ParamValue, Point
-from .strategies import History
+from .strategies import History, valid_first
 
 EXPLORE = 0.25
 """The share of each batch drawn at random rather than from the model's favourites."""
@@ -158,7 +158,7 @@ class ModelGuided:
         first: Sequence[Point] = (),
     ) -> None:
         self.order = list(points)
-        self.first = [p for p in dict.fromkeys(first) if p in set(points)]
+        self.first = valid_first(first, points)
         self.model = LearnedModel(featurizer, prior)  # fails early without scikit-learn
         self.budget = min(budget, len(points))
         self.planned = self.budget

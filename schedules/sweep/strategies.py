@@ -36,6 +36,12 @@ History = Mapping[Point, float | None]
 STRATEGIES = ("grid", "random", "adaptive", "model")
 
 
+def valid_first(first: Sequence[Point], points: Sequence[Point]) -> list[Point]:
+    """``first`` without repeats and without what is not among the valid ``points``."""
+    valid = set(points)
+    return [p for p in dict.fromkeys(first) if p in valid]
+
+
 class Strategy(Protocol):
     name: str
     planned: int
@@ -79,7 +85,7 @@ class RandomSample:
     def __init__(
         self, points: Sequence[Point], samples: int, seed: int, first: Sequence[Point] = ()
     ) -> None:
-        first = [p for p in dict.fromkeys(first) if p in set(points)][:samples]
+        first = valid_first(first, points)[:samples]
         rest = [p for p in points if p not in first]
         drawn = random.Random(seed).sample(rest, min(samples - len(first), len(rest)))
         self.chosen = first + drawn
@@ -113,7 +119,7 @@ class Evolutionary:
         first: Sequence[Point] = (),
     ) -> None:
         self.valid = set(points)
-        self.first = [p for p in dict.fromkeys(first) if p in self.valid]
+        self.first = valid_first(first, points)
         self.order = list(points)
         self.axes = [list(values) for values in axes]
         self.budget = min(budget, len(points))
