@@ -115,6 +115,7 @@ def test_the_recipe_s_own_values_are_kept_unless_something_is_shown_faster(
     result = race.result(race.verdict(0.0) or "undecided", 1.0)
     decision = Decision(result, kept=Decision.keeping(result, "b"))
     assert decision.kept == kept
+    assert decision.best == (kept or result.winner.key) == decision.as_dict()["best"]
     assert Decision.from_dict(decision.as_dict()).kept == kept
     text = decision.describe(str.upper)
     if kept:

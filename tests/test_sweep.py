@@ -257,7 +257,7 @@ def test_a_sweep_stopped_in_its_race_is_finished_on_resume(
     db = tmp_path / "s.db"
     args = (str(recipe), "--db", str(db), "--param", "SPLITK=0", "--strategy", "random")
     _, first = sweep(capsys, *args, "--samples", "2")
-    assert first["best"]["race"]["place"] == 1
+    assert first["best"]["race"] and first["best"]["key"] == first["decision"]["best"]
     # What a kill during the race leaves: every candidate recorded, no end baseline, no
     # race result, the sweep still running.
     with sqlite3.connect(db) as conn:
@@ -269,7 +269,8 @@ def test_a_sweep_stopped_in_its_race_is_finished_on_resume(
     _, resumed = sweep(capsys, *args, "--samples", "2", "--resume")
     assert (resumed["sweep"], resumed["reused"], resumed["timed"]) == (1, 2, 0)
     assert set(resumed["baseline_ms"]) == {"start", "end"}
-    assert resumed["best"]["race"]["place"] == 1 and resumed["best"]["confirmed_speedup"]
+    assert resumed["best"]["key"] == resumed["decision"]["best"]
+    assert resumed["best"]["race"] and resumed["best"]["confirmed_speedup"]
     assert resumed["decision"]["rounds"] >= 5
     assert _count(db, "SELECT COUNT(*) FROM sweeps WHERE status='done'") == 1
 

@@ -171,7 +171,7 @@ def test_hangs_time_out_and_a_dead_benchmark_actor_is_replaced(
     # The actor killed or crashed by the last of them was replaced: IREE default was
     # timed again at the end and the race was run.
     assert set(report["baseline_ms"]) == {"start", "end"}
-    assert report["best"]["race"]["place"] == 1
+    assert report["best"]["race"] and report["best"]["key"] == report["decision"]["best"]
 
 
 @needs_ray

@@ -311,6 +311,11 @@ class Decision:
         undecided = race.verdict in ("tie", "undecided")
         return incumbent if undecided and incumbent in left else None
 
+    @property
+    def best(self) -> str:
+        """The key the sweep calls best: the kept incumbent, else the race's winner."""
+        return self.kept or self.race.winner.key
+
     def standing(self, key: str) -> Standing | None:
         return next((s for s in self.race.standings if s.key == key), None)
 
@@ -353,6 +358,7 @@ class Decision:
             "left_out": list(self.left_out),
             "screening_s": round(self.screening_s, 3),
             "kept": self.kept,
+            "best": self.best,
         }
 
     @staticmethod

@@ -28,10 +28,10 @@ def _screened(r: Result) -> str:
     return _interval(Interval(r.speedup, r.speedup_low, r.speedup_high))
 
 
-def _race_state(standing: Standing | None) -> str:
+def _race_state(standing: Standing | None, best: str | None) -> str:
     if standing is None:
         return "-"
-    if standing.place == 1:
+    if standing.key == best:
         return "best"
     if standing.eliminated_after is None:
         return "close"
@@ -49,7 +49,8 @@ def ranked_table(
 
     Columns: rank, each swept parameter, median ms and IREE default's median ms timed
     beside it (screening), the screening speedup over IREE default and its 95% interval,
-    the race's speedup and interval, how the candidate ended the race (``best``;
+    the race's speedup and interval, how the candidate ended the race (``best``: the
+    decision's best, the race's winner or the recipe's own values it kept;
     ``close``: not separable from the best; ``out@R``: clearly slower, dropped after
     round R; ``-``: did not race), and the largest error against the reference.
     """
@@ -65,7 +66,7 @@ def ranked_table(
                 _fmt(r.baseline_ms, ".4g"),
                 _screened(r),
                 _interval(standing.speedup) if standing else "-",
-                _race_state(standing),
+                _race_state(standing, decision.best if decision else None),
                 _fmt(r.max_abs_error, ".2g"),
             ]
         )
