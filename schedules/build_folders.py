@@ -74,13 +74,15 @@ def kept_temps(keep: bool, prefix: str) -> Iterator[Path]:
 
 def write_compile_script(folder: Path, command: Sequence[str]) -> Path:
     """Write ``folder/compile.sh``, an executable script that runs ``command`` (the
-    iree-compile command line of the build in ``folder``)."""
+    iree-compile command line of the build in ``folder``); executable by whom the umask
+    lets read it, as ``chmod +x`` would make it."""
     script = folder / COMPILE_SCRIPT
     script.write_text(
         "#!/bin/sh\n# The iree-compile command of this build (tdsched sweep --keep-temps).\n"
         f"exec {format_command(command)}\n"
     )
-    script.chmod(0o755)
+    readable = script.stat().st_mode & 0o444
+    script.chmod(script.stat().st_mode | readable >> 2)
     return script
 
 

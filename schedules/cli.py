@@ -38,6 +38,7 @@ from .loading import load, shipped_recipe_names
 from .params import parse_override
 from .pipeline import Plan, apply_graph, build, compile_plan, kernels_after_schedule, plan
 from .profile_report import profile_lines
+from .recipe_trust import add_trust_options, trust_from
 from .regress import command as regress_command
 from .roofline_plot import plot_roofline, require_matplotlib
 from .run_report import RunReport, RunRequest, run_isolated
@@ -119,6 +120,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     add_cpu_options(parser)
     add_gpu_option(parser)
     add_threads_option(parser)
+    add_trust_options(parser)
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -340,7 +342,7 @@ def _step_selector(text: str) -> StepSelector:
 def _plan(args: argparse.Namespace, **extra: object) -> Plan:
     overrides = dict(parse_override(text) for text in args.param)
     p = plan(
-        load(args.recipe),
+        load(args.recipe, trust_from(args)),
         args.target,
         overrides,
         cpu=args.cpu,
@@ -473,6 +475,7 @@ def _run(args: argparse.Namespace) -> int:
         peak=not args.no_peak,
         out_dir=tempfile.mkdtemp(prefix="tdsched-run-") if args.keep_temps else None,
         profile=args.profile,
+        trust=trust_from(args),
     )
     try:
         report = run_isolated(request)

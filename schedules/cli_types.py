@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import shlex
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from tdsched.targets.target import DEFAULT_THREADS
 
@@ -50,21 +52,27 @@ def run_flags(
     cpu_features: str | None = None,
     gpu: str | None = None,
     threads: int = DEFAULT_THREADS,
-) -> str:
-    """The ``tdsched run`` options (each with a leading space) that build and run for
-    this CPU or GPU on ``threads`` (x86), those that are not the defaults: what a command
-    that writes a recipe prints beside it, since a recipe keeps parameters, not these."""
+) -> list[str]:
+    """The ``tdsched run`` options that build and run for this CPU or GPU on ``threads``
+    (x86), those that are not the defaults: what a command that writes a recipe prints
+    beside it (:func:`run_command`), since a recipe keeps parameters, not these."""
     flags = []
     if target == "x86":
         if cpu != "host":
-            flags.append(f" --cpu {cpu}")
+            flags += ["--cpu", cpu]
         if cpu_features:
-            flags.append(f" --cpu-features={cpu_features}")
+            flags.append(f"--cpu-features={cpu_features}")
         if threads != DEFAULT_THREADS:
-            flags.append(f" --threads {threads}")
+            flags += ["--threads", str(threads)]
     elif gpu is not None:
-        flags.append(f" --gpu {gpu}")
-    return "".join(flags)
+        flags += ["--gpu", gpu]
+    return flags
+
+
+def run_command(recipe: str | Path, options: Sequence[str] = ()) -> str:
+    """The ``tdsched run`` command line of ``recipe`` with ``options``, shell-quoted: a
+    printed command is pasted into a shell, whatever its paths and values hold."""
+    return shlex.join(["tdsched", "run", str(recipe), *options])
 
 
 def add_gpu_option(parser: argparse.ArgumentParser) -> None:

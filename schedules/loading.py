@@ -11,6 +11,7 @@ from tdsched.recipes.workloads.user_code import describe_failure, failing_line
 from .errors import RecipeError, Where
 from .files import read_user_text
 from .recipe import Recipe
+from .recipe_trust import UNTRUSTED, Trust
 from .yaml_frontend import load_recipe as load_yaml
 
 
@@ -34,11 +35,14 @@ def shipped_recipe_names() -> list[str]:
     )
 
 
-def load(spec: str) -> Recipe:
-    """Load a recipe file (``.yaml``/``.yml``, or ``.py`` defining ``recipe``)."""
+def load(spec: str, trust: Trust = UNTRUSTED) -> Recipe:
+    """Load a recipe file (``.yaml``/``.yml``, or ``.py`` defining ``recipe``).
+
+    ``trust``: what the user granted a YAML recipe on the command line beyond the rule of
+    :mod:`.recipe_trust`; a Python recipe is code and runs as such."""
     path = find_recipe(spec)
     if path.suffix in (".yaml", ".yml"):
-        return load_yaml(path)
+        return load_yaml(path, trust)
     if path.suffix == ".py":
         recipe = _run_python_recipe(path).get("recipe")
         if not isinstance(recipe, Recipe):

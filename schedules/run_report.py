@@ -43,6 +43,7 @@ from .machine_peak import MachinePeak, machine_peak
 from .peers import build_peers
 from .pipeline import Plan, apply_graph, compile_default_workload, plan
 from .profile_report import PROFILE_FOLDER, DispatchProfile, measure_profile, prepare_profile
+from .recipe_trust import UNTRUSTED, Trust
 from .space import ParamValue
 
 
@@ -435,6 +436,13 @@ class RunRequest:
     """Where the build files go and stay (``--keep-temps``); ``None``: a temporary folder."""
     profile: bool = False
     """Profile each dispatch of both builds after the child exits (``--profile``)."""
+    trust: Trust = UNTRUSTED
+    """What the command line granted the recipe file (:mod:`.recipe_trust`)."""
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunRequest:
+        """The request :func:`dataclasses.asdict` gave as ``data``."""
+        return cls(**{**data, "trust": Trust(**data["trust"])})
 
 
 ENTRY = "tdsched.schedules.run_report:run_json"
@@ -481,10 +489,10 @@ def _run_child(request: RunRequest) -> RunReport:
 
 def run_json(request: dict[str, Any], progress: Progress) -> dict[str, Any]:
     """The child's side of :func:`run_isolated`: plan, then run, reporting each stage."""
-    r = RunRequest(**request)
+    r = RunRequest.from_json(request)
     try:
         p = plan(
-            load(r.recipe),
+            load(r.recipe, r.trust),
             r.target,
             r.params,
             cpu=r.cpu,

@@ -14,9 +14,10 @@ from typing import Any
 
 from tdsched.targets.target import make_target, run_conditions
 
-from .cli_types import positive_int, run_flags
+from .cli_types import positive_int, run_command, run_flags
 from .evaluation import Status
 from .lower_command import lower, model_args
+from .recipe_trust import Trust, trust_options
 from .roofline_plot import require_matplotlib
 from .run_report import RunReport, RunRequest, run_isolated
 from .sweep.executor import EXECUTORS
@@ -240,6 +241,12 @@ def _passed(report: RunReport | None) -> bool:
     return report is not None and report.status is Status.OK
 
 
+def recipe_trust(args: argparse.Namespace) -> Trust:
+    """What the model recipe tune writes needs granted: the user named a Python model
+    file on the command line, so the recipe that runs it may run it."""
+    return Trust(python_workload=Path(args.model.partition(":")[0]).suffix == ".py")
+
+
 def workload_spec(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     """The model recipe's ``workload`` for ``args``: file paths relative to ``out``."""
     model, _, function = args.model.partition(":")
@@ -283,6 +290,7 @@ def _check(recipe: Path, args: argparse.Namespace, time_it: bool = True) -> RunR
         seed=args.seed,
         time_it=time_it,
         peak=False,
+        trust=recipe_trust(args),
     )
     return run_isolated(request)
 
@@ -355,7 +363,9 @@ def summary_lines(
     if args.plot is not None:
         lines.append(f"plot     {args.plot}")
     rerun = run_flags(args.target, gpu=args.gpu, threads=args.threads)
-    lines.append(f"run it   tdsched run {outcome.recipe}{rerun}")
+    lines.append(
+        f"run it   {run_command(outcome.recipe, rerun + trust_options(recipe_trust(args)))}"
+    )
     return lines
 
 

@@ -30,6 +30,13 @@ from .recipe import (
     WorkloadSpec,
     name_problem,
 )
+from .recipe_trust import (
+    UNTRUSTED,
+    Trust,
+    flag_problem,
+    python_workload_message,
+    unsafe_flag_message,
+)
 from .shape_table import ENTRY_OPTIONS, RULES, ShapeEntry, ShapeTable
 from .space import Axis, ParamValue, SearchSpace, build_space, int_range, pow2_range
 from .steps import STEPS, Step
@@ -85,14 +92,16 @@ CONFIG_LEVELS = ("workgroup", "thread", "reduction", "vector", "inner")
 """Tiling levels a lowering config names (``workgroup`` is required of a root config)."""
 
 
-def load_recipe(path: str | Path) -> Recipe:
-    """Load and validate a YAML recipe file."""
+def load_recipe(path: str | Path, trust: Trust = UNTRUSTED) -> Recipe:
+    """Load and validate a YAML recipe file; ``trust``: what the user granted it beyond
+    the rule of :mod:`.recipe_trust` (nothing by default)."""
     path = Path(path)
-    return parse_recipe(read_user_text(path, "recipe"), str(path))
+    return parse_recipe(read_user_text(path, "recipe"), str(path), trust)
 
 
-def parse_recipe(text: str, filename: str) -> Recipe:
-    """Parse YAML recipe ``text``; errors cite ``filename``."""
+def parse_recipe(text: str, filename: str, trust: Trust = UNTRUSTED) -> Recipe:
+    """Parse YAML recipe ``text``; errors cite ``filename``. A flag or workload the
+    :mod:`.recipe_trust` rule refuses, and ``trust`` does not allow, is a RecipeError."""
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
@@ -117,14 +126,14 @@ def parse_recipe(text: str, filename: str) -> Recipe:
     return Recipe(
         name=_name(top["name"]),
         description=optional(top, "description", Node.text, ""),
-        workload=_workload(top["workload"], base),
+        workload=_workload(top["workload"], base, trust),
         targets=targets,
         parameters=parameters,
         graph=tuple(_step(s) for s in top["graph"].sequence()) if "graph" in top else (),
         kernels=tuple(_kernel(k) for k in top["kernels"].sequence()) if "kernels" in top else (),
         tolerance=_tolerance(top["tolerance"]) if "tolerance" in top else Tolerance(),
-        baseline=_baseline(top["baseline"]) if "baseline" in top else Baseline(),
-        compile_flags=_flags(top["compile_flags"]) if "compile_flags" in top else (),
+        baseline=_baseline(top["baseline"], trust) if "baseline" in top else Baseline(),
+        compile_flags=_flags(top["compile_flags"], trust) if "compile_flags" in top else (),
         metrics=tuple(m.choice(METRICS) for m in top["metrics"].sequence())
         if "metrics" in top
         else (),
@@ -267,23 +276,27 @@ def _tolerance(node: Node) -> Tolerance:
     )
 
 
-def _baseline(node: Node) -> Baseline:
+def _baseline(node: Node, trust: Trust) -> Baseline:
     f = node.mapping({"flags": "extra iree-compile flags, e.g. [--iree-opt-data-tiling]"})
-    return Baseline(flags=_flags(f["flags"]) if "flags" in f else (), where=node.where)
+    return Baseline(flags=_flags(f["flags"], trust) if "flags" in f else (), where=node.where)
 
 
-def _flags(node: Node) -> tuple[str, ...]:
-    """A list of iree-compile flags (each starting with ``--``)."""
+def _flags(node: Node, trust: Trust) -> tuple[str, ...]:
+    """A list of iree-compile flags (each starting with ``--``), each one the recipe
+    file may pass (:func:`.recipe_trust.flag_problem`) unless ``trust`` allows any."""
     flags = []
     for item in node.sequence():
         flag = item.text()
         if not flag.startswith("--"):
             raise item.fail(f"expected an iree-compile flag starting with '--', got {flag!r}")
+        problem = None if trust.unsafe_flags else flag_problem(flag)
+        if problem is not None:
+            raise item.fail(unsafe_flag_message(flag, problem))
         flags.append(flag)
     return tuple(flags)
 
 
-def _workload(node: Node, base: Path) -> WorkloadSpec:
+def _workload(node: Node, base: Path, trust: Trust) -> WorkloadSpec:
     f = node.mapping(WORKLOAD_FIELDS)
     sources = [k for k in ("generator", "model", "file") if k in f]
     if len(sources) != 1:
@@ -300,6 +313,8 @@ def _workload(node: Node, base: Path) -> WorkloadSpec:
             if isinstance(scalar, bool) or not isinstance(scalar, int | str):
                 raise value.fail(f'expected an integer, a string or a "${{PARAM}}", got {scalar!r}')
             args.append((key, scalar))
+    if "model" in f and f["model"].text() not in MODELS and not trust.python_workload:
+        raise f["model"].fail(python_workload_message(f["model"].text()))
     file = None
     if "file" in f:
         file = str((base / f["file"].text()).resolve()) if base else f["file"].text()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from cli_process import tdsched as run_tdsched
-from tdsched.schedules.cli_types import run_flags
+from tdsched.schedules.cli_types import run_command, run_flags
 
 SMALL = ["--param", "M=128", "--param", "N=128", "--param", "K=128"]
 """A shape whose shape-table entry schedules the matmul (at 256^3 IREE's pipeline runs)."""
@@ -284,8 +284,22 @@ def test_gpu_builds_for_that_vulkan_target_and_refuses_one_iree_does_not_know(
 
 
 def test_the_run_options_a_written_recipe_needs_are_those_not_at_their_defaults() -> None:
-    assert run_flags("x86") == "" and run_flags("vulkan", threads=1) == ""
+    assert run_flags("x86") == [] and run_flags("vulkan", threads=1) == []
     assert run_flags("x86", "haswell", "+fma", threads=1) == (
-        " --cpu haswell --cpu-features=+fma --threads 1"
+        ["--cpu", "haswell", "--cpu-features=+fma", "--threads", "1"]
     )
-    assert run_flags("vulkan", gpu="ampere") == " --gpu ampere"
+    assert run_flags("vulkan", gpu="ampere") == ["--gpu", "ampere"]
+
+
+def test_a_printed_run_command_is_shell_quoted() -> None:
+    """A path or value holding shell syntax is pasted as one word, never run."""
+    options = run_flags("x86", "haswell", "+fma,$(touch pwned)")
+    line = run_command("my dir/$(rm -rf x).yaml", options)
+    assert shlex.split(line) == [
+        "tdsched",
+        "run",
+        "my dir/$(rm -rf x).yaml",
+        "--cpu",
+        "haswell",
+        "--cpu-features=+fma,$(touch pwned)",
+    ]

@@ -13,6 +13,8 @@ from tdsched.schedules.errors import RecipeError
 from tdsched.schedules.loading import load
 from tdsched.schedules.params import resolve
 from tdsched.schedules.pipeline import apply_graph, plan
+from tdsched.schedules.recipe import Recipe
+from tdsched.schedules.recipe_trust import Trust
 from tdsched.targets.target import DEFAULT_THREADS
 
 NET = """
@@ -34,6 +36,11 @@ def broken():
 """
 
 
+def trusted(path: Path) -> Recipe:
+    """The recipe at ``path``, whose workload is the Python model file ``net.py``."""
+    return load(str(path), Trust(python_workload=True))
+
+
 def recipe(tmp_path: Path, body: str) -> Path:
     (tmp_path / "net.py").write_text(NET)
     path = tmp_path / "r.yaml"
@@ -49,18 +56,18 @@ def test_graph_rewrite_selects_ops_by_layer_pattern_and_attribute_value(tmp_path
         graph:
           - fuse_elementwise_ext: {shared_input: false, ops: %s}
         """
-    by_layer = plan(load(recipe(tmp_path, base % "{layer: 'c1*'}")))
+    by_layer = plan(trusted(recipe(tmp_path, base % "{layer: 'c1*'}")))
     report = apply_graph(by_layer).reports[0]
     assert "fused 2 generics into 1" in report, report
-    by_value = plan(load(recipe(tmp_path, base % "{attributes: {hot: true}}")))
+    by_value = plan(trusted(recipe(tmp_path, base % "{attributes: {hot: true}}")))
     assert "fused" not in apply_graph(by_value).reports[0].split("\n")[0].split(":")[1]
-    everything = apply_graph(plan(load(recipe(tmp_path, base % "{layer: '*'}")))).reports[0]
+    everything = apply_graph(plan(trusted(recipe(tmp_path, base % "{layer: '*'}")))).reports[0]
     assert "generics into" in everything and "fused 2 generics into 1" not in everything
 
 
 def test_match_step_by_layer_is_exact_per_layer(tmp_path: Path) -> None:
     p = plan(
-        load(
+        trusted(
             recipe(
                 tmp_path,
                 """\
@@ -91,7 +98,7 @@ def test_unknown_layer_is_an_error_listing_the_layers(tmp_path: Path) -> None:
         """,
     )
     with pytest.raises(RecipeError, match=r"r.yaml:5.*no layer matches 'c3'.*c1, c1.relu, c2"):
-        plan(load(path))
+        plan(trusted(path))
 
 
 KERNEL = """\
@@ -108,14 +115,14 @@ KERNEL = """\
 
 @pytest.mark.usefixtures("iree")
 def test_kernel_match_by_layer_resolves_through_the_dispatch_census(tmp_path: Path) -> None:
-    p = plan(load(recipe(tmp_path, KERNEL % "{layer: c2}")))
+    p = plan(trusted(recipe(tmp_path, KERNEL % "{layer: c2}")))
     (note,) = p.notes
     assert note.startswith("kernel 'conv': layer c2 -> linalg.generic with loop bounds")
     assert "[8, 8, 8, 8, 3, 3]" in note  # unit batch dropped: F, OH, OW, C, KH, KW
     kernel = p.recipe.kernels[0]
     assert kernel.match.layers == () and kernel.match.op == "linalg.generic"
     assert kernel.match.shape == (8, 8, 8, 8, 3, 3)
-    by_value = plan(load(recipe(tmp_path, KERNEL % "{attributes: {hot: true}}")))
+    by_value = plan(trusted(recipe(tmp_path, KERNEL % "{attributes: {hot: true}}")))
     assert by_value.notes[0].startswith("kernel 'conv': layer c1 -> ")
 
 
@@ -131,7 +138,7 @@ def test_a_kernel_match_by_layer_tells_a_lookalike_apart_by_the_op_using_its_res
     )
     path = recipe(tmp_path, KERNEL % "{layer: c2}")
     (tmp_path / "net.py").write_text(same)
-    p = plan(load(path))
+    p = plan(trusted(path))
     match = p.recipe.kernels[0].match
     assert (match.op, match.shape) == ("linalg.generic", (8, 6, 6, 8, 3, 3))
     assert (match.used_by, match.used_by_inputs) == ("linalg.generic", 3)
@@ -149,13 +156,13 @@ def test_kernel_match_by_one_of_two_lookalike_layers_is_refused(tmp_path: Path) 
     path = recipe(tmp_path, KERNEL % "{layer: c2}")
     (tmp_path / "net.py").write_text(twins)
     with pytest.raises(RecipeError, match=r"structure only.*c1.*would apply there too"):
-        plan(load(path))
+        plan(trusted(path))
 
 
 @pytest.mark.usefixtures("iree")  # the dispatch census compiles
 def test_kernel_match_by_layers_of_different_shapes_is_refused(tmp_path: Path) -> None:
     with pytest.raises(RecipeError, match=r"different ops.*one kernel schedule per shape"):
-        plan(load(recipe(tmp_path, KERNEL % "{layer: 'c*'}")))
+        plan(trusted(recipe(tmp_path, KERNEL % "{layer: 'c*'}")))
 
 
 def test_model_file_errors_name_the_file_and_line(tmp_path: Path) -> None:
@@ -168,9 +175,10 @@ def test_model_file_errors_name_the_file_and_line(tmp_path: Path) -> None:
         """,
     )
     with pytest.raises(RecipeError, match=r"net.py:16: building failed: RuntimeError: no weights"):
-        plan(load(path))
-    proc = tdsched("show", str(path))
+        plan(trusted(path))
+    proc = tdsched("show", str(path), "--allow-python-workload")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "net.py:16: building failed" in proc.stderr
 
 
 def test_lower_cli_builder_onnx_tosa_and_layers(tmp_path: Path) -> None:

@@ -18,11 +18,12 @@ from pathlib import Path
 
 from ..errors import RecipeError, Where
 from ..loading import find_recipe, load
+from ..recipe_trust import UNTRUSTED, Trust
 from ..sweep.freeze import read_provenance
 from .baseline_file import BaselineFile, Entry, Settings, load_baseline
 
 
-def with_added(baseline_path: Path, recipes: list[str]) -> BaselineFile:
+def with_added(baseline_path: Path, recipes: list[str], trust: Trust = UNTRUSTED) -> BaselineFile:
     """The baseline file (a new one if ``baseline_path`` does not exist) with an entry for
     each of ``recipes``; an entry that is already there is an error naming it."""
     if baseline_path.exists():
@@ -31,7 +32,7 @@ def with_added(baseline_path: Path, recipes: list[str]) -> BaselineFile:
         baseline = BaselineFile(baseline_path, "", Settings(), {}, ())
     entries = list(baseline.entries)
     for spec in recipes:
-        entry = _entry_for(spec, baseline_path.parent)
+        entry = _entry_for(spec, baseline_path.parent, trust)
         for existing in entries:
             if existing.identity == entry.identity:
                 raise RecipeError(
@@ -42,9 +43,9 @@ def with_added(baseline_path: Path, recipes: list[str]) -> BaselineFile:
     return dataclasses.replace(baseline, entries=tuple(entries))
 
 
-def _entry_for(spec: str, folder: Path) -> Entry:
+def _entry_for(spec: str, folder: Path, trust: Trust) -> Entry:
     path = find_recipe(spec)
-    recipe = load(spec)
+    recipe = load(spec, trust)
     shipped = not Path(spec).exists()
     name = spec if shipped else os.path.relpath(path.resolve(), folder.resolve())
     provenance = read_provenance(path)

@@ -10,6 +10,7 @@ from typing import Any
 from tdsched.targets.target import TARGET_NAMES
 
 from ..cli_types import positive_float
+from ..recipe_trust import add_trust_options, trust_from
 from .adding import with_added
 from .baseline_file import load_baseline
 from .output import as_json, markdown, table
@@ -115,6 +116,7 @@ def add_parser(sub: Any) -> None:
         metavar="PATH",
         help="also append a markdown summary to PATH ('-': stdout), e.g. a CI comment",
     )
+    add_trust_options(p)
 
 
 def _progress(result: EntryResult) -> None:
@@ -129,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json and args.markdown == "-":
         raise ValueError("--json and --markdown - both write to stdout; give --markdown a file")
     if args.add:
-        added = with_added(args.baseline, args.add)
+        added = with_added(args.baseline, args.add, trust_from(args))
         write_baseline(added)
         count = len(args.add)
         print(
@@ -147,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
         target=args.target,
         time_cap_s=args.time_cap,
         on_result=_progress,
+        trust=trust_from(args),
     )
     if not results:
         raise ValueError(

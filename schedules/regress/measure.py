@@ -23,6 +23,7 @@ from ..evaluation import EVALUATION_ERRORS, Status, build_and_check, prepare_dev
 from ..isolation import Progress
 from ..loading import load
 from ..pipeline import plan
+from ..recipe_trust import UNTRUSTED, Trust
 from ..space import ParamValue
 from .calibration import Calibration, CalibrationDrift
 
@@ -53,6 +54,8 @@ class MeasureRequest:
     time_cap_s: float
     cache_dir: str
     """Where the calibration kernel's build is kept for the run."""
+    trust: Trust = UNTRUSTED
+    """What the command line granted the recipe file (:mod:`..recipe_trust`)."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,7 @@ def measure(request: MeasureRequest) -> Measurement:
     start = time.perf_counter()
     names: dict[str, Any] = {}
     try:
-        recipe = load(request.recipe)
+        recipe = load(request.recipe, request.trust)
         p = plan(
             recipe,
             request.target,
@@ -165,7 +168,7 @@ def measure(request: MeasureRequest) -> Measurement:
 
 def measure_json(request: dict[str, Any], progress: Progress) -> dict[str, Any]:
     """:func:`measure` over JSON, the entry point of the child process that measures."""
-    return measure(MeasureRequest(**request)).to_json()
+    return measure(MeasureRequest(**{**request, "trust": Trust(**request["trust"])})).to_json()
 
 
 def _since(start: float) -> float:

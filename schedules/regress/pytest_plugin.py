@@ -18,6 +18,7 @@ listed in the terminal summary. Disable the plugin with ``-p no:tdsched``.
 from __future__ import annotations
 
 import dataclasses
+import shlex
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -147,7 +148,7 @@ def entry_from_baseline(marker: pytest.Mark, folder: Path) -> tuple[str, Entry, 
     if entry.expected_speedup is None:
         raise pytest.UsageError(
             f"tdsched_perf: {baseline.path}: {entry.label} is not blessed yet; bless it with "
-            f"'tdsched regress {baseline.path} --update'"
+            f"{shlex.join(['tdsched', 'regress', str(baseline.path), '--update'])}"
         )
     return baseline.resolve_recipe(entry), entry, entry.settings(baseline.defaults)
 

@@ -19,6 +19,7 @@ from ..errors import RecipeError
 from ..files import write_atomically
 from ..loading import find_recipe, load
 from ..pipeline import plan
+from ..recipe_trust import UNTRUSTED, Trust
 from .baseline_file import BaselineFile, Entry, Settings, dump
 from .isolation import measure_isolated
 from .measure import Measurement, MeasureRequest
@@ -57,10 +58,15 @@ class EntryResult:
 
 
 def request_for(
-    recipe: str, entry: Entry, settings: Settings, cache_dir: Path, bless: bool
+    recipe: str,
+    entry: Entry,
+    settings: Settings,
+    cache_dir: Path,
+    bless: bool,
+    trust: Trust = UNTRUSTED,
 ) -> MeasureRequest:
     """What to measure for ``entry``, whose recipe is found at ``recipe`` (no early stop
-    against the gate when blessing)."""
+    against the gate when blessing; ``trust``: what the command line granted recipe files)."""
     return MeasureRequest(
         recipe=recipe,
         target=entry.target,
@@ -74,6 +80,7 @@ def request_for(
         threshold=None if bless else entry.threshold(settings),
         time_cap_s=settings.time_cap_s,
         cache_dir=str(cache_dir),
+        trust=trust,
     )
 
 
@@ -85,6 +92,7 @@ def run_baseline(
     target: str | None = None,
     time_cap_s: float | None = None,
     on_result: Callable[[EntryResult], None] = lambda result: None,
+    trust: Trust = UNTRUSTED,
 ) -> list[EntryResult]:
     """Measure and judge entries, one at a time, each in its own process.
 
@@ -92,10 +100,11 @@ def run_baseline(
     for ``target`` (all when ``None``) are run. Every one is validated first (see
     :func:`entry_target`), so bad input stops the run before anything is measured.
     ``time_cap_s`` overrides every entry's cap; ``on_result`` sees each result as soon
-    as it is known (progress output).
+    as it is known (progress output); ``trust``: what the command line granted the
+    entries' recipe files (:mod:`..recipe_trust`).
     """
     chosen = [e for e in baseline.entries if not labels or any(t in e.label for t in labels)]
-    selected = [e for e in chosen if target in (None, entry_target(baseline, e))]
+    selected = [e for e in chosen if target in (None, entry_target(baseline, e, trust))]
     results = []
     with tempfile.TemporaryDirectory(prefix="tdsched-regress-cache-") as cache:
         for entry in selected:
@@ -103,13 +112,13 @@ def run_baseline(
             if time_cap_s is not None:
                 settings = dataclasses.replace(settings, time_cap_s=time_cap_s)
             recipe = baseline.resolve_recipe(entry)
-            result = measure_entry(recipe, entry, settings, Path(cache), bless=update)
+            result = measure_entry(recipe, entry, settings, Path(cache), bless=update, trust=trust)
             on_result(result)
             results.append(result)
     return results
 
 
-def entry_target(baseline: BaselineFile, entry: Entry) -> str:
+def entry_target(baseline: BaselineFile, entry: Entry, trust: Trust = UNTRUSTED) -> str:
     """The target ``entry`` builds for, after checking that its recipe loads and plans
     with its parameters (no compile); a :class:`RecipeError` names the entry."""
     try:
@@ -122,17 +131,27 @@ def entry_target(baseline: BaselineFile, entry: Entry) -> str:
         ) from exc
     try:
         return plan(
-            load(str(recipe)), entry.target, entry.params, cpu=entry.cpu or "host", gpu=entry.gpu
+            load(str(recipe), trust),
+            entry.target,
+            entry.params,
+            cpu=entry.cpu or "host",
+            gpu=entry.gpu,
         ).target.name
     except ValueError as exc:
         raise RecipeError(entry.where, f"this entry's recipe does not plan: {exc}") from exc
 
 
 def measure_entry(
-    recipe: str, entry: Entry, settings: Settings, cache_dir: Path, *, bless: bool = False
+    recipe: str,
+    entry: Entry,
+    settings: Settings,
+    cache_dir: Path,
+    *,
+    bless: bool = False,
+    trust: Trust = UNTRUSTED,
 ) -> EntryResult:
     """Measure ``entry`` in a process of its own and judge it."""
-    request = request_for(recipe, entry, settings, cache_dir, bless)
+    request = request_for(recipe, entry, settings, cache_dir, bless, trust)
     measurement = measure_isolated(request, settings.time_cap_s + COMPILE_ALLOWANCE_S)
     verdict = judge(measurement, entry.expected_speedup, settings, bless=bless)
     return EntryResult(entry, settings, measurement, verdict)

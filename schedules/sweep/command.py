@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +30,12 @@ from ..cli_types import (
     non_negative_int,
     positive_float,
     positive_int,
+    run_command,
     run_flags,
 )
 from ..params import parse_override
 from ..recipe import Recipe
+from ..recipe_trust import add_trust_options, trust_from, trust_options
 from .database import ResultsDB, method
 from .distinct import parameters_read
 from .executor import EXECUTORS, Executor, Limits, make_executor
@@ -164,6 +167,7 @@ def add_parser(sub: Any) -> None:
         help="milliseconds of back-to-back calls per timing sample (20)",
     )
     add_threads_option(p)
+    add_trust_options(p)
     p.add_argument(
         "--race",
         "--confirm",
@@ -293,10 +297,11 @@ def run(args: argparse.Namespace) -> int:
     return 0 if outcome.ranked else 1
 
 
-def _build_flags(options: SweepOptions, target: str) -> str:
+def _build_flags(options: SweepOptions, target: str) -> list[str]:
     """The ``tdsched run`` options that rebuild what the sweep measured (a frozen recipe
-    or table keeps the parameters, not these)."""
-    return run_flags(target, options.cpu, options.cpu_features, options.gpu, options.threads)
+    or table keeps the parameters, not these), and the grants its recipe needed."""
+    built = run_flags(target, options.cpu, options.cpu_features, options.gpu, options.threads)
+    return built + trust_options(options.trust)
 
 
 def _sweep(args: argparse.Namespace, fixed: dict[str, Any]) -> tuple[Sweep, SweepOutcome]:
@@ -324,6 +329,7 @@ def _sweep(args: argparse.Namespace, fixed: dict[str, Any]) -> tuple[Sweep, Swee
         cpu_features=args.cpu_features,
         gpu=args.gpu,
         keep_temps=args.keep_temps,
+        trust=trust_from(args),
     )
     db = ResultsDB(args.db)
     try:
@@ -424,8 +430,8 @@ def _sweep_shapes(args: argparse.Namespace, fixed: dict[str, Any]) -> int:
         if missing:
             print(f"no correct candidate at {', '.join(missing)}: no entry written for it")
         if table is not None:
-            rerun = _build_flags(sweep.options, done[0][1].target)
-            print(f"shape table: {table}  (tdsched run {table}{rerun} --param ...)")
+            rerun = run_command(table, _build_flags(sweep.options, done[0][1].target))
+            print(f"shape table: {table}  ({rerun} --param ...)")
     return 0 if not missing else 1
 
 
@@ -552,7 +558,9 @@ def _relative(path: Path, folder: Path) -> str:
     return os.path.relpath(path.resolve(), folder.resolve())
 
 
-def _summary(outcome: SweepOutcome, best_file: Path | None, top: int, rerun: str = "") -> str:
+def _summary(
+    outcome: SweepOutcome, best_file: Path | None, top: int, rerun: Sequence[str] = ()
+) -> str:
     """The sweep's report; ``rerun``: the build options ``tdsched run`` of the best recipe
     needs (:func:`_build_flags`)."""
     e = outcome.enumeration
@@ -577,7 +585,7 @@ def _summary(outcome: SweepOutcome, best_file: Path | None, top: int, rerun: str
     if incumbent is not None:
         lines.append(incumbent)
     if best_file is not None:
-        lines.append(f"best recipe: {best_file}  (tdsched run {best_file}{rerun})")
+        lines.append(f"best recipe: {best_file}  ({run_command(best_file, rerun)})")
         best = _best_speedup(outcome)
         if best is not None and best < 1.0:
             lines.append(

@@ -25,6 +25,7 @@ from ..files import write_atomically
 from ..loading import load
 from ..pipeline import Plan, build, compile_baseline, compile_plan, scheduled_command
 from ..recipe import Recipe
+from ..recipe_trust import Trust
 from ..space import ParamValue
 from .candidates import plan_point
 from .faults import inject
@@ -34,12 +35,13 @@ from .racing import BASELINE, RaceResult, RaceSettings, run_race
 
 def plan_candidate(context: SweepContext, params: dict[str, ParamValue]) -> Plan:
     """The plan of one candidate (the recipe file is read once per process)."""
-    return plan_point(_load(context.recipe, Path(context.recipe).stat().st_mtime), context, params)
+    recipe = _load(context.recipe, Path(context.recipe).stat().st_mtime, context.trust)
+    return plan_point(recipe, context, params)
 
 
 @functools.lru_cache(maxsize=4)
-def _load(path: str, mtime: float) -> Recipe:
-    return load(path)
+def _load(path: str, mtime: float, trust: Trust) -> Recipe:
+    return load(path, trust)
 
 
 CANDIDATE = "candidate.vmfb"

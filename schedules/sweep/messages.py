@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from tdsched.targets.timing import Timing
 
 from ..evaluation import Status
+from ..recipe_trust import UNTRUSTED, Trust
 
 T = TypeVar("T")
 
@@ -41,6 +42,8 @@ class SweepContext:
     baseline_artifact: str = ""
     """The compiled IREE default build; benchmark workers time it and, when the workload
     has no numpy reference, check candidates against its results."""
+    trust: Trust = UNTRUSTED
+    """What the command line granted the recipe file (workers load it with this)."""
 
 
 @dataclass(frozen=True)
@@ -107,10 +110,12 @@ def to_json(message: Any) -> dict[str, Any]:
 
 def from_json(kind: type[T], data: dict[str, Any]) -> T:
     """Rebuild a message of type ``kind`` (a status string becomes a :class:`Status`, a
-    timing a :class:`~tdsched.targets.timing.Timing`)."""
+    timing a :class:`~tdsched.targets.timing.Timing`, a trust a :class:`Trust`)."""
     data = dict(data)
     if "status" in data:
         data["status"] = Status(data["status"])
+    if "trust" in data:
+        data["trust"] = Trust(**data["trust"])
     for name in ("timing", "baseline_timing"):
         if data.get(name) is not None:
             data[name] = Timing(**data[name])

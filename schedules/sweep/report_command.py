@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -218,7 +219,8 @@ def _recorded(db: ResultsDB) -> list[Sweep]:
     sweeps = db.sweeps()
     if not sweeps:
         raise ReportError(
-            f"{db.path}: no sweep recorded; run 'tdsched sweep RECIPE --db {db.path}' first"
+            f"{db.path}: no sweep recorded; run "
+            f"{shlex.join(['tdsched', 'sweep', 'RECIPE', '--db', str(db.path)])} first"
         )
     return sweeps
 

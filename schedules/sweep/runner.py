@@ -36,6 +36,7 @@ from ..evaluation import BUILD_FAILURES
 from ..loading import find_recipe, load
 from ..machine_peak import cpu_description
 from ..recipe import Recipe
+from ..recipe_trust import UNTRUSTED, Trust
 from ..space import Enumeration, ParamValue, Point, SearchSpace
 from .candidates import baseline_key, content_key, plan_point, result_key
 from .cost_model import Featurizer, LearnedModel, ModelGuided, learned_model_available
@@ -87,6 +88,8 @@ class SweepOptions:
     keep_temps: bool = False
     """Keep the build folder of every candidate the sweep compiles (``--keep-temps``;
     where: :meth:`Sweep._kept_folder`)."""
+    trust: Trust = UNTRUSTED
+    """What the command line granted the recipe file (:mod:`..recipe_trust`)."""
 
 
 @dataclass
@@ -243,7 +246,7 @@ class Sweep:
         progress: Progress | None = None,
     ) -> None:
         self.path = find_recipe(recipe_spec)
-        self.recipe = load(str(self.path))
+        self.recipe = load(str(self.path), options.trust)
         self.db = db
         self.executor = executor
         self.progress = progress or (lambda event, state: None)
@@ -277,6 +280,7 @@ class Sweep:
             cpu=options.cpu,
             cpu_features=options.cpu_features,
             gpu=options.gpu,
+            trust=options.trust,
         )
         prior = [
             (r.params, r.speedup if r.ok else None)
