@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .child_stderr import ChildStderr
 from .evaluation import Status
 from .files import write_atomically
 
@@ -59,13 +60,16 @@ def call_isolated(entry: str, request: JSON, timeout_s: float | None = None) -> 
         (folder / REQUEST).write_text(json.dumps(request))
         result_file, progress_file = folder / RESULT, folder / PROGRESS
         with open(folder / "child.log", "w+") as log:
+            stderr = ChildStderr(log, subprocess.STDOUT)
             proc = subprocess.Popen(
                 [sys.executable, "-m", __name__, entry, str(folder)],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
-                stderr=subprocess.STDOUT,
+                stderr=stderr.target,
+                text=True,
                 start_new_session=True,
             )
+            stderr.follow(proc)
             try:
                 with _terminate_raises():
                     code = proc.wait(timeout=timeout_s)
@@ -76,6 +80,7 @@ def call_isolated(entry: str, request: JSON, timeout_s: float | None = None) -> 
             except BaseException:  # Ctrl-C, SIGTERM: the child is in its own session, stop it too
                 _kill(proc)
                 raise
+            stderr.join()
             result = _read(result_file)
             if result is not None:
                 return result
@@ -117,7 +122,7 @@ def _terminate_raises() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _kill(proc: subprocess.Popen[bytes]) -> None:
+def _kill(proc: subprocess.Popen[str]) -> None:
     """Kill the child and everything it started (iree-compile)."""
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()

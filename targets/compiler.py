@@ -117,10 +117,18 @@ VERBOSE_ENV = "TDSCHED_VERBOSE"
 """Set to 1 (``tdsched -v``) to print every iree-compile command line to stderr before it
 runs; an environment variable so that child processes (run, sweep workers) inherit it."""
 
+VERBOSE_PREFIX = "tdsched: iree-compile: "
+"""How such a line starts (a parent that logs a child's stderr relays these lines)."""
+
+
+def verbose() -> bool:
+    """Whether iree-compile command lines are printed (``tdsched -v``)."""
+    return os.environ.get(VERBOSE_ENV) == "1"
+
 
 def _invoke(command: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
-    if os.environ.get(VERBOSE_ENV) == "1":
-        print(f"tdsched: iree-compile: {format_command(command)}", file=sys.stderr, flush=True)
+    if verbose():
+        print(f"{VERBOSE_PREFIX}{format_command(command)}", file=sys.stderr, flush=True)
     try:
         return subprocess.run(
             command, capture_output=True, text=True, timeout=timeout_s, check=False

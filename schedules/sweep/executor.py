@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from tdsched.targets import make_target
 
+from ..child_stderr import ChildStderr
 from ..evaluation import Status
 from .messages import (
     BenchJob,
@@ -115,14 +116,16 @@ class WorkerProcess:
         self._answers = queue.Queue()
         self._log.seek(0)
         self._log.truncate()
+        stderr = ChildStderr(self._log, self._log)
         proc = subprocess.Popen(
             [sys.executable, "-m", "tdsched.schedules.sweep.local_worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=self._log,
+            stderr=stderr.target,
             text=True,
             start_new_session=True,
         )
+        stderr.follow(proc)
         threading.Thread(target=self._read, args=(proc, self._answers), daemon=True).start()
         self._proc = proc
         self._send({"op": "init", "context": to_json(self.context)}, 60.0)
