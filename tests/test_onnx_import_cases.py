@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from cli_process import tdsched
 from iree.compiler import ir
 from iree_numerics import run_module
 from onnx import TensorProto, helper, numpy_helper
@@ -210,3 +211,33 @@ def test_f64_workload_on_vulkan_is_refused_before_compiling(tmp_path: Path) -> N
     )
     x86 = CompileRequest(source, make_target("x86"), tmp_path / "m.vmfb")
     assert KEEP_F64 in compile_command(x86)
+
+
+def test_an_op_that_crashes_irees_import_is_a_one_line_error_naming_the_node(
+    tmp_path: Path,
+) -> None:
+    """IREE 3.13's ONNX-to-torch conversion segfaults on Unique: the import runs in a
+    child, so the command says which node (exit status 2), as lower, tasks and tune do."""
+    model = _model(
+        [
+            helper.make_node("Relu", ["x"], ["r"], name="relu0"),
+            helper.make_node("Unique", ["x"], ["y"], name="uniq0", sorted=1),
+        ],
+        {"x": (TensorProto.FLOAT, [8])},
+        {"r": (TensorProto.FLOAT, [8]), "y": (TensorProto.FLOAT, ["u"])},  # type: ignore[list-item]
+    )
+    with pytest.raises(
+        LoweringError,
+        match=r"^m: node 'uniq0' \(op Unique\): IREE's ONNX import crashed on it \(SIGSEGV\)",
+    ):
+        lower_onnx(model, "m")
+    path = tmp_path / "uniq.onnx"
+    onnx.save(model, path)
+    for command in (["lower", str(path)], ["tasks", str(path)]):
+        proc = tdsched(*command)
+        assert proc.returncode == 2, proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert proc.stderr.strip().splitlines() == [
+            f"tdsched: error: {path}: node 'uniq0' (op Unique): IREE's ONNX import crashed on "
+            "it (SIGSEGV); tdsched cannot lower this model: remove or replace the node"
+        ]

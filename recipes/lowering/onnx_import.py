@@ -1,5 +1,4 @@
-"""ONNX models to linalg on tensors: IREE's ONNX importer and torch-mlir's lowering,
-both run in-process.
+"""ONNX models to linalg on tensors: IREE's ONNX importer and torch-mlir's lowering.
 
 Steps: load and ``onnx.checker``; reject symbolic input dims; name unnamed nodes; upgrade
 opsets older than :data:`MIN_OPSET` (torch-mlir lowers e.g. ``MaxPool`` only from opset
@@ -7,6 +6,9 @@ opsets older than :data:`MIN_OPSET` (torch-mlir lowers e.g. ``MaxPool`` only fro
 :mod:`.onnx_refusals` lists; import (each op gets ``loc("<node name>")``); convert ONNX
 ops to torch ops and list the nodes left unconverted; lower to linalg; tag layers. The
 prepared model is also the workload's reference (:mod:`.onnx_reference`).
+
+The import and the lowering run in a child process (:mod:`.onnx_isolated`): on some ops
+(``Unique``) IREE's conversion segfaults, which must fail the lowering, not the command.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from iree.compiler import ir
 
 from .errors import LoweringError, check_lowered, position, run_pipeline
 from .layer_tags import ONNX_OP_ATTR, annotate_layers, location_names, tag_layers
+from .onnx_isolated import lower_isolated
 from .onnx_names import name_nodes, name_unnamed, restore_names
 from .onnx_reference import OnnxReference
 from .onnx_refusals import refuse_unsupported
@@ -65,6 +68,16 @@ def import_onnx(model: onnx.ModelProto | str | Path, source: str) -> LoweredOnnx
     lower, or a missing ``onnx`` package. The caller's ``ModelProto`` is not modified.
     """
     onnx_mod = _require_onnx()
+    original = _load(onnx_mod, model, source)
+    proto, _ = _prepared(onnx_mod, original, source)
+    text = lower_isolated(original, proto, source)
+    return LoweredOnnx(text, OnnxReference.of(proto, _opset(proto), source))
+
+
+def lower_in_process(model: onnx.ModelProto, source: str) -> str:
+    """The lowered module's text, in this process (a crash of IREE's import takes the
+    process with it: :func:`import_onnx` calls this in a child)."""
+    onnx_mod = _require_onnx()
     proto, nodes = _prepared(onnx_mod, _load(onnx_mod, model, source), source)
     with ir.Context():
         module = _import(proto, source)
@@ -74,7 +87,7 @@ def import_onnx(model: onnx.ModelProto | str | Path, source: str) -> LoweredOnnx
         check_lowered(module, source, _leftover)
         tag_layers(module, layers=nodes)
         annotate_layers(module, ONNX_OP_ATTR, {name: n.op_type for name, n in nodes.items()})
-        return LoweredOnnx(str(module), OnnxReference.of(proto, _opset(proto), source))
+        return str(module)
 
 
 def _require_onnx() -> ModuleType:
