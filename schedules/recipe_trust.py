@@ -13,6 +13,9 @@ more on the command line (never from the recipe):
   and no value that is a path (:func:`flag_problem`); ``--allow-unsafe-flags`` lifts the rule.
 - ``workload.model: FILE.py`` runs a Python file; ``--allow-python-workload`` allows it.
 
+(A ``workload.file`` is compiled, never run, and may hold no runtime code: no grant lifts
+:mod:`tdsched.recipes.lowering.runtime_code`'s rule.)
+
 Python recipes are code by design: running one runs it, so these rules do not apply to them.
 """
 

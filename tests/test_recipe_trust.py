@@ -15,6 +15,7 @@ from cli_process import tdsched
 from tdsched.schedules.build_folders import write_compile_script
 from tdsched.schedules.errors import RecipeError
 from tdsched.schedules.loading import load, shipped_recipe_names
+from tdsched.schedules.pipeline import plan
 from tdsched.schedules.recipe_trust import Trust, flag_problem
 from tdsched.schedules.yaml_frontend import parse_recipe
 
@@ -178,3 +179,31 @@ def test_the_compile_script_follows_the_umask(tmp_path: Path, umask: int, mode: 
         os.umask(old)
     assert stat.S_IMODE(script.stat().st_mode) == mode
     assert script.read_text().splitlines()[-1] == "exec iree-compile in.mlir -o 'x y.vmfb'"
+
+
+RUNTIME_CODE = {
+    "util op": "%0 = util.optimization_barrier %a : tensor<4xf32>\n  return %0 : tensor<4xf32>",
+    "hal attribute": (
+        '%0 = arith.addf %a, %a {hal.executable.objects = [#hal.executable.object<{path = "x.o"}>]}'
+        " : tensor<4xf32>\n  return %0 : tensor<4xf32>"
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RUNTIME_CODE))
+def test_a_workload_file_may_hold_a_computation_not_runtime_code(tmp_path: Path, case: str) -> None:
+    """An MLIR workload could carry HAL executables with object files to link and run:
+    the ops and attributes of IREE's runtime layer are refused, a computation passes."""
+    body = RUNTIME_CODE[case]
+    (tmp_path / "w.mlir").write_text(
+        f"func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {{\n  {body}\n}}\n"
+    )
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("name: file_workload\nworkload: {file: w.mlir}\n")
+    with pytest.raises(RecipeError, match=r"w.mlir:2:\d+: .*a workload file holds a computation"):
+        plan(load(str(recipe)))
+    (tmp_path / "w.mlir").write_text(
+        "func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+        "  %0 = arith.addf %a, %a : tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n"
+    )
+    assert plan(load(str(recipe))).workload.function == "f"

@@ -24,6 +24,7 @@ from tdsched.recipes.lowering import (
     lower_tosa,
     tag_layers,
 )
+from tdsched.recipes.lowering.runtime_code import refuse_runtime_code
 from tdsched.recipes.models import MODELS, Model, ModelError
 from tdsched.recipes.workloads.user_code import user_code_failure
 from tdsched.targets.workload import Workload, WorkloadError, read_text, workload_from_text
@@ -127,7 +128,7 @@ def file_workload(path: Path, function: str | None = None, fmt: FileFormat = "au
     if fmt == "tosa" or (fmt == "auto" and looks_like_tosa(text)):
         text = lower_tosa(text, str(path))
     else:
-        text = tag_layers_of(text, str(path))
+        text = checked_linalg(text, str(path))
     return workload_from_text(text, str(path), path.stem, function)
 
 
@@ -144,14 +145,17 @@ def _format_of(path: Path, fmt: FileFormat) -> FileFormat:
     return fmt
 
 
-def tag_layers_of(text: str, source: str) -> str:
-    """A linalg module with ``tdsched.layer`` set from its ops' ``loc("name")`` locations."""
-    if "loc(" not in text:
-        return text
+def checked_linalg(text: str, source: str) -> str:
+    """A linalg module file's text, refused if it holds runtime code
+    (:func:`~tdsched.recipes.lowering.runtime_code.refuse_runtime_code`), with
+    ``tdsched.layer`` set from its ops' ``loc("name")`` locations where it has some."""
     with ir.Context():
         try:
             module = ir.Module.parse(text)
         except ir.MLIRError as exc:
             raise WorkloadError(f"{source}: not valid MLIR: {exc}") from exc
+        refuse_runtime_code(module, source)
+        if "loc(" not in text:
+            return text
         tag_layers(module)
         return str(module)
