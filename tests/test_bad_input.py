@@ -220,3 +220,68 @@ def test_a_pipeline_iree_does_not_know_is_named_with_the_ones_it_does(
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "cfg.yaml:5: kernels[0]: config: IREE does not accept it:" in out.stderr
     assert "DoubleTilingExpert, ConvTileAndDecomposeExpert" in out.stderr
+
+
+# tdsched tasks and tune (issue: product hardening, items 5 to 8)
+
+
+def _one_error_line(proc: Outcome) -> str:
+    """The one line a refused command wrote (exit status 2, no traceback)."""
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()[-1:]
+    return line
+
+
+def test_an_onnx_graph_name_that_is_no_symbol_names_a_plain_entry_function(
+    tmp_path: Path,
+) -> None:
+    from onnx_models import relu_model
+    from tdsched.recipes.workloads.lowered import file_workload
+
+    for name, function in [("torch-jit-export", "torch_jit_export"), ("my graph", "my_graph")]:
+        relu_model(tmp_path / "m.onnx", [4, 4], name)
+        assert file_workload(tmp_path / "m.onnx").function == function
+
+
+@pytest.mark.parametrize(
+    ("name", "suffix"), [("torch-jit-export", ".onnx"), ("my graph", ".onnx"), ("m", ".mlir")]
+)
+def test_tasks_are_found_whatever_the_graph_or_function_is_called(
+    tdsched: Callable[..., Outcome],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    iree: str,
+    name: str,
+    suffix: str,
+) -> None:
+    """Before: 0 tasks, exit 0, no warning (IREE names the dispatches of a function
+    ``@"torch-jit-export"`` ``torch-jit-export_dispatch_0...``, which the census did not
+    read)."""
+    import json
+
+    from onnx_models import relu_model
+
+    model = tmp_path / "m.onnx"
+    relu_model(model, [4, 4], name)
+    if suffix == ".mlir":  # a linalg file whose function name must be quoted
+        assert tdsched("lower", str(model), "-o", str(tmp_path / "m.mlir")).returncode == 0
+        model = tmp_path / "m.mlir"
+        model.write_text(model.read_text().replace("func.func @m(", 'func.func @"my-fn"('))
+        assert '@"my-fn"' in model.read_text()
+    assert main(["tasks", str(model), "--no-time", "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert [task["layers"] for task in found["tasks"]] == [["act"]]
+
+
+@pytest.mark.parametrize("command", ["tune", "tasks"])
+def test_a_model_without_tasks_is_an_error(
+    tdsched: Callable[..., Outcome], tmp_path: Path, iree: str, command: str
+) -> None:
+    """Before: tasks listed none and exited 0; tune died of a ProfileError traceback."""
+    from onnx_models import identity_graph
+
+    model = tmp_path / "nothing.onnx"
+    identity_graph(model)
+    extra = ["--out", str(tmp_path / "out"), "--jobs", "1"] if command == "tune" else []
+    line = _one_error_line(tdsched(command, str(model), *extra))
+    assert "nothing: IREE's build of it has no dispatch that computes" in line

@@ -22,7 +22,7 @@ from iree.compiler import ir
 
 from .errors import LoweringError, check_lowered, position, run_pipeline
 from .layer_tags import ONNX_OP_ATTR, annotate_layers, location_names, tag_layers
-from .onnx_names import name_nodes, name_unnamed, restore_names
+from .onnx_names import function_name, name_nodes, name_unnamed, restore_names
 from .onnx_reference import OnnxReference
 from .onnx_refusals import refuse_unsupported
 
@@ -48,14 +48,15 @@ class LoweredOnnx:
 
 def lower_onnx(model: onnx.ModelProto | str | Path, source: str) -> str:
     """Lower an ONNX model (a ``ModelProto`` or a file path) to a linalg-on-tensors
-    module whose ``func.func`` is named after the graph: :func:`import_onnx`'s text."""
+    module whose ``func.func`` is named after the graph (:func:`.onnx_names.function_name`):
+    :func:`import_onnx`'s text."""
     return import_onnx(model, source).text
 
 
 def import_onnx(model: onnx.ModelProto | str | Path, source: str) -> LoweredOnnx:
     """Lower an ONNX model (a ``ModelProto`` or a file path) to a linalg-on-tensors
-    module whose ``func.func`` is named after the graph, with onnx's reference evaluator
-    of the model as prepared for import.
+    module whose ``func.func`` is named after the graph (:func:`.onnx_names.function_name`),
+    with onnx's reference evaluator of the model as prepared for import.
 
     Each op of a node carries ``tdsched.layer = "<node name>"`` and
     ``tdsched.onnx_op = "<op type>"``, both as in the model also where the opset upgrade
@@ -115,6 +116,7 @@ def _prepared(
     _check_static_inputs(proto, source)
     named = onnx_mod.ModelProto()
     named.CopyFrom(proto)
+    named.graph.name = function_name(named.graph.name)
     name_nodes(named.graph)
     nodes = {node.name: node for node in named.graph.node}
     if _opset(named) < MIN_OPSET:
