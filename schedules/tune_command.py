@@ -26,6 +26,7 @@ from .tune import TuneOptions, TuneOutcome, tune
 from .tune_blame import UNBLAMED, blame_packed, blame_schedules
 from .tune_plot import plot_tune
 from .tune_races import ModelRewrites, race_layouts, race_model_rewrites
+from .tune_state import read_state
 
 DESCRIPTION = """\
 Make MODEL faster within a time budget, task by task, and write one recipe for it.
@@ -159,8 +160,9 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--budget {args.budget}: give a positive number of minutes")
     if args.plot is not None:
         require_matplotlib()  # before the tune, not after it
-    workload = lower(args)
     out: Path = args.out or Path(f"{Path(args.model.partition(':')[0]).stem}.tune")
+    read_state(out)  # a state file tdsched did not write is refused before any work
+    workload = lower(args)
     out.mkdir(parents=True, exist_ok=True)
     target = make_target(args.target, gpu=args.gpu)
     options = TuneOptions(
