@@ -14,7 +14,7 @@ from typing import Any
 
 from tdsched.targets.target import make_target, run_conditions
 
-from .cli_types import positive_int, run_flags
+from .cli_types import fraction, minutes, positive_int, run_flags
 from .evaluation import Status
 from .lower_command import lower, model_args
 from .roofline_plot import require_matplotlib
@@ -91,7 +91,7 @@ def add_parser(sub: Any) -> None:
     add_profiled_model_arguments(p)
     p.add_argument(
         "--budget",
-        type=float,
+        type=minutes,
         default=30.0,
         metavar="MINUTES",
         help="wall time for the sweeps in minutes, the total over every run into --out: "
@@ -105,7 +105,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--min-share",
-        type=float,
+        type=fraction,
         default=0.01,
         help="tune only tasks taking at least this share of IREE default's call (default 0.01)",
     )
@@ -156,8 +156,6 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Tune ``args.model``. Exit 0 when the model recipe ran correct (or --no-check), 1
     when it came out wrong or failed."""
-    if args.budget <= 0:
-        raise ValueError(f"--budget {args.budget}: give a positive number of minutes")
     if args.plot is not None:
         require_matplotlib()  # before the tune, not after it
     out: Path = args.out or Path(f"{Path(args.model.partition(':')[0]).stem}.tune")

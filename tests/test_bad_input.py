@@ -232,6 +232,56 @@ def _one_error_line(proc: Outcome) -> str:
     return line
 
 
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["tune", "--budget", "inf"], "argument --budget: expected a number of minutes > 0, at"),
+        (["tune", "--budget", "1e308"], "argument --budget: expected a number of minutes > 0"),
+        (["tune", "--budget", "nan"], "argument --budget: expected a number of minutes > 0, at"),
+        (["tune", "--min-share", "2"], "argument --min-share: expected a number from 0 to 1"),
+        (["tune", "--min-share", "-1"], "argument --min-share: expected a number from 0 to 1"),
+        (["tune", "--gpu", ""], "argument --gpu: expected the name of one of IREE's Vulkan"),
+        (["tasks", "--gpu", ""], "argument --gpu: expected the name of one of IREE's Vulkan"),
+        (["sweep", "--compile-timeout", "nan"], "expected a number > 0, got nan (not a finite"),
+    ],
+)
+def test_tune_and_tasks_options_are_checked_when_parsed(
+    tdsched: Callable[..., Outcome], tmp_path: Path, args: list[str], expected: str
+) -> None:
+    """Before: ``--budget inf`` overflowed after the profile, ``nan`` failed late, the
+    others were taken."""
+    out = tmp_path / "out"
+    extra = ["--out", str(out)] if args[0] == "tune" else []
+    proc = tdsched(args[0], "no-such-model.onnx", *args[1:], *extra)
+    assert expected in _one_error_line(proc)
+    assert not out.exists()
+
+
+def test_a_shape_that_repeats_a_name_or_names_a_swept_parameter_is_refused(
+    tdsched: Callable[..., Outcome], tmp_path: Path
+) -> None:
+    db = tmp_path / "s.db"
+    for shape, expected in [
+        ("M=64,M=128", "argument --shape: 'M=64,M=128': M is given twice"),
+        ("TM=32", "--shape TM: matmul_x86's space sweeps TM; a shape sets the parameters it"),
+        ("FOO=32", "--shape FOO: matmul_x86 has no parameter FOO;"),
+    ]:
+        proc = tdsched("sweep", "matmul_x86", "--shape", shape, "--db", str(db))
+        assert expected in _one_error_line(proc)
+    assert not db.exists()
+
+
+def test_an_onnx_opset_newer_than_onnx_knows_is_refused(
+    tdsched: Callable[..., Outcome], tmp_path: Path
+) -> None:
+    from onnx_models import relu_model
+
+    model = tmp_path / "future.onnx"
+    relu_model(model, [4, 4], opset=999)
+    line = _one_error_line(tdsched("lower", str(model)))
+    assert "future.onnx: opset 999 is newer than any this onnx package knows" in line
+
+
 def test_an_onnx_graph_name_that_is_no_symbol_names_a_plain_entry_function(
     tmp_path: Path,
 ) -> None:

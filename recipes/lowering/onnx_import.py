@@ -91,7 +91,8 @@ def _require_onnx() -> ModuleType:
 def _load(
     onnx_mod: ModuleType, model: onnx.ModelProto | str | Path, source: str
 ) -> onnx.ModelProto:
-    """The model, read if it is a path, that passes ``onnx.checker``."""
+    """The model, read if it is a path, that passes ``onnx.checker`` and whose opset
+    this ``onnx`` knows (the checker lets any number pass)."""
     from google.protobuf.message import DecodeError
 
     try:
@@ -103,6 +104,13 @@ def _load(
         ) from exc
     except (DecodeError, onnx_mod.checker.ValidationError, ValueError) as exc:
         raise LoweringError(f"{source}: not a valid ONNX model: {exc}") from exc
+    newest = onnx_mod.defs.onnx_opset_version()
+    if _opset(proto) > newest:
+        raise LoweringError(
+            f"{source}: opset {_opset(proto)} is newer than any this onnx package knows (up "
+            f"to {newest}), so what its ops mean is unknown: export the model with opset "
+            f"{newest} or older, or upgrade onnx"
+        )
     return proto
 
 
