@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
+import shlex
 import sys
 from collections.abc import Callable
 from functools import partial
@@ -13,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from tdsched.targets.target import make_target, run_conditions
+from tdsched.targets.workload import check_memory
 
 from .cli_types import fraction, minutes, positive_int, run_flags
 from .evaluation import Status
 from .lower_command import lower, model_args
+from .recipe import recipe_name
 from .roofline_plot import require_matplotlib
 from .run_report import RunReport, RunRequest, run_isolated
 from .sweep.executor import EXECUTORS
@@ -161,6 +165,9 @@ def run(args: argparse.Namespace) -> int:
     out: Path = args.out or Path(f"{Path(args.model.partition(':')[0]).stem}.tune")
     read_state(out)  # a state file tdsched did not write is refused before any work
     workload = lower(args)
+    check_memory(workload)
+    # the recipes tune writes are named after the model (a file's stem may hold spaces)
+    workload = dataclasses.replace(workload, name=recipe_name(workload.name))
     out.mkdir(parents=True, exist_ok=True)
     target = make_target(args.target, gpu=args.gpu)
     options = TuneOptions(
@@ -355,7 +362,7 @@ def summary_lines(
     if args.plot is not None:
         lines.append(f"plot     {args.plot}")
     rerun = run_flags(args.target, gpu=args.gpu, threads=args.threads)
-    lines.append(f"run it   tdsched run {outcome.recipe}{rerun}")
+    lines.append(f"run it   tdsched run {shlex.quote(str(outcome.recipe))}{rerun}")
     return lines
 
 

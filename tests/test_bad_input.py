@@ -282,6 +282,20 @@ def test_an_onnx_opset_newer_than_onnx_knows_is_refused(
     assert "future.onnx: opset 999 is newer than any this onnx package knows" in line
 
 
+@pytest.mark.parametrize("command", ["tune", "tasks"])
+def test_a_model_too_large_to_profile_is_refused_with_the_figure(
+    tdsched: Callable[..., Outcome], tmp_path: Path, command: str
+) -> None:
+    """Before: numpy's MemoryError traceback while making the profile's inputs."""
+    from onnx_models import relu_model
+
+    model = tmp_path / "huge.onnx"
+    relu_model(model, [1_000_000, 1_000_000])
+    extra = ["--out", str(tmp_path / "out")] if command == "tune" else []
+    line = _one_error_line(tdsched(command, str(model), *extra))
+    assert "huge: its tensors need about" in line and "use smaller sizes" in line
+
+
 def test_an_onnx_graph_name_that_is_no_symbol_names_a_plain_entry_function(
     tmp_path: Path,
 ) -> None:
@@ -335,3 +349,49 @@ def test_a_model_without_tasks_is_an_error(
     extra = ["--out", str(tmp_path / "out"), "--jobs", "1"] if command == "tune" else []
     line = _one_error_line(tdsched(command, str(model), *extra))
     assert "nothing: IREE's build of it has no dispatch that computes" in line
+
+
+def test_tasks_for_a_gpu_iree_does_not_know_says_which_it_knows(
+    tdsched: Callable[..., Outcome], tmp_path: Path, iree: str
+) -> None:
+    """Before: iree-compile's stack dump."""
+    from onnx_models import relu_model
+
+    model = tmp_path / "m.onnx"
+    relu_model(model, [4, 4])
+    proc = tdsched("tasks", str(model), "--target", "vulkan", "--gpu", "nosuch", "--no-time")
+    line = _one_error_line(proc)
+    assert "IREE has no Vulkan target 'nosuch' (--gpu): name an architecture" in line
+
+
+def test_a_model_file_name_with_a_space_tunes_into_a_recipe_tdsched_loads(
+    tdsched: Callable[..., Outcome], tmp_path: Path, iree: str
+) -> None:
+    from onnx_models import relu_model
+    from tdsched.schedules.loading import load
+
+    model = tmp_path / "my model.onnx"
+    relu_model(model, [4, 4])
+    out = tmp_path / "out"
+    args = ["--out", str(out), "--budget", "0.001", "--jobs", "1", "--rounds", "1", "--no-check"]
+    assert tdsched("tune", str(model), *args).returncode == 0
+    assert load(str(out / "my_model.tuned.yaml")).name == "my_model_tuned"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("my model", "my_model"),
+        ("net.v2", "net.v2"),
+        ("x..y", "x.y"),
+        ("a/b", "a_b"),
+        ("-x", "x"),
+        ("..", "recipe"),
+        ("\u00e9", "recipe"),
+        ("", "recipe"),
+    ],
+)
+def test_a_recipe_name_is_made_from_any_text(text: str, expected: str) -> None:
+    from tdsched.schedules.recipe import name_problem, recipe_name
+
+    assert recipe_name(text) == expected and name_problem(expected) is None
