@@ -1,9 +1,12 @@
-"""Argument types for the command line: numbers checked when parsed, so ``--jobs 0`` or
-``--atol -1`` is refused with the option's name and the allowed range, before any work."""
+"""Argument types for the command line: values checked when parsed, so ``--jobs 0``,
+``--atol -1`` or ``--budget nan`` is refused with the option's name and the allowed range,
+before any work."""
 
 from __future__ import annotations
 
 import argparse
+import math
+import re
 import shlex
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -12,14 +15,19 @@ from tdsched.targets.target import DEFAULT_THREADS
 
 
 def _number(
-    kind: Callable[[str], float], low: float, inclusive: bool, what: str
+    kind: Callable[[str], float], low: float, inclusive: bool, what: str, high: float = math.inf
 ) -> Callable[[str], float]:
+    """A finite ``kind`` from ``low`` (``inclusive`` or not) to ``high``, described as
+    ``what``."""
+
     def parse(text: str) -> float:
         try:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
-        if value < low or (value == low and not inclusive):
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text} (not a finite number)")
+        if value < low or (value == low and not inclusive) or value > high:
             raise argparse.ArgumentTypeError(f"expected {what}, got {text}")
         return value
 
@@ -31,6 +39,29 @@ positive_int = _number(int, 1, True, "an integer >= 1")
 non_negative_int = _number(int, 0, True, "an integer >= 0")
 positive_float = _number(float, 0, False, "a number > 0")
 non_negative_float = _number(float, 0, True, "a number >= 0")
+fraction = _number(float, 0, True, "a number from 0 to 1", high=1)
+MINUTES_PER_YEAR = 525_600
+minutes = _number(
+    float,
+    0,
+    False,
+    f"a number of minutes > 0, at most a year ({MINUTES_PER_YEAR})",
+    MINUTES_PER_YEAR,
+)
+"""A time budget: any longer is a typo, and ``1e308`` minutes overflows in seconds."""
+
+_GPU_NAME = re.compile(r"[A-Za-z0-9][\w.+-]*")
+
+
+def vulkan_target_name(text: str) -> str:
+    """``--gpu``: the name of one of IREE's Vulkan targets; which names IREE knows is
+    checked when it compiles (an empty name would silently build for the generic target)."""
+    if not _GPU_NAME.fullmatch(text):
+        raise argparse.ArgumentTypeError(
+            f"expected the name of one of IREE's Vulkan targets (ampere, rdna3, valhall, "
+            f"rtx4090, ...), got {text!r}"
+        )
+    return text
 
 
 def add_cpu_options(parser: argparse.ArgumentParser) -> None:
@@ -80,6 +111,7 @@ def add_gpu_option(parser: argparse.ArgumentParser) -> None:
     entries."""
     parser.add_argument(
         "--gpu",
+        type=vulkan_target_name,
         help="vulkan: the GPU to build for, one of IREE's Vulkan targets (--iree-vulkan-target: "
         "ampere, rdna3, valhall, rtx4090, ...; default: IREE's generic Vulkan target, which "
         "runs on any Vulkan 1.3 device); a shape table prefers the entries tuned for it",

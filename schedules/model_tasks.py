@@ -29,7 +29,7 @@ from tdsched.targets import Target
 from tdsched.targets.compiler import CompileRequest, run_compile
 from tdsched.targets.dispatch_profile import ModuleProfile, ProfiledModule, profile_modules
 from tdsched.targets.timing import Timing
-from tdsched.targets.workload import Workload, random_inputs
+from tdsched.targets.workload import Workload, WorkloadError, random_inputs
 from tdsched.transform_lib.census import StructuredOp, census_functions, read_census
 from tdsched.transform_lib.standalone_dispatch import dispatch_dataflow
 
@@ -198,19 +198,38 @@ def extract_tasks(
     what the workload's census compile printed, where the caller has it already (else
     compiled here).
 
-    Raises ``CompileError`` when IREE cannot build the workload and ``ProfileError``
-    when it cannot be profiled. Precondition: static shapes.
+    Raises ``CompileError`` when IREE cannot build the workload, ``WorkloadError`` when
+    its build has no task, and ``ProfileError`` when it cannot be profiled.
+    Precondition: static shapes.
     """
     if census is None:
         census = census_output(workload.mlir, target, flags)
     flows = {name: dispatch_dataflow(text) for name, text in census_functions(census).items()}
-    tasks = group_tasks(read_census(census), workload.function, flows)
+    ops = read_census(census)
+    tasks = group_tasks(ops, workload.function, flows)
+    if not tasks:
+        raise WorkloadError(_no_tasks(workload, ops))
     if not time_it:
         return ModelTasks(workload.name, target.name, threads, tuple(tasks), None)
     with tempfile.TemporaryDirectory(prefix="tdsched-tasks-") as tmp:
         profile = _profile_default(workload, target, threads, flags, rounds, seed, Path(tmp))
     return ModelTasks(
         workload.name, target.name, threads, tuple(weigh(tasks, profile)), profile.call_ms
+    )
+
+
+def _no_tasks(workload: Workload, census: Sequence[StructuredOp]) -> str:
+    """Why ``workload``'s build, whose census is ``census``, has no task."""
+    if not census:
+        return (
+            f"{workload.name}: IREE's build of it has no dispatch that computes (no linalg "
+            "op: the model only passes or reshapes its inputs); there are no tasks"
+        )
+    found = ", ".join(sorted({op.function for op in census})[:3])
+    return (
+        f"{workload.name}: IREE named its dispatches {found}, not after the entry function "
+        f"@{workload.function}, so none is a task: give the function a plain name (letters, "
+        "digits and _)"
     )
 
 

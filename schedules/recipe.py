@@ -38,6 +38,14 @@ def name_problem(name: str) -> str | None:
     )
 
 
+def recipe_name(text: str) -> str:
+    """A name :func:`name_problem` accepts, made from ``text`` (a model file's stem may
+    hold spaces): each other character becomes ``_``, runs of dots one dot, and what
+    leads up to the first letter or digit is dropped."""
+    name = re.sub(r"\.{2,}", ".", re.sub(r"[^A-Za-z0-9_.+-]", "_", text)).lstrip("_.+-")
+    return name or "recipe"
+
+
 def _check_scope(steps: tuple[Step, ...], scope: Scope) -> None:
     """Refuse steps that cannot appear in a ``scope`` schedule, saying why."""
     for step in steps:

@@ -9,6 +9,7 @@ from typing import Any
 
 from tdsched.targets.dispatch_profile import ProfileError
 from tdsched.targets.target import TARGET_NAMES, make_target, run_conditions
+from tdsched.targets.workload import check_memory
 
 from .cli_types import add_gpu_option, add_threads_option, non_negative_int, positive_int
 from .lower_command import add_model_arguments, lower
@@ -72,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
     target = make_target(args.target, gpu=args.gpu)
     threads = None if target.is_gpu else args.threads
     time_it = not args.no_time
+    if time_it:
+        check_memory(workload)  # the profile runs it
     try:
         found = extract_tasks(
             workload, target, threads, rounds=args.rounds, seed=args.seed, time_it=time_it

@@ -225,31 +225,18 @@ class TaskTuning:
             return False
         if saved.get("template") != digest(self.recipe):
             return False
-        try:  # a state file edited by hand, or from another version: start afresh
-            best = Result(**saved["best"]) if saved["best"] else None
-            rounds, candidates = int(saved["rounds"]), int(saved["candidates"])
-            failed, spent_s = int(saved["failed"]), float(saved["spent_s"])
-            last_gain, valid = float(saved["last_gain"]), int(saved["valid"])
-            exhausted = bool(saved["exhausted"])
-            packed = saved.get("best_packed")
-            best_packed = Result(**packed) if packed else None
-            raced = {
-                str(key): [float(x) for x in history]
-                for key, history in (saved.get("raced") or {}).items()
-            }
-            wrong = {str(k): str(v) for k, v in (saved.get("wrong_in_model") or {}).items()}
-        except (KeyError, TypeError, ValueError, AttributeError):
-            return False
-        self.best, self.rounds, self.candidates, self.failed = best, rounds, candidates, failed
-        self.spent_s, self.last_gain, self.valid, self.exhausted = (
-            spent_s,
-            last_gain,
-            valid,
-            exhausted,
-        )
-        self.best_packed, self.raced, self.wrong_in_model = best_packed, raced, wrong
-        if best is None and rounds:
-            self.reason = _no_correct(candidates)
+        # load_state checked every field; the last three are absent from older states
+        best = Result(**saved["best"]) if saved["best"] else None
+        packed = saved.get("best_packed")
+        self.best, self.best_packed = best, Result(**packed) if packed else None
+        self.rounds, self.candidates = saved["rounds"], saved["candidates"]
+        self.failed, self.spent_s = saved["failed"], float(saved["spent_s"])
+        self.last_gain, self.valid = float(saved["last_gain"]), saved["valid"]
+        self.exhausted = saved["exhausted"]
+        self.raced = {key: [float(x) for x in runs] for key, runs in saved.get("raced", {}).items()}
+        self.wrong_in_model = dict(saved.get("wrong_in_model", {}))
+        if best is None and self.rounds:
+            self.reason = _no_correct(self.candidates)
         return True
 
     def as_dict(self) -> dict[str, Any]:

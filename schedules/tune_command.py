@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -13,10 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from tdsched.targets.target import make_target, run_conditions
+from tdsched.targets.workload import check_memory
 
-from .cli_types import positive_int, run_command, run_flags
+from .cli_types import fraction, minutes, positive_int, run_command, run_flags
 from .evaluation import Status
 from .lower_command import lower, model_args
+from .recipe import recipe_name
 from .recipe_trust import Trust, trust_options
 from .roofline_plot import require_matplotlib
 from .run_report import RunReport, RunRequest, run_isolated
@@ -27,6 +30,7 @@ from .tune import TuneOptions, TuneOutcome, tune
 from .tune_blame import UNBLAMED, blame_packed, blame_schedules
 from .tune_plot import plot_tune
 from .tune_races import ModelRewrites, race_layouts, race_model_rewrites
+from .tune_state import read_state
 
 DESCRIPTION = """\
 Make MODEL faster within a time budget, task by task, and write one recipe for it.
@@ -91,7 +95,7 @@ def add_parser(sub: Any) -> None:
     add_profiled_model_arguments(p)
     p.add_argument(
         "--budget",
-        type=float,
+        type=minutes,
         default=30.0,
         metavar="MINUTES",
         help="wall time for the sweeps in minutes, the total over every run into --out: "
@@ -105,7 +109,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--min-share",
-        type=float,
+        type=fraction,
         default=0.01,
         help="tune only tasks taking at least this share of IREE default's call (default 0.01)",
     )
@@ -156,12 +160,14 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Tune ``args.model``. Exit 0 when the model recipe ran correct (or --no-check), 1
     when it came out wrong or failed."""
-    if args.budget <= 0:
-        raise ValueError(f"--budget {args.budget}: give a positive number of minutes")
     if args.plot is not None:
         require_matplotlib()  # before the tune, not after it
-    workload = lower(args)
     out: Path = args.out or Path(f"{Path(args.model.partition(':')[0]).stem}.tune")
+    read_state(out)  # a state file tdsched did not write is refused before any work
+    workload = lower(args)
+    check_memory(workload)
+    # the recipes tune writes are named after the model (a file's stem may hold spaces)
+    workload = dataclasses.replace(workload, name=recipe_name(workload.name))
     out.mkdir(parents=True, exist_ok=True)
     target = make_target(args.target, gpu=args.gpu)
     options = TuneOptions(

@@ -142,11 +142,9 @@ _UNKNOWN_GPU = re.compile(r"Unknown Vulkan target '([^']*)'")
 crashes in VerifyDevicesPass)."""
 
 
-def run_compile(request: CompileRequest, timeout_s: float = 600.0) -> CompileResult:
-    """Compile, then check that no error was reported; collect the step markers."""
-    command = compile_command(request)
-    proc = _invoke(command, timeout_s)
-    stderr = proc.stderr
+def _refuse_unknown_gpu(command: list[str], stderr: str) -> None:
+    """Say which ``--gpu`` IREE does not know, and the names it does, rather than the
+    stack dump iree-compile then prints."""
     unknown = _UNKNOWN_GPU.search(stderr)
     if unknown:
         raise CompileError(
@@ -157,6 +155,14 @@ def run_compile(request: CompileRequest, timeout_s: float = 600.0) -> CompileRes
             command,
             stderr,
         )
+
+
+def run_compile(request: CompileRequest, timeout_s: float = 600.0) -> CompileResult:
+    """Compile, then check that no error was reported; collect the step markers."""
+    command = compile_command(request)
+    proc = _invoke(command, timeout_s)
+    stderr = proc.stderr
+    _refuse_unknown_gpu(command, stderr)
     if proc.returncode < 0:
         raise CompileError(crash_message(-proc.returncode, stderr), command, stderr, proc.stdout)
     if proc.returncode != 0:
@@ -190,6 +196,7 @@ def probe_compile(request: CompileRequest, timeout_s: float = 600.0) -> str:
     """
     command = compile_command(request)
     proc = _invoke(command, timeout_s)
+    _refuse_unknown_gpu(command, proc.stderr)
     if proc.returncode != 0 and not proc.stdout.strip():
         raise CompileError(
             "iree-compile failed before it reached the dispatches tdsched asked it to print "

@@ -47,3 +47,22 @@ def matmul_model(path: Path, m: int, k: int, n: int) -> None:
         [numpy_helper.from_array(weight, "w")],
     )
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def relu_model(path: Path, shape: list[int], name: str = "relu", opset: int = 17) -> None:
+    """One Relu of an input of ``shape``, in a graph called ``name``."""
+    f = TensorProto.FLOAT
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"], name="act")],
+        name,
+        [helper.make_tensor_value_info("x", f, shape)],
+        [helper.make_tensor_value_info("y", f, shape)],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]), path)
+
+
+def identity_graph(path: Path) -> None:
+    """A graph without nodes: its output is its input."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 4])
+    graph = helper.make_graph([], "nothing", [x], [x])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)

@@ -220,3 +220,178 @@ def test_a_pipeline_iree_does_not_know_is_named_with_the_ones_it_does(
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "cfg.yaml:5: kernels[0]: config: IREE does not accept it:" in out.stderr
     assert "DoubleTilingExpert, ConvTileAndDecomposeExpert" in out.stderr
+
+
+# tdsched tasks and tune (issue: product hardening, items 5 to 8)
+
+
+def _one_error_line(proc: Outcome) -> str:
+    """The one line a refused command wrote (exit status 2, no traceback)."""
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()[-1:]
+    return line
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["tune", "--budget", "inf"], "argument --budget: expected a number of minutes > 0, at"),
+        (["tune", "--budget", "1e308"], "argument --budget: expected a number of minutes > 0"),
+        (["tune", "--budget", "nan"], "argument --budget: expected a number of minutes > 0, at"),
+        (["tune", "--min-share", "2"], "argument --min-share: expected a number from 0 to 1"),
+        (["tune", "--min-share", "-1"], "argument --min-share: expected a number from 0 to 1"),
+        (["tune", "--gpu", ""], "argument --gpu: expected the name of one of IREE's Vulkan"),
+        (["tasks", "--gpu", ""], "argument --gpu: expected the name of one of IREE's Vulkan"),
+        (["sweep", "--compile-timeout", "nan"], "expected a number > 0, got nan (not a finite"),
+    ],
+)
+def test_tune_and_tasks_options_are_checked_when_parsed(
+    tdsched: Callable[..., Outcome], tmp_path: Path, args: list[str], expected: str
+) -> None:
+    """Before: ``--budget inf`` overflowed after the profile, ``nan`` failed late, the
+    others were taken."""
+    out = tmp_path / "out"
+    extra = ["--out", str(out)] if args[0] == "tune" else []
+    proc = tdsched(args[0], "no-such-model.onnx", *args[1:], *extra)
+    assert expected in _one_error_line(proc)
+    assert not out.exists()
+
+
+def test_a_shape_that_repeats_a_name_or_names_a_swept_parameter_is_refused(
+    tdsched: Callable[..., Outcome], tmp_path: Path
+) -> None:
+    db = tmp_path / "s.db"
+    for shape, expected in [
+        ("M=64,M=128", "argument --shape: 'M=64,M=128': M is given twice"),
+        ("TM=32", "--shape TM: matmul_x86's space sweeps TM; a shape sets the parameters it"),
+        ("FOO=32", "--shape FOO: matmul_x86 has no parameter FOO;"),
+    ]:
+        proc = tdsched("sweep", "matmul_x86", "--shape", shape, "--db", str(db))
+        assert expected in _one_error_line(proc)
+    assert not db.exists()
+
+
+def test_an_onnx_opset_newer_than_onnx_knows_is_refused(
+    tdsched: Callable[..., Outcome], tmp_path: Path
+) -> None:
+    from onnx_models import relu_model
+
+    model = tmp_path / "future.onnx"
+    relu_model(model, [4, 4], opset=999)
+    line = _one_error_line(tdsched("lower", str(model)))
+    assert "future.onnx: opset 999 is newer than any this onnx package knows" in line
+
+
+@pytest.mark.parametrize("command", ["tune", "tasks"])
+def test_a_model_too_large_to_profile_is_refused_with_the_figure(
+    tdsched: Callable[..., Outcome], tmp_path: Path, command: str
+) -> None:
+    """Before: numpy's MemoryError traceback while making the profile's inputs."""
+    from onnx_models import relu_model
+
+    model = tmp_path / "huge.onnx"
+    relu_model(model, [1_000_000, 1_000_000])
+    extra = ["--out", str(tmp_path / "out")] if command == "tune" else []
+    line = _one_error_line(tdsched(command, str(model), *extra))
+    assert "huge: its tensors need about" in line and "use smaller sizes" in line
+
+
+def test_an_onnx_graph_name_that_is_no_symbol_names_a_plain_entry_function(
+    tmp_path: Path,
+) -> None:
+    from onnx_models import relu_model
+    from tdsched.recipes.workloads.lowered import file_workload
+
+    for name, function in [("torch-jit-export", "torch_jit_export"), ("my graph", "my_graph")]:
+        relu_model(tmp_path / "m.onnx", [4, 4], name)
+        assert file_workload(tmp_path / "m.onnx").function == function
+
+
+@pytest.mark.parametrize(
+    ("name", "suffix"), [("torch-jit-export", ".onnx"), ("my graph", ".onnx"), ("m", ".mlir")]
+)
+def test_tasks_are_found_whatever_the_graph_or_function_is_called(
+    tdsched: Callable[..., Outcome],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    iree: str,
+    name: str,
+    suffix: str,
+) -> None:
+    """Before: 0 tasks, exit 0, no warning (IREE names the dispatches of a function
+    ``@"torch-jit-export"`` ``torch-jit-export_dispatch_0...``, which the census did not
+    read)."""
+    import json
+
+    from onnx_models import relu_model
+
+    model = tmp_path / "m.onnx"
+    relu_model(model, [4, 4], name)
+    if suffix == ".mlir":  # a linalg file whose function name must be quoted
+        assert tdsched("lower", str(model), "-o", str(tmp_path / "m.mlir")).returncode == 0
+        model = tmp_path / "m.mlir"
+        model.write_text(model.read_text().replace("func.func @m(", 'func.func @"my-fn"('))
+        assert '@"my-fn"' in model.read_text()
+    assert main(["tasks", str(model), "--no-time", "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert [task["layers"] for task in found["tasks"]] == [["act"]]
+
+
+@pytest.mark.parametrize("command", ["tune", "tasks"])
+def test_a_model_without_tasks_is_an_error(
+    tdsched: Callable[..., Outcome], tmp_path: Path, iree: str, command: str
+) -> None:
+    """Before: tasks listed none and exited 0; tune died of a ProfileError traceback."""
+    from onnx_models import identity_graph
+
+    model = tmp_path / "nothing.onnx"
+    identity_graph(model)
+    extra = ["--out", str(tmp_path / "out"), "--jobs", "1"] if command == "tune" else []
+    line = _one_error_line(tdsched(command, str(model), *extra))
+    assert "nothing: IREE's build of it has no dispatch that computes" in line
+
+
+def test_tasks_for_a_gpu_iree_does_not_know_says_which_it_knows(
+    tdsched: Callable[..., Outcome], tmp_path: Path, iree: str
+) -> None:
+    """Before: iree-compile's stack dump."""
+    from onnx_models import relu_model
+
+    model = tmp_path / "m.onnx"
+    relu_model(model, [4, 4])
+    proc = tdsched("tasks", str(model), "--target", "vulkan", "--gpu", "nosuch", "--no-time")
+    line = _one_error_line(proc)
+    assert "IREE has no Vulkan target 'nosuch' (--gpu): name an architecture" in line
+
+
+def test_a_model_file_name_with_a_space_tunes_into_a_recipe_tdsched_loads(
+    tdsched: Callable[..., Outcome], tmp_path: Path, iree: str
+) -> None:
+    from onnx_models import relu_model
+    from tdsched.schedules.loading import load
+
+    model = tmp_path / "my model.onnx"
+    relu_model(model, [4, 4])
+    out = tmp_path / "out"
+    args = ["--out", str(out), "--budget", "0.001", "--jobs", "1", "--rounds", "1", "--no-check"]
+    assert tdsched("tune", str(model), *args).returncode == 0
+    assert load(str(out / "my_model.tuned.yaml")).name == "my_model_tuned"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("my model", "my_model"),
+        ("net.v2", "net.v2"),
+        ("x..y", "x.y"),
+        ("a/b", "a_b"),
+        ("-x", "x"),
+        ("..", "recipe"),
+        ("\u00e9", "recipe"),
+        ("", "recipe"),
+    ],
+)
+def test_a_recipe_name_is_made_from_any_text(text: str, expected: str) -> None:
+    from tdsched.schedules.recipe import name_problem, recipe_name
+
+    assert recipe_name(text) == expected and name_problem(expected) is None

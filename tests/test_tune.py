@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,13 @@ from tdsched.schedules.tune_races import (
     race_model_rewrites,
     schedules_digest,
 )
-from tdsched.schedules.tune_state import TuneState, load_state, save_state
+from tdsched.schedules.tune_state import (
+    StateError,
+    TuneState,
+    load_state,
+    read_state,
+    save_state,
+)
 from tdsched.schedules.tune_templates import NoTemplate, template_for
 from tdsched.targets import make_target
 from tdsched.targets.timing import Timing
@@ -841,17 +848,113 @@ def test_a_task_s_speedup_is_the_median_of_the_races_its_best_ran_in(tmp_path: P
     assert _tuning("t0", 2.0, recipe=recipe, best=fresh, raced=raced).speedup == 1.3
 
 
+def _saved_task() -> dict[str, Any]:
+    """A task's state as a tune saves it."""
+    best = Result("k", "t0.yaml", "x86", {"RW": 16}, "ok", speedup=1.5)
+    done = _tuning("t0", 2.0, recipe=None, rounds=1, candidates=8, best=best, raced={"k": [1.5]})
+    return json.loads(json.dumps(done.state()))
+
+
 def test_the_tune_state_is_kept_per_model_target_and_threads(tmp_path: Path) -> None:
     identity = {"model": "net", "target": "x86", "threads": 1}
-    save_state(tmp_path, TuneState(identity, 90.0, {"t0": {"rounds": 1}}))
+    save_state(tmp_path, TuneState(identity, 90.0, {"t0": _saved_task()}))
     state, note = load_state(tmp_path, identity)
-    assert note is None and state.spent_s == 90.0 and state.tasks == {"t0": {"rounds": 1}}
+    assert note is None and state.spent_s == 90.0 and state.tasks == {"t0": _saved_task()}
     other, note = load_state(tmp_path, {**identity, "threads": 2})
     assert other.spent_s == 0.0 and not other.tasks
     assert note is not None and "the budget starts afresh" in note
-    (tmp_path / "tune-state.json").write_text("{not json")
-    broken, note = load_state(tmp_path, identity)
-    assert broken.spent_s == 0.0 and note is not None and "unreadable" in note
+    path = tmp_path / "tune-state.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "version": 0, "tasks": 7}))
+    older, note = load_state(tmp_path, identity)
+    assert older.spent_s == 0.0 and note is not None and "another version" in note
+
+
+_MISSING = object()
+
+
+def _state_with(at: tuple[str | int, ...], value: object) -> str:
+    """A saved state's JSON with ``value`` at the field ``at`` (``_MISSING``: without
+    that field; no field: ``value`` is the whole document)."""
+    identity = {"model": "net", "target": "x86", "threads": 1}
+    history = [{"spent_s": 42.0, "task": "t0", "speedup": 1.3, "estimate": 1.1}]
+    document: Any = {
+        "version": 1,
+        "identity": identity,
+        "spent_s": 42.0,
+        "tasks": {"t0": _saved_task()},
+        "history": history,
+    }
+    if not at:
+        return json.dumps(value)
+    parent = document
+    for key in at[:-1]:
+        parent = parent[key]
+    if value is _MISSING:
+        del parent[at[-1]]
+    elif isinstance(parent, list) and at[-1] == len(parent):
+        parent.append(value)
+    else:
+        parent[at[-1]] = value
+    return json.dumps(document)
+
+
+@pytest.mark.parametrize(
+    ("at", "value", "expected"),
+    [
+        (("spent_s",), -600, "spent_s: expected a number of seconds >= 0, got -600"),
+        (("spent_s",), "10", 'spent_s: expected a number of seconds >= 0, got "10"'),
+        (("spent_s",), math.nan, "not JSON (NaN is not a JSON number)"),
+        (("spent_s",), _MISSING, "the top level: the field 'spent_s' is missing"),
+        (("tasks",), [], "tasks: expected an object, got a list"),
+        (("tasks", "t0"), None, "tasks.t0: expected an object, got null"),
+        (("tasks", "t0", "rounds"), -1, "tasks.t0.rounds: expected an integer >= 0, got -1"),
+        (("tasks", "t0", "best"), _MISSING, "tasks.t0: the field 'best' is missing"),
+        (("tasks", "t0", "best", "colour"), 1, "tasks.t0.best: unknown field 'colour'"),
+        (
+            ("tasks", "t0", "best", "speedup"),
+            "fast",
+            'tasks.t0.best.speedup: expected a number, got "fast"',
+        ),
+        (("tasks", "t0", "raced", "k", 0), 0, "tasks.t0.raced.k[0]: expected a speedup > 0"),
+        (("history",), {}, "history: expected a list, got an object"),
+        (("history", 1), 3, "history[1]: expected an object, got 3"),
+        (("history", 0, "task"), _MISSING, "history[0]: the field 'task' is missing"),
+        ((), [], "not a tune state: a JSON list, not an object"),
+        ((), 42, "not a tune state: a JSON number, not an object"),
+    ],
+)
+def test_a_state_file_tdsched_did_not_write_is_refused_naming_the_field(
+    tmp_path: Path, at: tuple[str | int, ...], value: object, expected: str
+) -> None:
+    """A negative ``spent_s`` made the budget endless; other shapes were tracebacks."""
+    (tmp_path / "tune-state.json").write_text(_state_with(at, value))
+    with pytest.raises(StateError) as raised:
+        load_state(tmp_path, {"model": "net", "target": "x86", "threads": 1})
+    (line,) = str(raised.value).splitlines()
+    assert line.startswith(f"{tmp_path / 'tune-state.json'}: ") and expected in line, line
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b"{not json", "not a tune state, not JSON (Expecting property name"),
+        (b"[" * 100_000, "not a tune state, not JSON (nested too deeply)"),
+        (b'{"spent_s": "caf\xe9"}', "cannot read the tune state ("),
+        (None, "is a folder, where tdsched tune keeps its state file; remove it"),
+    ],
+)
+def test_a_state_file_that_is_not_json_is_refused(
+    tmp_path: Path, content: bytes | None, expected: str
+) -> None:
+    path = tmp_path / "tune-state.json"
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_bytes(content)
+    with pytest.raises(StateError) as raised:
+        read_state(tmp_path)
+    (line,) = str(raised.value).splitlines()
+    assert line.startswith(f"{path}: {expected}"), line
 
 
 def test_the_tune_state_keeps_a_line_per_round_and_older_states_have_none(
@@ -1162,3 +1265,16 @@ def test_a_softmax_is_raced_decomposed_on_the_whole_model_only(tmp_path: Path) -
     )
     assert none.steps == () and raced[-1] == "m.decompose_softmax.yaml"
     assert len(none.lines) == 1 and none.lines[0].endswith("0.70x IREE default, not kept")
+
+
+def test_tune_refuses_a_state_file_tdsched_did_not_write_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: ``[]`` was an AttributeError traceback, after the profile."""
+    out = tmp_path / "cnn.tune"
+    out.mkdir()
+    (out / "tune-state.json").write_text("[]")
+    assert main(["tune", "small_cnn", "--out", str(out)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"tdsched: error: {out / 'tune-state.json'}: not a tune state")
+    assert sorted(p.name for p in out.iterdir()) == ["tune-state.json"]

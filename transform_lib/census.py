@@ -30,7 +30,8 @@ CENSUS_TITLE = "tdsched-census"
 CENSUS_FLAGS: tuple[str, ...] = ("--compile-to=executable-configurations", "--mlir-print-debuginfo")
 """iree-compile flags of a census compile (with :func:`census_library` as the library)."""
 
-_FUNCTION_NAME = re.compile(r"func\.func @([\w$.-]+)")
+_FUNCTION_NAME = re.compile(r'func\.func @(?:"([^"]*)"|([\w$.-]+))')
+"""A function's name, quoted where it is not a bare identifier (``@"torch-jit-export"``)."""
 _QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"(:\d+)?')
 
 
@@ -133,7 +134,7 @@ def census_functions(output: str) -> dict[str, str]:
         if title == CENSUS_TITLE:
             name = _FUNCTION_NAME.search(body)
             if name is not None:
-                found.setdefault(name.group(1), body)
+                found.setdefault(name.group(1) or name.group(2), body)
     return found
 
 

@@ -25,7 +25,7 @@ from iree.compiler import ir
 from .errors import LoweringError, check_lowered, position, run_pipeline
 from .layer_tags import ONNX_OP_ATTR, annotate_layers, location_names, tag_layers
 from .onnx_isolated import lower_isolated
-from .onnx_names import name_nodes, name_unnamed, restore_names
+from .onnx_names import function_name, name_nodes, name_unnamed, restore_names
 from .onnx_reference import OnnxReference
 from .onnx_refusals import refuse_unsupported
 
@@ -51,14 +51,15 @@ class LoweredOnnx:
 
 def lower_onnx(model: onnx.ModelProto | str | Path, source: str) -> str:
     """Lower an ONNX model (a ``ModelProto`` or a file path) to a linalg-on-tensors
-    module whose ``func.func`` is named after the graph: :func:`import_onnx`'s text."""
+    module whose ``func.func`` is named after the graph (:func:`.onnx_names.function_name`):
+    :func:`import_onnx`'s text."""
     return import_onnx(model, source).text
 
 
 def import_onnx(model: onnx.ModelProto | str | Path, source: str) -> LoweredOnnx:
     """Lower an ONNX model (a ``ModelProto`` or a file path) to a linalg-on-tensors
-    module whose ``func.func`` is named after the graph, with onnx's reference evaluator
-    of the model as prepared for import.
+    module whose ``func.func`` is named after the graph (:func:`.onnx_names.function_name`),
+    with onnx's reference evaluator of the model as prepared for import.
 
     Each op of a node carries ``tdsched.layer = "<node name>"`` and
     ``tdsched.onnx_op = "<op type>"``, both as in the model also where the opset upgrade
@@ -103,7 +104,8 @@ def _require_onnx() -> ModuleType:
 def _load(
     onnx_mod: ModuleType, model: onnx.ModelProto | str | Path, source: str
 ) -> onnx.ModelProto:
-    """The model, read if it is a path, that passes ``onnx.checker``."""
+    """The model, read if it is a path, that passes ``onnx.checker`` and whose opset
+    this ``onnx`` knows (the checker lets any number pass)."""
     from google.protobuf.message import DecodeError
 
     try:
@@ -115,6 +117,13 @@ def _load(
         ) from exc
     except (DecodeError, onnx_mod.checker.ValidationError, ValueError) as exc:
         raise LoweringError(f"{source}: not a valid ONNX model: {exc}") from exc
+    newest = onnx_mod.defs.onnx_opset_version()
+    if _opset(proto) > newest:
+        raise LoweringError(
+            f"{source}: opset {_opset(proto)} is newer than any this onnx package knows (up "
+            f"to {newest}), so what its ops mean is unknown: export the model with opset "
+            f"{newest} or older, or upgrade onnx"
+        )
     return proto
 
 
@@ -128,6 +137,7 @@ def _prepared(
     _check_static_inputs(proto, source)
     named = onnx_mod.ModelProto()
     named.CopyFrom(proto)
+    named.graph.name = function_name(named.graph.name)
     name_nodes(named.graph)
     nodes = {node.name: node for node in named.graph.node}
     if _opset(named) < MIN_OPSET:

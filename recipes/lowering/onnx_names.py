@@ -6,15 +6,27 @@ carry former attributes, a ``Resize`` replacing an ``Upsample``, the ``Flatten``
 ``Reshape`` around an opset-9 ``Softmax`` (whose axis meant "flatten from here").
 :func:`restore_names` gives each of those the name of the model node it stands for, traced
 through the data flow, so all ops of one model node stay one layer.
+
+The graph's name becomes the entry function's (:func:`function_name`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import onnx
+
+
+def function_name(graph_name: str) -> str:
+    """The entry function's name for a graph named ``graph_name``: any text is a legal
+    graph name (``torch-jit-export``, as older ``torch.onnx.export`` writes), but IREE
+    names the dispatches after the function and tdsched finds them by that name, so it is
+    kept to letters, digits and ``_`` (``torch_jit_export``; no name: ``main``)."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", graph_name) or "main"
+    return f"_{name}" if name[0].isdigit() else name
 
 
 def name_nodes(graph: onnx.GraphProto) -> None:

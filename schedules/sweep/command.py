@@ -33,6 +33,7 @@ from ..cli_types import (
     run_command,
     run_flags,
 )
+from ..loading import load
 from ..params import parse_override
 from ..recipe import Recipe
 from ..recipe_trust import add_trust_options, trust_from, trust_options
@@ -278,6 +279,8 @@ def shape_arg(text: str) -> dict[str, int | str]:
                 "positive integer (a size) or a name (a string key such as "
                 "WEIGHTS=constant), e.g. M=256,N=256,K=256"
             )
+        if name.strip() in shape:
+            raise argparse.ArgumentTypeError(f"{text!r}: {name.strip()} is given twice")
         shape[name.strip()] = int(value) if number else value
     return shape
 
@@ -376,6 +379,7 @@ def _sweep_shapes(args: argparse.Namespace, fixed: dict[str, Any]) -> int:
                 f"every --shape must name the same parameters in the same order (the "
                 f"table's key): {','.join(key)} vs {','.join(shape)}"
             )
+    _check_shape_names(key, load(args.recipe))
     done: list[tuple[dict[str, int | str], SweepOutcome]] = []
     sweep = None
     for shape in args.shape:
@@ -433,6 +437,20 @@ def _sweep_shapes(args: argparse.Namespace, fixed: dict[str, Any]) -> int:
             rerun = run_command(table, _build_flags(sweep.options, done[0][1].target))
             print(f"shape table: {table}  ({rerun} --param ...)")
     return 0 if not missing else 1
+
+
+def _check_shape_names(names: list[str], recipe: Recipe) -> None:
+    """Refuse a ``--shape`` name that is not a parameter of ``recipe``, or one its space
+    sweeps: a shape fixes the workload's parameters, the sweep chooses the others."""
+    swept = {axis.name for axis in recipe.space.axes}
+    shapes = [name for name in recipe.parameter_dict if name not in swept]
+    for name in names:
+        if name in swept or name not in recipe.parameter_dict:
+            what = "'s space sweeps" if name in swept else " has no parameter"
+            raise ValueError(
+                f"--shape {name}: {recipe.name}{what} {name}; a shape sets the parameters "
+                f"it does not sweep: {', '.join(shapes) or 'it has none'}"
+            )
 
 
 def _table_key(recipe: Recipe, named: list[str]) -> list[str]:
