@@ -132,6 +132,14 @@ def test_python_recipe_names_are_checked_too() -> None:
             "argument --rtol: expected a number >= 0",
         ),
         (["regress", "--time-cap", "0"], "argument --time-cap: expected a number > 0"),
+        (
+            ["run", "matmul_x86", "--param", f"M={10**20}"],
+            f"--param: M={10**20}: M does not fit in 64 bits",
+        ),
+        (
+            ["sweep", "matmul_x86", "--shape", f"M={2**63},N=8,K=8"],
+            f"argument --shape: M={2**63}: M does not fit in 64 bits",
+        ),
     ],
 )
 def test_out_of_range_numbers_are_refused_when_parsed(
