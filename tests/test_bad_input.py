@@ -100,6 +100,24 @@ def test_recipe_names_that_would_escape_a_folder_are_refused(
     assert not (tmp_path.parent / "escaped.x86.best.yaml").exists()
 
 
+def test_a_recipe_name_too_long_for_a_file_name_is_refused_at_its_line(
+    tdsched: Callable[..., Outcome], tmp_path: Path
+) -> None:
+    # 300 characters: every sweep candidate failed with "File name too long"
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(
+        f"name: {'n' * 300}\nworkload: {{generator: matmul, args: {{M: 8, N: 8, K: 8}}}}\n"
+    )
+    proc = tdsched("show", str(recipe))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "r.yaml:1: name: 'nnnnnnnnnnnnnnnnnnnn'... is 300 characters; a recipe name has " in (
+        proc.stderr
+    )
+    assert "at most 100" in proc.stderr and proc.stderr.count("\n") == 1
+    recipe.write_text(recipe.read_text().replace("n" * 300, "n" * 100))
+    assert tdsched("show", str(recipe)).returncode == 0
+
+
 def test_python_recipe_names_are_checked_too() -> None:
     from tdsched.schedules.errors import RecipeError
     from tdsched.schedules.python_api import RecipeBuilder, generator
