@@ -246,3 +246,47 @@ def test_a_pipeline_iree_does_not_know_is_named_with_the_ones_it_does(
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "cfg.yaml:5: kernels[0]: config: IREE does not accept it:" in out.stderr
     assert "DoubleTilingExpert, ConvTileAndDecomposeExpert" in out.stderr
+
+
+def test_yaml_nested_too_deeply_is_one_line_naming_the_file(
+    tdsched: Callable[..., Outcome], tmp_path: Path
+) -> None:
+    # PyYAML composes recursively: these were RecursionError tracebacks. Any depth past
+    # a few hundred shows it; PyYAML takes seconds to scan 5,000 levels.
+    depth = 1_000
+    recipe, baseline = tmp_path / "deep.yaml", tmp_path / "deep_perf.yaml"
+    recipe.write_text(f"name: deep\nworkload: {'[' * depth}{']' * depth}\n")
+    baseline.write_text(f"entries: {'[' * depth}{']' * depth}\n")
+    for command, path, what in [("show", recipe, "YAML"), ("regress", baseline, "YAML/JSON")]:
+        proc = tdsched(command, str(path))
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert proc.stderr == (
+            f"tdsched: error: {path}: not valid {what}: lists or mappings nested too deeply to "
+            "read (hundreds of levels); a file needs a few\n"
+        )
+
+
+@pytest.mark.parametrize(
+    ("constraint", "expected"),
+    [
+        (
+            "TM <= " + "1+" * 5_000 + "1",
+            "... is 10007 characters; a constraint has at most 1000",
+        ),
+        ("TM <= " + "1+" * 400 + "1", " is nested more than 100 levels deep; write it flatter"),
+    ],
+)
+def test_a_huge_or_deep_constraint_is_refused_at_its_line(
+    tdsched: Callable[..., Outcome], tmp_path: Path, constraint: str, expected: str
+) -> None:
+    recipe = tmp_path / "c.yaml"
+    recipe.write_text(
+        "name: c\nworkload: {generator: matmul, args: {M: 8, N: 8, K: 8}}\n"
+        "parameters: {TM: 4}\nspace: {TM: [4, 8]}\nconstraints:\n  - TM > 2\n"
+        f"  - {constraint}\n"
+    )
+    proc = tdsched("show", str(recipe))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith(f"tdsched: error: {recipe}:7: constraints[1]: ") and expected in line
+    assert len(line) < 2000
