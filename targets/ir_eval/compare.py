@@ -68,11 +68,8 @@ class CheckReport:
     outputs: tuple[OutputCheck, ...]
     arguments: tuple[tuple[str, tuple[int, ...]], ...] = ()
     """Each argument's type and the shape it was evaluated at."""
-
-    @property
-    def dynamic(self) -> bool:
-        """Whether an argument has dynamic dims (then each was given its own extent)."""
-        return any("?" in t for t, _ in self.arguments)
+    dynamic: bool = False
+    """Whether the arguments have dynamic dims (each was given its own extent)."""
 
     @property
     def equivalent(self) -> bool:
@@ -193,7 +190,7 @@ def check_equivalent(
         )
     )
     arguments = tuple((t, a.shape) for t, a in zip(signature.inputs, inputs, strict=True))
-    return CheckReport(name, seed, rtol, atol, outputs, arguments)
+    return CheckReport(name, seed, rtol, atol, outputs, arguments, shapes is not None)
 
 
 def check_files(
@@ -234,14 +231,16 @@ class _FunctionType:
 def _entry(
     text: str, function: str | None, source: str, dynamic_size: int | None
 ) -> tuple[str, _FunctionType, list[tuple[int, ...]] | None]:
-    """The entry function's name and type, and with ``dynamic_size`` its arguments'
-    shapes (:func:`.dynamic_dims.argument_shapes` from that size)."""
+    """The entry function's name and type, and when its arguments have dynamic dims and
+    ``dynamic_size`` is given, their shapes (:func:`.dynamic_dims.argument_shapes` from
+    that size)."""
     with ir.Context():
         module = parse_module(text, source)  # kept alive while fn is read
         fn = entry_function(module, function, source)
         t = fn.type
         signature = _FunctionType(tuple(map(str, t.inputs)), tuple(map(str, t.results)))
-        shapes = None if dynamic_size is None else argument_shapes(fn, dynamic_size)
+        dynamic = any(isinstance(i, ir.ShapedType) and not i.has_static_shape for i in t.inputs)
+        shapes = argument_shapes(fn, dynamic_size) if dynamic and dynamic_size else None
         return fn.name.value, signature, shapes
 
 

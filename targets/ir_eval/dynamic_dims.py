@@ -49,12 +49,13 @@ def argument_shapes(fn: Any, first: int) -> list[tuple[int, ...]]:
     for key, size in _static_dims(fn):
         extent.setdefault(classes.find(key), size)
     arguments = list(fn.regions[0].blocks[0].arguments)
-    taken = {size for arg in arguments for size in arg.type.shape if size != _DYNAMIC}
+    typed = [(arg, _shape(arg.type)) for arg in arguments]
+    taken = {size for _, shape in typed for size in shape if size != _DYNAMIC}
     fresh = (n for n in _count(first) if n not in taken)
     shapes = []
-    for arg in arguments:
+    for arg, typed_shape in typed:
         shape = []
-        for dim, size in enumerate(arg.type.shape):
+        for dim, size in enumerate(typed_shape):
             if size == _DYNAMIC:
                 root = classes.find((arg, dim))
                 if root not in extent:
@@ -63,6 +64,11 @@ def argument_shapes(fn: Any, first: int) -> list[tuple[int, ...]]:
             shape.append(size)
         shapes.append(tuple(shape))
     return shapes
+
+
+def _shape(t: Any) -> list[int]:
+    """A ranked tensor type's dims (a scalar argument: none; the caller refuses it)."""
+    return list(t.shape) if isinstance(t, ir.RankedTensorType) else []
 
 
 def _count(start: int) -> Iterator[int]:
