@@ -666,3 +666,18 @@ def test_dims_that_the_ops_tie_share_one_size() -> None:
     report = check_equivalent(DYNAMIC_MATMUL, DYNAMIC_MATMUL, dynamic_size=3)
     assert report.equivalent and report.outputs[0].compared == 15
     assert [shape for _, shape in report.arguments] == [(3, 4), (4, 5), (5,)]
+
+
+def test_a_scalar_argument_beside_dynamic_ones_is_the_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "scalar.mlir"
+    path.write_text(
+        "func.func @f(%x: tensor<?xf32>, %s: f32) -> tensor<?xf32> {\n"
+        "  return %x : tensor<?xf32>\n}\n"
+    )
+    assert main(["check", str(path), str(path), "--dynamic-size", "4"]) == 2
+    assert capsys.readouterr().err == (
+        f"tdsched: error: {path}: argument type f32 is not a ranked tensor; "
+        "tdsched feeds static-shaped tensors\n"
+    )
