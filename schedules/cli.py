@@ -312,8 +312,9 @@ def make_parser() -> argparse.ArgumentParser:
         "--dynamic-size",
         type=positive_int,
         metavar="N",
-        help="evaluate a function with dynamic dims (tensor<?x...>) with N for every "
-        "dynamic dim of its arguments (required for such functions)",
+        help="evaluate a function with dynamic dims (tensor<?x...>) with N, N+1, ... for "
+        "the dynamic dims of its arguments, each its own size except dims BEFORE's ops "
+        "make equal (required for such functions)",
     )
     check.add_argument("--json", action="store_true", help="print one JSON object")
     return parser

@@ -38,6 +38,11 @@ _COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
 }
 _FUNCTIONS: dict[str, Callable[..., Any]] = {"min": min, "max": max, "abs": abs}
 _MAX_EXPONENT = 64
+MAX_LENGTH = 1000
+"""The longest constraint, in characters: a real one fits on a line or two."""
+MAX_DEPTH = 100
+"""The deepest nesting of operations and parentheses a constraint may have (parsing
+and evaluating recurse once per level)."""
 ALLOWED = (
     "parameter names, numbers, + - * / // % **, comparisons (with numbers or 'strings'), "
     "and/or/not, parentheses, min(), max(), abs()"
@@ -79,12 +84,20 @@ class Expression:
 
 def parse_constraint(text: str, known: set[str] | frozenset[str]) -> Expression:
     """Parse ``text``; every name must be in ``known`` (the recipe's parameters)."""
+    if len(text) > MAX_LENGTH:
+        raise ConstraintError(
+            f"{text[:40]!r}... is {len(text)} characters; a constraint has at most "
+            f"{MAX_LENGTH}: split it into several"
+        )
+    too_deep = f"{text!r} is nested more than {MAX_DEPTH} levels deep; write it flatter"
     try:
         tree = ast.parse(text.strip(), mode="eval").body
     except SyntaxError as exc:
         raise ConstraintError(f"{text!r} is not a valid expression ({exc.msg})") from exc
+    except (RecursionError, MemoryError):  # CPython's parser recurses once per level
+        raise ConstraintError(too_deep) from None
     names: set[str] = set()
-    _check(tree, text, names)
+    _check(tree, text, names, too_deep)
     unknown = sorted(names - set(known))
     if unknown:
         raise ConstraintError(
@@ -95,8 +108,11 @@ def parse_constraint(text: str, known: set[str] | frozenset[str]) -> Expression:
     return Expression(text.strip(), frozenset(names), tree)
 
 
-def _check(node: ast.AST, text: str, names: set[str]) -> None:
-    """Refuse any syntax outside the small arithmetic language; collect names."""
+def _check(node: ast.AST, text: str, names: set[str], too_deep: str, depth: int = 0) -> None:
+    """Refuse any syntax outside the small arithmetic language and nesting deeper than
+    :data:`MAX_DEPTH` (``too_deep`` says so); collect names."""
+    if depth > MAX_DEPTH:
+        raise ConstraintError(too_deep)
     if isinstance(node, ast.Name):
         names.add(node.id)
         return
@@ -115,7 +131,7 @@ def _check(node: ast.AST, text: str, names: set[str]) -> None:
         if node.keywords or not node.args:
             raise ConstraintError(f"{text!r}: {node.func.id}() takes positional arguments")
         for arg in node.args:
-            _check(arg, text, names)
+            _check(arg, text, names, too_deep, depth + 1)
         return
     checks: list[ast.AST]
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
@@ -131,7 +147,7 @@ def _check(node: ast.AST, text: str, names: set[str]) -> None:
             f"{text!r}: {type(node).__name__} is not allowed in a constraint; allowed: {ALLOWED}"
         )
     for child in checks:
-        _check(child, text, names)
+        _check(child, text, names, too_deep, depth + 1)
 
 
 def _is_text(node: ast.AST) -> bool:

@@ -32,6 +32,8 @@ _NOT_SUBSTITUTED = frozenset(
 )
 """A recipe's fields (and its parts') that hold no ``${NAME}`` to substitute: the
 parameters themselves, what decides them (space, shape table) and what reports on them."""
+INT64 = range(-(2**63), 2**63)
+"""The integers a parameter may hold: they become sizes and attributes in 64-bit MLIR."""
 
 
 def parse_override(text: str) -> tuple[str, ParamValue]:
@@ -47,6 +49,12 @@ def parse_override(text: str) -> tuple[str, ParamValue]:
             value = float(raw)
         except ValueError:
             value = raw
+    if isinstance(value, int) and value not in INT64:
+        raise RecipeError(
+            Where(field="--param"),
+            f"{text}: {name.strip()} does not fit in 64 bits (|value| < 2**63); "
+            "give a size the machine can hold",
+        )
     return name.strip(), value
 
 

@@ -24,12 +24,22 @@ from .steps import Scope, Step, step_info
 from .values import IntOrParam, MatchSpec
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
+MAX_NAME_LENGTH = 100
+"""The longest recipe name: sweeps add the target, the shape and a suffix to it in file
+names (``NAME.TARGET.shapes.yaml``, candidate folders), which most file systems end at
+255 bytes."""
 
 
 def name_problem(name: str) -> str | None:
     """Why ``name`` cannot name a recipe, or None. Names become file names (sweep results,
     frozen best recipes), so only letters, digits and ``_ . + -`` are allowed, starting
-    with a letter or digit: no path separators, ``..`` or control characters."""
+    with a letter or digit: no path separators, ``..`` or control characters; and at most
+    :data:`MAX_NAME_LENGTH` characters."""
+    if len(name) > MAX_NAME_LENGTH:
+        return (
+            f"{name[:20]!r}... is {len(name)} characters; a recipe name has at most "
+            f"{MAX_NAME_LENGTH} (it is used in file names): shorten it"
+        )
     if _NAME.fullmatch(name) and ".." not in name:
         return None
     return (

@@ -41,7 +41,7 @@ from .shape_table import ENTRY_OPTIONS, RULES, ShapeEntry, ShapeTable
 from .space import Axis, ParamValue, SearchSpace, build_space, int_range, pow2_range
 from .steps import STEPS, Step
 from .values import MATCH_FIELDS, OPS_FIELDS, IntOrParam, MatchSpec
-from .yaml_nodes import Node, construct, optional
+from .yaml_nodes import Node, compose, construct, optional
 
 RECIPE_FIELDS = {
     "name": "recipe name",
@@ -102,13 +102,7 @@ def load_recipe(path: str | Path, trust: Trust = UNTRUSTED) -> Recipe:
 def parse_recipe(text: str, filename: str, trust: Trust = UNTRUSTED) -> Recipe:
     """Parse YAML recipe ``text``; errors cite ``filename``. A flag or workload the
     :mod:`.recipe_trust` rule refuses, and ``trust`` does not allow, is a RecipeError."""
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise RecipeError(Where(filename, line), f"not valid YAML: {problem}") from exc
+    root = compose(text, filename)
     if root is None:
         raise RecipeError(Where(filename, 1), "the recipe file is empty")
     top = Node(root, Where(filename, root.start_mark.line + 1)).mapping(

@@ -19,6 +19,24 @@ T = TypeVar("T")
 _CONSTRUCTOR = yaml.constructor.SafeConstructor()
 
 
+def compose(text: str, filename: str, what: str = "YAML") -> yaml.Node | None:
+    """The node tree of a hand-written file (``None`` when it is empty); text that is not
+    valid ``what`` (YAML, or YAML/JSON) is a RecipeError naming the file and line."""
+    try:
+        return yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise RecipeError(Where(filename, line), f"not valid {what}: {problem}") from exc
+    except RecursionError:  # PyYAML composes nested collections recursively
+        raise RecipeError(
+            Where(filename),
+            f"not valid {what}: lists or mappings nested too deeply to read (hundreds of "
+            "levels); a file needs a few",
+        ) from None
+
+
 def construct(node: yaml.Node, where: Where) -> Any:
     """A scalar's Python value; tags outside YAML's safe schema are refused."""
     try:

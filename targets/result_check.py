@@ -87,6 +87,6 @@ def compare_result(
         undefined=int(unknown.sum()),
         nan=int(nan.sum()),
         mismatched=int((~passing).sum()),
-        max_abs_error=float(np.nan_to_num(diff, nan=np.inf).max(initial=0.0)),
+        max_abs_error=float(np.nan_to_num(diff, nan=np.inf, posinf=np.inf).max(initial=0.0)),
         max_abs_reference=float(finite.max(initial=0.0)),
     )

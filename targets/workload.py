@@ -116,47 +116,57 @@ def _func_name(op: func.FuncOp) -> str:
 
 
 def input_types(
-    workload: Workload, dynamic_size: int | None = None
+    workload: Workload, shapes: Sequence[tuple[int, ...]] | None = None
 ) -> list[tuple[tuple[int, ...], str]]:
     """Shapes and element types (``f32``, ...) of the entry function's arguments.
 
-    ``dynamic_size``: the extent given to every dynamic dim (evaluating a dynamic-shaped
-    module); without it a dynamic dim is an error.
+    ``shapes``: the shape of each argument, for an entry function with dynamic dims
+    (evaluating a dynamic-shaped module); without it a dynamic dim, of an argument or a
+    result, is a :class:`DynamicShapeError`.
     """
-    return _signature(workload, dynamic_size)[0]
+    with ir.Context():
+        ftype = _entry_type(workload)
+        types = _static(workload, ftype.inputs, "argument", shapes)
+        if shapes is None:
+            _static(workload, ftype.results, "result")  # static too, or the error
+        return types
 
 
 def _signature(
-    workload: Workload, dynamic_size: int | None = None
+    workload: Workload,
 ) -> tuple[list[tuple[tuple[int, ...], str]], list[tuple[tuple[int, ...], str]]]:
     """Shapes and element types of the entry function's arguments and results."""
     with ir.Context():
-        module = ir.Module.parse(workload.mlir)
-        entry = next(f for f in _public_functions(module) if _func_name(f) == workload.function)
-        ftype = ir.FunctionType(ir.TypeAttr(entry.operation.attributes["function_type"]).value)
-        return _static(workload, ftype.inputs, "argument", dynamic_size), _static(
-            workload, ftype.results, "result", dynamic_size
+        ftype = _entry_type(workload)
+        return _static(workload, ftype.inputs, "argument"), _static(
+            workload, ftype.results, "result"
         )
 
 
+def _entry_type(workload: Workload) -> Any:
+    """The entry function's ``ir.FunctionType`` (in the current context)."""
+    module = ir.Module.parse(workload.mlir)
+    entry = next(f for f in _public_functions(module) if _func_name(f) == workload.function)
+    return ir.FunctionType(ir.TypeAttr(entry.operation.attributes["function_type"]).value)
+
+
 def _static(
-    workload: Workload, types: Any, what: str, dynamic_size: int | None
+    workload: Workload, types: Any, what: str, shapes: Sequence[tuple[int, ...]] | None = None
 ) -> list[tuple[tuple[int, ...], str]]:
     result = []
-    dynamic = ir.ShapedType.get_dynamic_size()
-    for t in types:
+    for i, t in enumerate(types):
         if not isinstance(t, ir.RankedTensorType):
             raise WorkloadError(
                 f"{workload.name}: {what} type {t} is not a ranked tensor; "
                 "tdsched feeds static-shaped tensors"
             )
-        if not t.has_static_shape and dynamic_size is None:
+        if not t.has_static_shape and shapes is None:
             raise DynamicShapeError(
                 f"{workload.name}: {what} {t} has dynamic dims; running and timing need "
                 "static shapes, while 'tdsched apply' prints a graph schedule's result on "
                 "it and 'tdsched check --dynamic-size N' checks that result"
             )
-        shape = tuple(dynamic_size if d == dynamic and dynamic_size else d for d in t.shape)
+        shape = tuple(t.shape) if shapes is None else tuple(shapes[i])
         result.append((shape, str(t.element_type)))
     return result
 
@@ -215,11 +225,11 @@ def _size(count: int) -> str:
 
 
 def random_inputs(
-    workload: Workload, seed: int = 0, dynamic_size: int | None = None
+    workload: Workload, seed: int = 0, shapes: Sequence[tuple[int, ...]] | None = None
 ) -> list[np.ndarray]:
     """Seeded random inputs for the entry function (:func:`.random_data.random_arrays`:
-    uniform in [-1, 1) for floats); ``dynamic_size``: see :func:`input_types`."""
-    types = input_types(workload, dynamic_size)
+    uniform in [-1, 1) for floats); ``shapes``: see :func:`input_types`."""
+    types = input_types(workload, shapes)
     for _, elem in types:
         if elem not in NUMPY_DTYPES:
             raise WorkloadError(f"{workload.name}: unsupported element type {elem}")

@@ -100,6 +100,24 @@ def test_recipe_names_that_would_escape_a_folder_are_refused(
     assert not (tmp_path.parent / "escaped.x86.best.yaml").exists()
 
 
+def test_a_recipe_name_too_long_for_a_file_name_is_refused_at_its_line(
+    tdsched: Callable[..., Outcome], tmp_path: Path
+) -> None:
+    # 300 characters: every sweep candidate failed with "File name too long"
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(
+        f"name: {'n' * 300}\nworkload: {{generator: matmul, args: {{M: 8, N: 8, K: 8}}}}\n"
+    )
+    proc = tdsched("show", str(recipe))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "r.yaml:1: name: 'nnnnnnnnnnnnnnnnnnnn'... is 300 characters; a recipe name has " in (
+        proc.stderr
+    )
+    assert "at most 100" in proc.stderr and proc.stderr.count("\n") == 1
+    recipe.write_text(recipe.read_text().replace("n" * 300, "n" * 100))
+    assert tdsched("show", str(recipe)).returncode == 0
+
+
 def test_python_recipe_names_are_checked_too() -> None:
     from tdsched.schedules.errors import RecipeError
     from tdsched.schedules.python_api import RecipeBuilder, generator
@@ -132,6 +150,14 @@ def test_python_recipe_names_are_checked_too() -> None:
             "argument --rtol: expected a number >= 0",
         ),
         (["regress", "--time-cap", "0"], "argument --time-cap: expected a number > 0"),
+        (
+            ["run", "matmul_x86", "--param", f"M={10**20}"],
+            f"--param: M={10**20}: M does not fit in 64 bits",
+        ),
+        (
+            ["sweep", "matmul_x86", "--shape", f"M={2**63},N=8,K=8"],
+            f"argument --shape: M={2**63}: M does not fit in 64 bits",
+        ),
     ],
 )
 def test_out_of_range_numbers_are_refused_when_parsed(
@@ -395,3 +421,47 @@ def test_a_recipe_name_is_made_from_any_text(text: str, expected: str) -> None:
     from tdsched.schedules.recipe import name_problem, recipe_name
 
     assert recipe_name(text) == expected and name_problem(expected) is None
+
+
+def test_yaml_nested_too_deeply_is_one_line_naming_the_file(
+    tdsched: Callable[..., Outcome], tmp_path: Path
+) -> None:
+    # PyYAML composes recursively: these were RecursionError tracebacks. Any depth past
+    # a few hundred shows it; PyYAML takes seconds to scan 5,000 levels.
+    depth = 1_000
+    recipe, baseline = tmp_path / "deep.yaml", tmp_path / "deep_perf.yaml"
+    recipe.write_text(f"name: deep\nworkload: {'[' * depth}{']' * depth}\n")
+    baseline.write_text(f"entries: {'[' * depth}{']' * depth}\n")
+    for command, path, what in [("show", recipe, "YAML"), ("regress", baseline, "YAML/JSON")]:
+        proc = tdsched(command, str(path))
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert proc.stderr == (
+            f"tdsched: error: {path}: not valid {what}: lists or mappings nested too deeply to "
+            "read (hundreds of levels); a file needs a few\n"
+        )
+
+
+@pytest.mark.parametrize(
+    ("constraint", "expected"),
+    [
+        (
+            "TM <= " + "1+" * 5_000 + "1",
+            "... is 10007 characters; a constraint has at most 1000",
+        ),
+        ("TM <= " + "1+" * 400 + "1", " is nested more than 100 levels deep; write it flatter"),
+    ],
+)
+def test_a_huge_or_deep_constraint_is_refused_at_its_line(
+    tdsched: Callable[..., Outcome], tmp_path: Path, constraint: str, expected: str
+) -> None:
+    recipe = tmp_path / "c.yaml"
+    recipe.write_text(
+        "name: c\nworkload: {generator: matmul, args: {M: 8, N: 8, K: 8}}\n"
+        "parameters: {TM: 4}\nspace: {TM: [4, 8]}\nconstraints:\n  - TM > 2\n"
+        f"  - {constraint}\n"
+    )
+    proc = tdsched("show", str(recipe))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith(f"tdsched: error: {recipe}:7: constraints[1]: ") and expected in line
+    assert len(line) < 2000

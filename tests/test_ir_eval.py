@@ -494,12 +494,13 @@ def test_json_says_what_was_compared(
     assert output["problem"].startswith("the reference is undefined at 96 of 96 elements")
 
 
-def test_cli_check_evaluates_dynamic_shapes_with_the_size_it_is_given(
+def test_cli_check_evaluates_dynamic_shapes_with_sizes_from_the_one_given(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A dynamic ?x? module (tensor.dim, tensor.empty with sizes) against its
     horizontally fused form: an error naming the option without --dynamic-size, and every
-    element compared with it."""
+    element compared with it, each dim its own size except where the ops tie them (the
+    second generic reads x and y with one map: same shape)."""
     from tdsched.transform_lib.graph.fuse_elementwise import (
         FuseElementwiseOptions,
         fuse_elementwise_ext,
@@ -517,7 +518,166 @@ def test_cli_check_evaluates_dynamic_shapes_with_the_size_it_is_given(
     )
     assert main(["check", *map(str, paths), "--dynamic-size", "6"]) == 0
     out = capsys.readouterr().out
-    assert out.count(" 36/36 ") == 2 and out.rstrip().endswith("equivalent")
+    assert out.count(" 42/42 ") == 2 and out.rstrip().endswith("equivalent")
+    assert (
+        "arguments #0 tensor<?x?xf32> as 6x7, #1 tensor<?x?xf32> as 6x7: each dynamic dim its "
+        "own size, except dims BEFORE's ops make equal"
+    ) in out
     wrong = after.replace("arith.mulf", "arith.addf")
     paths[1].write_text(wrong)
     assert main(["check", *map(str, paths), "--dynamic-size", "6"]) == 1
+
+
+# A reduction over d1 of an 8x4 input, into an output filled with the reduction's
+# identity (-inf, the most negative i32, true) by linalg.fill, by tensor.splat, or not at
+# all: the unfilled one reads tensor.empty, which the first fill (NaN, the most negative
+# integer, true) hides, being that identity.
+_REDUCTION = """
+#in = affine_map<(d0, d1) -> (d0, d1)>
+#out = affine_map<(d0, d1) -> (d0)>
+func.func @f(%x: tensor<8x4x{t}>) -> tensor<8x{r}> {{
+  %init = arith.constant {init}
+  %c3 = arith.constant 3 : i32
+  %e = tensor.empty() : tensor<8x{r}>
+  {fill}
+  %red = linalg.generic {{indexing_maps = [#in, #out], iterator_types = ["parallel", "reduction"]}}
+      ins(%x : tensor<8x4x{t}>) outs({out} : tensor<8x{r}>) {{
+  ^bb0(%v: {t}, %acc: {r}):
+    {body}
+    linalg.yield %n : {r}
+  }} -> tensor<8x{r}>
+  return %red : tensor<8x{r}>
+}}
+"""
+_REDUCTIONS = {
+    "maxnumf": dict(
+        t="f32", r="f32", init="0xFF800000 : f32", body="%n = arith.maxnumf %v, %acc : f32"
+    ),
+    "maxsi": dict(
+        t="i32", r="i32", init="-2147483648 : i32", body="%n = arith.maxsi %v, %acc : i32"
+    ),
+    "andi": dict(
+        t="i32",
+        r="i1",
+        init="true",
+        body="%p = arith.cmpi ne, %v, %c3 : i32\n    %n = arith.andi %p, %acc : i1",
+    ),
+}
+
+
+def _reduction(op: str, filled_by: str | None) -> str:
+    case = _REDUCTIONS[op]
+    fill = {
+        "fill": "%filled = linalg.fill ins(%init : {r}) outs(%e : tensor<8x{r}>) -> tensor<8x{r}>",
+        "splat": "%filled = tensor.splat %init : tensor<8x{r}>",
+        None: "",
+    }[filled_by].format(**case)
+    return _REDUCTION.format(fill=fill, out="%e" if filled_by is None else "%filled", **case)
+
+
+@pytest.mark.parametrize("op", sorted(_REDUCTIONS))
+def test_an_after_whose_uninitialized_read_one_fill_hides_is_a_mismatch(
+    op: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """maxnumf(NaN, x), maxsi(INT_MIN, x) and andi(true, x) are x: under the first fill
+    alone these were 'equivalent'. AFTER runs under every fill, as BEFORE does."""
+    before, unfilled = _reduction(op, "fill"), _reduction(op, None)
+    (output,) = check_equivalent(before, unfilled).outputs
+    assert not output.ok and output.undefined == 0
+    assert (output.problem or "").startswith(
+        "AFTER reads uninitialized data: with tensor.empty filled with "
+    )
+    paths = [tmp_path / "before.mlir", tmp_path / "after.mlir"]
+    for path, text in zip(paths, (before, unfilled), strict=True):
+        path.write_text(text)
+    assert main(["check", *map(str, paths)]) == 1
+    out = capsys.readouterr().out
+    assert "MISMATCH" in out and out.rstrip().endswith("NOT equivalent: 1 of 1 results do not pass")
+    # filled another way: still equivalent, every element compared
+    report = check_equivalent(before, _reduction(op, "splat"))
+    assert report.equivalent and report.outputs[0].compared == 8
+
+
+_DYNAMIC_ROW_SUM = """
+#in = affine_map<(d0, d1) -> (d0, d1)>
+#out = affine_map<(d0, d1) -> (d0)>
+func.func @rows(%x: tensor<?x?xf32>) -> tensor<?xf32> {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  %m = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %n = tensor.dim %x, {cols} : tensor<?x?xf32>
+  %xs = tensor.extract_slice %x[0, 0] [%m, %n] [1, 1] : tensor<?x?xf32> to tensor<?x?xf32>
+  %e = tensor.empty(%m) : tensor<?xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<?xf32>) -> tensor<?xf32>
+  %r = linalg.generic {{indexing_maps = [#in, #out], iterator_types = ["parallel", "reduction"]}}
+      ins(%xs : tensor<?x?xf32>) outs(%f : tensor<?xf32>) {{
+  ^bb0(%v: f32, %acc: f32):
+    %s = arith.addf %v, %acc : f32
+    linalg.yield %s : f32
+  }} -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}}
+"""
+
+
+def test_a_dim_read_from_the_wrong_dimension_is_a_mismatch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """AFTER sums the first dim-0 columns instead of all dim-1 of them: with one size for
+    every dynamic dim the two were the same, and 'equivalent'."""
+    paths = {name: tmp_path / f"{name}.mlir" for name in ("before", "wrong", "right")}
+    paths["before"].write_text(_DYNAMIC_ROW_SUM.format(cols="%c1"))
+    paths["wrong"].write_text(_DYNAMIC_ROW_SUM.format(cols="%c0"))
+    paths["right"].write_text(_DYNAMIC_ROW_SUM.format(cols="%c1").replace("ins(%xs", "ins(%x"))
+    before = str(paths["before"])
+    assert main(["check", before, str(paths["wrong"]), "--dynamic-size", "6"]) == 1
+    out = capsys.readouterr().out
+    assert "arguments #0 tensor<?x?xf32> as 6x7: each dynamic dim its own size" in out
+    assert "results differ from the reference at 6 of 6 elements" in out
+    assert main(["check", before, str(paths["right"]), "--dynamic-size", "6", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["arguments"] == [{"type": "tensor<?x?xf32>", "shape": [6, 7]}]
+
+
+DYNAMIC_MATMUL = """
+func.func @mm(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>, %bias: tensor<?xf32>) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  %m = tensor.dim %a, %c0 : tensor<?x?xf32>
+  %n = tensor.dim %b, %c1 : tensor<?x?xf32>
+  %e = tensor.empty(%m, %n) : tensor<?x?xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %p = linalg.matmul ins(%a, %b : tensor<?x?xf32>, tensor<?x?xf32>) outs(%f : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%p, %bias : tensor<?x?xf32>, tensor<?xf32>) outs(%e : tensor<?x?xf32>) {
+  ^bb0(%v: f32, %w: f32, %o: f32):
+    %s = arith.addf %v, %w : f32
+    linalg.yield %s : f32
+  } -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+"""
+
+
+def test_dims_that_the_ops_tie_share_one_size() -> None:
+    """The matmul's K in both operands, and the bias along N: M, K, N get 3, 4, 5."""
+    report = check_equivalent(DYNAMIC_MATMUL, DYNAMIC_MATMUL, dynamic_size=3)
+    assert report.equivalent and report.outputs[0].compared == 15
+    assert [shape for _, shape in report.arguments] == [(3, 4), (4, 5), (5,)]
+
+
+def test_a_scalar_argument_beside_dynamic_ones_is_the_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "scalar.mlir"
+    path.write_text(
+        "func.func @f(%x: tensor<?xf32>, %s: f32) -> tensor<?xf32> {\n"
+        "  return %x : tensor<?xf32>\n}\n"
+    )
+    assert main(["check", str(path), str(path), "--dynamic-size", "4"]) == 2
+    assert capsys.readouterr().err == (
+        f"tdsched: error: {path}: argument type f32 is not a ranked tensor; "
+        "tdsched feeds static-shaped tensors\n"
+    )

@@ -383,6 +383,45 @@ def test_unknown_sweep_lists_the_recorded_ones(
     assert err == f"tdsched: error: {db_path}: no sweep 7 (recorded: 1, 2); --all lists them\n"
 
 
+@pytest.mark.parametrize(
+    ("column", "value", "problem"),
+    [
+        ("work", "[1, 2]", "expected an object with flops, uncounted, traffic_bytes, machine"),
+        (
+            "work",
+            '{"flops": "many", "uncounted": [], "traffic_bytes": 8, "machine": "m"}',
+            "flops must be int, got 'many'",
+        ),
+        (
+            "work",
+            '{"flops": 8, "uncounted": [3], "traffic_bytes": 8, "machine": "m"}',
+            "uncounted must be list[str], got [3]",
+        ),
+        ("work", "{not json", "Expecting property name"),
+        ("options", "", "Expecting value"),
+    ],
+)
+def test_a_sweep_row_that_tdsched_did_not_write_is_named(
+    db_path: Path, capsys: pytest.CaptureFixture[str], column: str, value: str, problem: str
+) -> None:
+    """A damaged (or hand-edited) row: one line naming the database, sweep and column (a
+    bad work was a TypeError traceback)."""
+    import sqlite3
+
+    with sqlite3.connect(db_path) as conn:
+        conn.execute(f"UPDATE sweeps SET {column}=? WHERE id=1", (value,))
+    for args in ([], ["--sweep", "1"], ["--all"]):
+        code, out, err = _report(capsys, str(db_path), *args)
+        assert code == 2 and out == ""
+        (line,) = err.splitlines()
+        assert line.startswith(
+            f"tdsched: error: {db_path}: sweep 1: column {column!r} is not what tdsched records ("
+        )
+        assert problem in line
+        clear = "or clear it (UPDATE sweeps SET work=NULL WHERE id=1)"
+        assert line.endswith(clear) == (column == "work")
+
+
 def test_database_without_sweeps_and_foreign_files(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

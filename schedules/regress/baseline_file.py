@@ -32,7 +32,7 @@ from tdsched.targets.target import DEFAULT_THREADS, TARGET_NAMES
 from ..errors import RecipeError, Where
 from ..files import read_user_text
 from ..space import ParamValue
-from ..yaml_nodes import Node, optional
+from ..yaml_nodes import Node, compose, optional
 from ..yaml_writer import recipe_yaml
 
 
@@ -185,12 +185,7 @@ def load_baseline(path: str | Path) -> BaselineFile:
             "docs/commands/regress.md) and bless it with 'tdsched regress FILE --update'",
         )
     text = read_user_text(path, "baseline file")
-    try:
-        document = yaml.compose(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        raise RecipeError(Where(str(path), line), f"not valid YAML/JSON: {exc}") from exc
+    document = compose(text, str(path), "YAML/JSON")
     if document is None:
         raise RecipeError(Where(str(path)), "the baseline file is empty; it needs 'entries: [...]'")
     root = Node(document, Where(str(path), 1))

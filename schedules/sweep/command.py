@@ -34,7 +34,7 @@ from ..cli_types import (
     run_flags,
 )
 from ..loading import load
-from ..params import parse_override
+from ..params import INT64, parse_override
 from ..recipe import Recipe
 from ..recipe_trust import add_trust_options, trust_from, trust_options
 from .database import ResultsDB, method
@@ -272,6 +272,11 @@ def shape_arg(text: str) -> dict[str, int | str]:
         name, sep, value = part.partition("=")
         value = value.strip()
         number = value.isdigit() and int(value) > 0
+        if number and int(value) not in INT64:
+            raise argparse.ArgumentTypeError(
+                f"{part}: {name.strip()} does not fit in 64 bits (< 2**63); give a size the "
+                "machine can hold, e.g. M=256,N=256,K=256"
+            )
         word = value.isidentifier()
         if not sep or not name.strip() or not (number or word):
             raise argparse.ArgumentTypeError(

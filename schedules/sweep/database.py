@@ -40,9 +40,9 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args, get_origin, get_type_hints
 
 from tdsched.targets.target import run_conditions
 
@@ -178,8 +178,9 @@ OK = "ok"
 
 
 class DatabaseError(ValueError):
-    """The path is not (and cannot become) a tdsched results database, or the database is
-    from another schema version. A ValueError: bad input, reported in one line."""
+    """The path is not (and cannot become) a tdsched results database, the database is
+    from another schema version, or a row does not hold what tdsched records. A
+    ValueError: bad input, reported in one line."""
 
 
 @dataclass(frozen=True)
@@ -262,6 +263,25 @@ class SweepWork:
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "intensity": self.intensity}
+
+    @classmethod
+    def from_json(cls, value: Any) -> SweepWork:
+        """The work recorded as ``value`` (decoded JSON, the fields by name); a ValueError
+        says what does not fit."""
+        names = [f.name for f in fields(cls)]
+        if not isinstance(value, dict) or sorted(value) != sorted(names):
+            raise ValueError(f"expected an object with {', '.join(names)}, got {value!r:.80}")
+        for name, hint in get_type_hints(cls).items():
+            kind, items = get_origin(hint) or hint, get_args(hint)
+            field = value[name]
+            if (
+                not isinstance(field, kind)
+                or isinstance(field, bool)
+                or any(not isinstance(item, items) for item in (field if items else ()))
+            ):
+                kind_name = hint.__name__ if isinstance(hint, type) else hint
+                raise ValueError(f"{name} must be {kind_name}, got {field!r:.80}")
+        return cls(**value)
 
 
 @dataclass(frozen=True)
@@ -417,17 +437,19 @@ class ResultsDB:
             "SELECT * FROM sweeps WHERE signature=? AND status='running' ORDER BY id DESC",
             (signature,),
         ).fetchone()
-        return _sweep(row) if row else None
+        return _sweep(row, self.path) if row else None
 
     def sweeps(self) -> list[Sweep]:
-        return [_sweep(r) for r in self._conn.execute("SELECT * FROM sweeps ORDER BY id")]
+        return [
+            _sweep(r, self.path) for r in self._conn.execute("SELECT * FROM sweeps ORDER BY id")
+        ]
 
     def sweep(self, sweep_id: int) -> Sweep:
         row = self._conn.execute("SELECT * FROM sweeps WHERE id=?", (sweep_id,)).fetchone()
         if row is None:
             known = ", ".join(str(s.id) for s in self.sweeps()) or "none"
             raise DatabaseError(f"{self.path}: no sweep {sweep_id} (recorded: {known})")
-        return _sweep(row)
+        return _sweep(row, self.path)
 
     # -- results --------------------------------------------------------------------
 
@@ -592,7 +614,7 @@ def drift(baselines: Mapping[str, float]) -> float | None:
     return end / start - 1.0 if start and end else None
 
 
-def _sweep(row: sqlite3.Row) -> Sweep:
+def _sweep(row: sqlite3.Row, path: Path) -> Sweep:
     return Sweep(
         id=row[0],
         recipe=row[1],
@@ -600,14 +622,37 @@ def _sweep(row: sqlite3.Row) -> Sweep:
         target=row[3],
         strategy=row[4],
         signature=row[5],
-        options=json.loads(row[6]),
-        space=json.loads(row[7]),
+        options=_column(row, "options", path),
+        space=_column(row, "space", path),
         status=row[8],
         started=row[9],
         finished=row[10],
-        decision=json.loads(row[11]) if row[11] else None,
-        work=SweepWork(**json.loads(row["work"])) if row["work"] else None,
+        decision=_column(row, "decision", path),
+        work=_column(row, "work", path, SweepWork.from_json),
     )
+
+
+def _column(
+    row: sqlite3.Row, column: str, path: Path, read: Callable[[Any], Any] = lambda value: value
+) -> Any:
+    """A JSON column of a sweep's row, decoded by ``read`` (``None`` when it is NULL); one
+    that does not hold what tdsched records (a database edited by hand, or damaged) is a
+    DatabaseError naming the sweep and the column."""
+    if row[column] is None:
+        return None
+    try:
+        return read(json.loads(row[column]))
+    except ValueError as exc:
+        clear = f"UPDATE sweeps SET {column}=NULL WHERE id={row['id']}"
+        raise DatabaseError(
+            f"{path}: sweep {row['id']}: column {column!r} is not what tdsched records "
+            f"({exc}); restore the database, record the sweep again into a new --db"
+            + (f", or clear it ({clear})" if column in _NULLABLE else "")
+        ) from None
+
+
+_NULLABLE = ("work", "decision")
+"""The JSON columns a sweep may leave NULL: a report without them lacks only a line."""
 
 
 def _result(row: sqlite3.Row) -> Result:

@@ -5,10 +5,13 @@ Both modules are evaluated by the numpy interpreter on the same seeded random in
 integers), and each result of AFTER is compared with BEFORE's by tdsched's one rule
 (:func:`tdsched.targets.result_check.compare_result`: elementwise ``|AFTER - BEFORE| <=
 atol + rtol * |BEFORE|``). Floats are evaluated in float64 for both, so differences come
-from what the schedule changed, not from rounding. BEFORE is evaluated twice, with two
-fills of uninitialized data: its elements that depend on such data (a ``tensor.empty``
-read before it is written) are undefined, and a result with undefined elements does not
-pass: that is a finding about BEFORE, not a comparison.
+from what the schedule changed, not from rounding. Both are evaluated under each fill of
+uninitialized data (:data:`.values.FILLS`): BEFORE's elements that depend on such data (a
+``tensor.empty`` read before it is written) are undefined, and a result with undefined
+elements does not pass: that is a finding about BEFORE, not a comparison. AFTER passes
+only when it matches BEFORE under every fill, so an uninitialized read that one fill
+hides (NaN through ``maxnumf``) fails under another. Each dynamic dim of the arguments
+gets its own extent (:mod:`.dynamic_dims`), so a dim read from the wrong dimension shows.
 """
 
 from __future__ import annotations
@@ -23,8 +26,10 @@ from iree.compiler import ir
 
 from ..result_check import compare_result
 from ..workload import DynamicShapeError, Workload, random_inputs
+from .dynamic_dims import argument_shapes
 from .errors import EvalError
-from .evaluator import entry_function, evaluate, evaluate_reference, parse_module
+from .evaluator import entry_function, evaluate_fills, evaluate_reference, parse_module
+from .values import FILLS
 
 DEFAULT_RTOL = 1e-6
 DEFAULT_ATOL = 1e-9
@@ -61,6 +66,10 @@ class CheckReport:
     rtol: float
     atol: float
     outputs: tuple[OutputCheck, ...]
+    arguments: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    """Each argument's type and the shape it was evaluated at."""
+    dynamic: bool = False
+    """Whether the arguments have dynamic dims (each was given its own extent)."""
 
     @property
     def equivalent(self) -> bool:
@@ -75,6 +84,7 @@ class CheckReport:
             "rtol": self.rtol,
             "atol": self.atol,
             "equivalent": self.equivalent,
+            "arguments": [{"type": t, "shape": list(shape)} for t, shape in self.arguments],
             "outputs": [
                 {
                     "index": o.index,
@@ -101,6 +111,16 @@ class CheckReport:
             f"{'result':<8}{'type':<{width}}{'compared':>12}{'max|BEFORE|':>12}"
             f"{'max abs err':>13}{'max rel err':>13}  status",
         ]
+        if self.dynamic:
+            shapes = ", ".join(
+                f"#{i} {t} as {'x'.join(map(str, shape))}"
+                for i, (t, shape) in enumerate(self.arguments)
+            )
+            lines.insert(
+                1,
+                f"arguments {shapes}: each dynamic dim its own size, except dims "
+                "BEFORE's ops make equal",
+            )
         for o in self.outputs:
             status = "ok" if o.ok else ("UNDEFINED" if o.undefined else "MISMATCH")
             lines.append(
@@ -147,29 +167,30 @@ def check_equivalent(
     :class:`EvalError` (a ``ValueError``, as are the workload model's input-type errors)
     when either module cannot be evaluated or the two function types differ.
     """
-    name, signature = _signature(before_text, function, before_source)
-    _, after_signature = _signature(after_text, name, after_source)
+    name, signature, shapes = _entry(before_text, function, before_source, dynamic_size)
+    _, after_signature, _ = _entry(after_text, name, after_source, None)
     if signature != after_signature:
         raise EvalError(
             f"@{name} has type {signature} in {before_source} "
             f"but {after_signature} in {after_source}"
         )
     try:
-        inputs = random_inputs(Workload(before_source, before_text, name), seed, dynamic_size)
+        inputs = random_inputs(Workload(before_source, before_text, name), seed, shapes)
     except DynamicShapeError:
         raise EvalError(
             f"{before_source}: @{name} has dynamic dims, {signature}; give --dynamic-size N "
-            "to evaluate it with N for every dynamic dim of its arguments"
+            "to evaluate it with N, N+1, ... for its dynamic dims"
         ) from None
     expected, undefined = evaluate_reference(before_text, name, inputs, before_source)
-    actual = evaluate(after_text, name, inputs, after_source)
+    actual = zip(*evaluate_fills(after_text, name, inputs, after_source), strict=True)
     outputs = tuple(
-        _compare(i, str(t), want, got, mask, rtol, atol)
+        _compare(i, str(t), want, list(got), mask, rtol, atol)
         for i, (t, want, got, mask) in enumerate(
             zip(signature.results, expected, actual, undefined, strict=True)
         )
     )
-    return CheckReport(name, seed, rtol, atol, outputs)
+    arguments = tuple((t, a.shape) for t, a in zip(signature.inputs, inputs, strict=True))
+    return CheckReport(name, seed, rtol, atol, outputs, arguments, shapes is not None)
 
 
 def check_files(
@@ -207,24 +228,42 @@ class _FunctionType:
         return f"({', '.join(self.inputs)}) -> ({', '.join(self.results)})"
 
 
-def _signature(text: str, function: str | None, source: str) -> tuple[str, _FunctionType]:
-    """The entry function's name and type."""
+def _entry(
+    text: str, function: str | None, source: str, dynamic_size: int | None
+) -> tuple[str, _FunctionType, list[tuple[int, ...]] | None]:
+    """The entry function's name and type, and when its arguments have dynamic dims and
+    ``dynamic_size`` is given, their shapes (:func:`.dynamic_dims.argument_shapes` from
+    that size)."""
     with ir.Context():
-        fn = entry_function(parse_module(text, source), function, source)
+        module = parse_module(text, source)  # kept alive while fn is read
+        fn = entry_function(module, function, source)
         t = fn.type
-        return fn.name.value, _FunctionType(tuple(map(str, t.inputs)), tuple(map(str, t.results)))
+        signature = _FunctionType(tuple(map(str, t.inputs)), tuple(map(str, t.results)))
+        dynamic = any(isinstance(i, ir.ShapedType) and not i.has_static_shape for i in t.inputs)
+        shapes = argument_shapes(fn, dynamic_size) if dynamic and dynamic_size else None
+        return fn.name.value, signature, shapes
 
 
 def _compare(
     index: int,
     result_type: str,
     want: np.ndarray[Any, Any],
-    got: np.ndarray[Any, Any],
+    got: list[np.ndarray[Any, Any]],
     undefined: np.ndarray[Any, Any],
     rtol: float,
     atol: float,
 ) -> OutputCheck:
-    c = compare_result(got, want, atol, rtol, undefined)
+    """BEFORE's result ``want`` against AFTER's under each fill (``got``, in the order
+    of :data:`.values.FILLS`): the first that fails is reported."""
+    comparisons = [compare_result(g, want, atol, rtol, undefined) for g in got]
+    failing = next((k for k, c in enumerate(comparisons) if not c.ok), 0)
+    c = comparisons[failing]
+    problem = c.problem(atol, rtol)
+    if problem and failing:
+        problem = (
+            "AFTER reads uninitialized data: with tensor.empty filled with "
+            f"{FILLS[failing].description} (other fills hide it), {problem}"
+        )
     scale = c.max_abs_reference
     rel = c.max_abs_error / scale if scale > 0 else (math.inf if c.max_abs_error else 0.0)
     return OutputCheck(
@@ -237,5 +276,5 @@ def _compare(
         c.size,
         c.compared,
         c.undefined,
-        c.problem(atol, rtol),
+        problem,
     )

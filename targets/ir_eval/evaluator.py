@@ -13,12 +13,13 @@ from . import affine_ops, arith_math_ops, linalg_ops, scf_ops, tensor_ops
 from .errors import EvalError, OpFailure
 from .interpreter import CORE_HANDLERS, Handler, Interpreter
 from .values import (
+    FILLS,
     Value,
     is_float,
     round_to,
-    second_uninitialized_fill,
     shape_matches,
     storage_dtype,
+    uninitialized_fill,
 )
 
 HANDLERS: Mapping[str, Handler] = {
@@ -101,22 +102,38 @@ def evaluate(
         return [np.array(result) for result in results]
 
 
+def evaluate_fills(
+    module_text: str,
+    function: str | None,
+    inputs: Sequence[np.ndarray[Any, Any]],
+    source: str = "<input>",
+) -> list[list[np.ndarray[Any, Any]]]:
+    """:func:`evaluate` once under each of :data:`~.values.FILLS` of uninitialized data
+    (``tensor.empty`` read before it is written), in that order: the results of a
+    correct module are the same under every fill."""
+    runs = []
+    for fill in FILLS:
+        with uninitialized_fill(fill):
+            runs.append(evaluate(module_text, function, inputs, source))
+    return runs
+
+
 def evaluate_reference(
     module_text: str,
     function: str | None,
     inputs: Sequence[np.ndarray[Any, Any]],
     source: str = "<input>",
 ) -> tuple[list[np.ndarray[Any, Any]], list[np.ndarray[Any, Any]]]:
-    """:func:`evaluate`, for a module whose results are a reference: its results, and per
-    result a boolean mask of the elements that are undefined because they depend on
-    uninitialized data (``tensor.empty`` read before it is written). The function is
-    evaluated twice, with two fills of uninitialized data; elements that differ between
-    the two (NaN counting as equal to NaN) depend on it.
+    """:func:`evaluate`, for a module whose results are a reference: its results under
+    the first fill, and per result a boolean mask of the elements that are undefined
+    because they depend on uninitialized data: they differ between the runs of
+    :func:`evaluate_fills` (NaN counting as equal to NaN).
     """
-    first = evaluate(module_text, function, inputs, source)
-    with second_uninitialized_fill():
-        second = evaluate(module_text, function, inputs, source)
-    masks = [~((a == b) | (_nan(a) & _nan(b))) for a, b in zip(first, second, strict=True)]
+    first, *others = evaluate_fills(module_text, function, inputs, source)
+    masks = [np.zeros(a.shape, dtype=bool) for a in first]
+    for other in others:
+        for mask, a, b in zip(masks, first, other, strict=True):
+            mask |= ~((a == b) | (_nan(a) & _nan(b)))
     return first, masks
 
 

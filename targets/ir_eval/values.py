@@ -10,9 +10,11 @@ the hardware does.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import math
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -170,37 +172,50 @@ def tensor_shape(t: ir.Type, dynamic_sizes: Sequence[Value]) -> tuple[int, ...]:
     return tuple(merge_static_dynamic(list(t.shape), dynamic_sizes))
 
 
-_SECOND_FILL: ContextVar[bool] = ContextVar("tdsched_second_uninitialized_fill", default=False)
+@dataclass(frozen=True)
+class Fill:
+    """What the elements of an uninitialized tensor hold during one evaluation."""
+
+    description: str
+    floats: float
+    integers: Callable[[np.iinfo[Any]], int]
+    """The value for an integer type, from its range."""
+    i1: bool
+
+
+FILLS = (
+    Fill("NaN, the most negative integers, true", math.nan, lambda info: int(info.min), True),
+    Fill("+inf, the largest integers, false", math.inf, lambda info: int(info.max), False),
+    Fill("-inf, -1, true", -math.inf, lambda info: -1, True),
+)
+"""The fills a module is evaluated under to find what depends on uninitialized data: each
+op that absorbs one (``maxnumf`` takes the number over NaN, ``maxsi`` anything over the
+most negative integer, ``andi`` anything with true) shows a read under another."""
+
+_FILL: ContextVar[Fill] = ContextVar("tdsched_uninitialized_fill", default=FILLS[0])
 
 
 @contextmanager
-def second_uninitialized_fill() -> Iterator[None]:
-    """Within the block, :func:`uninitialized` fills with its second pattern: evaluating a
-    function under both shows which result elements depend on uninitialized data (they
-    differ), whatever the function does with it."""
-    token = _SECOND_FILL.set(True)
+def uninitialized_fill(fill: Fill) -> Iterator[None]:
+    """Within the block, :func:`uninitialized` fills with ``fill`` (default: the first
+    of :data:`FILLS`)."""
+    token = _FILL.set(fill)
     try:
         yield
     finally:
-        _SECOND_FILL.reset(token)
+        _FILL.reset(token)
 
 
 def uninitialized(shape: Sequence[int], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
     """Contents for a tensor with undefined elements (``tensor.empty``, a pad's
-    temporary).
-
-    Filled so that reading them shows: NaN for floats, the most negative value for
-    integers, true for ``i1``; under :func:`second_uninitialized_fill`, 0.7 for floats,
-    the largest value for integers, false for ``i1``. A correct program never lets
-    these reach a result.
-    """
-    second = _SECOND_FILL.get()
+    temporary), filled with the current :class:`Fill` so that reading them shows. A
+    correct program never lets these reach a result."""
+    fill = _FILL.get()
     if dtype.kind == "f":
-        return np.full(shape, 0.7 if second else np.nan, dtype=dtype)
+        return np.full(shape, fill.floats, dtype=dtype)
     if dtype == np.bool_:
-        return np.zeros(shape, dtype=dtype) if second else np.ones(shape, dtype=dtype)
-    info = np.iinfo(dtype)
-    return np.full(shape, info.max if second else info.min, dtype=dtype)
+        return np.full(shape, fill.i1, dtype=dtype)
+    return np.full(shape, fill.integers(np.iinfo(dtype)), dtype=dtype)
 
 
 def check_indices(shape: Sequence[int], indices: Sequence[Any]) -> None:
