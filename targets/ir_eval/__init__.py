@@ -15,7 +15,7 @@ from .compare import (
     check_files,
 )
 from .errors import EvalError
-from .evaluator import evaluate, evaluate_reference, supported_ops
+from .evaluator import evaluate, evaluate_fills, evaluate_reference, supported_ops
 
 __all__ = [
     "DEFAULT_ATOL",
@@ -26,6 +26,7 @@ __all__ = [
     "check_equivalent",
     "check_files",
     "evaluate",
+    "evaluate_fills",
     "evaluate_reference",
     "supported_ops",
 ]
