@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from onnx_models import relu_model
 
 TIMEOUT_S = 120.0
 """A case that runs longer hangs (every one is refused before any compile)."""
@@ -36,7 +37,8 @@ class Case:
 
     args: Callable[[Path], list[str]]
     expect: str
-    files: dict[str, str | bytes] = field(default_factory=dict)
+    files: dict[str, str | Callable[[Path], None]] = field(default_factory=dict)
+    """Each file's text, or what writes it (given its path)."""
     status: int = 2
 
 
@@ -49,7 +51,8 @@ def _script(folder: Path) -> str:
     return str(folder / "evil.sh")
 
 
-def _onnx_unique() -> bytes:
+def _onnx_unique(path: Path) -> None:
+    """A model with the op IREE 3.13's ONNX import segfaults on."""
     import onnx
     from onnx import TensorProto, helper
 
@@ -59,10 +62,11 @@ def _onnx_unique() -> bytes:
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["u"])],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    data: bytes = model.SerializeToString()
-    onnx.checker.check_model(model)
-    return data
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def _relu(shape: list[int], opset: int = 17) -> Callable[[Path], None]:
+    return lambda path: relu_model(path, shape, opset=opset)
 
 
 CASES: dict[str, Case] = {
@@ -139,25 +143,88 @@ CASES: dict[str, Case] = {
     "onnx op that segfaults the import (lower)": Case(
         lambda d: ["lower", "u.onnx"],
         r"node 'uniq0' \(op Unique\): IREE's ONNX import crashed on it \(SIGSEGV\)",
-        {"u.onnx": b""},
+        {"u.onnx": _onnx_unique},
     ),
     "onnx op that segfaults the import (tasks)": Case(
         lambda d: ["tasks", "u.onnx"],
         r"node 'uniq0' \(op Unique\): IREE's ONNX import crashed on it \(SIGSEGV\)",
-        {"u.onnx": b""},
+        {"u.onnx": _onnx_unique},
+    ),
+    # -- numbers, names and sizes out of range
+    "tune budget inf": Case(
+        lambda d: ["tune", "small_cnn", "--budget", "inf", "--out", "o"],
+        r"argument --budget: expected a number of minutes > 0",
+    ),
+    "tune min-share 2": Case(
+        lambda d: ["tune", "small_cnn", "--min-share", "2", "--out", "o"],
+        r"argument --min-share: expected a number from 0 to 1",
+    ),
+    "empty gpu name": Case(
+        lambda d: ["tasks", "small_cnn", "--gpu", ""],
+        r"argument --gpu: expected the name of one of IREE's Vulkan",
+    ),
+    "shape names a parameter twice": Case(
+        lambda d: ["sweep", "matmul_x86", "--shape", "M=64,M=128", "--db", "s.db"],
+        r"argument --shape: 'M=64,M=128': M is given twice",
+    ),
+    "shape names a swept parameter": Case(
+        lambda d: ["sweep", "matmul_x86", "--shape", "TM=32", "--db", "s.db"],
+        r"--shape TM: matmul_x86's space sweeps TM",
+    ),
+    "parameter beyond 64 bits": Case(
+        lambda d: ["run", "matmul_x86", "--param", "M=100000000000000000000"],
+        r"M does not fit in 64 bits",
+    ),
+    "recipe name too long": Case(
+        lambda d: ["sweep", "r.yaml", "--db", "s.db"],
+        r"r\.yaml:1: name: .*100",
+        {"r.yaml": _recipe("", name="a" * 300)},
+    ),
+    "yaml nested too deeply": Case(
+        lambda d: ["show", "r.yaml"],
+        r"r\.yaml: not valid YAML: lists or mappings nested too deeply",
+        {"r.yaml": "name: deep\nworkload: " + "[" * 5000 + "]" * 5000 + "\n"},
+    ),
+    "constraint too long": Case(
+        lambda d: ["sweep", "r.yaml", "--db", "s.db"],
+        r"r\.yaml:\d+: constraints\[0\]: .* characters",
+        {
+            "r.yaml": _recipe(
+                "parameters: {T: 8}\nspace: {T: [8, 16]}\nconstraints: ['"
+                + " + ".join(["T"] * 5000)
+                + " > 0']\n"
+            )
+        },
+    ),
+    "tune state with negative time spent": Case(
+        lambda d: ["tune", "small_cnn", "--out", "o"],
+        r"tune-state\.json: .*(spent_s|missing)",
+        {
+            "o": lambda path: (
+                path.mkdir(),
+                (path / "tune-state.json").write_text('{"spent_s": -600}'),
+            )
+        },
+    ),
+    "onnx opset newer than onnx knows": Case(
+        lambda d: ["lower", "f.onnx"],
+        r"f\.onnx: opset 999 is newer than any this onnx package knows",
+        {"f.onnx": _relu([4, 4], opset=999)},
+    ),
+    "onnx model too large for the machine": Case(
+        lambda d: ["tasks", "huge.onnx"],
+        r"its tensors need about .* use smaller sizes",
+        {"huge.onnx": _relu([1_000_000, 1_000_000])},
     ),
 }
 
 
 def _materialize(folder: Path, case: Case) -> None:
     for name, content in case.files.items():
-        path = folder / name
-        if name.endswith(".onnx") and content == b"":
-            content = _onnx_unique()
-        if isinstance(content, bytes):
-            path.write_bytes(content)
+        if isinstance(content, str):
+            (folder / name).write_text(content)
         else:
-            path.write_text(content)
+            content(folder / name)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
