@@ -65,6 +65,16 @@ def _onnx_unique(path: Path) -> None:
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
 
 
+def _tune_state_spent(seconds: float) -> Callable[[Path], None]:
+    """A tune output folder whose state file says ``seconds`` were spent."""
+
+    def write(folder: Path) -> None:
+        folder.mkdir()
+        (folder / "tune-state.json").write_text(f'{{"spent_s": {seconds}}}')
+
+    return write
+
+
 def _relu(shape: list[int], opset: int = 17) -> Callable[[Path], None]:
     return lambda path: relu_model(path, shape, opset=opset)
 
@@ -199,12 +209,7 @@ CASES: dict[str, Case] = {
     "tune state with negative time spent": Case(
         lambda d: ["tune", "small_cnn", "--out", "o"],
         r"tune-state\.json: .*(spent_s|missing)",
-        {
-            "o": lambda path: (
-                path.mkdir(),
-                (path / "tune-state.json").write_text('{"spent_s": -600}'),
-            )
-        },
+        {"o": _tune_state_spent(-600)},
     ),
     "onnx opset newer than onnx knows": Case(
         lambda d: ["lower", "f.onnx"],
