@@ -1,8 +1,8 @@
 """``tdsched report DB``: the command line of :mod:`tdsched.schedules.sweep.report`.
 
-Reads a results database that ``tdsched sweep`` wrote (never creates one) and prints one
-sweep's header and ranked table, lists every sweep (``--all``), or exports one sweep as
-CSV, JSON or a PNG plot.
+Reads a results database that ``tdsched sweep`` wrote (never creates or writes one) and
+prints one sweep's header and ranked table, lists every sweep (``--all``), or exports one
+sweep as CSV, JSON or a PNG plot.
 """
 
 from __future__ import annotations
@@ -202,14 +202,15 @@ def _check_options(args: argparse.Namespace) -> None:
 
 
 def _open(path: Path) -> ResultsDB:
-    """The database at ``path``, which must exist (``ResultsDB`` would create it)."""
+    """The database at ``path``, which must exist, opened read-only: a report never
+    writes it (it may be on a read-only disk, another user's, or a sweep's in progress)."""
     if not path.is_file():
         raise ReportError(
             f"{path}: no such results database; give the --db file of a 'tdsched sweep' "
             "(default tdsched-sweeps.db)"
         )
     try:
-        return ResultsDB(path)
+        return ResultsDB(path, read_only=True)
     except DatabaseError as exc:
         raise ReportError(str(exc)) from exc
 
