@@ -17,6 +17,7 @@ from tdsched.targets.target import make_target, run_conditions
 from .cli_types import positive_int, run_flags
 from .evaluation import Status
 from .lower_command import lower, model_args
+from .output_paths import writes
 from .roofline_plot import require_matplotlib
 from .run_report import RunReport, RunRequest, run_isolated
 from .sweep.executor import EXECUTORS
@@ -96,12 +97,13 @@ def add_parser(sub: Any) -> None:
         help="wall time for the sweeps in minutes, the total over every run into --out: "
         "a re-run spends only what is left (default 30)",
     )
-    p.add_argument(
+    out = p.add_argument(
         "--out",
         type=Path,
         help="folder for the task recipes, the database, the tune's state and the model "
-        "recipe (default: MODEL's name with .tune, in the current folder)",
+        "recipe, created if missing (default: MODEL's name with .tune, in the current folder)",
     )
+    writes(p, out, folder=True)
     p.add_argument(
         "--min-share",
         type=float,
@@ -140,7 +142,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--no-check", action="store_true", help="write the recipe but do not run it at the end"
     )
-    p.add_argument(
+    plot = p.add_argument(
         "--plot",
         type=Path,
         metavar="PNG",
@@ -148,6 +150,7 @@ def add_parser(sub: Any) -> None:
         "against the budget spent (and the final run's), and the tasks' time per call "
         "before and after (needs tdsched[plot])",
     )
+    writes(p, plot)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
 
@@ -161,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
         require_matplotlib()  # before the tune, not after it
     workload = lower(args)
     out: Path = args.out or Path(f"{Path(args.model.partition(':')[0]).stem}.tune")
-    out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(exist_ok=True)
     target = make_target(args.target, gpu=args.gpu)
     options = TuneOptions(
         target=target,

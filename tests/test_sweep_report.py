@@ -463,7 +463,11 @@ def test_unwritable_output_is_a_clear_error(
         code, out, err = _report(capsys, str(db_path), option, str(target))
         assert code == 2
         assert out == ""
-        assert err == f"tdsched: error: {target}: cannot write: No such file or directory\n"
+        folder = target.parent
+        assert err == (
+            f"tdsched: error: {option} {target}: no folder {folder}; "
+            f"create it first (mkdir -p {folder})\n"
+        )
 
 
 def test_scatter_error_bars_span_each_screening_interval() -> None:

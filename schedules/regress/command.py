@@ -10,6 +10,7 @@ from typing import Any
 from tdsched.targets.target import TARGET_NAMES
 
 from ..cli_types import positive_float
+from ..output_paths import reads, recipe_file, writes
 from .adding import with_added
 from .baseline_file import load_baseline
 from .output import as_json, markdown, table
@@ -73,7 +74,7 @@ def add_parser(sub: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
+    baseline = p.add_argument(
         "baseline",
         nargs="?",
         type=Path,
@@ -81,7 +82,9 @@ def add_parser(sub: Any) -> None:
         metavar="BASELINE",
         help=f"baseline file, .yaml or .json (default: {DEFAULT_BASELINE})",
     )
-    p.add_argument(
+    reads(p, baseline)
+    writes(p, baseline, when=("add", "update"))
+    add = p.add_argument(
         "--add",
         action="append",
         default=[],
@@ -90,6 +93,7 @@ def add_parser(sub: Any) -> None:
         "relative to BASELINE; a new file is created) and stop; with --update, then bless "
         "(repeatable)",
     )
+    reads(p, add, recipe_file)
     p.add_argument(
         "--update",
         action="store_true",
@@ -110,11 +114,12 @@ def add_parser(sub: Any) -> None:
         help="seconds of timing per entry (overrides)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON document, not a table")
-    p.add_argument(
+    markdown = p.add_argument(
         "--markdown",
         metavar="PATH",
         help="also append a markdown summary to PATH ('-': stdout), e.g. a CI comment",
     )
+    writes(p, markdown, stdout=True)
 
 
 def _progress(result: EntryResult) -> None:

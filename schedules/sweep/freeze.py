@@ -30,14 +30,19 @@ def write_frozen(
     target: str,
     provenance: Mapping[str, Any],
 ) -> Path:
-    """Write the frozen recipe to ``out`` (its suffix follows the source's); returns it."""
+    """Write the frozen recipe to ``out`` (Python for a Python ``source``, else YAML:
+    :func:`frozen_suffixes` says how to name it); returns it."""
     if source.suffix == ".py":
-        out = out.with_suffix(".py")
         out.write_text(_frozen_python(source, params, target, provenance))
     else:
-        out = out.with_suffix(".yaml")
         out.write_text(_frozen_yaml(source, out.parent, params, target, provenance))
     return out
+
+
+def frozen_suffixes(source: Path, shapes: bool) -> tuple[str, ...]:
+    """The suffixes a file written from the recipe at ``source`` may have: a Python
+    recipe's best is Python, a YAML recipe's best and a shape table (``shapes``) YAML."""
+    return (".py",) if source.suffix == ".py" and not shapes else (".yaml", ".yml")
 
 
 def _frozen_yaml(
@@ -81,7 +86,6 @@ def write_shape_table(
             "table in code, or reads a YAML recipe's with RecipeBuilder.shapes_from(path) "
             "(see docs/recipes.md#shape-tables)",
         )
-    out = out.with_suffix(".yaml")
     document = _document(source, out.parent, target)
     table = document.get("shapes") or {}
     if table.get("key", key) != key:

@@ -19,6 +19,7 @@ from tdsched.targets.target import DEFAULT_THREADS, make_target
 from ..cli_types import positive_int
 from ..evaluation import prepare_device
 from ..machine_peak import MachinePeak, cpu_description, machine_peak
+from ..output_paths import reads, writes
 from ..roofline_plot import PlotError, require_matplotlib
 from .database import DatabaseError, ResultsDB, Sweep
 from .report import (
@@ -67,7 +68,8 @@ def add_parser(sub: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("db", type=Path, metavar="DB", help="results database of tdsched sweep")
+    db = p.add_argument("db", type=Path, metavar="DB", help="results database of tdsched sweep")
+    reads(p, db)
     which = p.add_mutually_exclusive_group()
     which.add_argument(
         "--sweep", type=positive_int, metavar="ID", help="sweep id (default: the newest)"
@@ -76,18 +78,23 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--top", type=positive_int, default=10, metavar="N", help="rows of the table (10)"
     )
-    p.add_argument("--csv", metavar="FILE", help="write one row per candidate ('-': stdout)")
+    csv = p.add_argument("--csv", metavar="FILE", help="write one row per candidate ('-': stdout)")
+    writes(p, csv, stdout=True)
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--plot", type=Path, metavar="PNG", help="write a plot (needs tdsched[plot])")
+    plot = p.add_argument(
+        "--plot", type=Path, metavar="PNG", help="write a plot (needs tdsched[plot])"
+    )
+    writes(p, plot)
     p.add_argument("--x", metavar="PARAM", help="plot: x axis parameter (default: index)")
     p.add_argument("--y", metavar="PARAM", help="plot: with --x, a heatmap over x and y")
-    p.add_argument(
+    roofline = p.add_argument(
         "--roofline",
         type=Path,
         metavar="PNG",
         help="write the candidates' GFLOP/s on this machine's measured roofline "
         "(needs tdsched[plot]; measures the peak when it is not cached)",
     )
+    writes(p, roofline)
 
 
 def run(args: argparse.Namespace) -> int:
