@@ -34,6 +34,7 @@ from ..cli_types import (
 from ..output_paths import reads, recipe_file, writes
 from ..params import parse_override
 from ..recipe import Recipe
+from ..shape_table import ShapeEntry
 from .database import ResultsDB, method
 from .distinct import parameters_read
 from .executor import EXECUTORS, Executor, Limits, make_executor
@@ -433,7 +434,15 @@ def _sweep_shapes(args: argparse.Namespace, fixed: dict[str, Any]) -> int:
         }
         if sweep.options.gpu is not None:
             provenance["gpu"] = sweep.options.gpu
-        table = write_shape_table(sweep.path, out, key, entries, done[0][1].target, provenance)
+        written = write_shape_table(sweep.path, out, key, entries, done[0][1].target, provenance)
+        table = written.path
+        for old in written.replaced:
+            origin = old.get("note") or "the recipe's own"
+            print(
+                f"note: {table}: this sweep's entry for {_entry_label(old, key)} replaces the "
+                f"one the table had ({origin})",
+                file=sys.stderr,
+            )
     missing = [_label(shape) for shape, outcome in done if not outcome.ranked]
     if args.json:
         shapes = [{"shape": shape, **_as_json(outcome, None)} for shape, outcome in done]
@@ -470,6 +479,18 @@ def _completed(
 
 def _label(shape: dict[str, int | str]) -> str:
     return ",".join(f"{name}={value}" for name, value in shape.items())
+
+
+def _entry_label(entry: dict[str, Any], key: list[str]) -> str:
+    """``M=64,N=64 (2 threads, avx512, znver4)``: a written table entry's shape and what it
+    was tuned for, as ``tdsched run`` names entries."""
+    return ShapeEntry(
+        tuple((k, entry[k]) for k in key),
+        threads=entry.get("threads"),
+        isa=entry.get("isa"),
+        cpu=entry.get("cpu"),
+        gpu=entry.get("gpu"),
+    ).label
 
 
 def _table_entry(
