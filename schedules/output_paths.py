@@ -83,9 +83,11 @@ def recipe_file(spec: str) -> Path | None:
         return None  # the command says so when it loads it
 
 
-def model_file(spec: str) -> Path:
-    """The file a MODEL argument names (``net.py:FUNCTION``, ``net.onnx``), if any."""
-    return Path(spec.partition(":")[0])
+def model_file(spec: str) -> Path | None:
+    """The file a MODEL argument names (``net.py:FUNCTION``, ``net.onnx``, ``net.mlir``);
+    ``None`` for a shipped model's name."""
+    path = Path(spec.partition(":")[0])
+    return path if path.suffix in (".py", ".onnx", ".mlir") else None
 
 
 def check_paths(args: argparse.Namespace) -> None:
@@ -101,13 +103,14 @@ def check_paths(args: argparse.Namespace) -> None:
     for spec, path in written:
         check_output(path, spec.name, spec.folder)
     files = [(spec, path) for spec, path in written if not spec.folder]
+    inputs = list(_inputs(args))
     for i, (spec, path) in enumerate(files):
         for other, other_path in files[:i]:
             if _same(path, other_path):
                 raise ValueError(
                     f"{other.name} and {spec.name} both write {path}; give each its own file"
                 )
-        for read, name, source in _inputs(args):
+        for read, name, source in inputs:
             if read.dest != spec.dest and _same(path, source):
                 raise ValueError(
                     f"{spec.name} {path}: is {read.name} {name}, which this command reads; "

@@ -17,7 +17,7 @@ from tdsched.targets.target import make_target, run_conditions
 from .cli_types import positive_int, run_flags
 from .evaluation import Status
 from .lower_command import lower, model_args
-from .output_paths import writes
+from .output_paths import check_output, writes
 from .roofline_plot import require_matplotlib
 from .run_report import RunReport, RunRequest, run_isolated
 from .sweep.executor import EXECUTORS
@@ -162,8 +162,9 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--budget {args.budget}: give a positive number of minutes")
     if args.plot is not None:
         require_matplotlib()  # before the tune, not after it
-    workload = lower(args)
     out: Path = args.out or Path(f"{Path(args.model.partition(':')[0]).stem}.tune")
+    check_output(out, "--out", folder=True)  # the default one too
+    workload = lower(args)
     out.mkdir(exist_ok=True)
     target = make_target(args.target, gpu=args.gpu)
     options = TuneOptions(

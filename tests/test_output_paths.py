@@ -209,9 +209,11 @@ def test_read_only_outputs_are_refused_before_the_work(tmp_path: Path) -> None:
         for args, expected in [
             (["schema", "-o", str(folder / "s.json")], f"the folder {folder} is read-only"),
             (["regress", str(baseline), "--update"], f"the file {baseline} is read-only"),
+            # tune's default --out, MODEL.tune in the current folder, is checked too
+            (["tune", "small_cnn"], "--out small_cnn.tune: the folder . is read-only"),
         ]:
             command = _without_root_override([*cli, *args])
-            proc = subprocess.run(command, capture_output=True, text=True, check=False)
+            proc = subprocess.run(command, capture_output=True, text=True, check=False, cwd=folder)
             assert proc.returncode == 2, proc.stderr
             assert proc.stderr.startswith("tdsched: error: ") and expected in proc.stderr
     finally:
