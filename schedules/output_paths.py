@@ -113,8 +113,8 @@ def check_paths(args: argparse.Namespace) -> None:
         for read, name, source in inputs:
             if read.dest != spec.dest and _same(path, source):
                 raise ValueError(
-                    f"{spec.name} {path}: is {read.name} {name}, which this command reads; "
-                    "writing it would destroy it: give another path"
+                    f"{spec.name} {path}: the same file as {read.name} {name}, which this "
+                    "command reads; writing it would destroy it: give another path"
                 )
 
 
