@@ -192,7 +192,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--run-timeout", type=positive_float, default=120.0, help="seconds (default 120)"
     )
-    db = p.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"results ({DEFAULT_DB})")
+    db = p.add_argument(
+        "--db", type=Path, default=DEFAULT_DB, help=f"results (default {DEFAULT_DB})"
+    )
     writes(p, db)
     p.add_argument("--resume", action="store_true", help="continue an interrupted sweep")
     p.add_argument("--rebench", action="store_true", help="time again even when recorded")
