@@ -25,7 +25,10 @@ def add_parser(sub: Any) -> None:
         "still checks tile sizes against the payload, handles, and parameter values. "
         "--baseline prints the schema of 'tdsched regress' baseline files instead.",
     )
-    writes(p, p.add_argument("-o", "--output", type=Path, help="write to this file, not stdout"))
+    output = p.add_argument(
+        "-o", "--output", type=Path, help="write to this file instead of stdout"
+    )
+    writes(p, output)
     p.add_argument(
         "--baseline",
         action="store_true",
