@@ -89,7 +89,7 @@ def reference(
     db: Path, recipe: str, params: list[str], keys: list[str], rounds: int, threads: int
 ) -> dict[str, Interval]:
     """Each key's speedup over IREE default, timed all together, interleaved."""
-    results = {r.key: r for r in ResultsDB(db).results()}
+    results = {r.key: r for r in ResultsDB(db, read_only=True).results()}
     (baseline,) = db.with_name(db.name + ".artifacts").glob("baseline-*.vmfb")
     fixed = dict(parse_override(p) for p in params)
     context = SweepContext(
@@ -116,7 +116,7 @@ def candidates(db: Path, recipe: str, params: list[str]) -> dict[str, dict[str, 
     fixed = dict(parse_override(p) for p in params)
     return {
         row.key: dict(row.params)
-        for row in ResultsDB(db).results()
+        for row in ResultsDB(db, read_only=True).results()
         if row.recipe == name and all(row.params.get(k) == v for k, v in fixed.items())
     }
 

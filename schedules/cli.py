@@ -35,6 +35,7 @@ from .cli_types import (
 from .emit import ScriptStage
 from .evaluation import Status
 from .loading import load, shipped_recipe_names
+from .output_paths import check_paths, reads, recipe_file, writes
 from .params import parse_override
 from .pipeline import Plan, apply_graph, build, compile_plan, kernels_after_schedule, plan
 from .profile_report import profile_lines
@@ -105,6 +106,7 @@ def _complete_recipe(prefix: str, **_: object) -> list[str]:
 def _add_common(parser: argparse.ArgumentParser) -> None:
     recipe = parser.add_argument("recipe", help="recipe file (.yaml, .py) or shipped recipe name")
     recipe.completer = _complete_recipe  # type: ignore[attr-defined]
+    reads(parser, recipe, recipe_file)
     parser.add_argument(
         "--target",
         choices=TARGET_NAMES,
@@ -198,7 +200,8 @@ def make_parser() -> argparse.ArgumentParser:
         "folder that is removed, unless --keep-temps.",
     )
     _add_common(comp)
-    comp.add_argument("-o", "--output", type=Path, required=True, help="output .vmfb")
+    output = comp.add_argument("-o", "--output", type=Path, required=True, help="output .vmfb")
+    writes(comp, output)
     comp.add_argument("--print-command", action="store_true", help="print the iree-compile command")
     comp.add_argument(
         "--keep-temps",
@@ -262,13 +265,14 @@ def make_parser() -> argparse.ArgumentParser:
         "GFLOP/s, GB/s and %% of the roof (measured peak), the kernel schedule that built "
         "it, paired with IREE default's dispatch doing the same (JSON: 'profile')",
     )
-    runp.add_argument(
+    plot = runp.add_argument(
         "--plot",
         type=Path,
         metavar="PNG",
         help="with --profile: draw the dispatches on this machine's roofline (FLOP per byte "
         "vs GFLOP/s, IREE default -> schedule) into PNG (needs tdsched[plot])",
     )
+    writes(runp, plot)
 
     sweep_command.add_parser(sub)
     report_command.add_parser(sub)
@@ -618,6 +622,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.verbose:
         os.environ[VERBOSE_ENV] = "1"
     try:
+        check_paths(args)
         return _COMMANDS[args.command](args)
     # RecipeError, ScheduleError and workload errors are ValueErrors.
     except (ValueError, CompileError, DeviceError) as exc:

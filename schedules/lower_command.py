@@ -24,6 +24,7 @@ from tdsched.transform_lib.graph.report import layer_of
 from tdsched.transform_lib.payload import ops_under
 
 from .files import write_atomically
+from .output_paths import model_file, reads, writes
 from .text_table import aligned
 
 DESCRIPTION = f"""\
@@ -51,14 +52,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     )
     add_model_arguments(lower)
     lower.add_argument("--layers", action="store_true", help="list the layers and their ops")
-    lower.add_argument("-o", "--output", type=Path, help="write the module here")
+    writes(lower, lower.add_argument("-o", "--output", type=Path, help="write the module here"))
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     """MODEL and the options that say how to lower it (read by :func:`lower`)."""
-    parser.add_argument(
+    model = parser.add_argument(
         "model", metavar="MODEL", help="a model name, FILE.py[:FUNCTION], FILE.onnx or FILE.mlir"
     )
+    reads(parser, model, model_file)
     parser.add_argument(
         "--arg",
         action="append",

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .files import write_atomically
+from .output_paths import writes
 from .regress.baseline_schema import baseline_schema
 from .schema import recipe_schema
 
@@ -24,7 +25,10 @@ def add_parser(sub: Any) -> None:
         "still checks tile sizes against the payload, handles, and parameter values. "
         "--baseline prints the schema of 'tdsched regress' baseline files instead.",
     )
-    p.add_argument("-o", "--output", type=Path, help="write to this file instead of stdout")
+    output = p.add_argument(
+        "-o", "--output", type=Path, help="write to this file instead of stdout"
+    )
+    writes(p, output)
     p.add_argument(
         "--baseline",
         action="store_true",

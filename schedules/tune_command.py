@@ -19,6 +19,7 @@ from tdsched.targets.workload import check_memory
 from .cli_types import fraction, minutes, positive_int, run_command, run_flags
 from .evaluation import Status
 from .lower_command import lower, model_args
+from .output_paths import check_output, writes
 from .recipe import recipe_name
 from .recipe_trust import Trust, trust_options
 from .roofline_plot import require_matplotlib
@@ -101,12 +102,13 @@ def add_parser(sub: Any) -> None:
         help="wall time for the sweeps in minutes, the total over every run into --out: "
         "a re-run spends only what is left (default 30)",
     )
-    p.add_argument(
+    out = p.add_argument(
         "--out",
         type=Path,
         help="folder for the task recipes, the database, the tune's state and the model "
-        "recipe (default: MODEL's name with .tune, in the current folder)",
+        "recipe, created if missing (default: MODEL's name with .tune, in the current folder)",
     )
+    writes(p, out, folder=True)
     p.add_argument(
         "--min-share",
         type=fraction,
@@ -145,7 +147,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--no-check", action="store_true", help="write the recipe but do not run it at the end"
     )
-    p.add_argument(
+    plot = p.add_argument(
         "--plot",
         type=Path,
         metavar="PNG",
@@ -153,6 +155,7 @@ def add_parser(sub: Any) -> None:
         "against the budget spent (and the final run's), and the tasks' time per call "
         "before and after (needs tdsched[plot])",
     )
+    writes(p, plot)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
 
@@ -163,12 +166,13 @@ def run(args: argparse.Namespace) -> int:
     if args.plot is not None:
         require_matplotlib()  # before the tune, not after it
     out: Path = args.out or Path(f"{Path(args.model.partition(':')[0]).stem}.tune")
+    check_output(out, "--out", folder=True)  # the default one too
     read_state(out)  # a state file tdsched did not write is refused before any work
     workload = lower(args)
     check_memory(workload)
     # the recipes tune writes are named after the model (a file's stem may hold spaces)
     workload = dataclasses.replace(workload, name=recipe_name(workload.name))
-    out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(exist_ok=True)
     target = make_target(args.target, gpu=args.gpu)
     options = TuneOptions(
         target=target,

@@ -33,6 +33,8 @@ import pytest
 from tdsched.recipes import RECIPES_DIR
 from tdsched.targets import compiler, runtime
 
+pytest_plugins = ["cli_inprocess"]  # the `tdsched` fixture: the command line in process
+
 REQUIRE_VULKAN = os.environ.get("TDSCHED_REQUIRE_VULKAN") == "1"
 # The machine's peak (tdsched run, tdsched peak) is measured once per test session into a
 # cache of its own, never read from (or written to) the user's.

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from cli_inprocess import Outcome
 from tdsched.schedules.cli import main
 
 PYTHON_RECIPES = {
@@ -23,27 +23,6 @@ PYTHON_RECIPES = {
         r"bad_step.py:3: mmt4d.tile: expected the inner tile \[M0, N0, K0\], got 2 sizes",
     ),
 }
-
-
-@dataclass
-class Outcome:
-    returncode: int
-    stderr: str
-
-
-@pytest.fixture
-def tdsched(capsys: pytest.CaptureFixture[str]) -> Callable[..., Outcome]:
-    """The command line, in this process (an uncaught exception fails the test, as a
-    traceback would); argparse's own errors exit 2."""
-
-    def call(*args: str) -> Outcome:
-        try:
-            code = main(list(args))
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-        return Outcome(code, capsys.readouterr().err)
-
-    return call
 
 
 @pytest.mark.parametrize("command", ["show", "apply", "compile", "run", "sweep"])
@@ -176,8 +155,8 @@ def test_sweep_db_that_is_not_a_database_is_one_line(
     folder.mkdir()
     for db, expected in [
         (text, "notes.txt: not a tdsched results database"),
-        (folder, "folder: is a folder; give a database file"),
-        (text / "x.db", "x.db: cannot create the folder it goes in"),
+        (folder, "folder: is a folder; give the path of a file"),
+        (text / "x.db", "x.db: " + str(text) + " is a file, not a folder"),
     ]:
         proc = tdsched("sweep", "matmul_x86", "--db", str(db))
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr

@@ -29,7 +29,9 @@ def test_entries_merge_by_shape_and_the_space_stays(tmp_path: Path) -> None:
     source = tmp_path / "t.yaml"
     source.write_text(RECIPE)
     entries = [{"M": 64, "N": 64, "iree_default": True, "note": "n"}, {"M": 16, "N": 16, "TM": 8}]
-    out = write_shape_table(source, tmp_path / "out.yaml", ["M", "N"], entries, "x86", {"s": 1})
+    written = write_shape_table(source, tmp_path / "out.yaml", ["M", "N"], entries, "x86", {"s": 1})
+    out = written.path
+    assert written.replaced == [{"M": 64, "N": 64, "TM": 16}]  # the recipe's own
     document = yaml.safe_load(out.read_text())
     assert document["targets"] == ["x86", "vulkan"] and document["space"] == {"TM": [8, 16]}
     assert document["shapes"]["rule"] == "exact"
@@ -70,10 +72,49 @@ def test_an_entry_for_another_thread_count_is_kept_beside_the_new_one(tmp_path: 
         {"M": 64, "N": 64, "threads": 1, "TM": 8},
         {"M": 32, "N": 32, "threads": 1, "TM": 16},
     ]
-    out = write_shape_table(source, tmp_path / "out.yaml", ["M", "N"], entries, "x86", {})
+    out = write_shape_table(source, tmp_path / "out.yaml", ["M", "N"], entries, "x86", {}).path
     assert yaml.safe_load(out.read_text())["shapes"]["entries"] == [
         {"M": 32, "N": 32, "TM": 8},
         {"M": 32, "N": 32, "threads": 1, "TM": 16},
         {"M": 64, "N": 64, "threads": 1, "TM": 8},
         {"M": 64, "N": 64, "threads": 2, "TM": 16},
     ]
+
+
+def test_a_second_sweep_into_the_same_file_keeps_the_first_sweeps_entries(
+    tmp_path: Path,
+) -> None:
+    """Hardening item 11: a second ``sweep --shape`` into the table file of a first merges
+    into it (an entry for the same shape and conditions replaced), never drops it."""
+    source = tmp_path / "t.yaml"
+    source.write_text(RECIPE)
+    out = tmp_path / "t.x86.shapes.yaml"
+    first = [
+        {"M": 16, "N": 16, "threads": 2, "TM": 8, "note": "sweep 1"},
+        {"M": 16, "N": 16, "threads": 1, "TM": 8, "note": "sweep 1"},
+    ]
+    provenance = {"database": "s.db", "sweeps": [1]}
+    assert write_shape_table(source, out, ["M", "N"], first, "x86", provenance).replaced == []
+    second = [
+        {"M": 16, "N": 16, "threads": 2, "TM": 16, "note": "sweep 2"},
+        {"M": 128, "N": 128, "threads": 2, "TM": 16, "note": "sweep 2"},
+    ]
+    written = write_shape_table(
+        source, out, ["M", "N"], second, "x86", {"database": "s.db", "sweeps": [2]}
+    )
+    assert written.replaced == [first[0]]
+    document = yaml.safe_load(out.read_text())
+    assert document["shapes"]["entries"] == [
+        {"M": 16, "N": 16, "threads": 1, "TM": 8, "note": "sweep 1"},
+        second[0],
+        {"M": 32, "N": 32, "TM": 8},
+        {"M": 64, "N": 64, "TM": 16},
+        second[1],
+    ]
+    assert document["provenance"]["sweeps"] == [1, 2]
+    # a sweep from another database keeps the entries, and lists its own sweeps only
+    other = write_shape_table(
+        source, out, ["M", "N"], [], "x86", {"database": "t.db", "sweeps": [1]}
+    )
+    assert len(yaml.safe_load(other.path.read_text())["shapes"]["entries"]) == 5
+    assert yaml.safe_load(out.read_text())["provenance"]["sweeps"] == [1]

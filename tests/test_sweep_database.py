@@ -221,3 +221,16 @@ def test_sweeps_sharing_a_database_keep_their_own_numbers(
     assert main(["report", str(path), "--sweep", str(third)]) == 0
     out = capsys.readouterr().out
     assert "reused 1 result measured by sweep 2 (shown with its numbers)" in out
+
+
+def test_a_read_only_open_upgrades_an_older_schema_in_memory_only(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    _schema_2(path)
+    db = ResultsDB(path, read_only=True)
+    try:
+        assert [r.key for r in db.results(2)] == ["k1", "k2"]
+        assert db.results(1)[0].confirmed_speedup == 1.4
+    finally:
+        db.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT value FROM meta").fetchone() == ("2",)

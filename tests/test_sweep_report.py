@@ -10,7 +10,11 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import shutil
+import sqlite3
 import struct
+import subprocess
 import sys
 from pathlib import Path
 
@@ -498,7 +502,11 @@ def test_unwritable_output_is_a_clear_error(
         code, out, err = _report(capsys, str(db_path), option, str(target))
         assert code == 2
         assert out == ""
-        assert err == f"tdsched: error: {target}: cannot write: No such file or directory\n"
+        folder = target.parent
+        assert err == (
+            f"tdsched: error: {option} {target}: no folder {folder}; "
+            f"create it first (mkdir -p {folder})\n"
+        )
 
 
 def test_scatter_error_bars_span_each_screening_interval() -> None:
@@ -583,3 +591,47 @@ def test_roofline_of_a_sweep_without_work_says_to_run_it_again(
         "their workload's work; run it again\n"
     )
     assert not png.exists()
+
+
+def test_report_never_writes_the_database(
+    db_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A report opens the database read-only: on a read-only disk or another user's file
+    it reads, it never says "attempt to write a readonly database". A database of an
+    older schema (3: no work column) is reported as it is, not upgraded in place."""
+    db = ResultsDB(db_path, read_only=True)
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            db.record_decision(1, {"verdict": "alone"})
+    finally:
+        db.close()
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("ALTER TABLE sweeps DROP COLUMN work")
+        conn.execute("UPDATE meta SET value='3' WHERE key='schema'")
+    before = db_path.read_bytes()
+    for args in ([], ["--all"], ["--sweep", "1", "--json"]):
+        code, _, err = _report(capsys, str(db_path), *args)
+        assert code == 0, err
+    assert db_path.read_bytes() == before
+    with sqlite3.connect(db_path) as conn:
+        assert conn.execute("SELECT value FROM meta").fetchone() == ("3",)
+
+
+def test_report_reads_a_database_in_a_read_only_folder(db_path: Path) -> None:
+    """The user's case: a database (WAL, its -shm index gone) in a folder nobody may
+    write. Root writes anywhere: it runs without the capability that lets it."""
+    command = [sys.executable, "-m", "tdsched.schedules.cli", "report", str(db_path)]
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("root without setpriv: cannot make a folder read-only to this test")
+        command = [setpriv, "--bounding-set", "-dac_override", "--inh-caps", "-dac_override",
+                   "--", *command]  # fmt: skip
+    db_path.chmod(0o444)
+    db_path.parent.chmod(0o555)
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, check=False)
+    finally:
+        db_path.parent.chmod(0o755)
+    assert proc.returncode == 0, proc.stderr
+    assert "sweep 2" in proc.stdout

@@ -10,6 +10,7 @@ from typing import Any
 from tdsched.targets.target import TARGET_NAMES
 
 from ..cli_types import positive_float
+from ..output_paths import reads, recipe_file, writes
 from ..recipe_trust import add_trust_options, trust_from
 from .adding import with_added
 from .baseline_file import load_baseline
@@ -74,7 +75,7 @@ def add_parser(sub: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
+    baseline = p.add_argument(
         "baseline",
         nargs="?",
         type=Path,
@@ -82,7 +83,9 @@ def add_parser(sub: Any) -> None:
         metavar="BASELINE",
         help=f"baseline file, .yaml or .json (default: {DEFAULT_BASELINE})",
     )
-    p.add_argument(
+    reads(p, baseline)
+    writes(p, baseline, when=("add", "update"))
+    add = p.add_argument(
         "--add",
         action="append",
         default=[],
@@ -91,6 +94,7 @@ def add_parser(sub: Any) -> None:
         "relative to BASELINE; a new file is created) and stop; with --update, then bless "
         "(repeatable)",
     )
+    reads(p, add, recipe_file)
     p.add_argument(
         "--update",
         action="store_true",
@@ -111,12 +115,13 @@ def add_parser(sub: Any) -> None:
         help="seconds of timing per entry (overrides)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON document, not a table")
-    p.add_argument(
+    markdown = p.add_argument(
         "--markdown",
         metavar="PATH",
         help="also append a markdown summary to PATH ('-': stdout), e.g. a CI comment",
     )
     add_trust_options(p)
+    writes(p, markdown, stdout=True)
 
 
 def _progress(result: EntryResult) -> None:

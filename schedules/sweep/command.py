@@ -34,13 +34,15 @@ from ..cli_types import (
     run_flags,
 )
 from ..loading import load
+from ..output_paths import reads, recipe_file, writes
 from ..params import INT64, parse_override
 from ..recipe import Recipe
 from ..recipe_trust import add_trust_options, trust_from, trust_options
+from ..shape_table import ShapeEntry
 from .database import ResultsDB, method
 from .distinct import parameters_read
 from .executor import EXECUTORS, Executor, Limits, make_executor
-from .freeze import recorded_sweep, write_frozen, write_shape_table
+from .freeze import frozen_suffixes, recorded_sweep, write_frozen, write_shape_table
 from .racing import RaceSettings
 from .runner import COST_MODELS, Sweep, SweepOptions, SweepOutcome, SweepState
 from .strategies import STRATEGIES
@@ -118,7 +120,8 @@ def add_parser(sub: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("recipe", help="recipe file (.yaml, .py) or shipped recipe name")
+    recipe = p.add_argument("recipe", help="recipe file (.yaml, .py) or shipped recipe name")
+    reads(p, recipe, recipe_file)
     p.add_argument("--target", choices=("x86", "vulkan"), help="default: the recipe's first")
     p.add_argument(
         "--param",
@@ -194,7 +197,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--run-timeout", type=positive_float, default=120.0, help="seconds (default 120)"
     )
-    p.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"results (default {DEFAULT_DB})")
+    db = p.add_argument(
+        "--db", type=Path, default=DEFAULT_DB, help=f"results (default {DEFAULT_DB})"
+    )
+    writes(p, db)
     p.add_argument("--resume", action="store_true", help="continue an interrupted sweep")
     p.add_argument("--rebench", action="store_true", help="time again even when recorded")
     p.add_argument(
@@ -209,12 +215,13 @@ def add_parser(sub: Any) -> None:
         "per-dispatch files, .vmfb, compile.sh) under DB.artifacts/builds/sweepID/, named "
         "by its swept parameters; the folder is printed at the end",
     )
-    p.add_argument(
+    best_out = p.add_argument(
         "--best-out",
         type=Path,
         help="frozen best recipe (default: DB's folder/RECIPE.TARGET.best.yaml; with "
         "--shape, RECIPE.TARGET.shapes.yaml)",
     )
+    writes(p, best_out)
     p.add_argument(
         "--shape",
         action="append",
@@ -294,6 +301,7 @@ def run(args: argparse.Namespace) -> int:
     """``tdsched sweep``. Exit 0 when a correct candidate was found (at every shape, with
     --shape), 1 when not."""
     fixed = dict(parse_override(p) for p in args.param)
+    _check_best_out(args)
     if args.shape:
         return _sweep_shapes(args, fixed)
     sweep, outcome = _sweep(args, fixed)
@@ -303,6 +311,21 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(_summary(outcome, best_file, args.top, _build_flags(sweep.options, outcome.target)))
     return 0 if outcome.ranked else 1
+
+
+def _check_best_out(args: argparse.Namespace) -> None:
+    """Before the sweep: ``--best-out`` is written exactly where it says, so its suffix
+    must say what it holds (a Python recipe's best is Python, the rest YAML)."""
+    source = recipe_file(args.recipe)
+    if args.best_out is None or source is None:
+        return
+    allowed = frozen_suffixes(source, bool(args.shape))
+    if args.best_out.suffix not in allowed:
+        what = "a shape table" if args.shape else f"the best of a {source.suffix} recipe"
+        raise ValueError(
+            f"--best-out {args.best_out}: {what} is a {allowed[0]} file; "
+            f"name it {args.best_out.with_suffix(allowed[0])}"
+        )
 
 
 def _build_flags(options: SweepOptions, target: str) -> list[str]:
@@ -428,7 +451,15 @@ def _sweep_shapes(args: argparse.Namespace, fixed: dict[str, Any]) -> int:
         }
         if sweep.options.gpu is not None:
             provenance["gpu"] = sweep.options.gpu
-        table = write_shape_table(sweep.path, out, key, entries, done[0][1].target, provenance)
+        written = write_shape_table(sweep.path, out, key, entries, done[0][1].target, provenance)
+        table = written.path
+        for old in written.replaced:
+            origin = old.get("note") or "the recipe's own"
+            print(
+                f"note: {table}: this sweep's entry for {_entry_label(old, key)} replaces the "
+                f"one the table had ({origin})",
+                file=sys.stderr,
+            )
     missing = [_label(shape) for shape, outcome in done if not outcome.ranked]
     if args.json:
         shapes = [{"shape": shape, **_as_json(outcome, None)} for shape, outcome in done]
@@ -479,6 +510,18 @@ def _completed(
 
 def _label(shape: dict[str, int | str]) -> str:
     return ",".join(f"{name}={value}" for name, value in shape.items())
+
+
+def _entry_label(entry: dict[str, Any], key: list[str]) -> str:
+    """``M=64,N=64 (2 threads, avx512, znver4)``: a written table entry's shape and what it
+    was tuned for, as ``tdsched run`` names entries."""
+    return ShapeEntry(
+        tuple((k, entry[k]) for k in key),
+        threads=entry.get("threads"),
+        isa=entry.get("isa"),
+        cpu=entry.get("cpu"),
+        gpu=entry.get("gpu"),
+    ).label
 
 
 def _table_entry(

@@ -325,31 +325,33 @@ def method(strategy: str, cost_model: object) -> str:
 
 
 class ResultsDB:
-    """A results database file (created on first use)."""
+    """A results database file (created on first use; ``read_only``: one that must
+    exist, opened so that nothing is ever written to it)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, read_only: bool = False) -> None:
         self.path = path
         if path.is_dir():
             raise DatabaseError(
                 f"{path}: is a folder; give a database file, e.g. {path / 'tdsched-sweeps.db'}"
             )
+        if not read_only:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise DatabaseError(
+                    f"{path}: cannot create the folder it goes in ({exc.strerror}: {exc.filename})"
+                ) from exc
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise DatabaseError(
-                f"{path}: cannot create the folder it goes in ({exc.strerror}: {exc.filename})"
-            ) from exc
-        try:
-            self._conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None)
+            self._conn = _reader(path) if read_only else _writer(path)
             self._conn.row_factory = sqlite3.Row
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute("PRAGMA foreign_keys=ON")
-            with self._transaction():
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        self._conn.execute(statement)
+            if read_only:
                 self._upgrade()
+            else:
+                with self._transaction():
+                    for statement in _SCHEMA.split(";"):
+                        if statement.strip():
+                            self._conn.execute(statement)
+                    self._upgrade()
         except sqlite3.DatabaseError as exc:
             raise DatabaseError(f"{path}: not a tdsched results database ({exc})") from exc
 
@@ -368,12 +370,12 @@ class ResultsDB:
                     self._conn.execute(step)
                 else:
                     step(self._conn)
+            self._conn.execute("UPDATE meta SET value=? WHERE key='schema'", (version,))
         if version != SCHEMA_VERSION:
             raise DatabaseError(
                 f"{self.path}: results database schema {version}, this tdsched reads "
                 f"{SCHEMA_VERSION}; use a new --db file"
             )
-        self._conn.execute("UPDATE meta SET value=? WHERE key='schema'", (SCHEMA_VERSION,))
 
     @property
     def artifacts(self) -> Path:
@@ -596,6 +598,38 @@ def _row(result: Result, sweep_id: int | None) -> dict[str, Any]:
         "timing_s": result.timing_s,
         "measured_by": sweep_id,
     }
+
+
+def _writer(path: Path) -> sqlite3.Connection:
+    """A connection that records: WAL, so that readers never wait for a sweep."""
+    conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    return conn
+
+
+def _reader(path: Path) -> sqlite3.Connection:
+    """A connection that cannot write ``path`` (``tdsched report``: a database on a
+    read-only disk, another user's, or one a sweep is writing). A database of an older
+    schema is copied into memory, where :meth:`ResultsDB._upgrade` brings it up to date;
+    the file stays as it was."""
+    uri = path.resolve().as_uri()
+    try:
+        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=30.0, isolation_level=None)
+        conn.execute("PRAGMA schema_version")
+    except sqlite3.OperationalError:
+        # A WAL database whose -shm index is gone (its last writer closed it) cannot be
+        # opened read-only where that index cannot be created again (a read-only folder):
+        # then nobody writes it either, and it can be read as immutable.
+        conn = sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
+    version = conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+    if version is None or version[0] not in _MIGRATIONS:
+        return conn
+    memory = sqlite3.connect(":memory:", isolation_level=None)
+    conn.backup(memory)
+    conn.close()
+    return memory
 
 
 def measured_by_others(results: Sequence[Result], sweep_id: int) -> dict[int, int]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +31,19 @@ def write_frozen(
     target: str,
     provenance: Mapping[str, Any],
 ) -> Path:
-    """Write the frozen recipe to ``out`` (its suffix follows the source's); returns it."""
+    """Write the frozen recipe to ``out`` (Python for a Python ``source``, else YAML:
+    :func:`frozen_suffixes` says how to name it); returns it."""
     if source.suffix == ".py":
-        out = out.with_suffix(".py")
         out.write_text(_frozen_python(source, params, target, provenance))
     else:
-        out = out.with_suffix(".yaml")
         out.write_text(_frozen_yaml(source, out.parent, params, target, provenance))
     return out
+
+
+def frozen_suffixes(source: Path, shapes: bool) -> tuple[str, ...]:
+    """The suffixes a file written from the recipe at ``source`` may have: a Python
+    recipe's best is Python, a YAML recipe's best and a shape table (``shapes``) YAML."""
+    return (".py",) if source.suffix == ".py" and not shapes else (".yaml", ".yml")
 
 
 def _frozen_yaml(
@@ -60,6 +66,16 @@ def _frozen_yaml(
     return header + recipe_yaml(document)
 
 
+@dataclass(frozen=True)
+class WrittenTable:
+    """A shape table :func:`write_shape_table` wrote."""
+
+    path: Path
+    replaced: list[dict[str, Any]]
+    """The entries the table had (the recipe's own, or an earlier sweep's in the same
+    file) that an entry of this sweep replaced."""
+
+
 def write_shape_table(
     source: Path,
     out: Path,
@@ -67,13 +83,16 @@ def write_shape_table(
     entries: list[dict[str, Any]],
     target: str,
     provenance: Mapping[str, Any],
-) -> Path:
+) -> WrittenTable:
     """Write ``source`` with ``entries`` (one mapping per shape: key values, ``threads``,
     ``isa``, ``cpu``, ``gpu``, tuned values, ``iree_default``, ``note``) merged into its
-    ``shapes`` table to ``out`` (YAML): an entry for a shape, thread count, ISA, CPU model
-    and GPU the table already has replaces it; the others stay. The space and
+    ``shapes`` table to ``out`` (YAML), together with the entries an earlier ``sweep
+    --shape`` wrote to ``out``: a second sweep into the same file adds to the first's. An
+    entry for a shape, thread count, ISA, CPU model and GPU the table already has
+    replaces it (:attr:`WrittenTable.replaced`); the others stay. The space and
     constraints stay too (a table's nearest rule checks entries against the constraints,
-    and the recipe can be swept again)."""
+    and the recipe can be swept again); ``provenance`` lists the earlier sweeps as well
+    when they used the same database."""
     if source.suffix == ".py":
         raise RecipeError(
             Where(str(source)),
@@ -81,14 +100,13 @@ def write_shape_table(
             "table in code, or reads a YAML recipe's with RecipeBuilder.shapes_from(path) "
             "(see docs/recipes.md#shape-tables)",
         )
-    out = out.with_suffix(".yaml")
     document = _document(source, out.parent, target)
     table = document.get("shapes") or {}
-    if table.get("key", key) != key:
-        raise RecipeError(
-            Where(str(source), None, "shapes.key"),
-            f"the recipe's table is keyed by {table['key']}, the sweep's shapes by {key}",
-        )
+    tables = [(table, source)]
+    earlier = _swept_table(out)
+    if earlier is not None:
+        tables.append((earlier[0], out))
+        provenance = _with_earlier_sweeps(provenance, earlier[1])
 
     def place(entry: Mapping[str, Any]) -> tuple[Any, ...]:
         return (
@@ -99,9 +117,17 @@ def write_shape_table(
             entry.get("gpu") or "",
         )
 
-    new = {place(e) for e in entries}
-    kept = [e for e in table.get("entries") or [] if place(e) not in new]
-    merged = sorted([*kept, *entries], key=place)
+    had: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for found, where in tables:
+        if found.get("key", key) != key:
+            whose = "the recipe's table" if where == source else "the table written here"
+            raise RecipeError(
+                Where(str(where), None, "shapes.key"),
+                f"{whose} is keyed by {found['key']}, the sweep's shapes by {key}",
+            )
+        had |= {place(e): e for e in found.get("entries") or []}
+    replaced = [had.pop(place(e)) for e in entries if place(e) in had]
+    merged = sorted([*had.values(), *entries], key=place)
     document["shapes"] = {"key": key, "rule": table.get("rule", "nearest"), "entries": merged}
     document["provenance"] = dict(provenance)
     header = (
@@ -109,7 +135,29 @@ def write_shape_table(
         f"# Run it at any shape with: tdsched run {{this file}} --param NAME=VALUE ...\n"
     )
     out.write_text(header + recipe_yaml(document))
-    return out
+    return WrittenTable(out, replaced)
+
+
+def _swept_table(path: Path) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The shape table and provenance at ``path`` when an earlier ``sweep --shape``
+    wrote them there (its provenance lists ``sweeps``); ``None`` for no file, or a file of
+    another kind (the user's own recipe, a frozen best)."""
+    provenance = read_provenance(path)
+    if provenance is None or "sweeps" not in provenance:
+        return None
+    table = (yaml.safe_load(path.read_text()) or {}).get("shapes")
+    return (table, provenance) if isinstance(table, dict) else None
+
+
+def _with_earlier_sweeps(
+    provenance: Mapping[str, Any], earlier: Mapping[str, Any]
+) -> Mapping[str, Any]:
+    """``provenance`` whose ``sweeps`` also lists the ``earlier`` table's, when both
+    count sweeps of one database (ids of another database would mean other sweeps)."""
+    if earlier.get("database") != provenance.get("database"):
+        return provenance
+    sweeps = [*(earlier.get("sweeps") or []), *(provenance.get("sweeps") or [])]
+    return {**provenance, "sweeps": list(dict.fromkeys(sweeps))}
 
 
 def _document(source: Path, out_folder: Path, target: str) -> dict[str, Any]:

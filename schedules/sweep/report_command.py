@@ -1,8 +1,8 @@
 """``tdsched report DB``: the command line of :mod:`tdsched.schedules.sweep.report`.
 
-Reads a results database that ``tdsched sweep`` wrote (never creates one) and prints one
-sweep's header and ranked table, lists every sweep (``--all``), or exports one sweep as
-CSV, JSON or a PNG plot.
+Reads a results database that ``tdsched sweep`` wrote (never creates or writes one) and
+prints one sweep's header and ranked table, lists every sweep (``--all``), or exports one
+sweep as CSV, JSON or a PNG plot.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from tdsched.targets.target import DEFAULT_THREADS, make_target
 from ..cli_types import positive_int
 from ..evaluation import prepare_device
 from ..machine_peak import MachinePeak, cpu_description, machine_peak
+from ..output_paths import reads, writes
 from ..roofline_plot import PlotError, require_matplotlib
 from .database import DatabaseError, ResultsDB, Sweep
 from .report import (
@@ -68,7 +69,8 @@ def add_parser(sub: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("db", type=Path, metavar="DB", help="results database of tdsched sweep")
+    db = p.add_argument("db", type=Path, metavar="DB", help="results database of tdsched sweep")
+    reads(p, db)
     which = p.add_mutually_exclusive_group()
     which.add_argument(
         "--sweep", type=positive_int, metavar="ID", help="sweep id (default: the newest)"
@@ -77,18 +79,23 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--top", type=positive_int, default=10, metavar="N", help="rows of the table (10)"
     )
-    p.add_argument("--csv", metavar="FILE", help="write one row per candidate ('-': stdout)")
+    csv = p.add_argument("--csv", metavar="FILE", help="write one row per candidate ('-': stdout)")
+    writes(p, csv, stdout=True)
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--plot", type=Path, metavar="PNG", help="write a plot (needs tdsched[plot])")
+    plot = p.add_argument(
+        "--plot", type=Path, metavar="PNG", help="write a plot (needs tdsched[plot])"
+    )
+    writes(p, plot)
     p.add_argument("--x", metavar="PARAM", help="plot: x axis parameter (default: index)")
     p.add_argument("--y", metavar="PARAM", help="plot: with --x, a heatmap over x and y")
-    p.add_argument(
+    roofline = p.add_argument(
         "--roofline",
         type=Path,
         metavar="PNG",
         help="write the candidates' GFLOP/s on this machine's measured roofline "
         "(needs tdsched[plot]; measures the peak when it is not cached)",
     )
+    writes(p, roofline)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -203,14 +210,15 @@ def _check_options(args: argparse.Namespace) -> None:
 
 
 def _open(path: Path) -> ResultsDB:
-    """The database at ``path``, which must exist (``ResultsDB`` would create it)."""
+    """The database at ``path``, which must exist, opened read-only: a report never
+    writes it (it may be on a read-only disk, another user's, or a sweep's in progress)."""
     if not path.is_file():
         raise ReportError(
             f"{path}: no such results database; give the --db file of a 'tdsched sweep' "
             "(default tdsched-sweeps.db)"
         )
     try:
-        return ResultsDB(path)
+        return ResultsDB(path, read_only=True)
     except DatabaseError as exc:
         raise ReportError(str(exc)) from exc
 
