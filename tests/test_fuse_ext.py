@@ -321,27 +321,50 @@ def test_reduction_only_tiling_fuses_input_producers_into_the_reduction_loop() -
     )
 
 
-def test_reduction_only_tiling_computes_an_intermediate_used_after_the_loop_twice() -> None:
-    before = (
-        _payload("matmul_chain_k.mlir")
-        .replace(
-            "return %m2 : tensor<16x20xf32>",
-            "return %m2, %m1 : tensor<16x20xf32>, tensor<16x32xf32>",
-        )
-        .replace("-> tensor<16x20xf32> {", "-> (tensor<16x20xf32>, tensor<16x32xf32>) {")
+_CHAIN_RETURNING_THE_FIRST_MATMUL = (
+    _payload("matmul_chain_k.mlir")
+    .replace(
+        "return %m2 : tensor<16x20xf32>",
+        "return %m2, %m1 : tensor<16x20xf32>, tensor<16x32xf32>",
     )
-    after, report = fuse_ext(before, FuseExtOptions(root=TEST_ROOT, tile_sizes=(0, 0, 8)))
+    .replace("-> tensor<16x20xf32> {", "-> (tensor<16x20xf32>, tensor<16x32xf32>) {")
+)
+
+
+@pytest.mark.parametrize(
+    ("tiles", "nest"),
+    [
+        ({"tile_sizes": (0, 0, 8)}, ["scf.for"]),  # (f): reduction loops only
+        ({"tile_sizes": (8, 10, 8), "interchange": (2, 0, 1)}, ["scf.forall", "scf.for"]),  # (g)
+    ],
+)
+def test_reduction_outer_loops_compute_an_intermediate_used_after_them_in_full_as_well(
+    tiles: dict[str, tuple[int, ...]], nest: list[str]
+) -> None:
+    """The first matmul is also returned: the reduction loop (with or without parallel
+    loops inside it) yields only the root, so the first matmul and its fill are also
+    computed in full before it, and each fused line says so and why. With the reductions
+    outermost this was a raw "could not find next producer to fuse" error: the full-size
+    copy, numbered like the tile in the loop, was picked for fusion too."""
+    before = _CHAIN_RETURNING_THE_FIRST_MATMUL
+    after, report = fuse_ext(before, FuseExtOptions(root=TEST_ROOT, **tiles))  # type: ignore[arg-type]
     assert check_equivalent(before, after).equivalent
+    matmuls = [parents[: len(nest)] for name, parents, _ in _ops(after) if name == "linalg.matmul"]
+    assert sorted(matmuls) == sorted([["func.func", "builtin.module"][: len(nest)], nest, nest])
     lines = report.lines()
-    assert any(
-        line.startswith(
-            '  kept outside: linalg.matmul at loc("-":15:9): also computed in full '
-            "outside: its result is used after the reduction loop"
-        )
-        for line in lines
-    ), lines
-    matmuls = [parents[0] for name, parents, _ in _ops(after) if name == "linalg.matmul"]
-    assert sorted(matmuls) == ["func.func", "scf.for", "scf.for"]
+    assert lines[1] == (
+        '  fused linalg.matmul at loc("-":15:9) (and also computed in full outside the loop '
+        "nest, so this op runs twice: its result is used after the reduction loop, which "
+        "yields only the root; parallel loops outside it would yield it)"
+    )
+    assert lines[2] == (
+        '  fused linalg.fill at loc("-":14:9) (and also computed in full outside the loop '
+        'nest, so this op runs twice: the full-size linalg.matmul at loc("-":15:9) outside '
+        "reads it)"
+    )
+    assert not any(
+        "multi-result" in line or "kept outside: linalg.matmul" in line for line in lines
+    )
 
 
 def test_short_tile_size_lists_leave_the_trailing_loops_untiled() -> None:

@@ -91,8 +91,9 @@ class FuseExtReport:
     plan: FusionPlan | None = None
     fused: list[PayloadOp] = field(default_factory=list)
     outside: list[Outside] = field(default_factory=list)
-    also_outside: list[PayloadOp] = field(default_factory=list)
-    """Fused ops that the IR after the rewrite still computes in full outside the loop."""
+    also_outside: list[Outside] = field(default_factory=list)
+    """Fused ops that the IR after the rewrite still computes in full outside the loop,
+    and why."""
     scripts: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -117,7 +118,7 @@ class _Payload:
         self.report.scripts.append(script)
         try:
             apply_in_place(self.module, script, scripts.ENTRY)
-        except ir.MLIRError as exc:
+        except (ir.MLIRError, ValueError) as exc:  # a silenceable failure is a ValueError
             raise FuseExtError(f"fuse_ext: {what} failed: {exc}") from exc
 
     def note(self, rewrite: str) -> None:
@@ -183,19 +184,55 @@ def _fuse_ext(module_text: str, options: FuseExtOptions) -> tuple[str, FuseExtRe
             rewrites.forall_to_for(loop, [tiled.index(d) for d in order])
             payload.note(f"loop: for: the scf.forall became an scf.for nest over loops {order}")
         payload.run(scripts.cleanup_script(), "cleanup")
-        # Report from the IR, not the plan: a fused op still at full size outside the
-        # loop nest (a result the loop does not yield) is computed twice.
-        reported = {o.op.fid for o in report.outside}
-        report.also_outside = [
-            p
-            for p in report.fused
-            if p.fid not in reported and _top_level(block, p.fid) is not None
-        ]
+        report.also_outside = _computed_twice(
+            block, report, reduction_loop=not any(split.parallel) or split.reductions_outside
+        )
         strip_attributes(module.operation, _TAGS)
         if not module.operation.verify():
             raise FuseExtError("fuse_ext: produced an invalid module (please report)")
         report.seconds = time.perf_counter() - start
         return str(module), report
+
+
+def _computed_twice(
+    block: ir.Block, report: FuseExtReport, *, reduction_loop: bool
+) -> list[Outside]:
+    """The fused ops that the IR still computes in full outside the loop nest, and why.
+
+    From the IR, not the plan: a fused op still at full size in the function (a result
+    the loop does not yield, or the operand of such a full-size op) runs twice. Ops
+    already reported as kept outside (a use before the nest, ``intermediates:
+    recompute``) are left to that line.
+    """
+    reported = {o.op.fid for o in report.outside}
+    full = {p.fid: op for p in report.fused if (op := _top_level(block, p.fid)) is not None}
+    twice = []
+    for producer in report.fused:
+        op = full.get(producer.fid)
+        if op is None or producer.fid in reported:
+            continue
+        users = [use.owner.operation for result in op.results for use in result.uses]
+        readers = [user for user in users if any(user == other for other in full.values())]
+        if readers:
+            why = (
+                "the full-size "
+                + ", ".join(f"{user.name} at {user.location}" for user in readers)
+                + " outside reads it"
+            )
+        elif reduction_loop:
+            why = (
+                "its result is used after the reduction loop, which yields only the root; "
+                "parallel loops outside it would yield it"
+            )
+        elif len(op.results) > 1:
+            why = (
+                "a result of it used after the loop is not yielded (the loop yields a "
+                "multi-result op only through the results its consumers read)"
+            )
+        else:
+            why = "its result is used after the loop, which does not yield it"
+        twice.append(Outside(producer, why))
+    return twice
 
 
 def _tag_returned(module: ir.Module) -> None:

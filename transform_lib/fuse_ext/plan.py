@@ -97,23 +97,22 @@ def describe_fusion(
     plan: FusionPlan,
     fused: Sequence[PayloadOp],
     outside: Sequence[Outside],
-    also_outside: Sequence[PayloadOp] = (),
+    also_outside: Sequence[Outside] = (),
     primitive: str = "fuse_ext",
 ) -> list[str]:
     """Report lines: the roots, each fused op (marked when yielded, or when it is also
     computed in full outside the loop nest: ``also_outside``, found in the IR after the
-    rewrite), each op kept outside."""
+    rewrite, each with why), each op kept outside."""
     roots = ", ".join(r.describe() for r in plan.roots)
     lines = [f"{primitive}: tiled {len(plan.roots)} root(s): {roots}"]
     yielded = {op.fid for op in plan.yielded}
-    twice = {op.fid for op in also_outside}
+    twice = {o.op.fid: o.reason for o in also_outside}
     for op in fused:
         note = ""
         if op.fid in twice:
             note = (
-                " (and also computed in full outside the loop nest: a result used after "
-                "the loop is not yielded by it, so this op runs twice; a multi-result op "
-                "is yielded only through the result its consumers read)"
+                " (and also computed in full outside the loop nest, so this op runs "
+                f"twice: {twice[op.fid]})"
             )
         elif op.fid in yielded:
             note = " (yielded by the loop nest)"
@@ -504,7 +503,8 @@ def reduction_only_plan(
     the root's inits (a ``linalg.fill``) stays before it, as the loop's ``iter_args``
     value; producers of the root's inputs are fused into the loop, computed per
     reduction tile. The loop yields only the root: an intermediate also used after it
-    is computed there in full as well. Raises :class:`FuseExtError` for several roots.
+    is computed there in full as well (the driver reports it from the IR). Raises
+    :class:`FuseExtError` for several roots.
     """
     if len(plan.roots) != 1:
         raise FuseExtError(
@@ -529,15 +529,6 @@ def reduction_only_plan(
                     op,
                     "the accumulator's initializer: it stays before the reduction loop, "
                     "which carries its value",
-                )
-            )
-    for op in plan.yielded:
-        if op.fid in into_loop:
-            outside.append(
-                Outside(
-                    op,
-                    "also computed in full outside: its result is used after the reduction "
-                    "loop, which yields only the root (tile a parallel loop to yield it)",
                 )
             )
     return dataclasses.replace(
