@@ -390,6 +390,18 @@ def test_tile_nums_divide_each_static_range_rounding_up(
     assert by_nums == by_sizes
 
 
+def test_tile_nums_follow_the_interchanged_loop_order() -> None:
+    """As in ByteIR's tile_with_interchange test: with interchange [1, 0, 2] the first
+    number is the outer loop's, over N (40: 4 tiles of 10), the second M's (32: 5 of 7)."""
+    root = OpCriteria(op="linalg.matmul")
+    common = {"root": root, "interchange": (1, 0, 2), "loop": "for"}
+    _, by_nums, _ = _run("matmul_bias_relu_both.mlir", tile_nums=(4, 5), **common)
+    _, by_sizes, _ = _run("matmul_bias_relu_both.mlir", tile_sizes=(7, 10), **common)
+    assert by_nums == by_sizes
+    (outer,) = [op for name, p, op in _ops(by_nums) if name == "scf.for" and p[0] == "func.func"]
+    assert "to %c4 step %c1" in str(outer).splitlines()[0]
+
+
 def test_tile_nums_need_static_loop_ranges() -> None:
     dynamic = """
 func.func @f(%a: tensor<?x16xf32>) -> tensor<?x16xf32> {

@@ -164,7 +164,7 @@ def _fuse_ext(module_text: str, options: FuseExtOptions) -> tuple[str, FuseExtRe
         plan = make_plan(block_ops, options.intermediates, fuse=options.primitive != "tile_ext")
         report.plan = plan
         report.outside.extend(plan.outside)
-        sizes = resolve_tile_sizes(plan, options.tile_sizes, options.tile_nums)
+        sizes = resolve_tile_sizes(plan, options.tile_sizes, options.tile_nums, options.interchange)
         split = split_tile_sizes(plan, sizes, options.interchange, payload=True, loop=options.loop)
         root_fids = [r.fid for r in plan.roots]
         nest_block = block

@@ -368,15 +368,39 @@ def producer_dag(
     return producers, list(outside.values())
 
 
+def loop_order(plan: FusionPlan, interchange: Sequence[int] | None) -> list[int]:
+    """The roots' loops outermost first: ``interchange``, else their own order.
+
+    Raises :class:`FuseExtError` when ``interchange`` is no permutation of the loops.
+    """
+    n_loops = len(plan.iterators)
+    order = list(interchange) if interchange else list(range(n_loops))
+    if sorted(order) != list(range(n_loops)):
+        raise FuseExtError(
+            f"fuse_ext: interchange {order} is not a permutation of 0..{n_loops - 1}"
+        )
+    return order
+
+
 def resolve_tile_sizes(
-    plan: FusionPlan, tile_sizes: Sequence[int] | None, tile_nums: Sequence[int] | None = None
+    plan: FusionPlan,
+    tile_sizes: Sequence[int] | None,
+    tile_nums: Sequence[int] | None = None,
+    interchange: Sequence[int] | None = None,
 ) -> list[int]:
-    """One tile size per loop of the roots, from ``tile_sizes`` (trailing loops left out
-    are not tiled) or from ``tile_nums`` (tiles per loop, each size the loop's static
-    range divided by its number, rounded up; 0 = not tiled), exactly one of the two.
+    """One tile size per loop of the roots (in the roots' loop order), from ``tile_sizes``
+    (one per loop of the root; trailing loops left out are not tiled) or from
+    ``tile_nums`` (tiles per loop, each size the loop's static range divided by its
+    number, rounded up; 0 = not tiled), exactly one of the two.
+
+    ``tile_nums`` follow the loop order ``interchange`` makes, as in ByteIR (its
+    ``fuse_operands`` test ``tile_with_interchange``: ``tile_nums = [32, 16]`` with
+    ``tile_interchange = [1, 0]`` runs the outer loop, over dim 1, 32 times): number
+    ``k`` is for loop ``interchange[k]``, and the loops left out are the innermost.
 
     Raises :class:`FuseExtError` for both or neither, a list longer than the loops,
-    negative entries, or ``tile_nums`` over a loop with no static range.
+    negative entries, ``tile_nums`` over a loop with no static range, or an
+    ``interchange`` that is no permutation.
     """
     iters = plan.iterators
     what = plan.roots[0].describe()
@@ -399,7 +423,10 @@ def resolve_tile_sizes(
             f"fuse_ext: tile_nums {list(given)} for root {what}, whose loop ranges are not "
             "all static; give tile_sizes instead"
         )
-    return [-(-size // n) if n else 0 for size, n in zip(plan.ranges, padded, strict=True)]
+    nums = [0] * len(iters)
+    for number, loop in zip(padded, loop_order(plan, interchange), strict=True):
+        nums[loop] = number
+    return [-(-size // n) if n else 0 for size, n in zip(plan.ranges, nums, strict=True)]
 
 
 class TileSplit(NamedTuple):
@@ -450,11 +477,7 @@ def split_tile_sizes(
             f"{list(iters)}); in a kernel schedule fuse_ext's parallel loops form the "
             "workgroups: tile a parallel loop, and the reductions with a later 'tile' step"
         )
-    order = list(interchange) if interchange else list(range(len(sizes)))
-    if sorted(order) != list(range(len(sizes))):
-        raise FuseExtError(
-            f"fuse_ext: interchange {order} is not a permutation of 0..{len(sizes) - 1}"
-        )
+    order = loop_order(plan, interchange)
     tiled = [d for d in order if sizes[d]]
     kinds = [iters[d] for d in tiled]
     changes = sum(1 for a, b in itertools.pairwise(kinds) if a != b)

@@ -140,7 +140,7 @@ def fuse_in_strategy(
     producers are fused one by one in reverse program order, and reduction dims are tiled
     last, around the roots alone.
     """
-    sizes = resolve_tile_sizes(plan, tile_sizes, tile_nums)
+    sizes = resolve_tile_sizes(plan, tile_sizes, tile_nums, interchange)
     parallel, reduction, order, _ = split_tile_sizes(plan, sizes, interchange)
     handles.update(generalize_ops(lambda op: handles[op.fid], plan.generalized))
     loop, roots = tile_roots(lambda op: handles[op.fid], plan.roots, parallel, workgroups=True)
