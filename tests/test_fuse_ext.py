@@ -164,6 +164,33 @@ def test_a_slice_cut_along_two_dims_of_a_group_is_refused_with_the_reason() -> N
     assert "is cut along dim 1 and also along dim 2" in reason
 
 
+def test_a_partial_tile_of_a_reshape_is_reported_as_the_cause() -> None:
+    # Rows tiled by 3 of 16: the last tile is partial, so the slice's size is an
+    # affine.min; the slice is contiguous, and the report says what does break it.
+    _, after, lines = _run("reshape_multi_result.mlir", root=TEST_ROOT, tile_sizes=(3, 1, 8))
+    reshapes = [parents[0] for name, parents, _ in _ops(after) if name == "tensor.expand_shape"]
+    assert reshapes == ["func.func", "func.func"]
+    reason = next(line for line in lines if "kept outside: tensor.expand_shape" in line)
+    assert "the loop's slice of it has a partial last tile: tiles of 3 do not divide result " in (
+        reason
+    )
+    assert "dim 0 (16), so the slice's size is dynamic there" in reason
+    assert "not contiguous" not in reason
+
+
+def test_a_collapse_shape_tiled_in_whole_rows_fuses_and_a_part_row_is_refused() -> None:
+    _, after, lines = _run("collapse_rows.mlir", root=TEST_ROOT, tile_sizes=(4, 16))
+    negs = [p[0] for name, p, op in _ops(after) if name == "linalg.generic" and "negf" in str(op)]
+    assert negs == ["scf.forall"]
+    assert any(line.startswith("  fused tensor.collapse_shape") for line in lines)
+    _, after, lines = _run("collapse_rows.mlir", root=TEST_ROOT, tile_sizes=(4, 4))
+    assert any(
+        "is not contiguous in its source: its slice of result dim 1 (size 4) does not cover "
+        "whole rows of the 8 elements its source dims [2] hold" in line
+        for line in lines
+    ), lines
+
+
 def test_every_used_result_of_a_multi_result_producer_is_yielded_once() -> None:
     # add/sub in one generic: the root reads add (fused), sub is returned. Upstream fusion
     # yields only add; fuse_ext also yields sub from the tile, so the generic runs once.

@@ -423,9 +423,7 @@ def _fuse_one(
     if plan.is_reshape(producer):
         why = rewrites.bubble_slices_through_reshape(loop, original)
         if why is not None:
-            report.outside.append(
-                Outside(producer, f"the loop's slice of it is not contiguous in its source: {why}")
-            )
+            report.outside.append(Outside(producer, f"the loop's slice of it {why}"))
             return
         payload.note(f"the loop's slices of {producer.describe()} became slices of its source")
         report.fused.append(producer)
