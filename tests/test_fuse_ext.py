@@ -429,8 +429,7 @@ def test_tile_nums_follow_the_interchanged_loop_order() -> None:
     assert "to %c4 step %c1" in str(outer).splitlines()[0]
 
 
-def test_tile_nums_need_static_loop_ranges() -> None:
-    dynamic = """
+_DYNAMIC_ROWS = """
 func.func @f(%a: tensor<?x16xf32>) -> tensor<?x16xf32> {
   %c0 = arith.constant 0 : index
   %n = tensor.dim %a, %c0 : tensor<?x16xf32>
@@ -445,9 +444,23 @@ func.func @f(%a: tensor<?x16xf32>) -> tensor<?x16xf32> {
   return %r : tensor<?x16xf32>
 }
 """
+
+
+def test_tile_nums_need_static_loop_ranges() -> None:
     options = FuseExtOptions(root=OpCriteria(op="linalg.generic"), tile_nums=(4, 2))
     with pytest.raises(FuseExtError, match=r"loop ranges are not all static; give tile_sizes"):
-        fuse_ext(dynamic, options)
+        fuse_ext(_DYNAMIC_ROWS, options)
+
+
+def test_loop_for_on_dynamic_shapes_is_refused_as_the_docs_list() -> None:
+    options = FuseExtOptions(root=OpCriteria(op="linalg.generic"), tile_sizes=(4, 8), loop="for")
+    with pytest.raises(
+        FuseExtError, match=r"static tile counts, .*dynamic bounds.*use loop: forall"
+    ):
+        fuse_ext(_DYNAMIC_ROWS, options)
+    refusals = (Path(__file__).parents[1] / "docs/primitives/fuse_ext.md").read_text()
+    refusals = refusals.split("Preconditions that fail are errors")[1].split("## Limitations")[0]
+    assert "* `loop: for` where the tiled parallel loops have dynamic bounds" in refusals
 
 
 _TWO_SPACES = """

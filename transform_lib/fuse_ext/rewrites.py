@@ -377,7 +377,10 @@ def forall_to_for(forall: ir.Operation, order: Sequence[int]) -> ir.Operation:
         for k in ("staticLowerBound", "staticUpperBound", "staticStep")
     ]
     if any(v == _DYNAMIC for b in bounds for v in b):
-        raise FuseExtError("fuse_ext: loop: for needs static tile counts (static shapes)")
+        raise FuseExtError(
+            "fuse_ext: loop: for needs static tile counts, and the tiled parallel loops have "
+            "dynamic bounds (dynamic shapes); use loop: forall (the default) there"
+        )
     rank = len(bounds[0])
     body = forall.regions[0].blocks[0]
     outputs = list(view.outputs)
