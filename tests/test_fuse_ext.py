@@ -363,10 +363,14 @@ _CHAIN_RETURNING_THE_FIRST_MATMUL = (
     [
         ({"tile_sizes": (0, 0, 8)}, ["scf.for"]),  # (f): reduction loops only
         ({"tile_sizes": (8, 10, 8), "interchange": (2, 0, 1)}, ["scf.forall", "scf.for"]),  # (g)
+        (
+            {"tile_sizes": (8, 10, 8), "interchange": (2, 0, 1), "loop": "for"},
+            ["scf.for", "scf.for", "scf.for"],
+        ),
     ],
 )
 def test_reduction_outer_loops_compute_an_intermediate_used_after_them_in_full_as_well(
-    tiles: dict[str, tuple[int, ...]], nest: list[str]
+    tiles: dict[str, object], nest: list[str]
 ) -> None:
     """The first matmul is also returned: the reduction loop (with or without parallel
     loops inside it) yields only the root, so the first matmul and its fill are also
