@@ -199,7 +199,7 @@ def _source_slice(
     reshape: ir.Operation, offsets: list[int | ir.Value], sizes: list[int | ir.Value]
 ) -> tuple[list[int | ir.Value], list[int]] | str:
     """The source slice equal to a slice of ``reshape``'s result, if it is contiguous in
-    the source; else why not.
+    the source; else why not (words that follow "the loop's slice of it").
 
     Sizes must be static. An expand_shape group (result dims split from one source dim,
     row-major) is contiguous when the slice is 1 wide along the group's leading dims, cut
@@ -279,7 +279,8 @@ def _expanded_group_slice(
     group: Sequence[int], big: Sequence[int], offsets: list[int | ir.Value], sizes: list[int]
 ) -> tuple[int | ir.Value, int] | str:
     """The (offset, size) in source dim ``g`` of a slice of the result dims ``group`` that
-    an expand_shape split it into, or why the slice is not contiguous there."""
+    an expand_shape split it into, or why the slice is not contiguous there (as
+    :func:`_source_slice` words it)."""
     cut = next((i for i, d in enumerate(group) if sizes[d] != 1), len(group) - 1)
     partial = [d for d in group[cut + 1 :] if sizes[d] != big[d]]
     if partial:
@@ -327,7 +328,9 @@ def bubble_slices_through_reshape(loop: ir.Operation, reshape: ir.Operation) -> 
     """Rewrite the loop body's slices of ``reshape`` as reshapes of source slices.
 
     Returns ``None`` when every such slice was rewritten (the reshape is then not read in
-    the loop, and its producer can be fused), else why a slice could not be.
+    the loop, and its producer can be fused), else why a slice could not be (words that
+    follow "the loop's slice of it": "is not contiguous in its source: ...", "has a
+    partial last tile: ...").
     """
     users = [u.owner.operation for u in reshape.result.uses]
     slices = [u for u in users if u.name == "tensor.extract_slice" and u.parent == loop]
