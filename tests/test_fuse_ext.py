@@ -340,7 +340,9 @@ def test_reduction_only_tiling_fuses_input_producers_into_the_reduction_loop() -
     assert lines[1:4] == [
         '  fused linalg.matmul at loc("-":15:9)',
         '  fused linalg.fill at loc("-":14:9)',
-        '  fused linalg.generic at loc("-":8:9)',
+        '  fused linalg.generic at loc("-":8:9) (recomputed whole in every step of the '
+        "reduction loop, which does not slice it; put it in stop to compute it once before "
+        "the loop)",
     ]
     assert lines[4] == (
         '  kept outside: linalg.fill at loc("-":17:9): the accumulator\'s initializer: it '

@@ -94,6 +94,9 @@ class FuseExtReport:
     also_outside: list[Outside] = field(default_factory=list)
     """Fused ops that the IR after the rewrite still computes in full outside the loop,
     and why."""
+    whole_per_step: list[PayloadOp] = field(default_factory=list)
+    """Ops fused into a reduction loop that compute their whole result in every step
+    (no reduction loop slices them)."""
     scripts: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -101,7 +104,12 @@ class FuseExtReport:
         if self.plan is None:
             return [f"{self.primitive}: nothing planned"]
         out = describe_fusion(
-            self.plan, self.fused, self.outside, self.also_outside, self.primitive
+            self.plan,
+            self.fused,
+            self.outside,
+            self.also_outside,
+            self.primitive,
+            self.whole_per_step,
         )
         out.append(f"  ({len(self.scripts)} transform steps, {self.seconds:.3f} s)")
         return out
@@ -302,8 +310,19 @@ def _reduction_loop(
         "reduction tiling",
     )
     for producer in reversed(plan.producers):
+        whole = _result_types(_top_level(block, producer.fid))
         _fuse_one(payload, block, producer, plan, report)
+        loop = _tag_loop(block, [r.fid for r in plan.roots])
+        tile = _top_level(loop.regions[0].blocks[0], producer.fid)
+        if producer in report.fused and whole and _result_types(tile) == whole:
+            report.whole_per_step.append(producer)
     return plan
+
+
+def _result_types(op: ir.Operation | None) -> list[str]:
+    """``op``'s result types (none for ``None``): a tile's equal the full op's when no
+    loop slices it."""
+    return [] if op is None else [str(result.type) for result in op.results]
 
 
 def _parallel_inside(

@@ -99,24 +99,32 @@ def describe_fusion(
     outside: Sequence[Outside],
     also_outside: Sequence[Outside] = (),
     primitive: str = "fuse_ext",
+    whole_per_step: Sequence[PayloadOp] = (),
 ) -> list[str]:
-    """Report lines: the roots, each fused op (marked when yielded, or when it is also
-    computed in full outside the loop nest: ``also_outside``, found in the IR after the
-    rewrite, each with why), each op kept outside."""
+    """Report lines: the roots, each fused op (marked when yielded, when it is also
+    computed in full outside the loop nest: ``also_outside``, each with why, or when a
+    reduction loop computes it whole in every step: ``whole_per_step``; both found in
+    the IR after the rewrite), each op kept outside."""
     roots = ", ".join(r.describe() for r in plan.roots)
     lines = [f"{primitive}: tiled {len(plan.roots)} root(s): {roots}"]
     yielded = {op.fid for op in plan.yielded}
     twice = {o.op.fid: o.reason for o in also_outside}
+    whole = {op.fid for op in whole_per_step}
     for op in fused:
-        note = ""
+        notes = []
+        if op.fid in whole:
+            notes.append(
+                " (recomputed whole in every step of the reduction loop, which does not "
+                "slice it; put it in stop to compute it once before the loop)"
+            )
         if op.fid in twice:
-            note = (
+            notes.append(
                 " (and also computed in full outside the loop nest, so this op runs "
                 f"twice: {twice[op.fid]})"
             )
         elif op.fid in yielded:
-            note = " (yielded by the loop nest)"
-        lines.append(f"  fused {op.describe()}{note}")
+            notes.append(" (yielded by the loop nest)")
+        lines.append(f"  fused {op.describe()}{''.join(notes)}")
     lines.extend(f"  kept outside: {o.op.describe()}: {o.reason}" for o in outside)
     return lines
 
