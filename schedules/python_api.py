@@ -324,7 +324,8 @@ class ScheduleBuilder:
 
         In a kernel schedule, ``root=None`` means the dispatch root; afterwards
         ``kernel.root`` refers to the tiled root(s). Give ``tile_sizes`` (trailing loops
-        left out are not tiled) or ``tile_nums`` (tiles per loop), not both.
+        left out are not tiled) or ``tile_nums`` (tiles per loop, in ``interchange`` order),
+        not both.
         """
         self._nest(
             FuseExtStep,

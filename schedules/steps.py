@@ -197,7 +197,8 @@ class NestStep(StepBase):
         default=None,
     )
     tile_nums: tuple[IntOrParam, ...] | None = option(
-        "instead of tile_sizes: tiles per loop (size = static range / number, rounded up)",
+        "instead of tile_sizes: tiles per loop, in interchange order (size = static range / "
+        "number, rounded up)",
         Kind.INTS,
         default=None,
     )

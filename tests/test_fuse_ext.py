@@ -164,6 +164,33 @@ def test_a_slice_cut_along_two_dims_of_a_group_is_refused_with_the_reason() -> N
     assert "is cut along dim 1 and also along dim 2" in reason
 
 
+def test_a_partial_tile_of_a_reshape_is_reported_as_the_cause() -> None:
+    # Rows tiled by 3 of 16: the last tile is partial, so the slice's size is an
+    # affine.min; the slice is contiguous, and the report says what does break it.
+    _, after, lines = _run("reshape_multi_result.mlir", root=TEST_ROOT, tile_sizes=(3, 1, 8))
+    reshapes = [parents[0] for name, parents, _ in _ops(after) if name == "tensor.expand_shape"]
+    assert reshapes == ["func.func", "func.func"]
+    reason = next(line for line in lines if "kept outside: tensor.expand_shape" in line)
+    assert "the loop's slice of it has a partial last tile: tiles of 3 do not divide result " in (
+        reason
+    )
+    assert "dim 0 (16), so the slice's size is dynamic there" in reason
+    assert "not contiguous" not in reason
+
+
+def test_a_collapse_shape_tiled_in_whole_rows_fuses_and_a_part_row_is_refused() -> None:
+    _, after, lines = _run("collapse_rows.mlir", root=TEST_ROOT, tile_sizes=(4, 16))
+    negs = [p[0] for name, p, op in _ops(after) if name == "linalg.generic" and "negf" in str(op)]
+    assert negs == ["scf.forall"]
+    assert any(line.startswith("  fused tensor.collapse_shape") for line in lines)
+    _, after, lines = _run("collapse_rows.mlir", root=TEST_ROOT, tile_sizes=(4, 4))
+    assert any(
+        "is not contiguous in its source: its slice of result dim 1 (size 4) does not cover "
+        "whole rows of the 8 elements its source dims [2] hold" in line
+        for line in lines
+    ), lines
+
+
 def test_every_used_result_of_a_multi_result_producer_is_yielded_once() -> None:
     # add/sub in one generic: the root reads add (fused), sub is returned. Upstream fusion
     # yields only add; fuse_ext also yields sub from the tile, so the generic runs once.
@@ -313,7 +340,9 @@ def test_reduction_only_tiling_fuses_input_producers_into_the_reduction_loop() -
     assert lines[1:4] == [
         '  fused linalg.matmul at loc("-":15:9)',
         '  fused linalg.fill at loc("-":14:9)',
-        '  fused linalg.generic at loc("-":8:9)',
+        '  fused linalg.generic at loc("-":8:9) (recomputed whole in every step of the '
+        "reduction loop, which does not slice it; put it in stop to compute it once before "
+        "the loop)",
     ]
     assert lines[4] == (
         '  kept outside: linalg.fill at loc("-":17:9): the accumulator\'s initializer: it '
@@ -321,27 +350,54 @@ def test_reduction_only_tiling_fuses_input_producers_into_the_reduction_loop() -
     )
 
 
-def test_reduction_only_tiling_computes_an_intermediate_used_after_the_loop_twice() -> None:
-    before = (
-        _payload("matmul_chain_k.mlir")
-        .replace(
-            "return %m2 : tensor<16x20xf32>",
-            "return %m2, %m1 : tensor<16x20xf32>, tensor<16x32xf32>",
-        )
-        .replace("-> tensor<16x20xf32> {", "-> (tensor<16x20xf32>, tensor<16x32xf32>) {")
+_CHAIN_RETURNING_THE_FIRST_MATMUL = (
+    _payload("matmul_chain_k.mlir")
+    .replace(
+        "return %m2 : tensor<16x20xf32>",
+        "return %m2, %m1 : tensor<16x20xf32>, tensor<16x32xf32>",
     )
-    after, report = fuse_ext(before, FuseExtOptions(root=TEST_ROOT, tile_sizes=(0, 0, 8)))
+    .replace("-> tensor<16x20xf32> {", "-> (tensor<16x20xf32>, tensor<16x32xf32>) {")
+)
+
+
+@pytest.mark.parametrize(
+    ("tiles", "nest"),
+    [
+        ({"tile_sizes": (0, 0, 8)}, ["scf.for"]),  # (f): reduction loops only
+        ({"tile_sizes": (8, 10, 8), "interchange": (2, 0, 1)}, ["scf.forall", "scf.for"]),  # (g)
+        (
+            {"tile_sizes": (8, 10, 8), "interchange": (2, 0, 1), "loop": "for"},
+            ["scf.for", "scf.for", "scf.for"],
+        ),
+    ],
+)
+def test_reduction_outer_loops_compute_an_intermediate_used_after_them_in_full_as_well(
+    tiles: dict[str, object], nest: list[str]
+) -> None:
+    """The first matmul is also returned: the reduction loop (with or without parallel
+    loops inside it) yields only the root, so the first matmul and its fill are also
+    computed in full before it, and each fused line says so and why. With the reductions
+    outermost this was a raw "could not find next producer to fuse" error: the full-size
+    copy, numbered like the tile in the loop, was picked for fusion too."""
+    before = _CHAIN_RETURNING_THE_FIRST_MATMUL
+    after, report = fuse_ext(before, FuseExtOptions(root=TEST_ROOT, **tiles))  # type: ignore[arg-type]
     assert check_equivalent(before, after).equivalent
+    matmuls = [parents[: len(nest)] for name, parents, _ in _ops(after) if name == "linalg.matmul"]
+    assert sorted(matmuls) == sorted([["func.func", "builtin.module"][: len(nest)], nest, nest])
     lines = report.lines()
-    assert any(
-        line.startswith(
-            '  kept outside: linalg.matmul at loc("-":15:9): also computed in full '
-            "outside: its result is used after the reduction loop"
-        )
-        for line in lines
-    ), lines
-    matmuls = [parents[0] for name, parents, _ in _ops(after) if name == "linalg.matmul"]
-    assert sorted(matmuls) == ["func.func", "scf.for", "scf.for"]
+    assert lines[1] == (
+        '  fused linalg.matmul at loc("-":15:9) (and also computed in full outside the loop '
+        "nest, so this op runs twice: its result is used after the reduction loop, which "
+        "yields only the root; parallel loops outside it would yield it)"
+    )
+    assert lines[2] == (
+        '  fused linalg.fill at loc("-":14:9) (and also computed in full outside the loop '
+        'nest, so this op runs twice: the full-size linalg.matmul at loc("-":15:9) outside '
+        "reads it)"
+    )
+    assert not any(
+        "multi-result" in line or "kept outside: linalg.matmul" in line for line in lines
+    )
 
 
 def test_short_tile_size_lists_leave_the_trailing_loops_untiled() -> None:
@@ -367,8 +423,19 @@ def test_tile_nums_divide_each_static_range_rounding_up(
     assert by_nums == by_sizes
 
 
-def test_tile_nums_need_static_loop_ranges() -> None:
-    dynamic = """
+def test_tile_nums_follow_the_interchanged_loop_order() -> None:
+    """As in ByteIR's tile_with_interchange test: with interchange [1, 0, 2] the first
+    number is the outer loop's, over N (40: 4 tiles of 10), the second M's (32: 5 of 7)."""
+    root = OpCriteria(op="linalg.matmul")
+    common = {"root": root, "interchange": (1, 0, 2), "loop": "for"}
+    _, by_nums, _ = _run("matmul_bias_relu_both.mlir", tile_nums=(4, 5), **common)
+    _, by_sizes, _ = _run("matmul_bias_relu_both.mlir", tile_sizes=(7, 10), **common)
+    assert by_nums == by_sizes
+    (outer,) = [op for name, p, op in _ops(by_nums) if name == "scf.for" and p[0] == "func.func"]
+    assert "to %c4 step %c1" in str(outer).splitlines()[0]
+
+
+_DYNAMIC_ROWS = """
 func.func @f(%a: tensor<?x16xf32>) -> tensor<?x16xf32> {
   %c0 = arith.constant 0 : index
   %n = tensor.dim %a, %c0 : tensor<?x16xf32>
@@ -383,9 +450,23 @@ func.func @f(%a: tensor<?x16xf32>) -> tensor<?x16xf32> {
   return %r : tensor<?x16xf32>
 }
 """
+
+
+def test_tile_nums_need_static_loop_ranges() -> None:
     options = FuseExtOptions(root=OpCriteria(op="linalg.generic"), tile_nums=(4, 2))
     with pytest.raises(FuseExtError, match=r"loop ranges are not all static; give tile_sizes"):
-        fuse_ext(dynamic, options)
+        fuse_ext(_DYNAMIC_ROWS, options)
+
+
+def test_loop_for_on_dynamic_shapes_is_refused_as_the_docs_list() -> None:
+    options = FuseExtOptions(root=OpCriteria(op="linalg.generic"), tile_sizes=(4, 8), loop="for")
+    with pytest.raises(
+        FuseExtError, match=r"static tile counts, .*dynamic bounds.*use loop: forall"
+    ):
+        fuse_ext(_DYNAMIC_ROWS, options)
+    refusals = (Path(__file__).parents[1] / "docs/primitives/fuse_ext.md").read_text()
+    refusals = refusals.split("Preconditions that fail are errors")[1].split("## Limitations")[0]
+    assert "* `loop: for` where the tiled parallel loops have dynamic bounds" in refusals
 
 
 _TWO_SPACES = """

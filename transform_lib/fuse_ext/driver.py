@@ -91,8 +91,12 @@ class FuseExtReport:
     plan: FusionPlan | None = None
     fused: list[PayloadOp] = field(default_factory=list)
     outside: list[Outside] = field(default_factory=list)
-    also_outside: list[PayloadOp] = field(default_factory=list)
-    """Fused ops that the IR after the rewrite still computes in full outside the loop."""
+    also_outside: list[Outside] = field(default_factory=list)
+    """Fused ops that the IR after the rewrite still computes in full outside the loop,
+    and why."""
+    whole_per_step: list[PayloadOp] = field(default_factory=list)
+    """Ops fused into a reduction loop that compute their whole result in every step
+    (no reduction loop slices them)."""
     scripts: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -100,7 +104,12 @@ class FuseExtReport:
         if self.plan is None:
             return [f"{self.primitive}: nothing planned"]
         out = describe_fusion(
-            self.plan, self.fused, self.outside, self.also_outside, self.primitive
+            self.plan,
+            self.fused,
+            self.outside,
+            self.also_outside,
+            self.primitive,
+            self.whole_per_step,
         )
         out.append(f"  ({len(self.scripts)} transform steps, {self.seconds:.3f} s)")
         return out
@@ -117,7 +126,7 @@ class _Payload:
         self.report.scripts.append(script)
         try:
             apply_in_place(self.module, script, scripts.ENTRY)
-        except ir.MLIRError as exc:
+        except (ir.MLIRError, ValueError) as exc:  # a silenceable failure is a ValueError
             raise FuseExtError(f"fuse_ext: {what} failed: {exc}") from exc
 
     def note(self, rewrite: str) -> None:
@@ -163,7 +172,7 @@ def _fuse_ext(module_text: str, options: FuseExtOptions) -> tuple[str, FuseExtRe
         plan = make_plan(block_ops, options.intermediates, fuse=options.primitive != "tile_ext")
         report.plan = plan
         report.outside.extend(plan.outside)
-        sizes = resolve_tile_sizes(plan, options.tile_sizes, options.tile_nums)
+        sizes = resolve_tile_sizes(plan, options.tile_sizes, options.tile_nums, options.interchange)
         split = split_tile_sizes(plan, sizes, options.interchange, payload=True, loop=options.loop)
         root_fids = [r.fid for r in plan.roots]
         nest_block = block
@@ -183,19 +192,55 @@ def _fuse_ext(module_text: str, options: FuseExtOptions) -> tuple[str, FuseExtRe
             rewrites.forall_to_for(loop, [tiled.index(d) for d in order])
             payload.note(f"loop: for: the scf.forall became an scf.for nest over loops {order}")
         payload.run(scripts.cleanup_script(), "cleanup")
-        # Report from the IR, not the plan: a fused op still at full size outside the
-        # loop nest (a result the loop does not yield) is computed twice.
-        reported = {o.op.fid for o in report.outside}
-        report.also_outside = [
-            p
-            for p in report.fused
-            if p.fid not in reported and _top_level(block, p.fid) is not None
-        ]
+        report.also_outside = _computed_twice(
+            block, report, reduction_loop=not any(split.parallel) or split.reductions_outside
+        )
         strip_attributes(module.operation, _TAGS)
         if not module.operation.verify():
             raise FuseExtError("fuse_ext: produced an invalid module (please report)")
         report.seconds = time.perf_counter() - start
         return str(module), report
+
+
+def _computed_twice(
+    block: ir.Block, report: FuseExtReport, *, reduction_loop: bool
+) -> list[Outside]:
+    """The fused ops that the IR still computes in full outside the loop nest, and why.
+
+    From the IR, not the plan: a fused op still at full size in the function (a result
+    the loop does not yield, or the operand of such a full-size op) runs twice. Ops
+    already reported as kept outside (a use before the nest, ``intermediates:
+    recompute``) are left to that line.
+    """
+    reported = {o.op.fid for o in report.outside}
+    full = {p.fid: op for p in report.fused if (op := _top_level(block, p.fid)) is not None}
+    twice = []
+    for producer in report.fused:
+        op = full.get(producer.fid)
+        if op is None or producer.fid in reported:
+            continue
+        users = [use.owner.operation for result in op.results for use in result.uses]
+        readers = [user for user in users if any(user == other for other in full.values())]
+        if readers:
+            why = (
+                "the full-size "
+                + ", ".join(f"{user.name} at {user.location}" for user in readers)
+                + " outside reads it"
+            )
+        elif reduction_loop:
+            why = (
+                "its result is used after the reduction loop, which yields only the root; "
+                "parallel loops outside it would yield it"
+            )
+        elif len(op.results) > 1:
+            why = (
+                "a result of it used after the loop is not yielded (the loop yields a "
+                "multi-result op only through the results its consumers read)"
+            )
+        else:
+            why = "its result is used after the loop, which does not yield it"
+        twice.append(Outside(producer, why))
+    return twice
 
 
 def _tag_returned(module: ir.Module) -> None:
@@ -265,8 +310,19 @@ def _reduction_loop(
         "reduction tiling",
     )
     for producer in reversed(plan.producers):
+        whole = _result_types(_top_level(block, producer.fid))
         _fuse_one(payload, block, producer, plan, report)
+        loop = _tag_loop(block, [r.fid for r in plan.roots])
+        tile = _top_level(loop.regions[0].blocks[0], producer.fid)
+        if producer in report.fused and whole and _result_types(tile) == whole:
+            report.whole_per_step.append(producer)
     return plan
+
+
+def _result_types(op: ir.Operation | None) -> list[str]:
+    """``op``'s result types (none for ``None``): a tile's equal the full op's when no
+    loop slices it."""
+    return [] if op is None else [str(result.type) for result in op.results]
 
 
 def _parallel_inside(
@@ -386,9 +442,7 @@ def _fuse_one(
     if plan.is_reshape(producer):
         why = rewrites.bubble_slices_through_reshape(loop, original)
         if why is not None:
-            report.outside.append(
-                Outside(producer, f"the loop's slice of it is not contiguous in its source: {why}")
-            )
+            report.outside.append(Outside(producer, f"the loop's slice of it {why}"))
             return
         payload.note(f"the loop's slices of {producer.describe()} became slices of its source")
         report.fused.append(producer)

@@ -97,27 +97,34 @@ def describe_fusion(
     plan: FusionPlan,
     fused: Sequence[PayloadOp],
     outside: Sequence[Outside],
-    also_outside: Sequence[PayloadOp] = (),
+    also_outside: Sequence[Outside] = (),
     primitive: str = "fuse_ext",
+    whole_per_step: Sequence[PayloadOp] = (),
 ) -> list[str]:
-    """Report lines: the roots, each fused op (marked when yielded, or when it is also
-    computed in full outside the loop nest: ``also_outside``, found in the IR after the
-    rewrite), each op kept outside."""
+    """Report lines: the roots, each fused op (marked when yielded, when it is also
+    computed in full outside the loop nest: ``also_outside``, each with why, or when a
+    reduction loop computes it whole in every step: ``whole_per_step``; both found in
+    the IR after the rewrite), each op kept outside."""
     roots = ", ".join(r.describe() for r in plan.roots)
     lines = [f"{primitive}: tiled {len(plan.roots)} root(s): {roots}"]
     yielded = {op.fid for op in plan.yielded}
-    twice = {op.fid for op in also_outside}
+    twice = {o.op.fid: o.reason for o in also_outside}
+    whole = {op.fid for op in whole_per_step}
     for op in fused:
-        note = ""
+        notes = []
+        if op.fid in whole:
+            notes.append(
+                " (recomputed whole in every step of the reduction loop, which does not "
+                "slice it; put it in stop to compute it once before the loop)"
+            )
         if op.fid in twice:
-            note = (
-                " (and also computed in full outside the loop nest: a result used after "
-                "the loop is not yielded by it, so this op runs twice; a multi-result op "
-                "is yielded only through the result its consumers read)"
+            notes.append(
+                " (and also computed in full outside the loop nest, so this op runs "
+                f"twice: {twice[op.fid]})"
             )
         elif op.fid in yielded:
-            note = " (yielded by the loop nest)"
-        lines.append(f"  fused {op.describe()}{note}")
+            notes.append(" (yielded by the loop nest)")
+        lines.append(f"  fused {op.describe()}{''.join(notes)}")
     lines.extend(f"  kept outside: {o.op.describe()}: {o.reason}" for o in outside)
     return lines
 
@@ -369,15 +376,39 @@ def producer_dag(
     return producers, list(outside.values())
 
 
+def loop_order(plan: FusionPlan, interchange: Sequence[int] | None) -> list[int]:
+    """The roots' loops outermost first: ``interchange``, else their own order.
+
+    Raises :class:`FuseExtError` when ``interchange`` is no permutation of the loops.
+    """
+    n_loops = len(plan.iterators)
+    order = list(interchange) if interchange else list(range(n_loops))
+    if sorted(order) != list(range(n_loops)):
+        raise FuseExtError(
+            f"fuse_ext: interchange {order} is not a permutation of 0..{n_loops - 1}"
+        )
+    return order
+
+
 def resolve_tile_sizes(
-    plan: FusionPlan, tile_sizes: Sequence[int] | None, tile_nums: Sequence[int] | None = None
+    plan: FusionPlan,
+    tile_sizes: Sequence[int] | None,
+    tile_nums: Sequence[int] | None = None,
+    interchange: Sequence[int] | None = None,
 ) -> list[int]:
-    """One tile size per loop of the roots, from ``tile_sizes`` (trailing loops left out
-    are not tiled) or from ``tile_nums`` (tiles per loop, each size the loop's static
-    range divided by its number, rounded up; 0 = not tiled), exactly one of the two.
+    """One tile size per loop of the roots (in the roots' loop order), from ``tile_sizes``
+    (one per loop of the root; trailing loops left out are not tiled) or from
+    ``tile_nums`` (tiles per loop, each size the loop's static range divided by its
+    number, rounded up; 0 = not tiled), exactly one of the two.
+
+    ``tile_nums`` follow the loop order ``interchange`` makes, as in ByteIR (its
+    ``fuse_operands`` test ``tile_with_interchange``: ``tile_nums = [32, 16]`` with
+    ``tile_interchange = [1, 0]`` runs the outer loop, over dim 1, 32 times): number
+    ``k`` is for loop ``interchange[k]``, and the loops left out are the innermost.
 
     Raises :class:`FuseExtError` for both or neither, a list longer than the loops,
-    negative entries, or ``tile_nums`` over a loop with no static range.
+    negative entries, ``tile_nums`` over a loop with no static range, or an
+    ``interchange`` that is no permutation.
     """
     iters = plan.iterators
     what = plan.roots[0].describe()
@@ -400,7 +431,10 @@ def resolve_tile_sizes(
             f"fuse_ext: tile_nums {list(given)} for root {what}, whose loop ranges are not "
             "all static; give tile_sizes instead"
         )
-    return [-(-size // n) if n else 0 for size, n in zip(plan.ranges, padded, strict=True)]
+    nums = [0] * len(iters)
+    for number, loop in zip(padded, loop_order(plan, interchange), strict=True):
+        nums[loop] = number
+    return [-(-size // n) if n else 0 for size, n in zip(plan.ranges, nums, strict=True)]
 
 
 class TileSplit(NamedTuple):
@@ -451,11 +485,7 @@ def split_tile_sizes(
             f"{list(iters)}); in a kernel schedule fuse_ext's parallel loops form the "
             "workgroups: tile a parallel loop, and the reductions with a later 'tile' step"
         )
-    order = list(interchange) if interchange else list(range(len(sizes)))
-    if sorted(order) != list(range(len(sizes))):
-        raise FuseExtError(
-            f"fuse_ext: interchange {order} is not a permutation of 0..{len(sizes) - 1}"
-        )
+    order = loop_order(plan, interchange)
     tiled = [d for d in order if sizes[d]]
     kinds = [iters[d] for d in tiled]
     changes = sum(1 for a, b in itertools.pairwise(kinds) if a != b)
@@ -504,7 +534,8 @@ def reduction_only_plan(
     the root's inits (a ``linalg.fill``) stays before it, as the loop's ``iter_args``
     value; producers of the root's inputs are fused into the loop, computed per
     reduction tile. The loop yields only the root: an intermediate also used after it
-    is computed there in full as well. Raises :class:`FuseExtError` for several roots.
+    is computed there in full as well (the driver reports it from the IR). Raises
+    :class:`FuseExtError` for several roots.
     """
     if len(plan.roots) != 1:
         raise FuseExtError(
@@ -529,15 +560,6 @@ def reduction_only_plan(
                     op,
                     "the accumulator's initializer: it stays before the reduction loop, "
                     "which carries its value",
-                )
-            )
-    for op in plan.yielded:
-        if op.fid in into_loop:
-            outside.append(
-                Outside(
-                    op,
-                    "also computed in full outside: its result is used after the reduction "
-                    "loop, which yields only the root (tile a parallel loop to yield it)",
                 )
             )
     return dataclasses.replace(

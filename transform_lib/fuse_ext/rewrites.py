@@ -180,11 +180,10 @@ def _multiple_of(entry: int | ir.Value, factor: int) -> bool:
     if isinstance(owner, ir.Block) or owner.operation.name != "affine.apply":
         return False
     expr = ir.AffineMapAttr(owner.operation.attributes["map"]).value.results[0]
-    if not ir.AffineMulExpr.isinstance(expr):
-        return False
-    rhs = ir.AffineMulExpr(expr).rhs
-    return bool(
-        ir.AffineConstantExpr.isinstance(rhs) and ir.AffineConstantExpr(rhs).value % factor == 0
+    return (
+        isinstance(expr, ir.AffineMulExpr)
+        and isinstance(expr.rhs, ir.AffineConstantExpr)
+        and expr.rhs.value % factor == 0
     )
 
 
@@ -200,7 +199,7 @@ def _source_slice(
     reshape: ir.Operation, offsets: list[int | ir.Value], sizes: list[int | ir.Value]
 ) -> tuple[list[int | ir.Value], list[int]] | str:
     """The source slice equal to a slice of ``reshape``'s result, if it is contiguous in
-    the source; else why not.
+    the source; else why not (words that follow "the loop's slice of it").
 
     Sizes must be static. An expand_shape group (result dims split from one source dim,
     row-major) is contiguous when the slice is 1 wide along the group's leading dims, cut
@@ -214,7 +213,7 @@ def _source_slice(
     src_offsets: list[int | ir.Value] = []
     src_sizes: list[int] = []
     if any(not isinstance(z, int) for z in sizes):
-        return "its slice has dynamic sizes"
+        return _dynamic_sizes(ir.RankedTensorType(reshape.result.type).shape, sizes)
     for g, group in enumerate(groups):
         inner = 1
         for d in group[1:]:
@@ -230,7 +229,8 @@ def _source_slice(
             off, size = offsets[g], int(sizes[g])
             if size % inner or not _multiple_of(off, inner):
                 return (
-                    f"its slice of result dim {g} (size {size}) does not cover whole rows of "
+                    f"is not contiguous in its source: its slice of result dim {g} (size "
+                    f"{size}) does not cover whole rows of "
                     f"the {inner} elements its source dims {list(group[1:])} hold"
                 )
             for d in group:
@@ -243,16 +243,50 @@ def _source_slice(
     return src_offsets, src_sizes
 
 
+def _dynamic_sizes(shape: Sequence[int], sizes: Sequence[int | ir.Value]) -> str:
+    """Why slice ``sizes`` of a reshape's result (static ``shape``) are not all static: a
+    tile size that does not divide a dim gives a partial last tile, whose size tiling
+    computes as ``affine.min`` of the nominal size and what is left."""
+    partial = []
+    for d, size in enumerate(sizes):
+        if isinstance(size, int):
+            continue
+        tile = _nominal_tile(size)
+        if tile is None or shape[d] == _DYNAMIC:
+            return (
+                f"has a dynamic size along result dim {d}; a reshape is passed only with "
+                "static slice sizes"
+            )
+        partial.append(f"tiles of {tile} do not divide result dim {d} ({shape[d]})")
+    return (
+        f"has a partial last tile: {', '.join(partial)}, so the slice's size is dynamic "
+        "there, and a reshape is passed only with static slice sizes; "
+        "tile sizes that divide the reshaped dims keep the slices static"
+    )
+
+
+def _nominal_tile(size: ir.Value) -> int | None:
+    """The nominal size of a partial tile's size ``affine.min(nominal, what is left)``."""
+    owner = size.owner
+    if isinstance(owner, ir.Block) or owner.operation.name != "affine.min":
+        return None
+    results = ir.AffineMapAttr(owner.operation.attributes["map"]).value.results
+    constants = [e.value for e in results if isinstance(e, ir.AffineConstantExpr)]
+    return max(constants, default=None)
+
+
 def _expanded_group_slice(
     group: Sequence[int], big: Sequence[int], offsets: list[int | ir.Value], sizes: list[int]
 ) -> tuple[int | ir.Value, int] | str:
     """The (offset, size) in source dim ``g`` of a slice of the result dims ``group`` that
-    an expand_shape split it into, or why the slice is not contiguous there."""
+    an expand_shape split it into, or why the slice is not contiguous there (as
+    :func:`_source_slice` words it)."""
     cut = next((i for i, d in enumerate(group) if sizes[d] != 1), len(group) - 1)
     partial = [d for d in group[cut + 1 :] if sizes[d] != big[d]]
     if partial:
         return (
-            f"its slice {[sizes[d] for d in group]} of result dims {list(group)} (shape "
+            f"is not contiguous in its source: its slice {[sizes[d] for d in group]} of "
+            f"result dims {list(group)} (shape "
             f"{[big[d] for d in group]}, split from one source dim) is cut along dim "
             f"{group[cut]} and also along dim {partial[0]}; a contiguous slice is 1 wide "
             "along the group's leading dims, cut along one dim, and whole along the dims "
@@ -294,14 +328,16 @@ def bubble_slices_through_reshape(loop: ir.Operation, reshape: ir.Operation) -> 
     """Rewrite the loop body's slices of ``reshape`` as reshapes of source slices.
 
     Returns ``None`` when every such slice was rewritten (the reshape is then not read in
-    the loop, and its producer can be fused), else why a slice could not be.
+    the loop, and its producer can be fused), else why a slice could not be (words that
+    follow "the loop's slice of it": "is not contiguous in its source: ...", "has a
+    partial last tile: ...").
     """
     users = [u.owner.operation for u in reshape.result.uses]
     slices = [u for u in users if u.name == "tensor.extract_slice" and u.parent == loop]
     expand = reshape.name == "tensor.expand_shape"
     for s in slices:
         if not _unit_strides(s):
-            return "its slice has strides other than 1"
+            return "has strides other than 1"
         offsets, sizes = _slice_parts(s)
         with ir.InsertionPoint(s):
             found = _source_slice(reshape, offsets, sizes)
@@ -344,7 +380,10 @@ def forall_to_for(forall: ir.Operation, order: Sequence[int]) -> ir.Operation:
         for k in ("staticLowerBound", "staticUpperBound", "staticStep")
     ]
     if any(v == _DYNAMIC for b in bounds for v in b):
-        raise FuseExtError("fuse_ext: loop: for needs static tile counts (static shapes)")
+        raise FuseExtError(
+            "fuse_ext: loop: for needs static tile counts, and the tiled parallel loops have "
+            "dynamic bounds (dynamic shapes); use loop: forall (the default) there"
+        )
     rank = len(bounds[0])
     body = forall.regions[0].blocks[0]
     outputs = list(view.outputs)

@@ -140,7 +140,7 @@ def fuse_in_strategy(
     producers are fused one by one in reverse program order, and reduction dims are tiled
     last, around the roots alone.
     """
-    sizes = resolve_tile_sizes(plan, tile_sizes, tile_nums)
+    sizes = resolve_tile_sizes(plan, tile_sizes, tile_nums, interchange)
     parallel, reduction, order, _ = split_tile_sizes(plan, sizes, interchange)
     handles.update(generalize_ops(lambda op: handles[op.fid], plan.generalized))
     loop, roots = tile_roots(lambda op: handles[op.fid], plan.roots, parallel, workgroups=True)
@@ -232,8 +232,14 @@ def tile_roots_script(roots: Sequence[PayloadOp], sizes: Sequence[int]) -> str:
 
 
 def fuse_producer_script(op: PayloadOp) -> str:
+    """Fuse ``op`` into the tagged loop, picking it in the op that holds the loop: with
+    the reductions outermost, the function may also hold a full-size copy of it (for a
+    use after the reduction loop, numbered alike), which no slice in the loop reads."""
+
     def body(scope: ir.Value) -> None:
-        loop = fuse_producer(scope, _tagged_loop(scope), select(scope, op.fid), op)
+        loop = _tagged_loop(scope)
+        around = transform.GetParentOp(any_op(), loop).parent
+        loop = fuse_producer(scope, loop, select(around, op.fid), op)
         _canonicalize(loop)
 
     return _script(body)
