@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 from onnx_models import relu_model
+from tdsched.schedules.sweep.database import ResultsDB
 
 TIMEOUT_S = 120.0
 """A case that runs longer hangs (every one is refused before any compile)."""
@@ -73,6 +74,10 @@ def _tune_state_spent(seconds: float) -> Callable[[Path], None]:
         (folder / "tune-state.json").write_text(f'{{"spent_s": {seconds}}}')
 
     return write
+
+
+def _results_db(path: Path) -> None:
+    ResultsDB(path).close()
 
 
 def _relu(shape: list[int], opset: int = 17) -> Callable[[Path], None]:
@@ -159,6 +164,21 @@ CASES: dict[str, Case] = {
         lambda d: ["tasks", "u.onnx"],
         r"node 'uniq0' \(op Unique\): IREE's ONNX import crashed on it \(SIGSEGV\)",
         {"u.onnx": _onnx_unique},
+    ),
+    # -- outputs that cannot be written, or that are inputs
+    "output in a missing folder": Case(
+        lambda d: ["compile", "matmul_x86", "-o", "nofolder/mm.vmfb"],
+        r"--output nofolder/mm\.vmfb: no folder nofolder; create it first",
+    ),
+    "report over its own database": Case(
+        lambda d: ["report", "s.db", "--csv", "s.db"],
+        r"--csv .*s\.db",
+        {"s.db": _results_db},
+    ),
+    "sweep best recipe over its recipe": Case(
+        lambda d: ["sweep", "r.yaml", "--db", "s.db", "--best-out", "r.yaml"],
+        r"--best-out .*r\.yaml",
+        {"r.yaml": _recipe("parameters: {T: 8}\nspace: {T: [8, 16]}\n")},
     ),
     # -- numbers, names and sizes out of range
     "tune budget inf": Case(
