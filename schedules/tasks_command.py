@@ -7,6 +7,7 @@ import argparse
 import json
 from typing import Any
 
+from tdsched.targets.compiler import check_gpu
 from tdsched.targets.dispatch_profile import ProfileError
 from tdsched.targets.target import TARGET_NAMES, make_target, run_conditions
 from tdsched.targets.workload import check_memory
@@ -69,8 +70,9 @@ def add_profiled_model_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Extract and print the tasks of ``args.model``."""
-    workload = lower(args)
     target = make_target(args.target, gpu=args.gpu)
+    check_gpu(target)  # before the model is lowered and profiled
+    workload = lower(args)
     threads = None if target.is_gpu else args.threads
     time_it = not args.no_time
     if time_it:

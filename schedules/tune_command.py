@@ -13,6 +13,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from tdsched.targets.compiler import check_gpu
 from tdsched.targets.target import make_target, run_conditions
 from tdsched.targets.workload import check_memory
 
@@ -168,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
     out: Path = args.out or Path(f"{Path(args.model.partition(':')[0]).stem}.tune")
     check_output(out, "--out", folder=True)  # the default one too
     read_state(out)  # a state file tdsched did not write is refused before any work
+    check_gpu(make_target(args.target, gpu=args.gpu))
     workload = lower(args)
     check_memory(workload)
     # the recipes tune writes are named after the model (a file's stem may hold spaces)

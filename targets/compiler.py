@@ -186,6 +186,28 @@ def run_compile(request: CompileRequest, timeout_s: float = 600.0) -> CompileRes
     return CompileResult(command, request.output_file, proc.stdout, stderr)
 
 
+GPU_PROBE = """\
+func.func @gpu_probe(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = arith.addf %a, %a : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+"""
+"""A module small enough to build in a second: IREE only says it has no such Vulkan
+target when it compiles something for it."""
+
+
+def check_gpu(target: Target) -> None:
+    """Refuse a Vulkan ``target`` built for a GPU IREE does not know (``--gpu``) before a
+    command's long work, by building :data:`GPU_PROBE` for it (nothing to do on x86 or
+    without ``--gpu``)."""
+    if not target.is_gpu or not any(f.startswith("--iree-vulkan-target=") for f in target.flags):
+        return
+    with tempfile.TemporaryDirectory(prefix="tdsched-gpu-probe-") as tmp:
+        source = Path(tmp) / "probe.mlir"
+        source.write_text(GPU_PROBE)
+        run_compile(CompileRequest(source, target, Path(tmp) / "probe.vmfb"), timeout_s=120.0)
+
+
 def probe_compile(request: CompileRequest, timeout_s: float = 600.0) -> str:
     """Run a compile only for what its schedule prints; return stdout, even on failure.
 

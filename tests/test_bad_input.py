@@ -369,6 +369,17 @@ def test_tasks_for_a_gpu_iree_does_not_know_says_which_it_knows(
     assert "IREE has no Vulkan target 'nosuch' (--gpu): name an architecture" in line
 
 
+def test_tune_for_a_gpu_iree_does_not_know_is_refused_before_any_work(
+    tdsched: Callable[..., Outcome], tmp_path: Path, iree: str
+) -> None:
+    """Before: the model-rewrite race ran (and failed) first, the clear error came after."""
+    out = tmp_path / "out"
+    proc = tdsched("tune", "small_cnn", "--target", "vulkan", "--gpu", "nosuch", "--out", str(out))
+    line = _one_error_line(proc)
+    assert "IREE has no Vulkan target 'nosuch' (--gpu): name an architecture" in line
+    assert not out.exists()  # refused before the tune made its folder
+
+
 def test_a_model_file_name_with_a_space_tunes_into_a_recipe_tdsched_loads(
     tdsched: Callable[..., Outcome], tmp_path: Path, iree: str
 ) -> None:
