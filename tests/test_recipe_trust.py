@@ -116,13 +116,18 @@ def test_a_python_model_file_in_a_recipe_file_needs_a_grant(tmp_path: Path) -> N
     assert load(str(recipe)).workload.model == "small_cnn"
 
 
-def test_the_command_line_refuses_before_any_work(tmp_path: Path) -> None:
-    script = tmp_path / "linker.sh"
-    ran = tmp_path / "ran"
+def _linker_recipe(folder: Path) -> tuple[Path, Path]:
+    """A recipe whose flag makes a script the linker, and the file the script leaves."""
+    script, ran = folder / "linker.sh", folder / "ran"
     script.write_text(f"#!/bin/sh\ntouch {ran}\nexit 1\n")
     script.chmod(0o755)
-    recipe = tmp_path / "r.yaml"
+    recipe = folder / "r.yaml"
     recipe.write_text(_with(f"compile_flags: ['--iree-llvmcpu-embedded-linker-path={script}']\n"))
+    return recipe, ran
+
+
+def test_the_command_line_refuses_before_any_work(tmp_path: Path) -> None:
+    recipe, ran = _linker_recipe(tmp_path)
     for command in (["run", str(recipe)], ["sweep", str(recipe), "--db", str(tmp_path / "s.db")]):
         proc = tdsched(*command)
         assert proc.returncode == 2, proc.stderr
@@ -136,12 +141,7 @@ def test_the_command_line_refuses_before_any_work(tmp_path: Path) -> None:
 def test_the_users_grant_reaches_the_build(tmp_path: Path) -> None:
     """--allow-unsafe-flags is the user's own choice: the flag then goes to iree-compile
     (here a linker that records that it ran, and fails the build)."""
-    script = tmp_path / "linker.sh"
-    ran = tmp_path / "ran"
-    script.write_text(f"#!/bin/sh\ntouch {ran}\nexit 1\n")
-    script.chmod(0o755)
-    recipe = tmp_path / "r.yaml"
-    recipe.write_text(_with(f"compile_flags: ['--iree-llvmcpu-embedded-linker-path={script}']\n"))
+    recipe, ran = _linker_recipe(tmp_path)
     proc = tdsched("run", str(recipe), "--no-time", "--allow-unsafe-flags")
     assert "refused" not in proc.stderr
     assert ran.exists(), proc.stderr + proc.stdout
