@@ -30,11 +30,11 @@ def _rows(profile: dict[str, Any], build: str) -> list[dict[str, Any]]:
 
 
 def _assert_dispatches_make_up_the_call(profile: dict[str, Any]) -> None:
-    """Each build's dispatch times sum to its call within IN_DISPATCHES, against the
-    fastest round: other load on the machine only delays the host between calls, and a
-    delayed round says nothing about the dispatches. On Vulkan the device is lavapipe,
-    on the same CPU: load delays its dispatches too, so their sum may reach the slowest
-    round (within IN_DISPATCHES), never more."""
+    """Each build's dispatch times sum to its call within IN_DISPATCHES of its rounds: at
+    least the fastest round (less would mean dispatches went uncounted) and at most the
+    slowest. Load on the machine delays rounds; on Vulkan the device is lavapipe on the same
+    CPU, and on a VM with steal time (a 2-core Xeon: rounds of one build from 5.5 to 9.5
+    ms) the x86 dispatches too, so their sum may reach the slowest round, never more."""
     for name, build in profile["builds"].items():
         rows = _rows(profile, name)
         assert build["in_dispatches_ms"] == pytest.approx(sum(r["time_ms"] for r in rows))
@@ -43,7 +43,7 @@ def _assert_dispatches_make_up_the_call(profile: dict[str, Any]) -> None:
         assert build["timed_ms"] == timed
         assert build["fraction_of_timed"] == pytest.approx(build["in_dispatches_ms"] / timed)
         fastest = build["call_ms"]["min"]
-        slowest = build["call_ms"]["max"] if profile["threads"] is None else fastest
+        slowest = build["call_ms"]["max"]
         in_dispatches = build["in_dispatches_ms"]
         assert (1 - IN_DISPATCHES) * fastest <= in_dispatches <= (1 + IN_DISPATCHES) * slowest, (
             name,
@@ -67,12 +67,14 @@ def test_resnet_block_dispatches_name_their_kernels_and_add_up_to_the_workload()
     flops = profile["report"]["throughput"]["flops"]
     for build in ("scheduled", "baseline"):
         assert sum(r["flops"] for r in _rows(profile, build)) == flops
-    peak = profile["peak"]["fma_gflops"]
+    fma, bandwidth = profile["peak"]["fma_gflops"], profile["peak"]["bandwidth_gbps"]
     for row in _rows(profile, "scheduled"):
         assert row["gflops"] == pytest.approx(row["flops"] / row["time_ms"] / 1e6)
-        assert row["bound"] == "FMA" and row["fraction_of_roof"] == pytest.approx(
-            row["gflops"] / peak
-        )
+        # The lower roof at the dispatch's intensity: FMA on a machine with the bandwidth
+        # of a Zen 5, bandwidth for the 1x1 convolutions on a VM that streams 7 GB/s.
+        roofs = {"FMA": row["gflops"] / fma, "bandwidth": row["gbps"] / bandwidth}
+        assert row["bound"] == max(roofs, key=roofs.__getitem__)
+        assert row["fraction_of_roof"] == pytest.approx(max(roofs.values()))
         assert row["calls"] >= 7 and row["per_call"] == 1
     for pair in pairs:
         assert pair["speedup"] == pytest.approx(
