@@ -19,6 +19,7 @@ missing device fails them instead. See docs/testing.md.
 from __future__ import annotations
 
 import atexit
+import gc
 import os
 import shutil
 import stat
@@ -219,4 +220,17 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None]:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None]:
-    return (yield from _checked(item))
+    try:
+        return (yield from _checked(item))
+    finally:
+        if item.get_closest_marker("vulkan") is not None:
+            _release_vulkan()
+
+
+def _release_vulkan() -> None:
+    """Close the Vulkan device a test opened in this process, once its modules are gone:
+    an open lavapipe device spins two cores while idle, which slowed every later test
+    (compiles, timing) in the session (:func:`tdsched.targets.runtime.release_device`).
+    A module-scoped fixture's modules keep theirs open until the fixture ends."""
+    runtime.release_device("vulkan")
+    gc.collect()
