@@ -55,12 +55,13 @@ def main() -> int:
 
     from tdsched.schedules.evaluation import compile_scheduled
     from tdsched.schedules.loading import load
+    from tdsched.schedules.measure.build_target import BuildTarget
     from tdsched.schedules.params import parse_override
     from tdsched.schedules.pipeline import compile_baseline, plan
     from tdsched.targets.workload import random_inputs
 
     overrides = dict(parse_override(text) for text in args.param)
-    p = plan(load(args.recipe), "x86", overrides, threads=args.threads)
+    p = plan(load(args.recipe), BuildTarget("x86", threads=args.threads), overrides)
     results: dict[str, object] = {"recipe": args.recipe, "params": overrides}
     with tempfile.TemporaryDirectory(prefix="tdsched-placements-") as tmp:
         work = Path(tmp)

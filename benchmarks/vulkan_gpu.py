@@ -121,6 +121,7 @@ def prepare(out: Path, gpu: str, quick: bool, space: int | None) -> None:
     (``space``: the points of :func:`tile_space` at that size instead of :data:`CASES`)."""
     from tdsched.schedules.evaluation import compile_scheduled
     from tdsched.schedules.loading import load
+    from tdsched.schedules.measure.build_target import BuildTarget
     from tdsched.schedules.pipeline import compile_baseline, compile_default_workload, plan
     from tdsched.targets import make_target
     from tdsched.targets.workload import input_types
@@ -139,7 +140,7 @@ def prepare(out: Path, gpu: str, quick: bool, space: int | None) -> None:
         entry.update(params=case.params, folder=folder.name, modules={}, errors={})
         started = time.perf_counter()
         for gpu_name in (None,) if case.candidate else (None, gpu):
-            p = plan(load(case.recipe), "vulkan", case.params, gpu=gpu_name)
+            p = plan(load(case.recipe), BuildTarget("vulkan", gpu=gpu_name), case.params)
             suffix = f"@{gpu_name}" if gpu_name else ""
             builds = {
                 "tdsched": lambda work, p=p: compile_scheduled(p, work)[1].output,

@@ -28,6 +28,7 @@ from .cli_types import (
     add_cpu_options,
     add_gpu_option,
     add_threads_option,
+    build_target_from,
     non_negative_float,
     non_negative_int,
     positive_int,
@@ -348,12 +349,8 @@ def _plan(args: argparse.Namespace, **extra: object) -> Plan:
     overrides = dict(parse_override(text) for text in args.param)
     p = plan(
         load(args.recipe, trust_from(args)),
-        args.target,
+        build_target_from(args),
         overrides,
-        cpu=args.cpu,
-        cpu_features=args.cpu_features,
-        gpu=args.gpu,
-        threads=args.threads,
         **extra,  # type: ignore[arg-type]
     )
     if p.recipe.shape_choice is not None:
@@ -467,12 +464,8 @@ def _run(args: argparse.Namespace) -> int:
         require_matplotlib()
     request = RunRequest(
         recipe=args.recipe,
-        target=args.target,
+        build=build_target_from(args),
         params=dict(parse_override(text) for text in args.param),
-        cpu=args.cpu,
-        cpu_features=args.cpu_features,
-        gpu=args.gpu,
-        threads=args.threads,
         repeats=args.repeats,
         seed=args.seed,
         time_it=not args.no_time,

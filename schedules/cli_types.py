@@ -13,6 +13,8 @@ from pathlib import Path
 
 from tdsched.targets.target import DEFAULT_THREADS
 
+from .measure.build_target import BuildTarget
+
 
 def _number(
     kind: Callable[[str], float], low: float, inclusive: bool, what: str, high: float = math.inf
@@ -77,31 +79,26 @@ def add_cpu_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cpu-features", help="x86: LLVM CPU features, e.g. +avx512f")
 
 
-def run_flags(
-    target: str,
-    cpu: str = "host",
-    cpu_features: str | None = None,
-    gpu: str | None = None,
-    threads: int = DEFAULT_THREADS,
-) -> list[str]:
-    """The ``tdsched run`` options that build and run for this CPU or GPU on ``threads``
-    (x86), those that are not the defaults: what a command that writes a recipe prints
-    beside it (:func:`run_command`), since a recipe keeps parameters, not these."""
-    flags = []
-    if target == "x86":
-        if cpu != "host":
-            flags += ["--cpu", cpu]
-        if cpu_features:
-            flags.append(f"--cpu-features={cpu_features}")
-        if threads != DEFAULT_THREADS:
-            flags += ["--threads", str(threads)]
-    elif gpu is not None:
-        flags += ["--gpu", gpu]
-    return flags
+def build_target_from(args: argparse.Namespace) -> BuildTarget:
+    """The build a command line asks for: ``--target`` (None: the recipe's first),
+    ``--cpu`` / ``--cpu-features`` / ``--gpu`` where the command has them, and
+    ``--threads``. Options of the other target are refused (ValueError) when the target is
+    named, before any work."""
+    build = BuildTarget(
+        args.target,
+        cpu=getattr(args, "cpu", "host"),
+        cpu_features=getattr(args, "cpu_features", None),
+        gpu=getattr(args, "gpu", None),
+        threads=getattr(args, "threads", DEFAULT_THREADS),
+    )
+    if build.target is not None:
+        build.compile_target  # noqa: B018 (refuses options of the other target)
+    return build
 
 
 def run_command(recipe: str | Path, options: Sequence[str] = ()) -> str:
-    """The ``tdsched run`` command line of ``recipe`` with ``options``, shell-quoted: a
+    """The ``tdsched run`` command line of ``recipe`` with ``options`` (such as
+    :meth:`BuildTarget.run_flags`), shell-quoted: a
     printed command is pasted into a shell, whatever its paths and values hold."""
     return shlex.join(["tdsched", "run", str(recipe), *options])
 

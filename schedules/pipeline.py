@@ -17,7 +17,7 @@ from typing import Any
 
 from tdsched.recipes.workloads import generate
 from tdsched.recipes.workloads.lowered import FILE_FORMATS, ROUTES, file_workload, model_workload
-from tdsched.targets import Target, make_target
+from tdsched.targets import Target
 from tdsched.targets.compiler import (
     CompileError,
     CompileRequest,
@@ -26,7 +26,7 @@ from tdsched.targets.compiler import (
     probe_compile,
     run_compile,
 )
-from tdsched.targets.target import DEFAULT_THREADS, TARGET_NAMES, build_machine, cpu_threads
+from tdsched.targets.target import TARGET_NAMES
 from tdsched.targets.workload import Workload, WorkloadError, check_memory, load_mlir_file
 from tdsched.transform_lib.census import (
     CENSUS_FLAGS,
@@ -55,6 +55,7 @@ from .emit import GRAPH_ENTRY, DispatchRegionStage, Marker, Scripts, ScriptStage
 from .errors import RecipeError, ScheduleNotApplied, Where
 from .graph_rewrites import RewriteStage
 from .layers import expand_layers, kernels_by_layer, resolve_kernel_layers, workload_layers
+from .measure.build_target import BuildTarget
 from .params import resolve
 from .recipe import METRICS, Recipe
 from .space import ParamValue
@@ -90,31 +91,30 @@ class BuildFiles:
 
 def plan(
     recipe: Recipe,
-    target: str | None = None,
+    target: BuildTarget | str | None = None,
     overrides: Mapping[str, ParamValue] | None = None,
     *,
-    cpu: str = "host",
-    cpu_features: str | None = None,
-    gpu: str | None = None,
     input_file: Path | None = None,
     print_after_schedule: bool = False,
     trace_steps: bool = False,
-    threads: int | None = DEFAULT_THREADS,
 ) -> Plan:
-    """Resolve ``recipe`` for ``target`` (default: its first) and emit its scripts.
+    """Resolve ``recipe`` for ``target`` and emit its scripts.
 
-    ``threads``: the CPU thread count the build will run on, which selects among a shape
-    table's thread-keyed entries (ignored on a GPU target). ``cpu``, ``cpu_features`` and
-    ``gpu``: the machine to build for (see :func:`~tdsched.targets.make_target`); on x86
-    its vector ISA selects among ISA-keyed entries too.
+    ``target``: the build (:class:`.measure.build_target.BuildTarget`: the machine to
+    build for, and the CPU threads it will run on, which select among a shape table's
+    entries), or a target's name for a build with the default settings; None or a build
+    whose target is None: the recipe's first target.
 
     ``input_file`` replaces the recipe's workload with a ``.mlir`` module (the reference
     is then IREE's default build of that module). ``print_after_schedule`` and
     ``trace_steps``: what the scripts print besides their markers (see :func:`.emit.emit`).
     """
-    named = target or recipe.targets[0]
-    on_cpu = cpu_threads(named, threads) if named in TARGET_NAMES else None
-    built_for = build_machine(named, cpu, cpu_features, gpu) if named in TARGET_NAMES else None
+    build = target if isinstance(target, BuildTarget) else BuildTarget(target)
+    named = build.target or recipe.targets[0]
+    if named in TARGET_NAMES:
+        build = build.resolved(named)
+    on_cpu = build.cpu_threads if named in TARGET_NAMES else None
+    built_for = build.machine if named in TARGET_NAMES else None
     resolved = resolve(recipe, overrides, on_cpu, named, built_for)
     for flag in (*resolved.compile_flags, *resolved.baseline.flags):
         if not flag.startswith("--"):
@@ -128,7 +128,7 @@ def plan(
                 Where(resolved.source, None, "metrics"),
                 f"unknown metric {metric!r}; available: {', '.join(METRICS)}",
             )
-    chosen = target or resolved.targets[0]
+    chosen = build.target or resolved.targets[0]
     if chosen not in resolved.targets:
         raise RecipeError(
             Where(resolved.source, None, "targets"),
@@ -151,7 +151,7 @@ def plan(
     check_memory(workload)
     resolved = expand_layers(resolved, workload_layers(workload.mlir))
     counts = loop_counts(workload.mlir)
-    chosen_target = make_target(chosen, cpu=cpu, cpu_features=cpu_features, gpu=gpu)
+    chosen_target = dataclasses.replace(build, target=chosen).compile_target
     notes: list[str] = []
     if kernels_by_layer(resolved):
         resolved, notes = _resolve_kernel_layers(resolved, chosen_target, workload, counts)

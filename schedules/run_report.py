@@ -40,6 +40,7 @@ from .evaluation import (
 from .isolation import ChildFailure, Progress, call_isolated
 from .loading import load
 from .machine_peak import MachinePeak, machine_peak
+from .measure.build_target import BuildTarget
 from .peers import build_peers
 from .pipeline import Plan, apply_graph, compile_default_workload, plan
 from .profile_report import PROFILE_FOLDER, DispatchProfile, measure_profile, prepare_profile
@@ -425,12 +426,9 @@ class RunRequest:
     """What ``tdsched run`` evaluates, as plain JSON values (it crosses to a child)."""
 
     recipe: str
-    target: str | None
+    build: BuildTarget
+    """What to build for (its target None: the recipe's first) and the threads to run on."""
     params: dict[str, ParamValue]
-    cpu: str
-    cpu_features: str | None
-    gpu: str | None
-    threads: int
     repeats: int
     seed: int
     time_it: bool
@@ -446,7 +444,8 @@ class RunRequest:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunRequest:
         """The request :func:`dataclasses.asdict` gave as ``data``."""
-        return cls(**{**data, "trust": Trust(**data["trust"])})
+        build = BuildTarget.from_json(data["build"])
+        return cls(**{**data, "build": build, "trust": Trust(**data["trust"])})
 
 
 ENTRY = "tdsched.schedules.run_report:run_json"
@@ -497,24 +496,21 @@ def run_json(request: dict[str, Any], progress: Progress) -> dict[str, Any]:
     try:
         p = plan(
             load(r.recipe, r.trust),
-            r.target,
+            r.build,
             r.params,
-            cpu=r.cpu,
-            cpu_features=r.cpu_features,
-            gpu=r.gpu,
-            threads=r.threads,
         )
     except EVALUATION_ERRORS as exc:
         return {"plan_error": str(exc)}
 
-    hint = stack_crash_hint(p.recipe.compile_flags, r.threads or DEFAULT_THREADS)
+    threads = r.build.run_threads
+    hint = stack_crash_hint(p.recipe.compile_flags, threads)
 
     def stage(report: RunReport, name: str) -> None:
         progress({"report": report.to_json(), "stage": name, "hint": hint})
 
     report = run(
         p,
-        threads=r.threads,
+        threads=threads,
         repeats=r.repeats,
         seed=r.seed,
         time_it=r.time_it,

@@ -56,6 +56,7 @@ from tdsched.transform_lib.dispatch_config import ConfiguredDispatch
 
 from .errors import RecipeError, Where
 from .files import write_atomically
+from .measure.build_target import BuildTarget
 from .model_tasks import ModelTasks, Task, extract_tasks
 from .params import substitute_plain
 from .pipeline import census_output
@@ -97,8 +98,8 @@ TOLERANCE = {"atol": 1.0e-4, "rtol": 1.0e-4}
 class TuneOptions:
     """How to tune (see ``tdsched tune --help`` for each)."""
 
-    target: Target
-    threads: int
+    build: BuildTarget
+    """What the tasks and the model recipe are built for (the target known) and run on."""
     budget_s: float
     min_share: float = 0.01
     round_size: int = 8
@@ -108,8 +109,6 @@ class TuneOptions:
     """Profiled runs of IREE default when weighing the tasks."""
     executor: str = "local"
     """Where the sweeps compile and time (:data:`~.sweep.executor.EXECUTORS`)."""
-    gpu: str | None = None
-    """vulkan: the GPU ``target`` builds for (``--gpu``); None: IREE's generic target."""
     ray_address: str | None = None
     """With the ``ray`` executor: the cluster (``None``: a local one, per round)."""
 
@@ -351,16 +350,16 @@ def tune(
     that made ``workload`` from the model ``workload_spec`` names (they start every model
     recipe), ``graph_speedup`` what they gave IREE's own pipeline."""
     start = time.monotonic()
-    target = options.target
-    threads = None if target.is_gpu else options.threads
+    target = options.build.compile_target
+    threads = options.build.cpu_threads
     census = census_output(workload.mlir, target)
     tasks = extract_tasks(
         workload, target, threads, rounds=options.rounds, seed=options.seed, census=census
     )
     progress(_tasks_line(tasks, bool(graph)))
     identity = {"model": workload.name, "target": target.name, "threads": threads}
-    if options.gpu is not None:  # absent otherwise, so earlier states still hold
-        identity["gpu"] = options.gpu
+    if options.build.gpu is not None:  # absent otherwise, so earlier states still hold
+        identity["gpu"] = options.build.gpu
     state, set_aside = load_state(out, identity)
     if set_aside:
         progress(f"tune: {set_aside}")
@@ -450,7 +449,7 @@ def _prepare(
         if small and not recipe.exists():
             tuning.reason = f"{_percent(task.share)} of the call, below --min-share"
             return tuning
-        _match_at(task, anchor_position(task), model, by_kind=o.target.is_gpu)
+        _match_at(task, anchor_position(task), model, by_kind=o.build.compile_target.is_gpu)
         if not recipe.exists():
             folder.mkdir(parents=True, exist_ok=True)
             constants = (
@@ -462,10 +461,10 @@ def _prepare(
                 task,
                 [sources[d] for d in task.dispatches],
                 folder / f"{task.name}.mlir",
-                o.target,
+                o.build.compile_target,
                 constants,
             )
-            template = _template(task, made.configured, o.target)
+            template = _template(task, made.configured, o.build.compile_target)
             by_kind = template.match_by_kind
             matches = [_match_at(task, made.configured.root, model, by_kind)]
             kept = []
@@ -529,7 +528,7 @@ def _task_recipe(
         "name": f"task_{task.name}",
         "description": f"{task.kind} {root.describe()}: {', '.join(task.layers) or 'no layers'}",
         "workload": {"file": f"{task.name}.mlir"},
-        "targets": [o.target.name],
+        "targets": [o.build.name],
         "parameters": template.parameters,
         "space": template.space,
         "constraints": template.constraints,
@@ -562,12 +561,10 @@ def _round(tuning: TaskTuning, db: ResultsDB, o: TuneOptions) -> None:
     sweep = Sweep(
         str(tuning.recipe),
         SweepOptions(
-            target=o.target.name,
-            gpu=o.gpu,
+            build=o.build,
             strategy="adaptive",
             budget=tuning.candidates + o.round_size,
             seed=o.seed,
-            threads=o.threads,
         ),
         db,
         make_executor(o.executor, o.jobs, ray_address=o.ray_address),
@@ -650,7 +647,7 @@ def _write_model_recipe(
             f"{model.name}: schedules tuned by tdsched tune for {len(kernels) + len(graph)} tasks"
         ),
         "workload": dict(model.workload),
-        "targets": [o.target.name],
+        "targets": [o.build.name],
         "tolerance": TOLERANCE,
         **({"compile_flags": [UKERNELS_OFF]} if graph else {}),
         **({"graph": steps} if steps else {}),
@@ -658,7 +655,7 @@ def _write_model_recipe(
         "provenance": {
             "tool": "tdsched tune",
             "date": time.strftime("%Y-%m-%d"),
-            "threads": o.threads,
+            "threads": o.build.threads,
             "tasks": [t.as_dict() for t in tunings],
         },
     }

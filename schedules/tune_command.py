@@ -17,7 +17,7 @@ from tdsched.targets.compiler import check_gpu
 from tdsched.targets.target import make_target, run_conditions
 from tdsched.targets.workload import check_memory
 
-from .cli_types import fraction, minutes, positive_int, run_command, run_flags
+from .cli_types import build_target_from, fraction, minutes, positive_int, run_command
 from .evaluation import Status
 from .lower_command import lower, model_args
 from .output_paths import check_output, writes
@@ -175,11 +175,8 @@ def run(args: argparse.Namespace) -> int:
     # the recipes tune writes are named after the model (a file's stem may hold spaces)
     workload = dataclasses.replace(workload, name=recipe_name(workload.name))
     out.mkdir(exist_ok=True)
-    target = make_target(args.target, gpu=args.gpu)
     options = TuneOptions(
-        target=target,
-        gpu=args.gpu,
-        threads=args.threads,
+        build=build_target_from(args),
         budget_s=args.budget * 60,
         min_share=args.min_share,
         round_size=args.round_size,
@@ -192,7 +189,9 @@ def run(args: argparse.Namespace) -> int:
     quiet = args.quiet or args.json
     progress = _progress(quiet)
     spec = workload_spec(args, out)
-    rewrites = race_model_rewrites(workload, spec, out, target, partial(_check, args=args))
+    rewrites = race_model_rewrites(
+        workload, spec, out, options.build.compile_target, partial(_check, args=args)
+    )
     for line in rewrites.lines:
         progress(f"tune: {line}")
     outcome = tune(
@@ -292,12 +291,8 @@ def _progress(quiet: bool) -> Any:
 def _check(recipe: Path, args: argparse.Namespace, time_it: bool = True) -> RunReport:
     request = RunRequest(
         recipe=str(recipe),
-        target=args.target,
+        build=build_target_from(args),
         params={},
-        cpu="host",
-        cpu_features=None,
-        gpu=args.gpu,
-        threads=args.threads,
         repeats=args.repeats,
         seed=args.seed,
         time_it=time_it,
@@ -374,7 +369,7 @@ def summary_lines(
         lines.append(blame)
     if args.plot is not None:
         lines.append(f"plot     {args.plot}")
-    rerun = run_flags(args.target, gpu=args.gpu, threads=args.threads)
+    rerun = build_target_from(args).run_flags()
     lines.append(
         f"run it   {run_command(outcome.recipe, rerun + trust_options(recipe_trust(args)))}"
     )

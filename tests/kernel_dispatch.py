@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tdsched.schedules.loading import load
+from tdsched.schedules.measure.build_target import BuildTarget
 from tdsched.schedules.model_tasks import extract_tasks
 from tdsched.schedules.pipeline import apply_graph, census_output, plan
 from tdsched.schedules.run_report import RunReport, run
@@ -51,6 +52,6 @@ def prepared_tasks(workload: Workload, folder: Path) -> list[TaskTuning]:
     census = census_output(workload.mlir, target)
     tasks = extract_tasks(workload, target, 1, census=census, time_it=False)
     model = ModelOps.of(read_census(census), tasks.tasks)
-    options = TuneOptions(target, threads=1, budget_s=60)
+    options = TuneOptions(BuildTarget("x86", threads=1), budget_s=60)
     sources, weights = census_functions(census), ModelConstants(workload.mlir)
     return [_prepare(task, model, sources, weights, folder, options) for task in tasks.tasks]

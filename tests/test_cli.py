@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 from cli_process import tdsched as run_tdsched
-from tdsched.schedules.cli_types import run_command, run_flags
+from tdsched.schedules.cli_types import run_command
+from tdsched.schedules.measure.build_target import BuildTarget
 
 SMALL = ["--param", "M=128", "--param", "N=128", "--param", "K=128"]
 """A shape whose shape-table entry schedules the matmul (at 256^3 IREE's pipeline runs)."""
@@ -285,16 +286,17 @@ def test_gpu_builds_for_that_vulkan_target_and_refuses_one_iree_does_not_know(
 
 
 def test_the_run_options_a_written_recipe_needs_are_those_not_at_their_defaults() -> None:
-    assert run_flags("x86") == [] and run_flags("vulkan", threads=1) == []
-    assert run_flags("x86", "haswell", "+fma", threads=1) == (
+    assert BuildTarget("x86").run_flags() == []
+    assert BuildTarget("vulkan", threads=1).run_flags() == []
+    assert BuildTarget("x86", "haswell", "+fma", threads=1).run_flags() == (
         ["--cpu", "haswell", "--cpu-features=+fma", "--threads", "1"]
     )
-    assert run_flags("vulkan", gpu="ampere") == ["--gpu", "ampere"]
+    assert BuildTarget("vulkan", gpu="ampere").run_flags() == ["--gpu", "ampere"]
 
 
 def test_a_printed_run_command_is_shell_quoted() -> None:
     """A path or value holding shell syntax is pasted as one word, never run."""
-    options = run_flags("x86", "haswell", "+fma,$(touch pwned)")
+    options = BuildTarget("x86", "haswell", "+fma,$(touch pwned)").run_flags()
     line = run_command("my dir/$(rm -rf x).yaml", options)
     assert shlex.split(line) == [
         "tdsched",

@@ -12,6 +12,7 @@ import pytest
 from cli_process import tdsched
 from tdsched.recipes import RECIPES_DIR
 from tdsched.schedules.loading import load, shipped_recipe_names
+from tdsched.schedules.measure.build_target import BuildTarget
 from tdsched.schedules.pipeline import plan
 from tdsched.schedules.step_trace import StepTrace, trace
 from tdsched.transform_lib.loop_nest import loop_nest, render
@@ -22,7 +23,7 @@ _SSA = re.compile(r"%[\w.$-]+")
 
 
 def _traced(name: str, target: str | None = None, threads: int = 2, **params: int) -> StepTrace:
-    found = trace(plan(load(name), target, params, trace_steps=True, threads=threads))
+    found = trace(plan(load(name), BuildTarget(target, threads=threads), params, trace_steps=True))
     assert found.failure is None, found.failure
     return found
 

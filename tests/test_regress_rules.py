@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from tdsched.schedules.errors import RecipeError
 from tdsched.schedules.evaluation import Status
+from tdsched.schedules.measure.build_target import BuildTarget
 from tdsched.schedules.regress.baseline_file import Settings, dump, load_baseline
 from tdsched.schedules.regress.calibration import CalibrationDrift
 from tdsched.schedules.regress.isolation import measure_isolated
@@ -219,8 +220,12 @@ def test_an_entry_can_build_for_another_machine_and_says_so(
     assert there.label == f"{recipe} M=512 {field}={value}"
     assert f"{field}: {value}" in dump(baseline) and load_baseline(path).entries == baseline.entries
     settings = there.settings(baseline.defaults)
-    assert getattr(request_for(recipe, there, settings, tmp_path, bless=False), field) == value
-    assert getattr(request_for(recipe, here, settings, tmp_path, bless=False), field) == default
+    assert (
+        getattr(request_for(recipe, there, settings, tmp_path, bless=False).build, field) == value
+    )
+    assert (
+        getattr(request_for(recipe, here, settings, tmp_path, bless=False).build, field) == default
+    )
     marker = pytest.mark.tdsched_perf(recipe, **{field: value}, min_speedup=1.1).mark
     assert getattr(entry_from_marker(marker), field) == value
     # the option on an entry that builds for the other target (its recipe's first) is
@@ -263,12 +268,9 @@ def test_a_crashing_or_hanging_measurement_fails_only_its_entry(
     recipe.write_text(body)
     request = MeasureRequest(
         recipe=str(recipe),
-        target=None,
+        build=BuildTarget(None, threads=1),
         params={},
-        cpu="host",
-        gpu=None,
         numerics=None,
-        threads=1,
         seed=0,
         precision=0.05,
         threshold=None,

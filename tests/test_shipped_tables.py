@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 from tdsched.schedules.loading import load, shipped_recipe_names
+from tdsched.schedules.measure.build_target import BuildTarget
 from tdsched.schedules.pipeline import plan
 from tdsched.schedules.run_report import run
 from tdsched.schedules.shape_table import ShapeEntry
@@ -57,9 +58,8 @@ def test_a_scheduled_entry_applies_and_matches_the_reference(
     shape = dict(entry.shape)
     # selected where it was tuned: on its own CPU model (named, not built), else here
     built_here = entry.cpu in (None, host_cpu_model())
-    p = plan(
-        load(recipe), None, shape, cpu=cpu if built_here else str(entry.cpu), threads=entry.threads
-    )
+    on = BuildTarget(None, cpu=cpu if built_here else str(entry.cpu), threads=entry.threads)
+    p = plan(load(recipe), on, shape)
     choice = p.recipe.shape_choice
     assert choice is not None and choice.entry is not None, choice
     # an entry without cpu yields, at its own place, to one tuned on this machine's model
@@ -72,7 +72,9 @@ def test_a_scheduled_entry_applies_and_matches_the_reference(
     if not built_here or shadowed:
         # its values, built for this machine
         p = plan(
-            load(recipe), None, {**shape, **dict(entry.params)}, cpu=cpu, threads=entry.threads
+            load(recipe),
+            BuildTarget(None, cpu=cpu, threads=entry.threads),
+            {**shape, **dict(entry.params)},
         )
     report = run(p, time_it=False)
     assert report.status == "ok", report

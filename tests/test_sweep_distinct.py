@@ -8,6 +8,7 @@ from collections.abc import Hashable
 
 from tdsched.schedules.build_names import build_values
 from tdsched.schedules.loading import find_recipe, load
+from tdsched.schedules.measure.build_target import BuildTarget
 from tdsched.schedules.space import Point
 from tdsched.schedules.sweep.candidates import content_key, plan_point
 from tdsched.schedules.sweep.distinct import (
@@ -59,7 +60,9 @@ def test_points_with_one_signature_build_the_same_module_and_others_do_not() -> 
         groups[build_signature(recipe, {**SHAPE, **enumeration.as_params(point)}, "x86", 2)].append(
             point
         )
-    context = SweepContext(str(find_recipe("matmul_x86")), "x86", dict(SHAPE), threads=2)
+    context = SweepContext(
+        str(find_recipe("matmul_x86")), BuildTarget("x86", threads=2), dict(SHAPE)
+    )
 
     def key(point: Point) -> str:
         return content_key(plan_point(recipe, context, enumeration.as_params(point)))

@@ -16,6 +16,7 @@ import pytest
 from onnx_models import mlp_model
 from tdsched.recipes import RECIPES_DIR
 from tdsched.schedules.cli import main
+from tdsched.schedules.measure.build_target import BuildTarget
 from tdsched.schedules.sweep.database import ResultsDB
 from tdsched.schedules.sweep.messages import CompileJob, SweepContext
 from tdsched.schedules.sweep.ray_executor import (
@@ -189,7 +190,7 @@ def test_an_exception_raised_in_a_task_reads_as_in_the_local_pool(running_ray: N
 def test_a_cluster_with_no_node_for_the_target_is_a_clear_error(running_ray: None) -> None:
     fix = r"""start the nodes that have the device with ray start --resources='\{"tdsched_npu": 1\}'"""
     with pytest.raises(RayUnavailable, match=fix):
-        RayExecutor(2).start(SweepContext(recipe=str(RECIPE), target="npu"))
+        RayExecutor(2).start(SweepContext(recipe=str(RECIPE), build=BuildTarget("npu")))
     assert ray.is_initialized(), "a connection the executor did not make stays open"
 
 
@@ -201,7 +202,11 @@ def node_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _context(recipe: str, **fixed: int) -> SweepContext:
-    return SweepContext(recipe=recipe, target="x86", fixed={"M": 64, "N": 64, "K": 64, **fixed})
+    return SweepContext(
+        recipe=recipe,
+        build=BuildTarget("x86", threads=1),
+        fixed={"M": 64, "N": 64, "K": 64, **fixed},
+    )
 
 
 @pytest.mark.usefixtures("iree")

@@ -34,7 +34,7 @@ def test_every_command_defaults_to_the_same_thread_count() -> None:
     defaults = {command: _threads_default(parser, command) for command in ("run", "sweep", "peak")}
     assert defaults == dict.fromkeys(defaults, DEFAULT_THREADS)
     assert Settings().threads == DEFAULT_THREADS  # regress and its pytest plugin
-    assert SweepOptions(target="x86").threads == DEFAULT_THREADS
+    assert SweepOptions().build.threads == DEFAULT_THREADS
 
 
 def test_run_conditions_name_threads_on_x86_only() -> None:

@@ -15,6 +15,7 @@ import yaml
 from tdsched.schedules.cli import main
 from tdsched.schedules.errors import RecipeError, Where
 from tdsched.schedules.evaluation import Status
+from tdsched.schedules.measure.build_target import BuildTarget
 from tdsched.schedules.model_tasks import ModelTasks, OpSignature, Task
 from tdsched.schedules.params import substitute_plain
 from tdsched.schedules.run_report import RunReport
@@ -453,7 +454,7 @@ def test_a_task_whose_root_no_match_tells_from_another_tasks_op_is_not_swept(
     with_fill = Task("t1", (FILL, CONV), dispatches=["d1"])
     census = _census("d0", (CONV, 2, STORE)) + _census("d1", (FILL, 0, None), (CONV, 2, STORE))
     model = ModelOps.of(census, [bare, with_fill])
-    options = TuneOptions(make_target("x86"), threads=1, budget_s=60)
+    options = TuneOptions(BuildTarget("x86", threads=1), budget_s=60)
     tuning = _prepare(bare, model, {}, ModelConstants(""), tmp_path, options)
     assert tuning.recipe is None and tuning.reason is not None
     assert "linalg.generic 16x16x16x16x3x3 also occur in task t1" in tuning.reason
@@ -544,7 +545,7 @@ def test_a_task_below_min_share_is_tuned_again_if_an_earlier_run_gave_it_a_templ
 ) -> None:
     task = Task("t0", (MATMUL,), dispatches=["d0"], share=0.005)
     model = ModelOps.of([], [task])
-    options = TuneOptions(make_target("x86"), threads=1, budget_s=60, min_share=0.01)
+    options = TuneOptions(BuildTarget("x86", threads=1), budget_s=60, min_share=0.01)
     first = _prepare(task, model, {}, ModelConstants(""), tmp_path, options)
     assert first.recipe is None and first.reason == "0.5% of the call, below --min-share"
     # A re-run whose noisy profile puts a tuned task just below the threshold keeps it.
@@ -568,7 +569,7 @@ def test_the_winning_values_fill_the_schedule(tmp_path: Path) -> None:
     recipe.write_text(yaml.safe_dump(template))
     best = Result("k", "t0.yaml", "x86", {"RH": 4, "RW": 16}, "ok", speedup=1.5)
     won = _tuning("t0", 1.0, recipe=recipe, rounds=1, best=best)
-    options = TuneOptions(make_target("x86"), threads=1, budget_s=60)
+    options = TuneOptions(BuildTarget("x86", threads=1), budget_s=60)
     _write_model_recipe(tmp_path / "m.yaml", MODEL, [won], options)
     written = yaml.safe_load((tmp_path / "m.yaml").read_text())
     assert written["kernels"][0]["schedule"] == [{"tile": {"sizes": [2, 4, 16]}}]
@@ -622,7 +623,7 @@ def test_a_packed_winner_is_a_graph_step_for_its_layers_and_the_packed_recipe_pa
 ) -> None:
     tuning = rowmajor_and_packed(tmp_path)
     recipe, task, packed = tuning.recipe, tuning.task, tuning.best_packed
-    options = TuneOptions(make_target("x86"), threads=1, budget_s=60)
+    options = TuneOptions(BuildTarget("x86", threads=1), budget_s=60)
     # The tasks' winners: the rowmajor kernel (the packed candidate did not win).
     assert _write_model_recipe(tmp_path / "m.yaml", MODEL, [tuning], options) == 1
     written = yaml.safe_load((tmp_path / "m.yaml").read_text())
@@ -666,7 +667,7 @@ def test_a_packed_winner_with_its_unpack_fused_keeps_fuse_unpack(tmp_path: Path)
     packed = Result("k2", "t0.yaml", "x86", fused, "ok", speedup=1.2)
     task = Task("t0", (MATMUL,), dispatches=["d0"], layers=["ffn.up"])
     tuning = TaskTuning(task, recipe=recipe, rounds=1, best=packed, best_packed=packed)
-    options = TuneOptions(make_target("x86"), threads=1, budget_s=60)
+    options = TuneOptions(BuildTarget("x86", threads=1), budget_s=60)
     _write_model_recipe(tmp_path / "p.yaml", MODEL, [tuning], options, packed=True)
     (step,) = yaml.safe_load((tmp_path / "p.yaml").read_text())["graph"]
     assert step == {

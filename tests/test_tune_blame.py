@@ -12,6 +12,7 @@ import pytest
 import yaml
 from tdsched.schedules.cli import main
 from tdsched.schedules.evaluation import Status
+from tdsched.schedules.measure.build_target import BuildTarget
 from tdsched.schedules.model_tasks import ModelTasks
 from tdsched.schedules.run_report import RunReport
 from tdsched.schedules.tune import (
@@ -23,7 +24,6 @@ from tdsched.schedules.tune import (
 )
 from tdsched.schedules.tune_blame import blame_packed, culprits
 from tdsched.schedules.tune_command import _final_check
-from tdsched.targets import make_target
 from test_tune import TRANSPOSED, rowmajor_and_packed
 
 
@@ -73,7 +73,7 @@ def test_a_candidate_wrong_in_the_model_is_not_taken_and_says_why(tmp_path: Path
 
 
 def test_a_model_recipe_can_keep_a_subset_of_the_task_schedules(tmp_path: Path) -> None:
-    options = TuneOptions(make_target("x86"), threads=1, budget_s=60)
+    options = TuneOptions(BuildTarget("x86", threads=1), budget_s=60)
     model = ModelSpec("m", {"model": "m"}, ())
     path = tmp_path / "m.yaml"
     assert (
@@ -152,7 +152,7 @@ def _report(status: Status, speedup: float | None = None) -> RunReport:
 
 
 def _outcome(tmp_path: Path, tunings: list[TaskTuning]) -> TuneOutcome:
-    options = TuneOptions(make_target("x86"), threads=1, budget_s=60)
+    options = TuneOptions(BuildTarget("x86", threads=1), budget_s=60)
     tasks = ModelTasks("m", "x86", 1, (), None)
     recipe, packed = tmp_path / "m.tuned.yaml", tmp_path / "m.packed.yaml"
     model = ModelSpec("m", {"model": "m"}, ())

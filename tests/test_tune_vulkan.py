@@ -11,6 +11,7 @@ import pytest
 import yaml
 from onnx_models import matmul_model, mlp_model
 from tdsched.schedules.cli import main
+from tdsched.schedules.measure.build_target import BuildTarget
 from tdsched.schedules.model_tasks import OpSignature, Task
 from tdsched.schedules.sweep.database import Result
 from tdsched.schedules.task_match import ModelOps, op_match
@@ -24,7 +25,6 @@ from tdsched.schedules.tune import (
 )
 from tdsched.schedules.tune_templates import NoTemplate
 from tdsched.schedules.tune_templates_vulkan import vulkan_template
-from tdsched.targets import make_target
 from tdsched.transform_lib.census import StructuredOp
 from tdsched.transform_lib.constant_operands import ModelConstants
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, ConfiguredOp, read_configured
@@ -252,7 +252,7 @@ def test_on_vulkan_a_task_clashes_with_any_contraction_of_its_loop_bounds(tmp_pa
         StructuredOp(d, s.op, None, s.loop_ranges, s.kind, s.dtype, 2, store)
         for d, s in (("d0", MATMUL), ("d1", named))
     ]
-    options = TuneOptions(make_target("vulkan"), threads=1, budget_s=60)
+    options = TuneOptions(BuildTarget("vulkan", threads=1), budget_s=60)
     tuning = _prepare(
         TASK, ModelOps.of(census, [TASK, other]), {}, ModelConstants(""), tmp_path, options
     )
@@ -267,7 +267,7 @@ def test_a_vulkan_winner_is_a_config_matched_by_kind_and_loop_bounds(tmp_path: P
     template = vulkan_template(TASK, _matmul())
     census = [StructuredOp("d0", MATMUL.op, None, MATMUL.loop_ranges, "contraction", "f32", 2)]
     match = op_match(TASK, 0, ModelOps.of(census, [TASK]), by_kind=True)
-    options = TuneOptions(make_target("vulkan"), threads=1, budget_s=60)
+    options = TuneOptions(BuildTarget("vulkan", threads=1), budget_s=60)
     recipe.write_text(_task_recipe(TASK, template, [match], options))
     best = Result(
         "k", "t0.yaml", "vulkan", {"WM": 32, "WN": 64, "RM": 4, "RN": 4}, "ok", speedup=1.3

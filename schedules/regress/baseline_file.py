@@ -31,6 +31,7 @@ from tdsched.targets.target import DEFAULT_THREADS, TARGET_NAMES
 
 from ..errors import RecipeError, Where
 from ..files import read_user_text
+from ..measure.build_target import BuildTarget
 from ..space import ParamValue
 from ..yaml_nodes import Node, compose, optional
 from ..yaml_writer import recipe_yaml
@@ -107,6 +108,10 @@ class Entry:
     note: str | None = None
     """Free text kept across ``--update`` (comments inside the file are not)."""
     where: Where = field(default_factory=Where, compare=False)
+
+    def build(self, threads: int = DEFAULT_THREADS) -> BuildTarget:
+        """The build this entry gates, run on ``threads`` CPU threads (the settings')."""
+        return BuildTarget(self.target, cpu=self.cpu or "host", gpu=self.gpu, threads=threads)
 
     @property
     def label(self) -> str:

@@ -22,6 +22,7 @@ from ..errors import RecipeError, Where
 from ..evaluation import EVALUATION_ERRORS, Status, build_and_check, prepare_device, status_of
 from ..isolation import Progress
 from ..loading import load
+from ..measure.build_target import BuildTarget
 from ..pipeline import plan
 from ..recipe_trust import UNTRUSTED, Trust
 from ..space import ParamValue
@@ -38,15 +39,11 @@ class MeasureRequest:
 
     recipe: str
     """A recipe path or shipped name."""
-    target: str | None
+    build: BuildTarget
+    """The target (None: the recipe's first), machine and threads both builds are for."""
     params: dict[str, ParamValue]
-    cpu: str
-    """x86: the LLVM CPU to build for (``host``: this machine's)."""
-    gpu: str | None
-    """vulkan: IREE's Vulkan target to build for (None: the generic one)."""
     numerics: dict[str, float] | None
     """``atol`` / ``rtol`` overriding the recipe's tolerance."""
-    threads: int
     seed: int
     precision: float
     threshold: float | None
@@ -105,14 +102,7 @@ def measure(request: MeasureRequest) -> Measurement:
     names: dict[str, Any] = {}
     try:
         recipe = load(request.recipe, request.trust)
-        p = plan(
-            recipe,
-            request.target,
-            request.params,
-            cpu=request.cpu,
-            gpu=request.gpu,
-            threads=request.threads,
-        )
+        p = plan(recipe, request.build, request.params)
         tolerance = dataclasses.replace(p.recipe.tolerance, **(request.numerics or {}))
         names = {
             "recipe_name": p.recipe.name,
@@ -133,7 +123,7 @@ def measure(request: MeasureRequest) -> Measurement:
                 "this graph schedule leaves host-level loops, which IREE cannot compile, "
                 "so it cannot be timed; gate a recipe that schedules kernels",
             )
-        prepare_device(p.target, request.threads)
+        prepare_device(p.target, request.build.run_threads)
         with tempfile.TemporaryDirectory(prefix="tdsched-regress-") as tmp:
             _, checked = build_and_check(p, Path(tmp), request.seed, tolerance)
             found = {"max_abs_error": checked.check.max_abs_error, **names}
@@ -168,7 +158,8 @@ def measure(request: MeasureRequest) -> Measurement:
 
 def measure_json(request: dict[str, Any], progress: Progress) -> dict[str, Any]:
     """:func:`measure` over JSON, the entry point of the child process that measures."""
-    return measure(MeasureRequest(**{**request, "trust": Trust(**request["trust"])})).to_json()
+    fields = {"build": BuildTarget.from_json(request["build"]), "trust": Trust(**request["trust"])}
+    return measure(MeasureRequest(**{**request, **fields})).to_json()
 
 
 def _since(start: float) -> float:

@@ -69,12 +69,9 @@ def request_for(
     against the gate when blessing; ``trust``: what the command line granted recipe files)."""
     return MeasureRequest(
         recipe=recipe,
-        target=entry.target,
+        build=entry.build(settings.threads),
         params=dict(entry.params),
-        cpu=entry.cpu or "host",
-        gpu=entry.gpu,
         numerics=entry.numerics,
-        threads=settings.threads,
         seed=settings.seed,
         precision=settings.precision,
         threshold=None if bless else entry.threshold(settings),
@@ -130,13 +127,7 @@ def entry_target(baseline: BaselineFile, entry: Entry, trust: Trust = UNTRUSTED)
             f"recipe ({exc.message.removeprefix('no such recipe file; ')})",
         ) from exc
     try:
-        return plan(
-            load(str(recipe), trust),
-            entry.target,
-            entry.params,
-            cpu=entry.cpu or "host",
-            gpu=entry.gpu,
-        ).target.name
+        return plan(load(str(recipe), trust), entry.build(), entry.params).target.name
     except ValueError as exc:
         raise RecipeError(entry.where, f"this entry's recipe does not plan: {exc}") from exc
 

@@ -30,15 +30,7 @@ KEY_FORMAT = "1"
 
 def plan_point(recipe: Recipe, context: SweepContext, params: Mapping[str, ParamValue]) -> Plan:
     """The plan of one candidate: the recipe with the fixed and the candidate's values."""
-    return plan(
-        recipe,
-        context.target,
-        {**context.fixed, **params},
-        cpu=context.cpu,
-        cpu_features=context.cpu_features,
-        gpu=context.gpu,
-        threads=context.threads,
-    )
+    return plan(recipe, context.build, {**context.fixed, **params})
 
 
 def content_key(p: Plan) -> str:

@@ -17,8 +17,6 @@ from tdsched.targets.cpu_model import BuildCpu
 from tdsched.targets.target import (
     BuildGpu,
     BuildMachine,
-    build_machine,
-    cpu_threads,
     run_conditions,
 )
 
@@ -27,11 +25,11 @@ from ..cli_types import (
     add_cpu_options,
     add_gpu_option,
     add_threads_option,
+    build_target_from,
     non_negative_int,
     positive_float,
     positive_int,
     run_command,
-    run_flags,
 )
 from ..loading import load
 from ..output_paths import reads, recipe_file, writes
@@ -309,7 +307,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(_as_json(outcome, best_file), indent=2))
     else:
-        print(_summary(outcome, best_file, args.top, _build_flags(sweep.options, outcome.target)))
+        print(_summary(outcome, best_file, args.top, _build_flags(sweep)))
     return 0 if outcome.ranked else 1
 
 
@@ -328,17 +326,16 @@ def _check_best_out(args: argparse.Namespace) -> None:
         )
 
 
-def _build_flags(options: SweepOptions, target: str) -> list[str]:
+def _build_flags(sweep: Sweep) -> list[str]:
     """The ``tdsched run`` options that rebuild what the sweep measured (a frozen recipe
     or table keeps the parameters, not these), and the grants its recipe needed."""
-    built = run_flags(target, options.cpu, options.cpu_features, options.gpu, options.threads)
-    return built + trust_options(options.trust)
+    return sweep.build.run_flags() + trust_options(sweep.options.trust)
 
 
 def _sweep(args: argparse.Namespace, fixed: dict[str, Any]) -> tuple[Sweep, SweepOutcome]:
     """One sweep with ``fixed`` parameters, recorded in the database."""
     options = SweepOptions(
-        target=args.target,
+        build=build_target_from(args),
         fixed=fixed,
         strategy=args.strategy,
         cost_model=args.cost_model,
@@ -346,7 +343,6 @@ def _sweep(args: argparse.Namespace, fixed: dict[str, Any]) -> tuple[Sweep, Swee
         budget=args.budget,
         seed=args.seed,
         repeats=args.repeats,
-        threads=args.threads,
         race=RaceSettings(
             keep=args.race,
             max_rounds=args.race_rounds,
@@ -356,9 +352,6 @@ def _sweep(args: argparse.Namespace, fixed: dict[str, Any]) -> tuple[Sweep, Swee
         rebench=args.rebench,
         resume=args.resume,
         bench_during_compile=args.bench_during_compile,
-        cpu=args.cpu,
-        cpu_features=args.cpu_features,
-        gpu=args.gpu,
         keep_temps=args.keep_temps,
         trust=trust_from(args),
     )
@@ -418,11 +411,10 @@ def _sweep_shapes(args: argparse.Namespace, fixed: dict[str, Any]) -> int:
         if not args.json:
             print(f"== shape {_label(shape)}\n{_summary(outcome, None, args.top)}\n")
     assert sweep is not None
-    target, options = done[0][1].target, sweep.options
-    built_for = build_machine(target, options.cpu, options.cpu_features, options.gpu)
+    built_for = sweep.build.machine
     cpu = built_for if isinstance(built_for, BuildCpu) else None
     tuned_for: dict[str, int | str | None] = {
-        "threads": cpu_threads(target, options.threads),
+        "threads": sweep.build.cpu_threads,
         "isa": cpu.isa if cpu else None,
         "cpu": cpu.model if cpu else None,
         "gpu": gpu_name(built_for) if isinstance(built_for, BuildGpu) else None,
@@ -446,11 +438,11 @@ def _sweep_shapes(args: argparse.Namespace, fixed: dict[str, Any]) -> int:
             "database": _relative(args.db, out.parent),
             "sweeps": [outcome.sweep_id for _, outcome in done],
             "target": done[0][1].target,
-            "threads": cpu_threads(done[0][1].target, sweep.options.threads),
+            "threads": sweep.build.cpu_threads,
             "iree_version": iree.compiler.version.VERSION,
         }
-        if sweep.options.gpu is not None:
-            provenance["gpu"] = sweep.options.gpu
+        if sweep.build.gpu is not None:
+            provenance["gpu"] = sweep.build.gpu
         written = write_shape_table(sweep.path, out, key, entries, done[0][1].target, provenance)
         table = written.path
         for old in written.replaced:
@@ -470,7 +462,7 @@ def _sweep_shapes(args: argparse.Namespace, fixed: dict[str, Any]) -> int:
         if missing:
             print(f"no correct candidate at {', '.join(missing)}: no entry written for it")
         if table is not None:
-            rerun = run_command(table, _build_flags(sweep.options, done[0][1].target))
+            rerun = run_command(table, _build_flags(sweep))
             print(f"shape table: {table}  ({rerun} --param ...)")
     return 0 if not missing else 1
 
@@ -589,13 +581,13 @@ def _write_best(sweep: Sweep, outcome: SweepOutcome, args: argparse.Namespace) -
         provenance["certainty"] = {"verdict": "not raced"}
     provenance |= {
         "target": outcome.target,
-        "threads": cpu_threads(outcome.target, sweep.options.threads),
+        "threads": sweep.build.cpu_threads,
         "iree_version": iree.compiler.version.VERSION,
     }
-    if outcome.target == "x86" and sweep.options.cpu != "host":
-        provenance["cpu"] = sweep.options.cpu
-    if sweep.options.gpu is not None:
-        provenance["gpu"] = sweep.options.gpu
+    if not sweep.build.compile_target.is_gpu and sweep.build.cpu != "host":
+        provenance["cpu"] = sweep.build.cpu
+    if sweep.build.gpu is not None:
+        provenance["gpu"] = sweep.build.gpu
     params = {**sweep.options.fixed, **best.params}
     return write_frozen(sweep.path, out, params, outcome.target, provenance)
 

@@ -105,7 +105,7 @@ class Bench:
         self.function = p.workload.function
         self.driver = p.target.driver
         self.tolerance = p.recipe.tolerance
-        prepare_device(p.target, context.threads)
+        prepare_device(p.target, context.build.run_threads)
         self.baseline = LoadedModule(Path(context.baseline_artifact), self.driver, self.function)
         with tempfile.TemporaryDirectory(prefix="tdsched-reference-") as tmp:
             self.reference = Reference.make(p, self.baseline, context.seed, Path(tmp))

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from tdsched.targets.timing import Timing
 
 from ..evaluation import Status
+from ..measure.build_target import BuildTarget
 from ..recipe_trust import UNTRUSTED, Trust
 
 T = TypeVar("T")
@@ -21,29 +22,31 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class SweepContext:
-    """What every worker of one sweep needs: the recipe, target and run settings.
+    """What every worker of one sweep needs: the recipe, build and run settings.
 
-    ``recipe`` is a recipe file path (workers load it themselves), ``fixed`` the
-    command-line parameter overrides shared by every candidate.
+    ``recipe`` is a recipe file path (workers load it themselves), ``build`` the build
+    every candidate is for (its target known), ``fixed`` the command-line parameter
+    overrides shared by every candidate.
     """
 
     recipe: str
-    target: str
+    build: BuildTarget
     fixed: dict[str, Any] = field(default_factory=dict)
-    threads: int = 1
     repeats: int = 5
     """Screening rounds per candidate (each: the candidate, then IREE default, or back)."""
     sample_s: float = 0.02
     """Seconds of back-to-back calls per timing sample."""
     seed: int = 0
-    cpu: str = "host"
-    cpu_features: str | None = None
-    gpu: str | None = None
     baseline_artifact: str = ""
     """The compiled IREE default build; benchmark workers time it and, when the workload
     has no numpy reference, check candidates against its results."""
     trust: Trust = UNTRUSTED
     """What the command line granted the recipe file (workers load it with this)."""
+
+    @property
+    def target(self) -> str:
+        """The target's name."""
+        return self.build.name
 
 
 @dataclass(frozen=True)
@@ -110,12 +113,15 @@ def to_json(message: Any) -> dict[str, Any]:
 
 def from_json(kind: type[T], data: dict[str, Any]) -> T:
     """Rebuild a message of type ``kind`` (a status string becomes a :class:`Status`, a
-    timing a :class:`~tdsched.targets.timing.Timing`, a trust a :class:`Trust`)."""
+    timing a :class:`~tdsched.targets.timing.Timing`, a trust a :class:`Trust`, a build
+    a :class:`BuildTarget`)."""
     data = dict(data)
     if "status" in data:
         data["status"] = Status(data["status"])
     if "trust" in data:
         data["trust"] = Trust(**data["trust"])
+    if "build" in data:
+        data["build"] = BuildTarget.from_json(data["build"])
     for name in ("timing", "baseline_timing"):
         if data.get(name) is not None:
             data[name] = Timing(**data[name])

@@ -25,16 +25,15 @@ from pathlib import Path
 from typing import Any
 
 import iree.compiler.version
-from tdsched.targets.target import DEFAULT_THREADS, build_machine, cpu_threads
 from tdsched.targets.timing import Interval
 from tdsched.targets.workload import Workload, traffic_bytes
 from tdsched.transform_lib.work import count_work_of_text
 
-from ..build_names import build_values
 from ..errors import RecipeError, Where
 from ..evaluation import BUILD_FAILURES
 from ..loading import find_recipe, load
 from ..machine_peak import cpu_description
+from ..measure.build_target import RECIPE_DEFAULT, BuildTarget
 from ..recipe import Recipe
 from ..recipe_trust import UNTRUSTED, Trust
 from ..space import Enumeration, ParamValue, Point, SearchSpace
@@ -62,7 +61,8 @@ class SweepError(ValueError):
 class SweepOptions:
     """How to sweep (see ``tdsched sweep --help`` for each)."""
 
-    target: str | None = None
+    build: BuildTarget = RECIPE_DEFAULT
+    """What every candidate is built for (its target None: the recipe's first)."""
     fixed: dict[str, ParamValue] = field(default_factory=dict)
     strategy: str = "grid"
     cost_model: str = "auto"
@@ -74,17 +74,12 @@ class SweepOptions:
     seed: int = 0
     repeats: int = 5
     """Screening rounds per candidate (their samples last ``race.sample_s`` too)."""
-    threads: int = DEFAULT_THREADS
     race: RaceSettings = field(default_factory=RaceSettings)
     """How the leaders race; ``race.keep`` go on after the first cut, and the field is up
     to ``FIELD * race.keep``."""
     rebench: bool = False
     resume: bool = False
     bench_during_compile: bool = False
-    cpu: str = "host"
-    cpu_features: str | None = None
-    gpu: str | None = None
-    """vulkan: the GPU to build for (``--gpu``); None: IREE's generic Vulkan target."""
     keep_temps: bool = False
     """Keep the build folder of every candidate the sweep compiles (``--keep-temps``;
     where: :meth:`Sweep._kept_folder`)."""
@@ -251,14 +246,16 @@ class Sweep:
         self.executor = executor
         self.progress = progress or (lambda event, state: None)
         self.options = options = resolve_cost_model(options)
-        self.target = options.target or self.recipe.targets[0]
+        self.build = options.build.resolved(self.recipe.targets[0])
+        """What the candidates are built for, the target known."""
+        self.target = self.build.name
         self.space = _narrowed(self.recipe, options.fixed)
-        built_for = build_machine(self.target, options.cpu, options.cpu_features, options.gpu)
+        built_for = self.build.machine
         defaults = {**self.recipe.parameter_dict, **options.fixed}
-        on_cpu = cpu_threads(self.target, options.threads)
+        on_cpu = self.build.cpu_threads
         self.enumeration = distinct_builds(
             self.recipe,
-            self.space.enumerate(defaults, build_values(self.target, built_for)),
+            self.space.enumerate(defaults, self.build.build_values()),
             options.fixed,
             self.target,
             on_cpu,
@@ -271,15 +268,11 @@ class Sweep:
             )
         self.context = SweepContext(
             recipe=str(self.path.resolve()),
-            target=self.target,
+            build=self.build,
             fixed=dict(options.fixed),
-            threads=options.threads,
             repeats=options.repeats,
             sample_s=options.race.sample_s,
             seed=options.seed,
-            cpu=options.cpu,
-            cpu_features=options.cpu_features,
-            gpu=options.gpu,
             trust=options.trust,
         )
         prior = [
@@ -323,7 +316,7 @@ class Sweep:
                     "one workload. Fix workload parameters with --param NAME=VALUE",
                 )
             build = content_key(p)
-            threads = None if p.target.is_gpu else self.options.threads
+            threads = None if p.target.is_gpu else self.build.threads
             self._keys[point] = result_key(build, threads)
             self._artifacts[self._keys[point]] = self.db.artifacts / f"{build}.vmfb"
         return self._keys[point]
@@ -371,7 +364,7 @@ class Sweep:
             self.target,
             self.enumeration,
             [],
-            threads=o.threads,
+            threads=self.build.threads,
             strategy=o.strategy,
             cost_model=o.cost_model,
         )
