@@ -24,6 +24,7 @@ from .runner import (
     run_baseline,
     write_baseline,
 )
+from .verdict import GateStatus
 
 DEFAULT_BASELINE = Path("tdsched-baseline.yaml")
 
@@ -161,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
             f"{args.baseline}: no entry matches the selection (--entry / --target); "
             f"entries: {', '.join(e.label for e in baseline.entries)}"
         )
-    blessed = sum(r.verdict.status == "blessed" for r in results)
+    blessed = sum(r.verdict.status is GateStatus.BLESSED for r in results)
     if blessed:
         write_baseline(blessed_file(baseline, results))
         noun = "entry" if blessed == 1 else "entries"

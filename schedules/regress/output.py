@@ -11,12 +11,12 @@ from tdsched.targets.target import run_conditions
 
 from ..text_table import aligned
 from .runner import EntryResult, exit_status
-from .verdict import gate_text
+from .verdict import GateStatus, gate_text
 
 _ICONS = {
-    "pass": "✅",
-    "blessed": "✅",
-    "inconclusive": "⚠️",
+    GateStatus.PASS: "✅",
+    GateStatus.BLESSED: "✅",
+    GateStatus.INCONCLUSIVE: "⚠️",
 }
 
 
@@ -70,7 +70,7 @@ def table(results: Sequence[EntryResult]) -> str:
     """The results table, then each non-passing entry's reason."""
     lines = aligned([_HEADER, *(_row(r) for r in results)])
     for r in results:
-        if r.verdict.status != "pass":
+        if r.verdict.status is not GateStatus.PASS:
             lines.append(f"{r.verdict.status.upper()} {r.entry.label}: {r.verdict.reason}")
     lines.append(summary_line(results))
     return "\n".join(lines)
@@ -85,7 +85,7 @@ def markdown(results: Sequence[EntryResult], title: str = "tdsched regress") -> 
         icon = _ICONS.get(r.verdict.status, "❌")
         cells = [icon, *(c.replace("|", "\\|") for c in _row(r))]
         lines.append("| " + " | ".join(cells) + " |")
-    failing = [r for r in results if r.verdict.status != "pass"]
+    failing = [r for r in results if r.verdict.status is not GateStatus.PASS]
     if failing:
         lines.append("")
         for r in failing:

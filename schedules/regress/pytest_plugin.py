@@ -30,6 +30,7 @@ from ..errors import RecipeError
 from .baseline_file import Entry, Settings, load_baseline, recipe_beside, setting_problem
 from .output import table
 from .runner import EntryResult, measure_entry
+from .verdict import GateStatus
 
 MARKER_HELP = (
     "tdsched_perf(recipe, target=None, params=None, cpu=None, gpu=None, min_speedup=None, "
@@ -188,13 +189,13 @@ def pytest_runtest_call(item: pytest.Item) -> None:
     if result is None:
         return
     status, reason = result.verdict.status, result.verdict.reason
-    if status == "inconclusive":
+    if status is GateStatus.INCONCLUSIVE:
         policy = item.config.getoption("--tdsched-inconclusive")
         if policy == "skip":
             pytest.skip(f"tdsched_perf inconclusive: {reason}")
         if policy == "fail":
             pytest.fail(f"tdsched_perf inconclusive: {reason}", pytrace=False)
-    elif status != "pass":
+    elif status is not GateStatus.PASS:
         pytest.fail(f"tdsched_perf {status}: {result.entry.label}: {reason}", pytrace=False)
 
 

@@ -23,7 +23,7 @@ from ..recipe_trust import UNTRUSTED, Trust
 from .baseline_file import BaselineFile, Entry, Settings, dump
 from .isolation import measure_isolated
 from .measure import Measurement, MeasureRequest
-from .verdict import FAILING, Verdict, judge
+from .verdict import FAILING, GateStatus, Verdict, judge
 
 EXIT_OK, EXIT_FAILED, EXIT_INCONCLUSIVE = 0, 1, 3
 COMPILE_ALLOWANCE_S = 900.0
@@ -48,7 +48,7 @@ class EntryResult:
             "recipe": self.entry.recipe,
             "target": self.measurement.target or self.entry.target,
             "params": self.entry.params,
-            "status": self.verdict.status,
+            "status": str(self.verdict.status),
             "reason": self.verdict.reason,
             "expected_speedup": self.entry.expected_speedup,
             "gate": self.gate,
@@ -154,7 +154,7 @@ def blessed_file(baseline: BaselineFile, results: Sequence[EntryResult]) -> Base
     today = datetime.date.today().isoformat()
     replaced: dict[int, Entry] = {}
     for result in results:
-        if result.verdict.status != "blessed":
+        if result.verdict.status is not GateStatus.BLESSED:
             continue
         m = result.measurement
         assert m.speedup is not None and m.numerics is not None
@@ -182,6 +182,6 @@ def exit_status(results: Sequence[EntryResult]) -> int:
     statuses = {r.verdict.status for r in results}
     if statuses & FAILING:
         return EXIT_FAILED
-    if "inconclusive" in statuses:
+    if GateStatus.INCONCLUSIVE in statuses:
         return EXIT_INCONCLUSIVE
     return EXIT_OK

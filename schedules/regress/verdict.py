@@ -16,24 +16,51 @@ Pure functions of the numbers, so the rules are testable without timing anything
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from enum import StrEnum
 
 from tdsched.targets.timing import Ratio, relative_half_width
 
-from ..evaluation import Status as Outcome
+from ..evaluation import Status
 from .baseline_file import Settings
 from .calibration import CalibrationDrift
 from .measure import Measurement
 
-Status = Literal[
-    "pass", "blessed", "regressed", "wrong", "not_applied", "error", "unblessed", "inconclusive"
-]
-FAILING: frozenset[str] = frozenset({"regressed", "wrong", "not_applied", "error", "unblessed"})
+
+class GateStatus(StrEnum):
+    """The regression gate's verdict on one entry (a string in JSON and printed text)."""
+
+    PASS = "pass"
+    """The speedup clears the gate: its interval wholly at or above, or its median when precise."""
+    BLESSED = "blessed"
+    """(``--update``) Measured precisely enough to become the entry's expected_speedup."""
+    REGRESSED = "regressed"
+    """The speedup is below the gate: its interval wholly below, or its median when precise."""
+    WRONG = "wrong"
+    """The scheduled build's results failed the numerics check."""
+    NOT_APPLIED = "not_applied"
+    """A schedule step matched nothing: the build would not be the scheduled one."""
+    ERROR = "error"
+    """Measuring failed otherwise: not planned or built, not run, crashed, or timed out."""
+    UNBLESSED = "unblessed"
+    """The entry has no expected_speedup yet (and this is not ``--update``): a failure."""
+    INCONCLUSIVE = "inconclusive"
+    """Too noisy to decide: the interval stayed too wide, or the machine's load changed."""
+
+
+FAILING: frozenset[GateStatus] = frozenset(
+    {
+        GateStatus.REGRESSED,
+        GateStatus.WRONG,
+        GateStatus.NOT_APPLIED,
+        GateStatus.ERROR,
+        GateStatus.UNBLESSED,
+    }
+)
 
 
 @dataclass(frozen=True)
 class Verdict:
-    status: Status
+    status: GateStatus
     reason: str
 
 
@@ -51,7 +78,7 @@ def judge(
     measured = f"{median:.3f}x, 95% interval [{low:.3f}, {high:.3f}]"
     if expected is None and not bless:  # a failure whatever the machine's load
         return Verdict(
-            "unblessed",
+            GateStatus.UNBLESSED,
             f"{measured}; the entry has no expected_speedup yet: bless it with "
             "'tdsched regress BASELINE --update'",
         )
@@ -61,19 +88,21 @@ def judge(
     if bless:
         if not precise:
             return _imprecise(speedup, settings, "to bless")
-        return Verdict("blessed", f"{measured}; expected_speedup set to {median:.3f}")
+        return Verdict(GateStatus.BLESSED, f"{measured}; expected_speedup set to {median:.3f}")
     assert expected is not None
     gate = settings.gate(expected)
     if low >= gate or (precise and median >= gate):
         if settings.tolerance > 0 and low > expected * (1.0 + settings.tolerance):
             return Verdict(
-                "pass",
+                GateStatus.PASS,
                 f"{measured}: faster than expected ({expected:.3f}x); re-bless with "
                 "--update to tighten the gate",
             )
-        return Verdict("pass", measured)
+        return Verdict(GateStatus.PASS, measured)
     if high < gate or precise:
-        return Verdict("regressed", f"{measured}, below the gate {gate_text(expected, settings)}")
+        return Verdict(
+            GateStatus.REGRESSED, f"{measured}, below the gate {gate_text(expected, settings)}"
+        )
     return _imprecise(speedup, settings, f"to decide against the gate {gate:.3f}x")
 
 
@@ -99,18 +128,18 @@ def _despite_load_change(
         widened = f"[{speedup.low / factor:.3f}, {speedup.high * factor:.3f}]"
         if speedup.high * factor < gate:
             return Verdict(
-                "regressed",
+                GateStatus.REGRESSED,
                 f"{measured}, below the gate {gate_text(expected, settings)} even with the "
                 f"interval widened to {widened} for the load change ({load})",
             )
         if speedup.low / factor >= gate:
             return Verdict(
-                "pass",
+                GateStatus.PASS,
                 f"{measured}; clears the gate even widened to {widened} for the load "
                 f"change ({load})",
             )
     return Verdict(
-        "inconclusive",
+        GateStatus.INCONCLUSIVE,
         f"{load}: the machine's load changed during the measurement, enough to change "
         "the verdict; re-run on a quieter machine",
     )
@@ -126,24 +155,24 @@ def gate_text(expected: float, settings: Settings) -> str:
 
 def _failure(measurement: Measurement) -> Verdict | None:
     error = measurement.error or ""
-    if measurement.status is Outcome.OK:
+    if measurement.status is Status.OK:
         return None
-    if measurement.status is Outcome.NOT_APPLIED:
-        return Verdict("not_applied", f"the schedule did not apply: {error}")
-    if measurement.status is Outcome.WRONG:
-        return Verdict("wrong", error)
+    if measurement.status is Status.NOT_APPLIED:
+        return Verdict(GateStatus.NOT_APPLIED, f"the schedule did not apply: {error}")
+    if measurement.status is Status.WRONG:
+        return Verdict(GateStatus.WRONG, error)
     what = {
-        Outcome.COMPILE_FAILED: "the build failed",
-        Outcome.RUN_FAILED: "the module could not be run",
-        Outcome.CRASHED: "the measuring process crashed",
-        Outcome.TIMEOUT: "the measurement timed out",
+        Status.COMPILE_FAILED: "the build failed",
+        Status.RUN_FAILED: "the module could not be run",
+        Status.CRASHED: "the measuring process crashed",
+        Status.TIMEOUT: "the measurement timed out",
     }.get(measurement.status, "error")
-    return Verdict("error", f"{what}: {error}")
+    return Verdict(GateStatus.ERROR, f"{what}: {error}")
 
 
 def _imprecise(speedup: Ratio, settings: Settings, purpose: str) -> Verdict:
     return Verdict(
-        "inconclusive",
+        GateStatus.INCONCLUSIVE,
         f"after {speedup.rounds:.0f} rounds ({speedup.seconds:.0f} s) the speedup's 95% "
         f"interval [{speedup.low:.3f}, {speedup.high:.3f}] is too wide {purpose} "
         f"(precision {settings.precision:.0%}); raise time_cap_s or re-run on a quieter machine",
