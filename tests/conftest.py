@@ -12,6 +12,12 @@ A test that does not request ``iree`` cannot reach IREE by accident: while it ru
 that refuses, and loading modules or runtime devices raises; either fails the test with
 "this test uses IREE: request the `iree` fixture".
 
+A fast-tier test that starts a child process (the command line run as a user runs it, an
+isolated child, a wheel build) is marked ``process``: ``pytest -m "not integration and not
+process"`` is then the fast tier proper, which runs in parallel (``-n 2``) in about a minute.
+A test that starts a process without the marker fails with "this test starts child
+processes: mark it ``@pytest.mark.process``", so the fast tier stays fast.
+
 Vulkan tests skip without a device unless TDSCHED_REQUIRE_VULKAN=1 (set by CI), where a
 missing device fails them instead. See docs/testing.md.
 """
@@ -123,6 +129,10 @@ GUARD_MESSAGE = (
     "this test uses IREE: request the `iree` fixture (as an argument, through another "
     "fixture, or with @pytest.mark.usefixtures('iree')) so that it is marked integration"
 )
+PROCESS_MESSAGE = (
+    "this test starts child processes: mark it @pytest.mark.process (the fast tier runs "
+    "without them; see docs/testing.md)"
+)
 _GUARD_LOG = "TDSCHED_TEST_IREE_GUARD_LOG"
 _STUB = f"""#!/bin/sh
 # iree-compile while a test that did not request the `iree` fixture runs (tests/conftest.py)
@@ -143,10 +153,20 @@ class _Guard:
         self.stub_dir = stub_dir
         self.log = stub_dir / "uses.log"
         self.uses: list[str] = []
+        self.processes: list[str] = []
 
-    def install(self, mp: pytest.MonkeyPatch) -> None:
+    def install(self, mp: pytest.MonkeyPatch, item: pytest.Item) -> None:
         self.log.write_text("")
         self.uses.clear()
+        self.processes.clear()
+        if item.get_closest_marker("process") is None:
+            started = subprocess.Popen.__init__
+
+            def record(popen: subprocess.Popen[Any], args: Any, *rest: Any, **kw: Any) -> None:
+                self.processes.append(str(args)[:120])
+                started(popen, args, *rest, **kw)
+
+            mp.setattr(subprocess.Popen, "__init__", record)
         tool_path = os.environ.get("IREE_TOOL_PATH")
         mp.setenv("IREE_TOOL_PATH", os.pathsep.join(filter(None, [str(self.stub_dir), tool_path])))
         mp.setenv(_GUARD_LOG, str(self.log))
@@ -170,6 +190,11 @@ class _Guard:
         if uses:
             message = f"{GUARD_MESSAGE}; it reached {', '.join(dict.fromkeys(uses))}"
             raise pytest.fail.Exception(message, pytrace=False) from None
+        if self.processes:
+            started, self.processes = self.processes[0], []
+            raise pytest.fail.Exception(
+                f"{PROCESS_MESSAGE}; it started {started}", pytrace=False
+            ) from None
 
 
 _guard: _Guard | None = None
@@ -199,7 +224,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     if guard is None:
         return (yield)
     with pytest.MonkeyPatch.context() as mp:
-        guard.install(mp)
+        guard.install(mp, item)
         return (yield)
 
 

@@ -27,6 +27,7 @@ PYTHON_RECIPES = {
 
 @pytest.mark.parametrize("command", ["show", "apply", "compile", "run", "sweep"])
 @pytest.mark.parametrize("name", sorted(PYTHON_RECIPES))
+@pytest.mark.process
 def test_a_failing_python_recipe_is_one_line_naming_its_line(
     tdsched: Callable[..., Outcome], tmp_path: Path, name: str, command: str
 ) -> None:
@@ -164,6 +165,7 @@ def test_sweep_db_that_is_not_a_database_is_one_line(
     assert text.read_text() == "hello\n"
 
 
+@pytest.mark.process
 def test_a_workload_too_large_for_the_machine_is_refused_with_the_figure(
     tdsched: Callable[..., Outcome],
 ) -> None:
@@ -288,6 +290,7 @@ def test_an_onnx_opset_newer_than_onnx_knows_is_refused(
 
 
 @pytest.mark.parametrize("command", ["tune", "tasks"])
+@pytest.mark.process
 def test_a_model_too_large_to_profile_is_refused_with_the_figure(
     tdsched: Callable[..., Outcome], tmp_path: Path, command: str
 ) -> None:
@@ -301,6 +304,7 @@ def test_a_model_too_large_to_profile_is_refused_with_the_figure(
     assert "huge: its tensors need about" in line and "use smaller sizes" in line
 
 
+@pytest.mark.process
 def test_an_onnx_graph_name_that_is_no_symbol_names_a_plain_entry_function(
     tmp_path: Path,
 ) -> None:

@@ -253,6 +253,7 @@ def _materialize(folder: Path, case: Case) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.process
 def test_bad_input_is_a_clear_error_and_touches_nothing_outside(tmp_path: Path, name: str) -> None:
     case = CASES[name]
     work, outside, home = tmp_path / "work", tmp_path / "outside", tmp_path / "home"

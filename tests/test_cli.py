@@ -23,6 +23,7 @@ def tdsched(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return run_tdsched(*args, check=check)
 
 
+@pytest.mark.process
 def test_help_explains_commands() -> None:
     out = tdsched("--help").stdout
     for command in ("show", "apply", "compile", "run"):
@@ -30,6 +31,7 @@ def test_help_explains_commands() -> None:
     assert "--param NAME=VALUE" in tdsched("run", "--help").stdout
 
 
+@pytest.mark.process
 def test_show_output_parses_with_iree_opt(iree_opt: str, tmp_path: Path) -> None:
     path = tmp_path / "show.mlir"
     path.write_text(tdsched("show", "matmul_x86").stdout)
@@ -39,6 +41,7 @@ def test_show_output_parses_with_iree_opt(iree_opt: str, tmp_path: Path) -> None
     assert proc.returncode == 0 and "error" not in proc.stderr, proc.stderr
 
 
+@pytest.mark.process
 def test_bad_recipe_gives_file_line_error_without_traceback(tmp_path: Path) -> None:
     recipe = tmp_path / "bad.yaml"
     recipe.write_text(
@@ -53,6 +56,7 @@ def test_bad_recipe_gives_file_line_error_without_traceback(tmp_path: Path) -> N
     )
 
 
+@pytest.mark.process
 def test_unknown_recipe_lists_shipped_ones() -> None:
     proc = tdsched("show", "no_such_recipe", check=False)
     assert (
@@ -135,6 +139,7 @@ def test_run_reports_compile_failure_as_status_compile_failed(tmp_path: Path) ->
     assert "broken.yaml:9:1: error: could not find next producer to fuse" in report["error"]
 
 
+@pytest.mark.process
 def test_invalid_parameter_value_is_a_clear_error() -> None:
     args = ["--param", "LAYOUT=rowmajor", "--param", "TK=-4"]  # the kernel schedule's tile
     proc = tdsched("run", "matmul_x86", *args, check=False)
@@ -155,11 +160,13 @@ def test_apply_shows_schedule_and_tile_parameter_changes_kernel() -> None:
     assert kernel.index("vector.transfer_write %cst") < kernel.index("vector.contract")
 
 
+@pytest.mark.process
 def test_version_names_tdsched_and_iree() -> None:
     out = tdsched("--version").stdout
     assert out.startswith("tdsched ") and "IREE 3.13" in out
 
 
+@pytest.mark.process
 def test_list_shows_every_shipped_recipe_with_targets() -> None:
     from tdsched.schedules.loading import shipped_recipe_names
 
@@ -236,6 +243,7 @@ def _complete(line: str, tmp_path: Path) -> list[str]:
     return [word.strip() for word in out.read_text().split("\n")]
 
 
+@pytest.mark.process
 def test_shell_completion_offers_commands_options_and_recipes(tmp_path: Path) -> None:
     assert "sweep" in _complete("tdsched sw", tmp_path)
     assert "--threads" in _complete("tdsched run matmul_x86 --thr", tmp_path)
@@ -255,6 +263,7 @@ def test_verbose_prints_each_iree_compile_command(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("command", ["show", "sweep"])
+@pytest.mark.process
 def test_gpu_is_refused_for_an_x86_build(command: str, tmp_path: Path) -> None:
     db = ["--db", str(tmp_path / "s.db")] if command == "sweep" else []
     proc = tdsched(command, *db, "matmul_x86", "--gpu", "ampere", check=False)
@@ -263,6 +272,7 @@ def test_gpu_is_refused_for_an_x86_build(command: str, tmp_path: Path) -> None:
     assert "--target vulkan" in proc.stderr
 
 
+@pytest.mark.process
 def test_an_x86_cpu_is_refused_for_a_vulkan_build() -> None:
     proc = tdsched("show", "matmul_vulkan", "--cpu", "haswell", check=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr

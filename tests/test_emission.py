@@ -66,6 +66,7 @@ def test_every_transform_op_carries_its_recipe_step_location() -> None:
 
 
 @pytest.mark.parametrize("name", SHIPPED)
+@pytest.mark.process
 def test_shipped_scripts_parse_with_iree_opt(name: str, iree_opt: str, tmp_path: Path) -> None:
     p = plan(load(name))
     scripts = [s.script for s in p.scripts.graph if isinstance(s, ScriptStage)]

@@ -360,6 +360,7 @@ def test_dynamic_candidates_whose_loops_cannot_be_shown_equal_are_named_with_the
     assert "loop 1 is dynamic (dim 1 of %arg1) in one and dynamic (dim 1 of %arg2)" in note
 
 
+@pytest.mark.process
 def test_apply_takes_a_dynamic_workload_and_run_says_what_it_needs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

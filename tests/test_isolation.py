@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 SLEEPER = """
 import os, time
 
@@ -32,6 +34,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
+@pytest.mark.process
 def test_a_terminated_parent_stops_its_isolated_child(tmp_path: Path) -> None:
     # The child imports the entry from the parent's working directory (python -m).
     (tmp_path / "sleeper.py").write_text(SLEEPER)

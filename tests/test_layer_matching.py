@@ -165,6 +165,7 @@ def test_kernel_match_by_layers_of_different_shapes_is_refused(tmp_path: Path) -
         plan(trusted(recipe(tmp_path, KERNEL % "{layer: 'c*'}")))
 
 
+@pytest.mark.process
 def test_model_file_errors_name_the_file_and_line(tmp_path: Path) -> None:
     path = recipe(
         tmp_path,
@@ -181,6 +182,7 @@ def test_model_file_errors_name_the_file_and_line(tmp_path: Path) -> None:
     assert "net.py:16: building failed" in proc.stderr
 
 
+@pytest.mark.process
 def test_lower_cli_builder_onnx_tosa_and_layers(tmp_path: Path) -> None:
     layers = tdsched("lower", "small_cnn", "--layers")
     assert layers.returncode == 0, layers.stderr

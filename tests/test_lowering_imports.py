@@ -334,6 +334,7 @@ def test_onnx_cnn_matches_numpy_on_vulkan(
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.process
 def test_onnx_ops_carry_node_names_and_op_types(cnn: tuple[str, np.ndarray, np.ndarray]) -> None:
     ops = _body_ops(cnn[0])
     op_types = {node.name: node.op_type for node in _cnn_model(_cnn_weights()).graph.node}
@@ -354,6 +355,7 @@ def test_onnx_ops_carry_node_names_and_op_types(cnn: tuple[str, np.ndarray, np.n
     assert _pad_values(cnn[0]) == {"stem": 0.0, "conv2": 0.0, "pool": -np.inf, "avg": 0.0}
 
 
+@pytest.mark.process
 def test_onnx_old_opset_is_upgraded() -> None:
     # torch-mlir lowers MaxPool only from opset 12; the model is upgraded to opset 17 first.
     lowered = lower_onnx(_cnn_model(_cnn_weights(), opset=11), "old.onnx")
@@ -373,6 +375,7 @@ def test_onnx_invalid_files_are_rejected(tmp_path: Path) -> None:
         lower_onnx(str(tmp_path / "gone.onnx"), "gone.onnx")
 
 
+@pytest.mark.process
 def test_onnx_unsupported_nodes_are_listed_together() -> None:
     nodes = [
         helper.make_node("Relu", ["x"], ["a"], name="relu"),
@@ -415,6 +418,7 @@ def test_onnx_without_the_onnx_package(monkeypatch: pytest.MonkeyPatch) -> None:
         lower_onnx("net.onnx", "net.onnx")
 
 
+@pytest.mark.process
 def test_onnx_ops_lowered_outside_linalg_are_rejected() -> None:
     # torch-mlir lowers ScatterElements to tm_tensor.scatter, which is not linalg on tensors.
     inputs = [

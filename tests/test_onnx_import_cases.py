@@ -76,6 +76,7 @@ def _opset9_model() -> onnx.ModelProto:
     )
 
 
+@pytest.mark.process
 def test_onnx_upgrade_keeps_node_names_of_replaced_nodes() -> None:
     layers = _layers(lower_onnx(_opset9_model(), "old.onnx"))
     # Every op belongs to a node of the model, with the model's op type; none is named
@@ -88,6 +89,7 @@ def test_onnx_upgrade_keeps_node_names_of_replaced_nodes() -> None:
     }
 
 
+@pytest.mark.process
 def test_onnx_light_squeezenet_layers_are_its_node_names() -> None:
     path = LIGHT_MODELS / "light_squeezenet.onnx"
     if not path.exists():
@@ -198,6 +200,7 @@ def test_onnx_f64_model_computes_in_f64_on_x86() -> None:
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
 
 
+@pytest.mark.process
 def test_f64_workload_on_vulkan_is_refused_before_compiling(tmp_path: Path) -> None:
     source = tmp_path / "m.mlir"
     source.write_text(lower_onnx(_f64_model(), "f64.onnx"))
@@ -213,6 +216,7 @@ def test_f64_workload_on_vulkan_is_refused_before_compiling(tmp_path: Path) -> N
     assert KEEP_F64 in compile_command(x86)
 
 
+@pytest.mark.process
 def test_an_op_that_crashes_irees_import_is_a_one_line_error_naming_the_node(
     tmp_path: Path,
 ) -> None:

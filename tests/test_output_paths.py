@@ -197,6 +197,7 @@ def _without_root_override(command: list[str]) -> list[str]:
     ]
 
 
+@pytest.mark.process
 def test_read_only_outputs_are_refused_before_the_work(tmp_path: Path) -> None:
     folder = tmp_path / "locked"
     folder.mkdir()

@@ -11,6 +11,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 SOURCE_FOLDERS = ("schedules", "transform_lib", "targets", "recipes")
 PACKAGE_FOLDER = "tdsched"  # the package itself: python -m tdsched
@@ -28,6 +30,7 @@ def checkout_files() -> set[str]:
     return files
 
 
+@pytest.mark.process
 def test_wheel_holds_every_module_and_recipe(tmp_path: Path) -> None:
     # Build from a copy: setuptools keeps a build/ folder whose stale files could fill a gap.
     source = tmp_path / "source"
@@ -50,6 +53,7 @@ def test_wheel_holds_every_module_and_recipe(tmp_path: Path) -> None:
     assert not any(name.startswith(("tests/", "tdsched/tests/")) for name in names)
 
 
+@pytest.mark.process
 def test_python_dash_m_tdsched_is_the_command(tmp_path: Path) -> None:
     # From an unrelated folder, so the installed package is what runs, not the checkout.
     def run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -126,6 +126,7 @@ def _linker_recipe(folder: Path) -> tuple[Path, Path]:
     return recipe, ran
 
 
+@pytest.mark.process
 def test_the_command_line_refuses_before_any_work(tmp_path: Path) -> None:
     recipe, ran = _linker_recipe(tmp_path)
     for command in (["run", str(recipe)], ["sweep", str(recipe), "--db", str(tmp_path / "s.db")]):

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from cli_process import tdsched
 from tdsched.recipes import RECIPES_DIR
 from tdsched.schedules.regress.baseline_file import load_baseline
 from tdsched.schedules.sweep.freeze import write_frozen
 
 
+@pytest.mark.process
 def test_a_sweeps_best_is_added_relative_with_its_threads(tmp_path: Path) -> None:
     sweeps = tmp_path / "sweeps"
     sweeps.mkdir()
@@ -45,6 +47,7 @@ def test_a_sweeps_best_is_added_relative_with_its_threads(tmp_path: Path) -> Non
     assert len(load_baseline(baseline).entries) == 2
 
 
+@pytest.mark.process
 def test_a_vulkan_sweeps_best_keeps_the_gpu_it_was_built_for(tmp_path: Path) -> None:
     provenance = {"sweep": 2, "speedup": 1.9, "target": "vulkan", "threads": None, "gpu": "ampere"}
     best = write_frozen(

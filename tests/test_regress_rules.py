@@ -161,6 +161,7 @@ def test_baseline_errors_name_the_line_and_the_fix(tmp_path: Path, text: str, me
     assert message in str(caught.value)
 
 
+@pytest.mark.process
 def test_bad_input_exits_2_with_the_file_line_and_no_traceback(tmp_path: Path) -> None:
     path = tmp_path / "b.yaml"
     path.write_text("entries:\n  - recipe: matmul_x68\n")
@@ -259,6 +260,7 @@ def test_entries_select_by_the_target_they_build_for(tmp_path: Path) -> None:
         ("import time\ntime.sleep(60)\n", "timeout", "no result within 3 s"),
     ],
 )
+@pytest.mark.process
 def test_a_crashing_or_hanging_measurement_fails_only_its_entry(
     tmp_path: Path, body: str, status: str, message: str
 ) -> None:

@@ -60,6 +60,7 @@ def test_mistakes_are_flagged(edit: tuple[str, str], flagged: str) -> None:
     assert list(VALIDATOR.iter_errors(bad)), f"{edit[1]!r} passed the schema"
 
 
+@pytest.mark.process
 def test_schema_command_writes_the_schema(tmp_path: Path) -> None:
     out = tmp_path / "recipe.schema.json"
     subprocess.run(
@@ -111,6 +112,7 @@ def test_baseline_mistakes_are_flagged_by_the_schema_and_the_loader(
         load_baseline(path)
 
 
+@pytest.mark.process
 def test_schema_command_writes_the_baseline_schema(tmp_path: Path) -> None:
     out = tmp_path / "baseline.schema.json"
     command = [sys.executable, "-m", "tdsched", "schema", "--baseline", "-o", str(out)]

@@ -107,6 +107,7 @@ def test_ray_sweep_records_what_it_measured(
 
 
 @needs_ray
+@pytest.mark.process
 def test_an_address_nothing_answers_at_is_a_clear_cli_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], no_ray_left: None
 ) -> None:

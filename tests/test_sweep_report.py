@@ -617,6 +617,7 @@ def test_report_never_writes_the_database(
         assert conn.execute("SELECT value FROM meta").fetchone() == ("3",)
 
 
+@pytest.mark.process
 def test_report_reads_a_database_in_a_read_only_folder(db_path: Path) -> None:
     """The user's case: a database (WAL, its -shm index gone) in a folder nobody may
     write. Root writes anywhere: it runs without the capability that lets it."""

@@ -85,6 +85,7 @@ print(os.sched_getscheduler(0) == os.SCHED_BATCH)
 
 @pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="Linux scheduling policies")
 @pytest.mark.parametrize(("threads", "batch"), [(1, False), (2, True)])
+@pytest.mark.process
 def test_workers_are_not_preempted_by_the_calling_thread(threads: int, batch: bool) -> None:
     """On local-task (2+ threads) the calling thread waits under SCHED_BATCH, so waking it
     does not take the core from the worker that woke it (benchmarks/caller_policy.py);
