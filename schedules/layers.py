@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from iree.compiler import ir
 from tdsched.transform_lib.census import StructuredOp
 from tdsched.transform_lib.graph.report import layer_of, selected
-from tdsched.transform_lib.match import OpCriteria
+from tdsched.transform_lib.match import Criteria, OpCriteria
 from tdsched.transform_lib.payload import ops_under
 
 from .errors import RecipeError, Where
@@ -88,7 +88,7 @@ def _no_layer(pattern: str, layers: Sequence[str]) -> str:
 
 def _map_specs(value: T, fn: Callable[[MatchSpec, Where], MatchSpec], where: Where) -> T:
     """``value`` with ``fn`` applied to every MatchSpec in it (steps, kernels, nested)."""
-    if isinstance(value, MatchSpec):
+    if isinstance(value, Criteria):
         return fn(value, where)  # type: ignore[return-value]
     if isinstance(value, tuple):
         return tuple(_map_specs(v, fn, where) for v in value)  # type: ignore[return-value]

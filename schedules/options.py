@@ -15,8 +15,10 @@ from dataclasses import MISSING, dataclass, field
 from enum import Enum
 from typing import Any
 
+from tdsched.transform_lib.match import Criteria
+
 from .errors import RecipeError, Where
-from .values import IntOrParam, MatchSpec
+from .values import IntOrParam
 
 
 class Kind(Enum):
@@ -153,7 +155,7 @@ def _normalise(spec: Option, value: Any, where: Where) -> Any:
         if value not in spec.choices:
             raise RecipeError(where, f"got {value!r}; allowed: {', '.join(spec.choices)}")
         return value
-    if not isinstance(value, MatchSpec):
+    if not isinstance(value, Criteria):
         raise RecipeError(where, f"expected an op selection (Match(...)), got {value!r}")
     if kind is Kind.OPS and (value.kind is not None or value.shape is not None):
         raise RecipeError(

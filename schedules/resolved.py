@@ -6,6 +6,7 @@ the wrong type (``--param TM=abc``): every read checks and names the recipe fiel
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from collections.abc import Collection, Sequence
 
@@ -62,18 +63,8 @@ def criteria_of(spec: MatchSpec, where: Where, present: Collection[str] = ()) ->
     shape = None
     if spec.shape is not None:
         shape = tuple(as_int(v, where.child("shape")) for v in spec.shape)
-    return OpCriteria(
-        spec.op,
-        spec.kind,
-        shape,
-        spec.dtype,
-        spec.attributes,
-        spec.layers,
-        spec.inputs,
-        spec.used_by,
-        spec.used_by_inputs,
-        spec.body,
-    )
+    fields = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
+    return OpCriteria(**{**fields, "shape": shape})
 
 
 def payload_criteria(spec: MatchSpec | None, where: Where, primitive: str) -> OpCriteria | None:

@@ -6,9 +6,7 @@ Integer fields may hold a parameter reference ``"${NAME}"`` until
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from tdsched.transform_lib.match import OP_KINDS, AttrValue, OpKind
+from tdsched.transform_lib.match import OP_KINDS, Criteria
 
 IntOrParam = int | str
 """An integer, or a ``"${NAME}"`` parameter reference awaiting substitution."""
@@ -17,27 +15,12 @@ ROOT = "root"
 """Handle name of the op a kernel schedule matched (its dispatch root)."""
 
 
-@dataclass(frozen=True)
-class MatchSpec:
-    """Which ops a kernel schedule (or a ``match`` step) selects. See OpCriteria.
-
-    ``layers`` are layer names or ``*`` / ``?`` patterns over the names of the workload's
-    layers (``tdsched.layer``); plan time expands them to exact names. ``attributes``
-    pairs a name with the value it must have (``None``: a unit attribute).
-    """
-
-    op: str | None = None
-    kind: OpKind | None = None
-    shape: tuple[IntOrParam, ...] | None = None
-    dtype: str = "f32"
-    attributes: tuple[tuple[str, AttrValue | None], ...] = ()
-    layers: tuple[str, ...] = ()
-    inputs: int | None = None
-    used_by: str | None = None
-    used_by_inputs: int | None = None
-    """The ``inputs`` of ``used_by: {op: ..., inputs: N}``."""
-    body: str | None = None
-    """A ``linalg.generic``'s body as MLIR text (``transform_lib.op_body``)."""
+MatchSpec = Criteria[IntOrParam]
+"""Which ops a kernel schedule (or a ``match`` step) selects, as a recipe writes it: the
+matchers' :data:`~tdsched.transform_lib.match.OpCriteria` whose ``shape`` may still hold
+parameter references, and whose ``layers`` may be ``*`` / ``?`` patterns over the names
+of the workload's layers (``tdsched.layer``), which plan time expands to exact names
+(:mod:`.layers`); :func:`.resolved.criteria_of` makes the matchers' criteria of it."""
 
 
 MATCH_FIELDS: dict[str, str] = {

@@ -12,7 +12,7 @@ import contextlib
 import functools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Generic, Literal, TypeVar
 
 from iree.compiler import ir
 from iree.compiler.dialects import preprocessing_transform as iree_match
@@ -44,9 +44,16 @@ def attribute(value: AttrValue) -> ir.Attribute:
     return ir.StringAttr.get(value)
 
 
+Dim = TypeVar("Dim")
+"""What a loop bound in :attr:`Criteria.shape` is: an integer once parameters are
+substituted (:data:`OpCriteria`); a recipe's selection may still hold a parameter
+reference (``tdsched.schedules.values.MatchSpec``)."""
+
+
 @dataclass(frozen=True)
-class OpCriteria:
-    """What a matcher requires of a payload op.
+class Criteria(Generic[Dim]):
+    """What a matcher requires of a payload op (:data:`OpCriteria`: with integer loop
+    bounds).
 
     ``op`` is an operation name (``linalg.matmul``); ``kind`` a structural kind that
     survives generalization (on Vulkan a matmul is already a ``linalg.generic`` when
@@ -66,7 +73,7 @@ class OpCriteria:
 
     op: str | None = None
     kind: OpKind | None = None
-    shape: tuple[int, ...] | None = None
+    shape: tuple[Dim, ...] | None = None
     dtype: str = "f32"
     attributes: tuple[tuple[str, AttrValue | None], ...] = ()
     layers: tuple[str, ...] = ()
@@ -114,6 +121,10 @@ class OpCriteria:
         if self.body is not None:
             parts.append(f"body={' '.join(self.body.split())!r}")
         return ", ".join(parts) or "any op"
+
+
+OpCriteria = Criteria[int]
+"""Criteria whose loop bounds are integers: what the matchers take."""
 
 
 def match_ops(scope: OpHandle, criteria: OpCriteria, num_loops: int | None = None) -> OpHandle:
