@@ -565,7 +565,7 @@ def _print_throughput(report: RunReport) -> None:
         )
     for peer in report.peers or []:
         if peer.time_ms is None or peer.speedup is None:
-            print(f"peer     {peer.name}: {peer.status} ({peer.error}), not timed")
+            print(f"peer     {peer.name}: {peer.check.status} ({peer.check.error}), not timed")
             continue
         rate = f", {peer.gflops:.1f} GFLOP/s" if peer.gflops else ""
         print(

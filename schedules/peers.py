@@ -33,7 +33,7 @@ from tdsched.targets.target import Target
 from tdsched.targets.timing import Variant
 from threadpoolctl import threadpool_limits
 
-from .evaluation import Reference, Status, compare_outputs
+from .evaluation import Check, Reference, Status, compare_outputs
 from .pipeline import Plan, compile_unscheduled
 
 IREE_PEERS: dict[str, tuple[str, ...]] = {
@@ -46,13 +46,12 @@ NUMPY = "numpy"
 
 @dataclass(frozen=True)
 class PeerBuild:
-    """One peer, ready to time (``run`` set) or not (``status``/``error`` say why)."""
+    """One peer, ready to time (``run`` set) or not (``check`` says why: a build
+    failure, or its results against the reference)."""
 
     name: str
-    status: Status
+    check: Check
     run: Variant | None = None
-    error: str | None = None
-    max_abs_error: float | None = None
     interleaved: bool = True
     """Timed interleaved with the IREE builds (else in a block of its own after them)."""
 
@@ -83,14 +82,12 @@ def _iree_peer(p: Plan, name: str, reference: Reference, work: Path) -> PeerBuil
         output = compile_unscheduled(p, work, name, IREE_PEERS[name]).output
     except CompileError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else "iree-compile failed"
-        return PeerBuild(name, Status.COMPILE_FAILED, error=first)
+        return PeerBuild(name, Check(Status.COMPILE_FAILED, error=first))
     module = LoadedModule(output, p.target.driver, p.workload.function)
     _, check = reference.check(module, p.recipe.tolerance)
     if check.status is not Status.OK:
-        return PeerBuild(name, check.status, error=check.error, max_abs_error=check.max_abs_error)
-    return PeerBuild(
-        name, Status.OK, module.timing_runner(reference.inputs), None, check.max_abs_error
-    )
+        return PeerBuild(name, check)
+    return PeerBuild(name, check, module.timing_runner(reference.inputs))
 
 
 def _numpy_peer(p: Plan, reference: Reference, threads: int) -> PeerBuild:
@@ -100,9 +97,9 @@ def _numpy_peer(p: Plan, reference: Reference, threads: int) -> PeerBuild:
     threadpool_limits(limits=threads)  # for the rest of this (run's own) process
     check = compare_outputs(peer(inputs), reference.want, p.recipe.tolerance)
     if check.status is not Status.OK:
-        return PeerBuild(NUMPY, check.status, error=check.error, max_abs_error=check.max_abs_error)
+        return PeerBuild(NUMPY, check)
 
     def run() -> None:
         peer(inputs)
 
-    return PeerBuild(NUMPY, Status.OK, run, None, check.max_abs_error, interleaved=False)
+    return PeerBuild(NUMPY, check, run, interleaved=False)

@@ -86,22 +86,28 @@ class PeerResult:
     over the scheduled build's (above 1: the schedule is faster)."""
 
     name: str
-    status: str
-    error: str | None = None
-    max_abs_error: float | None = None
+    check: Check
+    """How its build and its results against the reference went."""
     time_ms: Timing | None = None
     speedup: float | None = None
     gflops: float | None = None
 
     @staticmethod
     def from_dict(data: dict[str, Any]) -> PeerResult:
+        """The peer :meth:`as_dict` gave as ``data``."""
         time_ms = Timing(**data["time_ms"]) if data.get("time_ms") else None
-        return PeerResult(**{**data, "time_ms": time_ms})
+        check = Check(Status(data["status"]), data["max_abs_error"], data["error"])
+        return PeerResult(data["name"], check, time_ms, data["speedup"], data["gflops"])
 
     def as_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        data["time_ms"] = self.time_ms.as_dict() if self.time_ms else None
-        return data
+        """The peer as JSON values: its check's fields flat beside its timing."""
+        return {
+            "name": self.name,
+            **self.check.as_dict(),
+            "time_ms": self.time_ms.as_dict() if self.time_ms else None,
+            "speedup": self.speedup,
+            "gflops": self.gflops,
+        }
 
 
 @dataclass
@@ -336,7 +342,7 @@ def _add_peers(
     for built in build_peers(p, reference, work, threads):
         if built.run is not None:
             (variants if built.interleaved else after)[built.name] = built.run
-        results.append(PeerResult(built.name, str(built.status), built.error, built.max_abs_error))
+        results.append(PeerResult(built.name, built.check))
     return results
 
 
