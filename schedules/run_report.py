@@ -479,6 +479,12 @@ def run_isolated(request: RunRequest) -> RunReport:
     return report
 
 
+def run_recipe(request: RunRequest, recipe: Path) -> RunReport:
+    """``request`` run on the recipe file ``recipe`` (:func:`run_isolated`): how a command
+    that writes recipes (``tune``) checks and times each with one set of run settings."""
+    return run_isolated(dataclasses.replace(request, recipe=str(recipe)))
+
+
 def _run_child(request: RunRequest) -> RunReport:
     result = call_isolated(ENTRY, dataclasses.asdict(request))
     if isinstance(result, ChildFailure):

@@ -24,7 +24,7 @@ from .output_paths import check_output, writes
 from .recipe import recipe_name
 from .recipe_trust import Trust, trust_options
 from .roofline_plot import require_matplotlib
-from .run_report import RunReport, RunRequest, run_isolated
+from .run_report import RunReport, RunRequest, run_recipe
 from .sweep.executor import EXECUTORS
 from .tasks_command import add_profiled_model_arguments
 from .text_table import aligned
@@ -189,16 +189,25 @@ def run(args: argparse.Namespace) -> int:
     quiet = args.quiet or args.json
     progress = _progress(quiet)
     spec = workload_spec(args, out)
-    rewrites = race_model_rewrites(
-        workload, spec, out, options.build.compile_target, partial(_check, args=args)
+    runs = RunRequest(
+        recipe="",  # each check names its recipe
+        build=options.build,
+        params={},
+        repeats=args.repeats,
+        seed=args.seed,
+        time_it=True,
+        peak=False,
+        trust=recipe_trust(args),
     )
+    timed = partial(run_recipe, runs)
+    rewrites = race_model_rewrites(workload, spec, out, options.build.compile_target, timed)
     for line in rewrites.lines:
         progress(f"tune: {line}")
     outcome = tune(
         rewrites.workload, spec, out, options, progress, rewrites.steps, rewrites.speedup
     )
-    check = None if args.no_check else partial(_check, args=args)
-    numerics = partial(_check, args=args, time_it=False)
+    check = None if args.no_check else timed
+    numerics = partial(run_recipe, dataclasses.replace(runs, time_it=False))
     report, layouts, blames = _final_check(outcome, check, numerics, progress)
     blame = "\n".join(blames) or None
     if args.plot is not None:
@@ -286,20 +295,6 @@ def _progress(quiet: bool) -> Any:
             print(line, file=sys.stderr, flush=True)
 
     return show
-
-
-def _check(recipe: Path, args: argparse.Namespace, time_it: bool = True) -> RunReport:
-    request = RunRequest(
-        recipe=str(recipe),
-        build=build_target_from(args),
-        params={},
-        repeats=args.repeats,
-        seed=args.seed,
-        time_it=time_it,
-        peak=False,
-        trust=recipe_trust(args),
-    )
-    return run_isolated(request)
 
 
 def summary_lines(
