@@ -20,7 +20,7 @@ from tdsched.targets.runtime import LoadedModule
 from tdsched.targets.timing import Interval, RoundTimer, Timing, time_interleaved
 
 from ..build_folders import EXECUTABLES, build_folder, with_executable_dumps, write_compile_script
-from ..evaluation import EVALUATION_ERRORS, Reference, Status, prepare_device, status_of
+from ..evaluation import EVALUATION_ERRORS, Check, Reference, Status, prepare_device, status_of
 from ..files import write_atomically
 from ..loading import load
 from ..pipeline import Plan, build, compile_baseline, compile_plan, scheduled_command
@@ -127,7 +127,7 @@ class Bench:
             module = LoadedModule(Path(job.artifact), self.driver, self.function)
             _, check = self.reference.check(module, self.tolerance)
             if check.status is not Status.OK:
-                return BenchOutcome(job.key, check.status, None, check.max_abs_error, check.error)
+                return BenchOutcome(job.key, check)
             start = time.perf_counter()
             variants = {
                 "candidate": module.timing_runner(self.inputs),
@@ -137,14 +137,13 @@ class Bench:
             timer.run(self.context.repeats)
             seconds = time.perf_counter() - start
         except EVALUATION_ERRORS as exc:
-            return BenchOutcome(job.key, Status.RUN_FAILED, error=str(exc))
+            return BenchOutcome(job.key, Check(Status.RUN_FAILED, error=str(exc)))
         samples = timer.samples
         speedup = Interval.of_ratios(samples[BASELINE], samples["candidate"], 0.95)
         return BenchOutcome(
             job.key,
-            Status.OK,
+            check,
             Timing.of(samples["candidate"]),
-            check.max_abs_error,
             baseline_timing=Timing.of(samples[BASELINE]),
             speedup=speedup.as_list(),
             timing_s=seconds,

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from tdsched.targets import make_target
 
 from ..child_stderr import ChildStderr
-from ..evaluation import Status
+from ..evaluation import Check, Status
 from .messages import (
     BenchJob,
     BenchOutcome,
@@ -97,9 +97,9 @@ def guarded_bench(key: str, measure: Callable[[], BenchOutcome]) -> BenchOutcome
     try:
         return measure()
     except WorkerFailure as exc:
-        return BenchOutcome(key, exc.status, error=str(exc))
+        return BenchOutcome(key, Check(exc.status, error=str(exc)))
     except WorkerError as exc:
-        return BenchOutcome(key, Status.RUN_FAILED, error=str(exc))
+        return BenchOutcome(key, Check(Status.RUN_FAILED, error=str(exc)))
 
 
 class WorkerProcess:

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from tdsched.targets.timing import Timing
 
-from ..evaluation import Status
+from ..evaluation import Check, Status
 from ..measure.build_target import BuildTarget
 from ..recipe_trust import UNTRUSTED, Trust
 
@@ -82,12 +82,11 @@ class BenchJob:
 @dataclass(frozen=True)
 class BenchOutcome:
     key: str
-    status: Status
-    """OK, WRONG, RUN_FAILED, CRASHED or TIMEOUT."""
+    check: Check
+    """Its status (OK, WRONG, RUN_FAILED, CRASHED or TIMEOUT), the largest error against
+    the reference, and why it failed."""
     timing: Timing | None = None
     """Milliseconds per call of the candidate."""
-    max_abs_error: float | None = None
-    error: str | None = None
     baseline_timing: Timing | None = None
     """IREE default, timed interleaved with the candidate (the speedup's denominator)."""
     speedup: list[float] | None = None
@@ -113,11 +112,13 @@ def to_json(message: Any) -> dict[str, Any]:
 
 def from_json(kind: type[T], data: dict[str, Any]) -> T:
     """Rebuild a message of type ``kind`` (a status string becomes a :class:`Status`, a
-    timing a :class:`~tdsched.targets.timing.Timing`, a trust a :class:`Trust`, a build
-    a :class:`BuildTarget`)."""
+    check a :class:`Check`, a timing a :class:`~tdsched.targets.timing.Timing`, a trust
+    a :class:`Trust`, a build a :class:`BuildTarget`)."""
     data = dict(data)
     if "status" in data:
         data["status"] = Status(data["status"])
+    if "check" in data:
+        data["check"] = Check(**{**data["check"], "status": Status(data["check"]["status"])})
     if "trust" in data:
         data["trust"] = Trust(**data["trust"])
     if "build" in data:
