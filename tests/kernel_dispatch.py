@@ -8,11 +8,11 @@ from pathlib import Path
 
 from tdsched.schedules.loading import load
 from tdsched.schedules.measure.build_target import BuildTarget
-from tdsched.schedules.model_tasks import extract_tasks
 from tdsched.schedules.pipeline import apply_graph, census_output, plan
 from tdsched.schedules.run_report import RunReport, run
-from tdsched.schedules.task_match import ModelOps
-from tdsched.schedules.tune import TaskTuning, TuneOptions, _prepare
+from tdsched.schedules.tune.scheduler import TaskTuning, TuneOptions, _prepare
+from tdsched.schedules.tune.task_match import ModelOps
+from tdsched.schedules.tune.tasks import extract_tasks
 from tdsched.targets import make_target
 from tdsched.targets.compiler import CompileRequest, run_compile
 from tdsched.targets.workload import Workload

@@ -16,22 +16,11 @@ from tdsched.schedules.cli import main
 from tdsched.schedules.errors import RecipeError, Where
 from tdsched.schedules.evaluation import Status
 from tdsched.schedules.measure.build_target import BuildTarget
-from tdsched.schedules.model_tasks import ModelTasks, OpSignature, Task
 from tdsched.schedules.params import substitute_plain
 from tdsched.schedules.run_report import RunReport
 from tdsched.schedules.sweep.database import Result
-from tdsched.schedules.task_match import Ambiguous, ModelOps, op_match
-from tdsched.schedules.tune import (
-    ModelSpec,
-    TaskTuning,
-    TuneOptions,
-    TuneOutcome,
-    _next,
-    _prepare,
-    _write_model_recipe,
-)
-from tdsched.schedules.tune_plot import plot_tune
-from tdsched.schedules.tune_races import (
+from tdsched.schedules.tune.plot import plot_tune
+from tdsched.schedules.tune.races import (
     GRAPH_RACE_FILE,
     LAYOUT_RACE_FILE,
     LayoutRace,
@@ -40,14 +29,25 @@ from tdsched.schedules.tune_races import (
     race_model_rewrites,
     schedules_digest,
 )
-from tdsched.schedules.tune_state import (
+from tdsched.schedules.tune.scheduler import (
+    ModelSpec,
+    TaskTuning,
+    TuneOptions,
+    TuneOutcome,
+    _next,
+    _prepare,
+    _write_model_recipe,
+)
+from tdsched.schedules.tune.state import (
     StateError,
     TuneState,
     load_state,
     read_state,
     save_state,
 )
-from tdsched.schedules.tune_templates import NoTemplate, template_for
+from tdsched.schedules.tune.task_match import Ambiguous, ModelOps, op_match
+from tdsched.schedules.tune.tasks import ModelTasks, OpSignature, Task
+from tdsched.schedules.tune.templates import NoTemplate, template_for
 from tdsched.targets import make_target
 from tdsched.targets.timing import Timing
 from tdsched.transform_lib.census import StructuredOp

@@ -1,5 +1,5 @@
 """tdsched tune's search for the task schedules that made the model fail
-(:mod:`tdsched.schedules.tune_blame`), and what the model recipe keeps for them."""
+(:mod:`tdsched.schedules.tune.blame`), and what the model recipe keeps for them."""
 
 from __future__ import annotations
 
@@ -13,17 +13,17 @@ import yaml
 from tdsched.schedules.cli import main
 from tdsched.schedules.evaluation import Status
 from tdsched.schedules.measure.build_target import BuildTarget
-from tdsched.schedules.model_tasks import ModelTasks
 from tdsched.schedules.run_report import RunReport
-from tdsched.schedules.tune import (
+from tdsched.schedules.tune.blame import blame_packed, culprits
+from tdsched.schedules.tune.command import _final_check
+from tdsched.schedules.tune.scheduler import (
     ModelSpec,
     TaskTuning,
     TuneOptions,
     TuneOutcome,
     _write_model_recipe,
 )
-from tdsched.schedules.tune_blame import blame_packed, culprits
-from tdsched.schedules.tune_command import _final_check
+from tdsched.schedules.tune.tasks import ModelTasks
 from test_tune import TRANSPOSED, rowmajor_and_packed
 
 

@@ -12,10 +12,8 @@ import yaml
 from onnx_models import matmul_model, mlp_model
 from tdsched.schedules.cli import main
 from tdsched.schedules.measure.build_target import BuildTarget
-from tdsched.schedules.model_tasks import OpSignature, Task
 from tdsched.schedules.sweep.database import Result
-from tdsched.schedules.task_match import ModelOps, op_match
-from tdsched.schedules.tune import (
+from tdsched.schedules.tune.scheduler import (
     ModelSpec,
     TaskTuning,
     TuneOptions,
@@ -23,8 +21,10 @@ from tdsched.schedules.tune import (
     _task_recipe,
     _write_model_recipe,
 )
-from tdsched.schedules.tune_templates import NoTemplate
-from tdsched.schedules.tune_templates_vulkan import vulkan_template
+from tdsched.schedules.tune.task_match import ModelOps, op_match
+from tdsched.schedules.tune.tasks import OpSignature, Task
+from tdsched.schedules.tune.templates import NoTemplate
+from tdsched.schedules.tune.templates_vulkan import vulkan_template
 from tdsched.transform_lib.census import StructuredOp
 from tdsched.transform_lib.constant_operands import ModelConstants
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, ConfiguredOp, read_configured

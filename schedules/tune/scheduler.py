@@ -1,10 +1,10 @@
 """``tdsched tune``: make a whole model faster, task by task, within a time budget.
 
 1. **Tasks.** The model's distinct dispatches, weighed by a profile of IREE's default
-   build (:mod:`.model_tasks`).
+   build (:mod:`.tasks`).
 2. **A workload and a template per task.** Each task worth tuning is written as a
-   standalone workload and a recipe whose one kernel comes from :mod:`.tune_templates`
-   (x86: a kernel schedule) or :mod:`.tune_templates_vulkan` (Vulkan: a lowering config
+   standalone workload and a recipe whose one kernel comes from :mod:`.templates`
+   (x86: a kernel schedule) or :mod:`.templates_vulkan` (Vulkan: a lowering config
    for IREE's pipeline), under ``OUT/tasks/``. A recipe already there is kept, so a
    user's edits to it are what the next run sweeps.
 3. **Sweeps sharing the budget.** Each task is swept (the sweep engine: checked
@@ -22,17 +22,17 @@
    (on Vulkan: its kind) and loop bounds. The other tasks keep IREE's pipeline, each
    with its reason in the recipe's ``provenance``. A task whose root op and loop bounds
    also occur in another task is not swept at all: its kernel match would take the
-   other task's dispatches too. A packed winner (:mod:`.tune_templates`) is an
+   other task's dispatches too. A packed winner (:mod:`.templates`) is an
    ``mmt4d`` graph step for its layers.
 5. **A packed alternative** (``OUT/<model>.packed.yaml``), where some task has a
    correct packed candidate the recipe did not take: every such task packed. The
    command races the two on the whole model and keeps the faster.
 
-The model may have been rewritten before all this (:mod:`.tune_races`: 1x1
+The model may have been rewritten before all this (:mod:`.races`: 1x1
 convolutions as matmuls); its tasks are then the rewritten model's, and the graph steps
 that rewrote it start every model recipe.
 
-The budget is the total over every run into ``OUT`` (:mod:`.tune_state`, saved after
+The budget is the total over every run into ``OUT`` (:mod:`.state`, saved after
 each round): re-running a finished tune sweeps nothing, a larger budget spends only the
 difference, and a tune stopped at any point loses only the round in flight, whose
 candidates already recorded in the database are reused without compiling or timing them.
@@ -54,20 +54,21 @@ from tdsched.transform_lib.census import census_functions, read_census
 from tdsched.transform_lib.constant_operands import ModelConstants
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch
 
-from .errors import RecipeError, Where
-from .files import write_atomically
-from .measure.build_target import BuildTarget
-from .model_tasks import ModelTasks, Task, extract_tasks
-from .params import substitute_plain
-from .pipeline import census_output
-from .space import ParamValue
-from .sweep.database import Result, ResultsDB
-from .sweep.executor import make_executor
-from .sweep.runner import Sweep, SweepOptions
+from ..errors import RecipeError, Where
+from ..files import write_atomically
+from ..measure.build_target import BuildTarget
+from ..params import substitute_plain
+from ..pipeline import census_output
+from ..space import ParamValue
+from ..sweep.database import Result, ResultsDB
+from ..sweep.executor import make_executor
+from ..sweep.runner import Sweep, SweepOptions
+from ..yaml_writer import recipe_yaml
+from .state import digest, load_state, save_state
 from .task_match import Ambiguous, ModelOps, op_match
 from .task_workloads import TaskSkipped, standalone_task
-from .tune_state import digest, load_state, save_state
-from .tune_templates import (
+from .tasks import ModelTasks, Task, extract_tasks
+from .templates import (
     PACKABLE,
     UKERNELS_OFF,
     NoTemplate,
@@ -76,9 +77,8 @@ from .tune_templates import (
     conditions_hold,
     template_for,
 )
-from .tune_templates_rows import is_row_reduction, row_reduction_template
-from .tune_templates_vulkan import vulkan_template
-from .yaml_writer import recipe_yaml
+from .templates_rows import is_row_reduction, row_reduction_template
+from .templates_vulkan import vulkan_template
 
 WIN = 1.02
 """A task's best candidate must be this much faster than IREE's pipeline to be kept."""
@@ -108,7 +108,7 @@ class TuneOptions:
     rounds: int = 3
     """Profiled runs of IREE default when weighing the tasks."""
     executor: str = "local"
-    """Where the sweeps compile and time (:data:`~.sweep.executor.EXECUTORS`)."""
+    """Where the sweeps compile and time (:data:`~..sweep.executor.EXECUTORS`)."""
     ray_address: str | None = None
     """With the ``ray`` executor: the cluster (``None``: a local one, per round)."""
 
@@ -141,7 +141,7 @@ class TaskTuning:
     wrong_in_model: dict[str, str] = field(default_factory=dict)
     """Per candidate key, why the model recipe must not take it although it was right
     on the task: the whole model, checked against its reference, came out wrong with it
-    (:mod:`.tune_blame`)."""
+    (:mod:`.blame`)."""
 
     @property
     def speedup(self) -> float | None:
@@ -198,7 +198,7 @@ class TaskTuning:
         return now * max(self.last_gain, MIN_GAIN / max(self.rounds, 1))
 
     def state(self) -> dict[str, Any]:
-        """What a later run resumes from (see :mod:`.tune_state`)."""
+        """What a later run resumes from (see :mod:`.state`)."""
         return {
             "root": self.task.root.describe(),
             "template": digest(self.recipe) if self.recipe else None,
@@ -266,7 +266,7 @@ class TuneOutcome:
     tunings: list[TaskTuning]
     recipe: Path
     spent_s: float
-    """Of the budget, over every run into the folder (see :mod:`.tune_state`)."""
+    """Of the budget, over every run into the folder (see :mod:`.state`)."""
     kernels: int
     this_run_s: float
     """Wall seconds this run took before the final check."""
@@ -277,7 +277,7 @@ class TuneOutcome:
     graph_speedup: float = 1.0
     """What the model rewrites gave IREE's own pipeline (1.0: none were kept)."""
     history: list[dict[str, Any]] = field(default_factory=list)
-    """A line per round over every run into the folder (see :mod:`.tune_state`)."""
+    """A line per round over every run into the folder (see :mod:`.state`)."""
     model: ModelSpec | None = None
     """What every model recipe of this tune starts with (:meth:`write_recipe`)."""
     options: TuneOptions | None = None
@@ -485,7 +485,7 @@ def _prepare(
 
 def _template(task: Task, dispatch: ConfiguredDispatch, target: Target) -> Template:
     """The task's template on ``target``: Vulkan's config, or on x86 the row-reduction
-    config where it fits, else the kernel schedule (:mod:`.tune_templates`)."""
+    config where it fits, else the kernel schedule (:mod:`.templates`)."""
     if target.is_gpu:
         return vulkan_template(task, dispatch)
     if is_row_reduction(dispatch):
