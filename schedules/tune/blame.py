@@ -31,8 +31,9 @@ from typing import TypeVar
 
 from ..evaluation import Status
 from ..run_report import RunReport
-from .scheduler import TaskTuning, TuneOutcome
+from .outcome import TuneOutcome
 from .state import record_tasks
+from .tuning import TaskTuning
 
 UNBLAMED = frozenset({Status.OK, Status.TIMEOUT})
 """Final statuses that start no search (a timeout says nothing about the numbers)."""

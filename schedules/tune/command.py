@@ -28,11 +28,13 @@ from ..run_report import RunReport, RunRequest, run_recipe
 from ..sweep.executor import EXECUTORS
 from ..text_table import aligned
 from .blame import UNBLAMED, blame_packed, blame_schedules
+from .outcome import TuneOutcome
 from .plot import plot_tune
 from .races import ModelRewrites, race_layouts, race_model_rewrites
-from .scheduler import TuneOptions, TuneOutcome, tune
+from .scheduler import tune
 from .state import read_state
 from .tasks_command import add_profiled_model_arguments
+from .tuning import TuneOptions
 
 DESCRIPTION = """\
 Make MODEL faster within a time budget, task by task, and write one recipe for it.

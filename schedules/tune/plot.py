@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..roofline_plot import require_matplotlib
-from .scheduler import TuneOutcome
+from .outcome import TuneOutcome
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -53,7 +53,8 @@ from ..run_report import RunReport
 from ..steps import Conv1x1ToMatmulStep, DecomposeSoftmaxStep, GraphRewriteStep, Im2colStep
 from ..values import MatchSpec
 from ..yaml_writer import recipe_yaml
-from .scheduler import TOLERANCE, WIN, TuneOutcome
+from .outcome import TuneOutcome
+from .tuning import TOLERANCE, WIN
 
 GRAPH_RACE_FILE = "graph-race.json"
 """Where the model-rewrite race's decision is kept, beside the model recipe."""
