@@ -22,7 +22,7 @@ from tdsched.targets.ir_eval import DEFAULT_ATOL, DEFAULT_RTOL, check_files
 from tdsched.targets.runtime import DeviceError
 from tdsched.targets.target import TARGET_NAMES, run_conditions
 
-from . import list_command, lower_command, peak_command, schema_command, tasks_command, tune_command
+from . import list_command, lower_command, peak_command, schema_command
 from .build_folders import EXECUTABLES, kept_temps, with_executable_dumps
 from .cli_types import (
     add_cpu_options,
@@ -55,6 +55,8 @@ from .step_trace import (
 from .step_views import explain_json, explain_text, ir_text
 from .sweep import command as sweep_command
 from .sweep import report_command
+from .tune import command as tune_command
+from .tune import tasks_command
 
 SEPARATOR = "// -----"
 

@@ -15,7 +15,7 @@ ops apart, read from the census (``transform_lib.census``):
   last resort: an exp-once softmax's row max and row sum agree on everything else.
 
 :func:`telling_keys` finds the fewest that do, used by ``tdsched tune``'s task matches
-(``task_match``, written as a recipe's match by :func:`recipe_keys`) and by kernel
+(``tune.task_match``, written as a recipe's match by :func:`recipe_keys`) and by kernel
 matches that select layers (``layers``).
 """
 

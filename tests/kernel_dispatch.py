@@ -8,11 +8,12 @@ from pathlib import Path
 
 from tdsched.schedules.loading import load
 from tdsched.schedules.measure.build_target import BuildTarget
-from tdsched.schedules.model_tasks import extract_tasks
 from tdsched.schedules.pipeline import apply_graph, census_output, plan
 from tdsched.schedules.run_report import RunReport, run
-from tdsched.schedules.task_match import ModelOps
-from tdsched.schedules.tune import TaskTuning, TuneOptions, _prepare
+from tdsched.schedules.tune.prepare import prepare
+from tdsched.schedules.tune.task_match import ModelOps
+from tdsched.schedules.tune.tasks import extract_tasks
+from tdsched.schedules.tune.tuning import TaskTuning, TuneOptions
 from tdsched.targets import make_target
 from tdsched.targets.compiler import CompileRequest, run_compile
 from tdsched.targets.workload import Workload
@@ -54,4 +55,4 @@ def prepared_tasks(workload: Workload, folder: Path) -> list[TaskTuning]:
     model = ModelOps.of(read_census(census), tasks.tasks)
     options = TuneOptions(BuildTarget("x86", threads=1), budget_s=60)
     sources, weights = census_functions(census), ModelConstants(workload.mlir)
-    return [_prepare(task, model, sources, weights, folder, options) for task in tasks.tasks]
+    return [prepare(task, model, sources, weights, folder, options) for task in tasks.tasks]

@@ -10,7 +10,7 @@ import pytest
 from iree.compiler import ir
 from onnx_models import mlp_model
 from tdsched.schedules.cli import main
-from tdsched.schedules.model_tasks import group_tasks, weigh
+from tdsched.schedules.tune.tasks import group_tasks, weigh
 from tdsched.targets.dispatch_profile import DispatchTime, ModuleProfile
 from tdsched.targets.timing import Timing
 from tdsched.transform_lib.census import StructuredOp, structured_ops

@@ -16,22 +16,14 @@ from tdsched.schedules.cli import main
 from tdsched.schedules.errors import RecipeError, Where
 from tdsched.schedules.evaluation import Status
 from tdsched.schedules.measure.build_target import BuildTarget
-from tdsched.schedules.model_tasks import ModelTasks, OpSignature, Task
 from tdsched.schedules.params import substitute_plain
 from tdsched.schedules.run_report import RunReport
 from tdsched.schedules.sweep.database import Result
-from tdsched.schedules.task_match import Ambiguous, ModelOps, op_match
-from tdsched.schedules.tune import (
-    ModelSpec,
-    TaskTuning,
-    TuneOptions,
-    TuneOutcome,
-    _next,
-    _prepare,
-    _write_model_recipe,
-)
-from tdsched.schedules.tune_plot import plot_tune
-from tdsched.schedules.tune_races import (
+from tdsched.schedules.tune.model_recipe import ModelSpec, write_model_recipe
+from tdsched.schedules.tune.outcome import TuneOutcome
+from tdsched.schedules.tune.plot import plot_tune
+from tdsched.schedules.tune.prepare import prepare
+from tdsched.schedules.tune.races import (
     GRAPH_RACE_FILE,
     LAYOUT_RACE_FILE,
     LayoutRace,
@@ -40,14 +32,18 @@ from tdsched.schedules.tune_races import (
     race_model_rewrites,
     schedules_digest,
 )
-from tdsched.schedules.tune_state import (
+from tdsched.schedules.tune.scheduler import _next
+from tdsched.schedules.tune.state import (
     StateError,
     TuneState,
     load_state,
     read_state,
     save_state,
 )
-from tdsched.schedules.tune_templates import NoTemplate, template_for
+from tdsched.schedules.tune.task_match import Ambiguous, ModelOps, op_match
+from tdsched.schedules.tune.tasks import ModelTasks, OpSignature, Task
+from tdsched.schedules.tune.templates import NoTemplate, template_for
+from tdsched.schedules.tune.tuning import TaskTuning, TuneOptions
 from tdsched.targets import make_target
 from tdsched.targets.timing import Timing
 from tdsched.transform_lib.census import StructuredOp
@@ -455,7 +451,7 @@ def test_a_task_whose_root_no_match_tells_from_another_tasks_op_is_not_swept(
     census = _census("d0", (CONV, 2, STORE)) + _census("d1", (FILL, 0, None), (CONV, 2, STORE))
     model = ModelOps.of(census, [bare, with_fill])
     options = TuneOptions(BuildTarget("x86", threads=1), budget_s=60)
-    tuning = _prepare(bare, model, {}, ModelConstants(""), tmp_path, options)
+    tuning = prepare(bare, model, {}, ModelConstants(""), tmp_path, options)
     assert tuning.recipe is None and tuning.reason is not None
     assert "linalg.generic 16x16x16x16x3x3 also occur in task t1" in tuning.reason
     assert tuning.outcome.startswith("IREE's pipeline: the op and loop bounds of its")
@@ -546,11 +542,11 @@ def test_a_task_below_min_share_is_tuned_again_if_an_earlier_run_gave_it_a_templ
     task = Task("t0", (MATMUL,), dispatches=["d0"], share=0.005)
     model = ModelOps.of([], [task])
     options = TuneOptions(BuildTarget("x86", threads=1), budget_s=60, min_share=0.01)
-    first = _prepare(task, model, {}, ModelConstants(""), tmp_path, options)
+    first = prepare(task, model, {}, ModelConstants(""), tmp_path, options)
     assert first.recipe is None and first.reason == "0.5% of the call, below --min-share"
     # A re-run whose noisy profile puts a tuned task just below the threshold keeps it.
     (tmp_path / "t0.yaml").write_text("name: task_t0\n")
-    again = _prepare(task, model, {}, ModelConstants(""), tmp_path, options)
+    again = prepare(task, model, {}, ModelConstants(""), tmp_path, options)
     assert again.recipe == tmp_path / "t0.yaml" and again.reason is None
 
 
@@ -570,7 +566,7 @@ def test_the_winning_values_fill_the_schedule(tmp_path: Path) -> None:
     best = Result("k", "t0.yaml", "x86", {"RH": 4, "RW": 16}, "ok", speedup=1.5)
     won = _tuning("t0", 1.0, recipe=recipe, rounds=1, best=best)
     options = TuneOptions(BuildTarget("x86", threads=1), budget_s=60)
-    _write_model_recipe(tmp_path / "m.yaml", MODEL, [won], options)
+    write_model_recipe(tmp_path / "m.yaml", MODEL, [won], options)
     written = yaml.safe_load((tmp_path / "m.yaml").read_text())
     assert written["kernels"][0]["schedule"] == [{"tile": {"sizes": [2, 4, 16]}}]
     # Steps with a `when`: those the winner ran, without their condition (the model
@@ -583,7 +579,7 @@ def test_the_winning_values_fill_the_schedule(tmp_path: Path) -> None:
     template["parameters"]["WAY"] = "a"
     recipe.write_text(yaml.safe_dump(template))
     won.best = Result("k", "t0.yaml", "x86", {"RH": 4, "RW": 16, "WAY": "b"}, "ok", speedup=1.5)
-    _write_model_recipe(tmp_path / "m.yaml", MODEL, [won], options)
+    write_model_recipe(tmp_path / "m.yaml", MODEL, [won], options)
     written = yaml.safe_load((tmp_path / "m.yaml").read_text())
     assert written["kernels"][0]["schedule"] == [{"tile": {"sizes": [16]}}, {"vectorize": {}}]
     # A name the template does not declare is an error naming the template.
@@ -591,7 +587,7 @@ def test_the_winning_values_fill_the_schedule(tmp_path: Path) -> None:
     recipe.write_text(yaml.safe_dump(template))
     won.recipe = recipe
     with pytest.raises(RecipeError, match=r"t0.yaml.*\$\{NOPE\} is not declared"):
-        _write_model_recipe(tmp_path / "m.yaml", MODEL, [won], options)
+        write_model_recipe(tmp_path / "m.yaml", MODEL, [won], options)
 
 
 def rowmajor_and_packed(tmp_path: Path) -> TaskTuning:
@@ -625,7 +621,7 @@ def test_a_packed_winner_is_a_graph_step_for_its_layers_and_the_packed_recipe_pa
     recipe, task, packed = tuning.recipe, tuning.task, tuning.best_packed
     options = TuneOptions(BuildTarget("x86", threads=1), budget_s=60)
     # The tasks' winners: the rowmajor kernel (the packed candidate did not win).
-    assert _write_model_recipe(tmp_path / "m.yaml", MODEL, [tuning], options) == 1
+    assert write_model_recipe(tmp_path / "m.yaml", MODEL, [tuning], options) == 1
     written = yaml.safe_load((tmp_path / "m.yaml").read_text())
     assert "graph" not in written and "compile_flags" not in written
     assert written["kernels"] == [
@@ -637,7 +633,7 @@ def test_a_packed_winner_is_a_graph_step_for_its_layers_and_the_packed_recipe_pa
     ]
     # The packed alternative (raced on the whole model): the winner's tile, for the
     # task's layers only, and no kernel schedule for it.
-    _write_model_recipe(tmp_path / "p.yaml", MODEL, [tuning], options, packed=True)
+    write_model_recipe(tmp_path / "p.yaml", MODEL, [tuning], options, packed=True)
     written = yaml.safe_load((tmp_path / "p.yaml").read_text())
     assert written["graph"] == [
         {"mmt4d": {"tile": [8, 32, 1], "ops": {"op": "linalg.matmul", "layer": ["ffn.up"]}}}
@@ -649,10 +645,10 @@ def test_a_packed_winner_is_a_graph_step_for_its_layers_and_the_packed_recipe_pa
     assert again.resume(tuning.state()) and again.best_packed == packed
     # The model rewrites the tasks came from start every model recipe.
     rewritten = ModelSpec("m", {"model": "m"}, ({"conv1x1_to_matmul": {}},))
-    _write_model_recipe(tmp_path / "p.yaml", rewritten, [tuning], options, packed=True)
+    write_model_recipe(tmp_path / "p.yaml", rewritten, [tuning], options, packed=True)
     written = yaml.safe_load((tmp_path / "p.yaml").read_text())
     assert [next(iter(step)) for step in written["graph"]] == ["conv1x1_to_matmul", "mmt4d"]
-    _write_model_recipe(tmp_path / "m.yaml", rewritten, [tuning], options)
+    write_model_recipe(tmp_path / "m.yaml", rewritten, [tuning], options)
     written = yaml.safe_load((tmp_path / "m.yaml").read_text())
     assert written["graph"] == [{"conv1x1_to_matmul": {}}] and "compile_flags" not in written
 
@@ -668,7 +664,7 @@ def test_a_packed_winner_with_its_unpack_fused_keeps_fuse_unpack(tmp_path: Path)
     task = Task("t0", (MATMUL,), dispatches=["d0"], layers=["ffn.up"])
     tuning = TaskTuning(task, recipe=recipe, rounds=1, best=packed, best_packed=packed)
     options = TuneOptions(BuildTarget("x86", threads=1), budget_s=60)
-    _write_model_recipe(tmp_path / "p.yaml", MODEL, [tuning], options, packed=True)
+    write_model_recipe(tmp_path / "p.yaml", MODEL, [tuning], options, packed=True)
     (step,) = yaml.safe_load((tmp_path / "p.yaml").read_text())["graph"]
     assert step == {
         "mmt4d": {
@@ -680,7 +676,7 @@ def test_a_packed_winner_with_its_unpack_fused_keeps_fuse_unpack(tmp_path: Path)
     # A template edited so that no mmt4d step applies is named, not a StopIteration.
     recipe.write_text(yaml.safe_dump({"parameters": template.parameters, "kernels": []}))
     with pytest.raises(RecipeError, match=r"t0.yaml: graph: no mmt4d step applies") as info:
-        _write_model_recipe(tmp_path / "p.yaml", MODEL, [tuning], options, packed=True)
+        write_model_recipe(tmp_path / "p.yaml", MODEL, [tuning], options, packed=True)
     assert "UNPACK=fused" in str(info.value)
 
 

@@ -1,5 +1,5 @@
 """tdsched tune's search for the task schedules that made the model fail
-(:mod:`tdsched.schedules.tune_blame`), and what the model recipe keeps for them."""
+(:mod:`tdsched.schedules.tune.blame`), and what the model recipe keeps for them."""
 
 from __future__ import annotations
 
@@ -13,17 +13,13 @@ import yaml
 from tdsched.schedules.cli import main
 from tdsched.schedules.evaluation import Status
 from tdsched.schedules.measure.build_target import BuildTarget
-from tdsched.schedules.model_tasks import ModelTasks
 from tdsched.schedules.run_report import RunReport
-from tdsched.schedules.tune import (
-    ModelSpec,
-    TaskTuning,
-    TuneOptions,
-    TuneOutcome,
-    _write_model_recipe,
-)
-from tdsched.schedules.tune_blame import blame_packed, culprits
-from tdsched.schedules.tune_command import _final_check
+from tdsched.schedules.tune.blame import blame_packed, culprits
+from tdsched.schedules.tune.command import _final_check
+from tdsched.schedules.tune.model_recipe import ModelSpec, write_model_recipe
+from tdsched.schedules.tune.outcome import TuneOutcome
+from tdsched.schedules.tune.tasks import ModelTasks
+from tdsched.schedules.tune.tuning import TaskTuning, TuneOptions
 from test_tune import TRANSPOSED, rowmajor_and_packed
 
 
@@ -77,10 +73,10 @@ def test_a_model_recipe_can_keep_a_subset_of_the_task_schedules(tmp_path: Path) 
     model = ModelSpec("m", {"model": "m"}, ())
     path = tmp_path / "m.yaml"
     assert (
-        _write_model_recipe(path, model, [rowmajor_and_packed(tmp_path)], options, only={"t0"}) == 1
+        write_model_recipe(path, model, [rowmajor_and_packed(tmp_path)], options, only={"t0"}) == 1
     )
     assert (
-        _write_model_recipe(path, model, [rowmajor_and_packed(tmp_path)], options, only=set()) == 0
+        write_model_recipe(path, model, [rowmajor_and_packed(tmp_path)], options, only=set()) == 0
     )
     assert yaml.safe_load(path.read_text())["kernels"] == []
 
@@ -156,8 +152,8 @@ def _outcome(tmp_path: Path, tunings: list[TaskTuning]) -> TuneOutcome:
     tasks = ModelTasks("m", "x86", 1, (), None)
     recipe, packed = tmp_path / "m.tuned.yaml", tmp_path / "m.packed.yaml"
     model = ModelSpec("m", {"model": "m"}, ())
-    _write_model_recipe(recipe, model, tunings, options)
-    count = _write_model_recipe(packed, model, tunings, options, packed=True)
+    write_model_recipe(recipe, model, tunings, options)
+    count = write_model_recipe(packed, model, tunings, options, packed=True)
     return TuneOutcome(
         tasks, tunings, recipe, 60.0, 3, 60.0, (packed, count), 1.0, [], model, options
     )

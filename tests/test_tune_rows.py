@@ -15,8 +15,8 @@ from tdsched.recipes.workloads.lowered import file_workload
 from tdsched.schedules.loading import load
 from tdsched.schedules.pipeline import plan
 from tdsched.schedules.run_report import run
-from tdsched.schedules.tune_templates import NoTemplate, TemplateKernel
-from tdsched.schedules.tune_templates_rows import is_row_reduction, row_reduction_template
+from tdsched.schedules.tune.templates import NoTemplate, TemplateKernel
+from tdsched.schedules.tune.templates_rows import is_row_reduction, row_reduction_template
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, ConfiguredOp
 from tdsched.transform_lib.standalone_dispatch import as_softmax
 

@@ -12,19 +12,14 @@ import yaml
 from onnx_models import matmul_model, mlp_model
 from tdsched.schedules.cli import main
 from tdsched.schedules.measure.build_target import BuildTarget
-from tdsched.schedules.model_tasks import OpSignature, Task
 from tdsched.schedules.sweep.database import Result
-from tdsched.schedules.task_match import ModelOps, op_match
-from tdsched.schedules.tune import (
-    ModelSpec,
-    TaskTuning,
-    TuneOptions,
-    _prepare,
-    _task_recipe,
-    _write_model_recipe,
-)
-from tdsched.schedules.tune_templates import NoTemplate
-from tdsched.schedules.tune_templates_vulkan import vulkan_template
+from tdsched.schedules.tune.model_recipe import ModelSpec, write_model_recipe
+from tdsched.schedules.tune.prepare import _task_recipe, prepare
+from tdsched.schedules.tune.task_match import ModelOps, op_match
+from tdsched.schedules.tune.tasks import OpSignature, Task
+from tdsched.schedules.tune.templates import NoTemplate
+from tdsched.schedules.tune.templates_vulkan import vulkan_template
+from tdsched.schedules.tune.tuning import TaskTuning, TuneOptions
 from tdsched.transform_lib.census import StructuredOp
 from tdsched.transform_lib.constant_operands import ModelConstants
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, ConfiguredOp, read_configured
@@ -253,7 +248,7 @@ def test_on_vulkan_a_task_clashes_with_any_contraction_of_its_loop_bounds(tmp_pa
         for d, s in (("d0", MATMUL), ("d1", named))
     ]
     options = TuneOptions(BuildTarget("vulkan", threads=1), budget_s=60)
-    tuning = _prepare(
+    tuning = prepare(
         TASK, ModelOps.of(census, [TASK, other]), {}, ModelConstants(""), tmp_path, options
     )
     assert tuning.recipe is None and tuning.reason is not None
@@ -273,7 +268,7 @@ def test_a_vulkan_winner_is_a_config_matched_by_kind_and_loop_bounds(tmp_path: P
         "k", "t0.yaml", "vulkan", {"WM": 32, "WN": 64, "RM": 4, "RN": 4}, "ok", speedup=1.3
     )
     won = TaskTuning(TASK, recipe=recipe, rounds=1, best=best)
-    _write_model_recipe(tmp_path / "m.yaml", ModelSpec("m", {"model": "m"}, ()), [won], options)
+    write_model_recipe(tmp_path / "m.yaml", ModelSpec("m", {"model": "m"}, ()), [won], options)
     written = yaml.safe_load((tmp_path / "m.yaml").read_text())
     assert written["targets"] == ["vulkan"]
     assert written["kernels"] == [

@@ -29,10 +29,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from .evaluation import Status
-from .run_report import RunReport
-from .tune import TaskTuning, TuneOutcome
-from .tune_state import record_tasks
+from ..evaluation import Status
+from ..run_report import RunReport
+from .outcome import TuneOutcome
+from .state import record_tasks
+from .tuning import TaskTuning
 
 UNBLAMED = frozenset({Status.OK, Status.TIMEOUT})
 """Final statuses that start no search (a timeout says nothing about the numbers)."""

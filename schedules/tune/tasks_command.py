@@ -1,5 +1,5 @@
 """``tdsched tasks MODEL``: the distinct dispatches of a model and their share of IREE
-default's time (:mod:`.model_tasks`), the first step of tuning it."""
+default's time (:mod:`.tasks`), the first step of tuning it."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from tdsched.targets.dispatch_profile import ProfileError
 from tdsched.targets.target import TARGET_NAMES, make_target, run_conditions
 from tdsched.targets.workload import check_memory
 
-from .cli_types import add_gpu_option, add_threads_option, non_negative_int, positive_int
-from .lower_command import add_model_arguments, lower
-from .model_tasks import ModelTasks, Task, extract_tasks
-from .text_table import aligned
+from ..cli_types import add_gpu_option, add_threads_option, non_negative_int, positive_int
+from ..lower_command import add_model_arguments, lower
+from ..text_table import aligned
+from .tasks import ModelTasks, Task, extract_tasks
 
 DESCRIPTION = """\
 List the tasks of MODEL: the distinct dispatches IREE's default build forms from it, each

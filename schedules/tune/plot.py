@@ -18,8 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .roofline_plot import require_matplotlib
-from .tune import TuneOutcome
+from ..roofline_plot import require_matplotlib
+from .outcome import TuneOutcome
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

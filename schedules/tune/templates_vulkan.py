@@ -50,10 +50,10 @@ import math
 
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, ConfiguredOp
 
-from .constraints import parse_constraint
-from .model_tasks import Task
-from .space import ParamValue
-from .tune_templates import NoTemplate, Template, nearest, pow2_divisors
+from ..constraints import parse_constraint
+from ..space import ParamValue
+from .tasks import Task
+from .templates import NoTemplate, Template, nearest, pow2_divisors
 
 THREAD_TILES = (1, 2, 4, 8)
 REDUCTION_TILES = (1, 2, 4, 8, 16, 32)

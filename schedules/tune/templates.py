@@ -52,9 +52,9 @@ from typing import Any
 
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, ConfiguredOp
 
-from .constraints import parse_constraint
-from .model_tasks import Task
-from .space import ParamValue
+from ..constraints import parse_constraint
+from ..space import ParamValue
+from .tasks import Task
 
 VECTOR_WIDTHS = (4, 8, 16, 32)
 ROW_TILES = (1, 2, 4, 8)

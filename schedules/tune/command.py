@@ -1,5 +1,5 @@
 """``tdsched tune MODEL``: tune a model's tasks within a budget into one recipe
-(:mod:`.tune`), then run that recipe against the model's own reference."""
+(:mod:`.scheduler`), then run that recipe against the model's own reference."""
 
 from __future__ import annotations
 
@@ -17,22 +17,24 @@ from tdsched.targets.compiler import check_gpu
 from tdsched.targets.target import make_target, run_conditions
 from tdsched.targets.workload import check_memory
 
-from .cli_types import build_target_from, fraction, minutes, positive_int, run_command
-from .evaluation import Status
-from .lower_command import lower, model_args
-from .output_paths import check_output, writes
-from .recipe import recipe_name
-from .recipe_trust import Trust, trust_options
-from .roofline_plot import require_matplotlib
-from .run_report import RunReport, RunRequest, run_recipe
-from .sweep.executor import EXECUTORS
+from ..cli_types import build_target_from, fraction, minutes, positive_int, run_command
+from ..evaluation import Status
+from ..lower_command import lower, model_args
+from ..output_paths import check_output, writes
+from ..recipe import recipe_name
+from ..recipe_trust import Trust, trust_options
+from ..roofline_plot import require_matplotlib
+from ..run_report import RunReport, RunRequest, run_recipe
+from ..sweep.executor import EXECUTORS
+from ..text_table import aligned
+from .blame import UNBLAMED, blame_packed, blame_schedules
+from .outcome import TuneOutcome
+from .plot import plot_tune
+from .races import ModelRewrites, race_layouts, race_model_rewrites
+from .scheduler import tune
+from .state import read_state
 from .tasks_command import add_profiled_model_arguments
-from .text_table import aligned
-from .tune import TuneOptions, TuneOutcome, tune
-from .tune_blame import UNBLAMED, blame_packed, blame_schedules
-from .tune_plot import plot_tune
-from .tune_races import ModelRewrites, race_layouts, race_model_rewrites
-from .tune_state import read_state
+from .tuning import TuneOptions
 
 DESCRIPTION = """\
 Make MODEL faster within a time budget, task by task, and write one recipe for it.

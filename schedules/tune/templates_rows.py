@@ -27,8 +27,8 @@ from typing import Any
 
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, ConfiguredOp
 
-from .space import ParamValue
-from .tune_templates import NoTemplate, Template, TemplateKernel, nearest, pow2_divisors
+from ..space import ParamValue
+from .templates import NoTemplate, Template, TemplateKernel, nearest, pow2_divisors
 
 ROWS_PER_VECTOR = (1, 2, 4, 8)
 WIDTHS = (8, 16, 32, 64)

@@ -46,14 +46,15 @@ from tdsched.transform_lib.graph import conv1x1_to_matmul, im2col
 from tdsched.transform_lib.graph.conv_matmul import ConvGroup, ConvRewrite, convs_taken
 from tdsched.transform_lib.graph.report import rewrite_text
 
-from .evaluation import Status
-from .files import write_atomically
-from .graph_rewrites import rewrite_stage
-from .run_report import RunReport
-from .steps import Conv1x1ToMatmulStep, DecomposeSoftmaxStep, GraphRewriteStep, Im2colStep
-from .tune import TOLERANCE, WIN, TuneOutcome
-from .values import MatchSpec
-from .yaml_writer import recipe_yaml
+from ..evaluation import Status
+from ..files import write_atomically
+from ..graph_rewrites import rewrite_stage
+from ..run_report import RunReport
+from ..steps import Conv1x1ToMatmulStep, DecomposeSoftmaxStep, GraphRewriteStep, Im2colStep
+from ..values import MatchSpec
+from ..yaml_writer import recipe_yaml
+from .outcome import TuneOutcome
+from .tuning import TOLERANCE, WIN
 
 GRAPH_RACE_FILE = "graph-race.json"
 """Where the model-rewrite race's decision is kept, beside the model recipe."""

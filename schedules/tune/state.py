@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .files import write_atomically
-from .sweep.database import Result
+from ..files import write_atomically
+from ..sweep.database import Result
 
 STATE_FILE = "tune-state.json"
 VERSION = 1
@@ -225,7 +225,7 @@ _BY_TYPE: dict[type, _Check] = {str: _TEXT, float: _NUMBER, int: _INTEGER, dict:
 
 
 def _result_check() -> _Check:
-    """A recorded candidate (:class:`~.sweep.database.Result`), checked by its fields'
+    """A recorded candidate (:class:`~..sweep.database.Result`), checked by its fields'
     types."""
     hints = typing.get_type_hints(Result)
     required: dict[str, _Check] = {}

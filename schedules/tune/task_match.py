@@ -20,8 +20,8 @@ from typing import Any
 
 from tdsched.transform_lib.census import StructuredOp
 
-from .match_keys import recipe_keys, telling_keys
-from .model_tasks import Task
+from ..match_keys import recipe_keys, telling_keys
+from .tasks import Task
 
 
 class Ambiguous(Exception):
