@@ -13,13 +13,14 @@ from pathlib import Path
 import pytest
 from tdsched.schedules.cli import make_parser
 from tdsched.schedules.evaluation import Status
+from tdsched.schedules.measure.build_target import BuildTarget
 from tdsched.schedules.regress.baseline_file import Entry, Settings
 from tdsched.schedules.regress.measure import Measurement
 from tdsched.schedules.regress.output import table
 from tdsched.schedules.regress.runner import EntryResult
 from tdsched.schedules.regress.verdict import Verdict
 from tdsched.schedules.sweep.database import ResultsDB
-from tdsched.schedules.sweep.runner import SweepOptions
+from tdsched.schedules.sweep.runner import SweepOptions, recorded_options
 from tdsched.targets.runtime import cpu_driver, defer_caller_to_workers
 from tdsched.targets.target import DEFAULT_THREADS, run_conditions
 
@@ -110,3 +111,12 @@ def test_the_caller_policy_is_the_calling_threads_alone() -> None:
     thread.join()
     assert seen == [os.SCHED_BATCH]
     assert os.sched_getscheduler(0) == before
+
+
+def test_a_sweep_records_its_build_settings_where_reports_read_them() -> None:
+    # report and the roofline read threads and cpu at the top of a sweep's options, as
+    # every database since the first has them
+    build = BuildTarget("x86", cpu="haswell", cpu_features="+fma", threads=1)
+    recorded = recorded_options(SweepOptions(build=build))
+    assert (recorded["target"], recorded["cpu"], recorded["threads"]) == ("x86", "haswell", 1)
+    assert recorded["cpu_features"] == "+fma" and "build" not in recorded

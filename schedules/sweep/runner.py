@@ -419,7 +419,10 @@ class Sweep:
             target=self.target,
             strategy=self.strategy.name,
             signature=signature,
-            options={**_jsonable(self.options), "iree_version": iree.compiler.version.VERSION},
+            options={
+                **recorded_options(self.options),
+                "iree_version": iree.compiler.version.VERSION,
+            },
             space={
                 "names": list(self.enumeration.names),
                 "total": self.enumeration.total,
@@ -659,5 +662,8 @@ def _narrowed(recipe: Recipe, fixed: dict[str, ParamValue]) -> SearchSpace:
     return SearchSpace(axes, recipe.space.constraints)
 
 
-def _jsonable(options: SweepOptions) -> dict[str, Any]:
-    return dataclasses.asdict(options)
+def recorded_options(options: SweepOptions) -> dict[str, Any]:
+    """The options as the database records them: the build's settings (target, cpu,
+    cpu_features, gpu, threads) at the top level, as every sweep has recorded them."""
+    data = dataclasses.asdict(options)
+    return {**data.pop("build"), **data}

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tdsched.targets.compiler import check_gpu
-from tdsched.targets.target import make_target, run_conditions
+from tdsched.targets.target import run_conditions
 from tdsched.targets.workload import check_memory
 
 from ..cli_types import build_target_from, fraction, minutes, positive_int, run_command
@@ -171,14 +171,15 @@ def run(args: argparse.Namespace) -> int:
     out: Path = args.out or Path(f"{Path(args.model.partition(':')[0]).stem}.tune")
     check_output(out, "--out", folder=True)  # the default one too
     read_state(out)  # a state file tdsched did not write is refused before any work
-    check_gpu(make_target(args.target, gpu=args.gpu))
+    build = build_target_from(args)
+    check_gpu(build.compile_target)
     workload = lower(args)
     check_memory(workload)
     # the recipes tune writes are named after the model (a file's stem may hold spaces)
     workload = dataclasses.replace(workload, name=recipe_name(workload.name))
     out.mkdir(exist_ok=True)
     options = TuneOptions(
-        build=build_target_from(args),
+        build=build,
         budget_s=args.budget * 60,
         min_share=args.min_share,
         round_size=args.round_size,

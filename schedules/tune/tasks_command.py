@@ -9,10 +9,16 @@ from typing import Any
 
 from tdsched.targets.compiler import check_gpu
 from tdsched.targets.dispatch_profile import ProfileError
-from tdsched.targets.target import TARGET_NAMES, make_target, run_conditions
+from tdsched.targets.target import TARGET_NAMES, run_conditions
 from tdsched.targets.workload import check_memory
 
-from ..cli_types import add_gpu_option, add_threads_option, non_negative_int, positive_int
+from ..cli_types import (
+    add_gpu_option,
+    add_threads_option,
+    build_target_from,
+    non_negative_int,
+    positive_int,
+)
 from ..lower_command import add_model_arguments, lower
 from ..text_table import aligned
 from .tasks import ModelTasks, Task, extract_tasks
@@ -70,10 +76,11 @@ def add_profiled_model_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Extract and print the tasks of ``args.model``."""
-    target = make_target(args.target, gpu=args.gpu)
+    build = build_target_from(args)
+    target = build.compile_target
     check_gpu(target)  # before the model is lowered and profiled
     workload = lower(args)
-    threads = None if target.is_gpu else args.threads
+    threads = build.cpu_threads
     time_it = not args.no_time
     if time_it:
         check_memory(workload)  # the profile runs it
