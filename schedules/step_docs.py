@@ -1,9 +1,13 @@
-"""Option tables of the primitives' doc pages, generated from the step registry.
+"""Option tables of the primitives' doc pages, and their index, generated from the step
+registry.
 
 Each ``docs/primitives/<primitive>.md`` carries a table of the step's options between two
 markers; ``python -m tdsched.schedules.step_docs docs/primitives`` rewrites those tables
-from :mod:`.steps` (adding an "Options" section to a page that has none), and a test
-fails when a page's table differs from the registry.
+from :mod:`.steps` (adding an "Options" section to a page that has none) and writes the
+index ``docs/primitives/README.md`` (every primitive, where it may appear, what it does:
+its step class's first docstring line), and a test fails when a page's table or the
+index differs from the registry. So a new primitive is listed everywhere by its
+registration and its page.
 """
 
 from __future__ import annotations
@@ -56,6 +60,33 @@ def _value(value: Any) -> str:
     return f"`{value}`"
 
 
+INDEX = "README.md"
+"""The index page's name in the primitives folder."""
+
+
+def index_page() -> str:
+    """The Markdown of the primitives' index: one row per registered primitive."""
+    rows = [
+        "# Primitives",
+        "",
+        "<!-- generated from tdsched.schedules.steps by "
+        "`python -m tdsched.schedules.step_docs docs/primitives`; do not edit by hand -->",
+        "",
+        "Every step a recipe's `graph` or `kernels` schedules may hold, in the order the",
+        "registry lists them; each page says what it does, shows an example and lists its",
+        "options. Besides steps, a kernel may hold a [config](config.md) (tile sizes for",
+        "IREE's own pipeline), and what IREE needs after a kernel's steps is its",
+        "[codegen tail](codegen_tail.md).",
+        "",
+        "| primitive | where | what it does |",
+        "|---|---|---|",
+    ]
+    for primitive, info in STEPS.items():
+        what = (info.cls.__doc__ or "").strip().splitlines()[0]
+        rows.append(f"| [{primitive}]({primitive}.md) | {info.scope.value} | {what} |")
+    return "\n".join(rows) + "\n"
+
+
 def update_page(page: Path, table: str) -> bool:
     """Put ``table`` between the markers of ``page`` (or in a new section at its end);
     returns whether the page changed."""
@@ -74,8 +105,8 @@ def update_page(page: Path, table: str) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tdsched.schedules.step_docs",
-        description="Rewrite the option tables of docs/primitives/<primitive>.md from the "
-        "step registry.",
+        description="Rewrite the option tables of docs/primitives/<primitive>.md and the "
+        "index docs/primitives/README.md from the step registry.",
     )
     parser.add_argument("folder", type=Path, help="the docs/primitives folder")
     args = parser.parse_args(argv)
@@ -86,6 +117,10 @@ def main(argv: list[str] | None = None) -> int:
     for primitive, info in STEPS.items():
         if update_page(args.folder / f"{primitive}.md", options_table(info.cls)):
             print(f"updated {primitive}.md")
+    index = args.folder / INDEX
+    if not index.is_file() or index.read_text() != index_page():
+        index.write_text(index_page())
+        print(f"updated {INDEX}")
     return 0
 
 

@@ -15,7 +15,7 @@ from tdsched.schedules.options import Kind, step_options
 from tdsched.schedules.params import resolve
 from tdsched.schedules.python_api import Match, P, RecipeBuilder, generator
 from tdsched.schedules.recipe import KernelSchedule
-from tdsched.schedules.step_docs import options_table
+from tdsched.schedules.step_docs import INDEX, index_page, options_table
 from tdsched.schedules.steps import STEPS, StepBase, register
 from tdsched.schedules.yaml_frontend import parse_recipe
 
@@ -224,6 +224,16 @@ def test_each_primitive_has_a_doc_page_with_its_current_options(primitive: str) 
         f"the options table in {page.name} is out of date: run "
         f"`{sys.executable} -m tdsched.schedules.step_docs docs/primitives`"
     )
+
+
+def test_the_primitives_index_lists_every_registered_primitive() -> None:
+    index = DOCS / INDEX
+    assert index.is_file() and index.read_text() == index_page(), (
+        f"docs/primitives/{INDEX} is out of date: run "
+        f"`{sys.executable} -m tdsched.schedules.step_docs docs/primitives`"
+    )
+    for primitive in STEPS:
+        assert f"[{primitive}]({primitive}.md)" in index_page()
 
 
 def test_options_tables_list_every_option_with_its_default() -> None:
