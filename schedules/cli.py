@@ -34,8 +34,8 @@ from .cli_types import (
     positive_int,
 )
 from .emit import ScriptStage
-from .evaluation import Status
 from .loading import load, shipped_recipe_names
+from .measure.status import Status
 from .output_paths import check_paths, reads, recipe_file, writes
 from .params import parse_override
 from .pipeline import Plan, apply_graph, build, compile_plan, kernels_after_schedule, plan

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from tdsched.targets.runtime import DeviceError, LoadedModule, configure_threads
 from tdsched.targets.workload import random_inputs
 
 from .errors import ScheduleNotApplied
+from .measure.status import Check, Status
 from .pipeline import (
     BuildFiles,
     Plan,
@@ -41,34 +41,6 @@ from .pipeline import (
     compile_plan,
 )
 from .recipe import Tolerance
-
-
-class Status(StrEnum):
-    """How evaluating one build ended (a string in JSON and databases)."""
-
-    OK = "ok"
-    """Built, every schedule step applied, results right (and timed where asked)."""
-    WRONG = "wrong"
-    """Results differ from the reference beyond the tolerance (or are NaN, or mis-shaped)."""
-    NOT_APPLIED = "not_applied"
-    """A schedule step matched nothing: the build would not be the scheduled one."""
-    COMPILE_FAILED = "compile_failed"
-    """iree-compile failed (or printed an error) on the scheduled build."""
-    RUN_FAILED = "run_failed"
-    """The module was built but could not be loaded or run on the device."""
-    ERROR = "error"
-    """The recipe could not be planned or emitted (an error naming the recipe field)."""
-    CRASHED = "crashed"
-    """The process evaluating it died (a segfault in a compiled module)."""
-    TIMEOUT = "timeout"
-    """It ran past its time limit and was stopped."""
-
-
-BUILD_FAILURES: frozenset[Status] = frozenset(
-    {Status.ERROR, Status.NOT_APPLIED, Status.COMPILE_FAILED}
-)
-"""Statuses decided when building: building again gives the same (compiles are
-deterministic), so a sweep never re-runs them."""
 
 
 def status_of(exc: BaseException) -> Status:
@@ -85,24 +57,6 @@ def status_of(exc: BaseException) -> Status:
 EVALUATION_ERRORS = (ValueError, CompileError, DeviceError, RuntimeError)
 """What an evaluation turns into a status instead of raising (RecipeError, ScheduleError
 and workload errors are ValueErrors)."""
-
-
-@dataclass(frozen=True)
-class Check:
-    """A build's results against the reference: ``status`` is OK or WRONG; ``error``
-    says why they are wrong."""
-
-    status: Status
-    max_abs_error: float | None = None
-    error: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        """The check as JSON values (``status``, ``max_abs_error``, ``error``)."""
-        return {
-            "status": str(self.status),
-            "max_abs_error": self.max_abs_error,
-            "error": self.error,
-        }
 
 
 def compare_outputs(

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from .child_stderr import ChildStderr
-from .evaluation import Status
 from .files import write_atomically
+from .measure.status import Status
 
 JSON = dict[str, Any]
 

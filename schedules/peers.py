@@ -33,7 +33,8 @@ from tdsched.targets.target import Target
 from tdsched.targets.timing import Variant
 from threadpoolctl import threadpool_limits
 
-from .evaluation import Check, Reference, Status, compare_outputs
+from .evaluation import Reference, compare_outputs
+from .measure.status import Check, Status
 from .pipeline import Plan, compile_unscheduled
 
 IREE_PEERS: dict[str, tuple[str, ...]] = {

@@ -30,8 +30,6 @@ from tdsched.transform_lib.work import count_work_of_text
 from .build_folders import build_folder
 from .evaluation import (
     EVALUATION_ERRORS,
-    Check,
-    Status,
     build_and_check,
     compare_outputs,
     prepare_device,
@@ -41,6 +39,7 @@ from .isolation import ChildFailure, Progress, call_isolated
 from .loading import load
 from .machine_peak import MachinePeak, machine_peak
 from .measure.build_target import BuildTarget
+from .measure.status import Check, Status
 from .peers import build_peers
 from .pipeline import Plan, apply_graph, compile_default_workload, plan
 from .profile_report import PROFILE_FOLDER, DispatchProfile, measure_profile, prepare_profile

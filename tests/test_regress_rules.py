@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 from tdsched.schedules.errors import RecipeError
-from tdsched.schedules.evaluation import Status
 from tdsched.schedules.measure.build_target import BuildTarget
+from tdsched.schedules.measure.status import Status
 from tdsched.schedules.regress.baseline_file import Settings, dump, load_baseline
 from tdsched.schedules.regress.calibration import CalibrationDrift
 from tdsched.schedules.regress.isolation import measure_isolated

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import pytest
 from tdsched.schedules.build_names import build_values
+from tdsched.schedules.measure.status import Status
 from tdsched.schedules.space import ParamValue
-from tdsched.schedules.sweep.database import OK, Result
+from tdsched.schedules.sweep.database import Result
 from tdsched.schedules.sweep.distinct import distinct_builds
 from tdsched.schedules.sweep.incumbent import Incumbent, find_incumbent
 from tdsched.schedules.yaml_frontend import parse_recipe
@@ -101,7 +102,7 @@ def test_why_the_recipe_s_own_values_are_no_candidate(
 
 
 def _result(key: str, speedup: float) -> Result:
-    return Result(key, "t", "x86", {}, OK, speedup=speedup, confirmed_speedup=speedup)
+    return Result(key, "t", "x86", {}, Status.OK, speedup=speedup, confirmed_speedup=speedup)
 
 
 def test_the_line_says_where_the_incumbent_ranked() -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from tdsched.schedules.cli import make_parser
-from tdsched.schedules.evaluation import Status
 from tdsched.schedules.measure.build_target import BuildTarget
+from tdsched.schedules.measure.status import Status
 from tdsched.schedules.regress.baseline_file import Entry, Settings
 from tdsched.schedules.regress.measure import Measurement
 from tdsched.schedules.regress.output import table

@@ -14,8 +14,8 @@ import pytest
 import yaml
 from tdsched.schedules.cli import main
 from tdsched.schedules.errors import RecipeError, Where
-from tdsched.schedules.evaluation import Status
 from tdsched.schedules.measure.build_target import BuildTarget
+from tdsched.schedules.measure.status import Status
 from tdsched.schedules.params import substitute_plain
 from tdsched.schedules.run_report import RunReport
 from tdsched.schedules.sweep.database import Result

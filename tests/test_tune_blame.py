@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 from tdsched.schedules.cli import main
-from tdsched.schedules.evaluation import Status
 from tdsched.schedules.measure.build_target import BuildTarget
+from tdsched.schedules.measure.status import Status
 from tdsched.schedules.run_report import RunReport
 from tdsched.schedules.tune.blame import blame_packed, culprits
 from tdsched.schedules.tune.command import _final_check

@@ -19,10 +19,11 @@ import iree.compiler.version
 from tdsched.targets.timing import Ratio, time_ratio
 
 from ..errors import RecipeError, Where
-from ..evaluation import EVALUATION_ERRORS, Status, build_and_check, prepare_device, status_of
+from ..evaluation import EVALUATION_ERRORS, build_and_check, prepare_device, status_of
 from ..isolation import Progress
 from ..loading import load
 from ..measure.build_target import BuildTarget
+from ..measure.status import Status
 from ..pipeline import plan
 from ..recipe_trust import UNTRUSTED, Trust
 from ..space import ParamValue

@@ -20,7 +20,7 @@ from enum import StrEnum
 
 from tdsched.targets.timing import Ratio, relative_half_width
 
-from ..evaluation import Status
+from ..measure.status import Status
 from .baseline_file import Settings
 from .calibration import CalibrationDrift
 from .measure import Measurement

@@ -20,9 +20,10 @@ from tdsched.targets.runtime import LoadedModule
 from tdsched.targets.timing import Interval, RoundTimer, Timing, time_interleaved
 
 from ..build_folders import EXECUTABLES, build_folder, with_executable_dumps, write_compile_script
-from ..evaluation import EVALUATION_ERRORS, Check, Reference, Status, prepare_device, status_of
+from ..evaluation import EVALUATION_ERRORS, Reference, prepare_device, status_of
 from ..files import write_atomically
 from ..loading import load
+from ..measure.status import Check, Status
 from ..pipeline import Plan, build, compile_baseline, compile_plan, scheduled_command
 from ..recipe import Recipe
 from ..recipe_trust import Trust

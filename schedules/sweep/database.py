@@ -46,6 +46,8 @@ from typing import Any, get_args, get_origin, get_type_hints
 
 from tdsched.targets.target import run_conditions
 
+from ..measure.status import Status
+
 SCHEMA_VERSION = "4"
 _MEASUREMENT_TYPES = {
     "measured_by": "INTEGER",
@@ -174,7 +176,6 @@ _MIGRATIONS: dict[str, tuple[str, Sequence[str | Migration]]] = {
 columns and tables, filled from what was recorded: every recorded result is kept). A
 schema 2 database knew one measurement per result, its latest: each sweep that
 evaluated it is given that one (``measured_by`` the first of them)."""
-OK = "ok"
 
 
 class DatabaseError(ValueError):
@@ -191,7 +192,8 @@ class Result:
     recipe: str
     target: str
     params: dict[str, Any]
-    status: str
+    status: Status
+    """How it ended (a string from JSON or the database becomes the enum)."""
     time_ms: float | None = None
     timing: dict[str, Any] | None = None
     baseline_ms: float | None = None
@@ -212,9 +214,12 @@ class Result:
     measured_by: int | None = None
     """The sweep that measured these numbers (another sweep's, for a result reused)."""
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", Status(self.status))
+
     @property
     def ok(self) -> bool:
-        return self.status == OK
+        return self.status is Status.OK
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -222,7 +227,7 @@ class Result:
             "recipe": self.recipe,
             "target": self.target,
             "params": self.params,
-            "status": self.status,
+            "status": str(self.status),
             "time_ms": self.time_ms,
             "baseline_ms": self.baseline_ms,
             "speedup": self.speedup,
@@ -581,7 +586,7 @@ def _row(result: Result, sweep_id: int | None) -> dict[str, Any]:
         "recipe": result.recipe,
         "target": result.target,
         "params": json.dumps(result.params, sort_keys=True),
-        "status": result.status,
+        "status": str(result.status),
         "time_ms": result.time_ms,
         "timing": json.dumps(result.timing) if result.timing is not None else None,
         "baseline_ms": result.baseline_ms,

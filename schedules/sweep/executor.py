@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from tdsched.targets import make_target
 
 from ..child_stderr import ChildStderr
-from ..evaluation import Check, Status
+from ..measure.status import Check, Status
 from .messages import (
     BenchJob,
     BenchOutcome,

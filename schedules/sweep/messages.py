@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 
 from tdsched.targets.timing import Timing
 
-from ..evaluation import Check, Status
 from ..measure.build_target import BuildTarget
+from ..measure.status import Check, Status
 from ..recipe_trust import UNTRUSTED, Trust
 
 T = TypeVar("T")
@@ -65,7 +65,7 @@ class CompileJob:
 class CompileOutcome:
     key: str
     status: Status
-    """OK, or a build failure (:data:`~..evaluation.BUILD_FAILURES`), CRASHED, TIMEOUT."""
+    """OK, or a build failure (:data:`~..measure.status.BUILD_FAILURES`), CRASHED, TIMEOUT."""
     seconds: float
     error: str | None = None
 

@@ -39,8 +39,8 @@ import iree.compiler.version
 from tdsched.targets.target import TARGET_NAMES
 
 from ..build_folders import move_compile_script
-from ..evaluation import Status
 from ..files import write_atomically
+from ..measure.status import Status
 from .compile_and_bench import Bench, compile_candidate, compile_default
 from .executor import Limits, WorkerError, WorkerFailure, guarded_bench
 from .faults import VARIABLE as FAULTS_VARIABLE

@@ -30,10 +30,10 @@ from tdsched.targets.workload import Workload, traffic_bytes
 from tdsched.transform_lib.work import count_work_of_text
 
 from ..errors import RecipeError, Where
-from ..evaluation import BUILD_FAILURES
 from ..loading import find_recipe, load
 from ..machine_peak import cpu_description
 from ..measure.build_target import RECIPE_DEFAULT, BuildTarget
+from ..measure.status import BUILD_FAILURES
 from ..recipe import Recipe
 from ..recipe_trust import UNTRUSTED, Trust
 from ..space import Enumeration, ParamValue, Point, SearchSpace

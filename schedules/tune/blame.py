@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from ..evaluation import Status
+from ..measure.status import Status
 from ..run_report import RunReport
 from .outcome import TuneOutcome
 from .state import record_tasks

@@ -18,8 +18,8 @@ from tdsched.targets.target import run_conditions
 from tdsched.targets.workload import check_memory
 
 from ..cli_types import build_target_from, fraction, minutes, positive_int, run_command
-from ..evaluation import Status
 from ..lower_command import lower, model_args
+from ..measure.status import Status
 from ..output_paths import check_output, writes
 from ..recipe import recipe_name
 from ..recipe_trust import Trust, trust_options

@@ -46,9 +46,9 @@ from tdsched.transform_lib.graph import conv1x1_to_matmul, im2col
 from tdsched.transform_lib.graph.conv_matmul import ConvGroup, ConvRewrite, convs_taken
 from tdsched.transform_lib.graph.report import rewrite_text
 
-from ..evaluation import Status
 from ..files import write_atomically
 from ..graph_rewrites import rewrite_stage
+from ..measure.status import Status
 from ..run_report import RunReport
 from ..steps import Conv1x1ToMatmulStep, DecomposeSoftmaxStep, GraphRewriteStep, Im2colStep
 from ..values import MatchSpec

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..files import write_atomically
+from ..measure.status import Status
 from ..sweep.database import Result
 
 STATE_FILE = "tune-state.json"
@@ -221,7 +222,16 @@ _INTEGER = _kind("an integer", lambda v: type(v) is int)
 _COUNT = _kind("an integer >= 0", lambda v: type(v) is int and v >= 0)
 _SECONDS = _kind("a number of seconds >= 0", lambda v: _is_number(v) and v >= 0)
 _SPEEDUP = _kind("a speedup > 0", lambda v: _is_number(v) and v > 0)
-_BY_TYPE: dict[type, _Check] = {str: _TEXT, float: _NUMBER, int: _INTEGER, dict: _OBJECT}
+_STATUS = _kind(
+    f"a status ({', '.join(Status)})", lambda v: isinstance(v, str) and v in set(Status)
+)
+_BY_TYPE: dict[type, _Check] = {
+    str: _TEXT,
+    float: _NUMBER,
+    int: _INTEGER,
+    dict: _OBJECT,
+    Status: _STATUS,
+}
 
 
 def _result_check() -> _Check:
