@@ -127,8 +127,13 @@ def keep_freed_memory_env(env: Mapping[str, str]) -> dict[str, str]:
     return {**env, "GLIBC_TUNABLES": f"{given}:{ours}" if given else ours}
 
 
+def _driver(target_driver: str) -> str:
+    """The driver this process runs ``target_driver``'s modules on (its thread count set)."""
+    return cpu_driver(target_driver, _THREADS[0] if _THREADS else None)
+
+
 def _config(target_driver: str) -> ireert.Config:
-    driver = cpu_driver(target_driver, _THREADS[0] if _THREADS else None)
+    driver = _driver(target_driver)
     if driver not in _CONFIGS:
         try:
             # Not iree.runtime's own device cache, which would hold the device for the
@@ -151,7 +156,7 @@ def release_device(driver: str) -> None:
     now and then calls it between uses: an open lavapipe device keeps its threads spinning
     while idle (measured with IREE 3.13 on a 2-core Xeon VM: 3.7 CPU-seconds in 3 idle
     seconds; none once the device is released), which starves compiles beside it."""
-    _CONFIGS.pop(cpu_driver(driver, _THREADS[0] if _THREADS else None), None)
+    _CONFIGS.pop(_driver(driver), None)
 
 
 def driver_available(driver: str) -> bool:

@@ -2,10 +2,10 @@
 
 A build setting (the x86 CPU and its features, the Vulkan GPU, the CPU threads) lives here
 and nowhere else: requests that cross to a child process or a sweep worker carry a
-:class:`BuildTarget` (as JSON, :meth:`BuildTarget.to_json`), and everything derived from
-the settings — IREE's target flags, the machine a shape table keys on, the values
-``when`` conditions read, the ``tdsched run`` options that rebuild it, the words a table
-prints — is a method of it. docs/architecture.md shows how a new setting is added.
+:class:`BuildTarget` (as JSON, rebuilt by :meth:`BuildTarget.from_json`), and what is
+derived from the settings — IREE's target flags, the machine a shape table keys on, the
+values ``when`` conditions read, the ``tdsched run`` options that rebuild it — is a
+method of it. docs/architecture.md shows how a new setting is added.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from tdsched.targets.target import (
     build_machine,
     cpu_threads,
     make_target,
-    run_conditions,
 )
 
 from ..build_names import build_values
@@ -83,10 +82,6 @@ class BuildTarget:
         ``ISA``, ``GPU``: :mod:`..build_names`)."""
         return build_values(self.name, self.machine)
 
-    def describe(self) -> str:
-        """How a table names where it ran: ``x86, 2 threads`` or ``vulkan``."""
-        return run_conditions(self.name, self.threads)
-
     def run_flags(self) -> list[str]:
         """The ``tdsched run`` options that rebuild and rerun this build, those that are
         not the defaults: printed beside a recipe a command writes, since a recipe keeps
@@ -102,13 +97,10 @@ class BuildTarget:
             flags += ["--threads", str(self.threads)]
         return flags
 
-    def to_json(self) -> dict[str, Any]:
-        """The settings as JSON values (a request crossing to a child or a worker)."""
-        return dataclasses.asdict(self)
-
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> BuildTarget:
-        """The build :meth:`to_json` gave as ``data``."""
+        """The build :func:`dataclasses.asdict` gave as ``data`` (a request that crossed to
+        a child process or a sweep worker as JSON)."""
         return cls(**data)
 
 
