@@ -21,11 +21,11 @@ import time
 from typing import Any
 
 import iree.compiler.version
-from tdsched.schedules.loading import load, shipped_recipe_names
-from tdsched.schedules.machine_peak import cpu_description
-from tdsched.schedules.pipeline import plan
-from tdsched.schedules.step_trace import trace
-from tdsched.schedules.step_views import explain_text
+from tdsched.schedules.compile.pipeline import plan
+from tdsched.schedules.compile.step_trace import trace
+from tdsched.schedules.compile.step_views import explain_text
+from tdsched.schedules.frontends.loading import load, shipped_recipe_names
+from tdsched.schedules.measure.machine_peak import cpu_description
 
 
 def measure(name: str, target: str, repeats: int) -> dict[str, Any]:

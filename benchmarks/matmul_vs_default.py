@@ -22,7 +22,7 @@ def point(size: int, threads: int, repeats: int, recipe: str, params: list[str])
     command = [
         sys.executable,
         "-m",
-        "tdsched.schedules.cli",
+        "tdsched.schedules.cli.main",
         "run",
         recipe,
         "--json",

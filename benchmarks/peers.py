@@ -34,7 +34,7 @@ from typing import Any
 
 import iree.compiler.version
 from docs_sections import add_options, update_section
-from tdsched.schedules.machine_peak import cpu_description
+from tdsched.schedules.measure.machine_peak import cpu_description
 from tdsched.targets.cpu_isa import vector_isa
 
 SQUARE = [128, 256, 512, 1024, 2048]
@@ -122,7 +122,7 @@ def cases(quick: bool) -> list[Case]:
 def measure(case: Case, threads: int, repeats: int, cpu: str = "host") -> dict[str, Any]:
     """One ``tdsched run --peers --json`` of ``case`` built for LLVM CPU ``cpu``,
     summarized."""
-    command = [sys.executable, "-m", "tdsched.schedules.cli", "run", case.recipe, "--json"]
+    command = [sys.executable, "-m", "tdsched.schedules.cli.main", "run", case.recipe, "--json"]
     command += ["--peers", "--threads", str(threads), "--repeats", str(repeats), "--cpu", cpu]
     for name, value in case.params.items():
         command += ["--param", f"{name}={value}"]

@@ -53,11 +53,11 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=9)
     args = parser.parse_args()
 
-    from tdsched.schedules.evaluation import compile_scheduled
-    from tdsched.schedules.loading import load
-    from tdsched.schedules.measure.build_target import BuildTarget
-    from tdsched.schedules.params import parse_override
-    from tdsched.schedules.pipeline import compile_baseline, plan
+    from tdsched.schedules.compile.build_target import BuildTarget
+    from tdsched.schedules.compile.pipeline import compile_baseline, plan
+    from tdsched.schedules.dsl.params import parse_override
+    from tdsched.schedules.frontends.loading import load
+    from tdsched.schedules.measure.evaluation import compile_scheduled
     from tdsched.targets.workload import random_inputs
 
     overrides = dict(parse_override(text) for text in args.param)

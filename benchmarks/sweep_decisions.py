@@ -46,9 +46,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tdsched.schedules.loading import find_recipe, load
-from tdsched.schedules.params import parse_override
-from tdsched.schedules.space import Point
+from tdsched.schedules.dsl.params import parse_override
+from tdsched.schedules.dsl.space import Point
+from tdsched.schedules.frontends.loading import find_recipe, load
 from tdsched.schedules.sweep.compile_and_bench import Bench
 from tdsched.schedules.sweep.cost_model import Featurizer, LearnedModel, ModelGuided
 from tdsched.schedules.sweep.database import ResultsDB
@@ -76,7 +76,7 @@ REPLAY_BUDGETS = (0.10, 0.15, 0.25)
 
 def sweep(db: Path, recipe: str, params: list[str], threads: int, *extra: str) -> dict[str, Any]:
     """``tdsched sweep`` in a new process; its JSON report."""
-    command = [sys.executable, "-m", "tdsched.schedules.cli", "sweep", recipe, "--db", str(db)]
+    command = [sys.executable, "-m", "tdsched.schedules.cli.main", "sweep", recipe, "--db", str(db)]
     command += [arg for p in params for arg in ("--param", p)]
     command += ["--json", "-q", "--best-out", str(db.with_suffix(".best.yaml"))]
     command += ["--threads", str(threads), *extra]

@@ -26,7 +26,7 @@ SPACE = ["matmul_x86", "--param", "M=512", "--param", "N=512", "--param", "K=512
 
 def sweep(db: Path, *extra: str) -> tuple[dict[str, Any], float]:
     """Run ``tdsched sweep`` in a new process; its JSON report and wall seconds."""
-    command = [sys.executable, "-m", "tdsched.schedules.cli", "sweep", *SPACE, "--db", str(db)]
+    command = [sys.executable, "-m", "tdsched.schedules.cli.main", "sweep", *SPACE, "--db", str(db)]
     command += ["--json", "-q", "--best-out", str(db.with_suffix(".best.yaml")), *extra]
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, check=True)

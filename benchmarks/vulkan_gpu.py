@@ -119,10 +119,10 @@ def tile_space(size: int = 4096) -> list[Case]:
 def prepare(out: Path, gpu: str, quick: bool, space: int | None) -> None:
     """Compile every case's modules under ``out`` and write ``out/manifest.json``
     (``space``: the points of :func:`tile_space` at that size instead of :data:`CASES`)."""
-    from tdsched.schedules.evaluation import compile_scheduled
-    from tdsched.schedules.loading import load
-    from tdsched.schedules.measure.build_target import BuildTarget
-    from tdsched.schedules.pipeline import compile_baseline, compile_default_workload, plan
+    from tdsched.schedules.compile.build_target import BuildTarget
+    from tdsched.schedules.compile.pipeline import compile_baseline, compile_default_workload, plan
+    from tdsched.schedules.frontends.loading import load
+    from tdsched.schedules.measure.evaluation import compile_scheduled
     from tdsched.targets import make_target
     from tdsched.targets.workload import input_types
     from tdsched.transform_lib.work import count_work_of_text

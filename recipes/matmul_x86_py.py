@@ -5,7 +5,7 @@ reads in the order it applies: workgroup tiling with the fill fused in, reductio
 register tiling, then vectorization; the packed layout replaces it with a graph step.
 """
 
-from tdsched.schedules.python_api import Match, P, Pow2, RecipeBuilder, generator
+from tdsched.schedules.frontends.python_api import Match, P, Pow2, RecipeBuilder, generator
 
 r = RecipeBuilder(
     "matmul_x86_py",

@@ -3,7 +3,7 @@
 The best register tile of a kernel depends on it: AVX-512 has 32 vector registers of 16
 floats, AVX2 16 registers of 8, so a tile tuned for one spills or wastes the other. A
 shape table entry records the ISA it was tuned for (``isa: avx512``), and a build picks
-the entries of its own ISA first (:mod:`tdsched.schedules.shape_table`).
+the entries of its own ISA first (:mod:`tdsched.schedules.dsl.shape_table`).
 
 The ISA is read from what the build targets: ``--cpu host`` (the default) from this
 machine's ``/proc/cpuinfo`` flags, an LLVM CPU name from the table below, and

@@ -5,7 +5,7 @@ Zen 5 and Sapphire Rapids at full width, so the register tile and layout that wi
 lose on the other (on a 2-core Zen 5 VM, a 512x512x512 matmul entry tuned on Zen 4 ran at
 0.69x IREE data tiling on one thread). A shape-table entry may therefore record the CPU
 model it was tuned on (``cpu: znver5``), besides its ISA (:mod:`.cpu_isa`), and a build
-prefers the entries of its own model (:mod:`tdsched.schedules.shape_table`).
+prefers the entries of its own model (:mod:`tdsched.schedules.dsl.shape_table`).
 
 The model is LLVM's CPU name, the one ``--cpu`` takes (``znver4``, ``sapphirerapids``,
 ``haswell``). For ``--cpu host`` it is named from this machine's ``/proc/cpuinfo`` (vendor,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tdsched.transform_lib.lowering_config import Codegen
+
 from .cpu_model import BuildCpu, build_cpu
 
 TARGET_NAMES: tuple[str, ...] = ("x86", "vulkan")
@@ -72,6 +74,12 @@ class Target:
     @property
     def is_gpu(self) -> bool:
         return self.backend != "llvm-cpu"
+
+    @property
+    def codegen(self) -> Codegen:
+        """IREE's code generator that builds this target's dispatches (what a kernel
+        schedule's ``config`` is written for)."""
+        return Codegen(self.backend)
 
     @property
     def needs_lowered_packs(self) -> bool:

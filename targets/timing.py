@@ -5,6 +5,12 @@ at least ``min_sample_s`` so short kernels are not dominated by timer and Python
 :func:`time_interleaved` runs a fixed number of rounds (``tdsched run``, sweeps);
 :func:`time_ratio` runs rounds until the ratio of two variants is known well enough to
 decide against a threshold (``tdsched regress``). Both drive one :class:`RoundTimer`.
+
+A speedup is always :func:`speedup`: the median of per-round ratios (each round's two
+samples were taken moments apart, so drift in the machine's speed cancels) with its
+distribution-free interval. Its policies differ only in how many rounds they take:
+a fixed number (``run``, a sweep's screening), a race that drops the slow
+(:mod:`tdsched.schedules.sweep.racing`), or until decided (:func:`time_ratio`).
 """
 
 from __future__ import annotations
@@ -133,6 +139,32 @@ class RoundTimer:
         return {n: Timing.of(s) for n, s in self.samples.items()}
 
 
+def speedup(
+    samples: Mapping[str, Sequence[float]], of: str, over: str, confidence: float = 0.95
+) -> Interval:
+    """The speedup of variant ``of`` over ``over`` (above 1: ``of`` is faster), from the
+    per-round times ``samples`` of a :class:`RoundTimer` (or the lists it wrote): the
+    median of the per-round ratios ``over / of`` over the rounds both ran, and its
+    ``confidence`` interval (:func:`median_interval`)."""
+    return Interval.of_ratios(samples[over], samples[of], confidence)
+
+
+def time_rounds(
+    variants: Mapping[str, Variant],
+    repeats: int = 7,
+    warmup: int = 1,
+    min_sample_s: float = MIN_SAMPLE_S,
+) -> dict[str, list[float]]:
+    """Each variant's milliseconds per call, round by round: ``repeats`` rounds,
+    alternating variants (and their order) per round (the samples :func:`speedup`
+    reads)."""
+    if repeats < 1:
+        raise ValueError("repeats must be >= 1")
+    timer = RoundTimer(variants, warmup, min_sample_s)
+    timer.run(repeats)
+    return timer.samples
+
+
 def time_interleaved(
     variants: Mapping[str, Variant],
     repeats: int = 7,
@@ -140,11 +172,8 @@ def time_interleaved(
     min_sample_s: float = MIN_SAMPLE_S,
 ) -> dict[str, Timing]:
     """Time each variant ``repeats`` times, alternating variants (and their order) per round."""
-    if repeats < 1:
-        raise ValueError("repeats must be >= 1")
-    timer = RoundTimer(variants, warmup, min_sample_s)
-    timer.run(repeats)
-    return timer.timings()
+    samples = time_rounds(variants, repeats, warmup, min_sample_s)
+    return {name: Timing.of(times) for name, times in samples.items()}
 
 
 def median_interval(values: list[float], confidence: float = 0.95) -> tuple[float, float]:
@@ -262,21 +291,20 @@ def time_ratio(
     start = time.perf_counter()
     top, bottom = labels
     timer = RoundTimer({top: numerator, bottom: denominator}, 1, min_sample_s)
-    ratios: list[float] = []
     while True:
-        sample = timer.round()
-        ratios.append(sample[bottom] / sample[top])
-        median, low, high = dataclasses.astuple(Interval.of(ratios, confidence))
+        timer.round()
+        rounds = timer.rounds
+        median, low, high = dataclasses.astuple(speedup(timer.samples, top, bottom, confidence))
         elapsed = time.perf_counter() - start
         stopped: Literal["decided", "precise", "time_cap", "max_rounds"] | None = None
-        if len(ratios) >= min_rounds:
+        if rounds >= min_rounds:
             if relative_half_width(median, low, high) <= precision:
                 stopped = "precise"
             elif threshold is not None and (low >= threshold or high < threshold):
                 stopped = "decided"
             elif elapsed >= time_cap_s:
                 stopped = "time_cap"
-            elif len(ratios) >= max_rounds:
+            elif rounds >= max_rounds:
                 stopped = "max_rounds"
         if stopped is not None:
-            return Ratio(median, low, high, len(ratios), elapsed, stopped, timer.timings())
+            return Ratio(median, low, high, rounds, elapsed, stopped, timer.timings())

@@ -3,6 +3,6 @@ folder is not on PATH (e.g. ``python -m tdsched run matmul_x86``)."""
 
 import sys
 
-from tdsched.schedules.cli import main
+from tdsched.schedules.cli.main import main
 
 sys.exit(main())

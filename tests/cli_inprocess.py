@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
-from tdsched.schedules.cli import main
+from tdsched.schedules.cli.main import main
 
 
 @dataclass

@@ -9,7 +9,7 @@ import sys
 def tdsched(*args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
     """``tdsched ARGS`` with this interpreter; ``check`` asserts exit status 0."""
     proc = subprocess.run(
-        [sys.executable, "-m", "tdsched.schedules.cli", *args],
+        [sys.executable, "-m", "tdsched.schedules.cli.main", *args],
         capture_output=True,
         text=True,
         check=False,

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tdsched.schedules.loading import load
-from tdsched.schedules.measure.build_target import BuildTarget
-from tdsched.schedules.pipeline import apply_graph, census_output, plan
-from tdsched.schedules.run_report import RunReport, run
+from tdsched.schedules.compile.build_target import BuildTarget
+from tdsched.schedules.compile.pipeline import apply_graph, census_output, plan
+from tdsched.schedules.frontends.loading import load
+from tdsched.schedules.measure.run_report import RunReport, run
 from tdsched.schedules.tune.prepare import prepare
 from tdsched.schedules.tune.task_match import ModelOps
 from tdsched.schedules.tune.tasks import extract_tasks

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from cli_inprocess import Outcome
-from tdsched.schedules.cli import main
+from tdsched.schedules.cli.main import main
 
 PYTHON_RECIPES = {
     "raises.py": ('raise RuntimeError("boom")\n', r"raises.py:1: .*RuntimeError: boom"),
@@ -17,7 +17,7 @@ PYTHON_RECIPES = {
     "nul.py": ("x = 1\x00\n", r"nul.py(:1)?: .*null bytes"),
     "exits.py": ("import sys\nsys.exit(7)\n", r"exits.py:2: .*called sys.exit\(7\)"),
     "bad_step.py": (
-        "from tdsched.schedules.python_api import RecipeBuilder, generator\n"
+        "from tdsched.schedules.frontends.python_api import RecipeBuilder, generator\n"
         'r = RecipeBuilder("x", workload=generator("matmul", M=8, N=8, K=8))\n'
         "r.graph.mmt4d([4, 4])\n",
         r"bad_step.py:3: mmt4d.tile: expected the inner tile \[M0, N0, K0\], got 2 sizes",
@@ -99,8 +99,8 @@ def test_a_recipe_name_too_long_for_a_file_name_is_refused_at_its_line(
 
 
 def test_python_recipe_names_are_checked_too() -> None:
-    from tdsched.schedules.errors import RecipeError
-    from tdsched.schedules.python_api import RecipeBuilder, generator
+    from tdsched.schedules.base.errors import RecipeError
+    from tdsched.schedules.frontends.python_api import RecipeBuilder, generator
 
     with pytest.raises(RecipeError, match="cannot name a recipe"):
         RecipeBuilder("a/b", workload=generator("matmul", M=8, N=8, K=8))
@@ -388,7 +388,7 @@ def test_a_model_file_name_with_a_space_tunes_into_a_recipe_tdsched_loads(
     tdsched: Callable[..., Outcome], tmp_path: Path, iree: str
 ) -> None:
     from onnx_models import relu_model
-    from tdsched.schedules.loading import load
+    from tdsched.schedules.frontends.loading import load
 
     model = tmp_path / "my model.onnx"
     relu_model(model, [4, 4])
@@ -412,7 +412,7 @@ def test_a_model_file_name_with_a_space_tunes_into_a_recipe_tdsched_loads(
     ],
 )
 def test_a_recipe_name_is_made_from_any_text(text: str, expected: str) -> None:
-    from tdsched.schedules.recipe import name_problem, recipe_name
+    from tdsched.schedules.dsl.recipe import name_problem, recipe_name
 
     assert recipe_name(text) == expected and name_problem(expected) is None
 

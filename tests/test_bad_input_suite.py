@@ -266,7 +266,7 @@ def test_bad_input_is_a_clear_error_and_touches_nothing_outside(tmp_path: Path, 
     env = {**os.environ, "HOME": str(home), "TMPDIR": str(tmp_path / "tmp")}
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "tdsched.schedules.cli", *case.args(work)],
+            [sys.executable, "-m", "tdsched.schedules.cli.main", *case.args(work)],
             cwd=work,
             env=env,
             capture_output=True,

@@ -9,13 +9,13 @@ import json
 
 import pytest
 from cli_process import tdsched
-from tdsched.schedules.build_names import build_values
-from tdsched.schedules.errors import RecipeError
-from tdsched.schedules.params import resolve
-from tdsched.schedules.python_api import Match, P, RecipeBuilder, generator
-from tdsched.schedules.recipe import Recipe
-from tdsched.schedules.steps import Mmt4dStep
-from tdsched.schedules.yaml_frontend import parse_recipe
+from tdsched.schedules.base.errors import RecipeError
+from tdsched.schedules.dsl.build_names import build_values
+from tdsched.schedules.dsl.params import resolve
+from tdsched.schedules.dsl.recipe import Recipe
+from tdsched.schedules.dsl.steps import Mmt4dStep
+from tdsched.schedules.frontends.python_api import Match, P, RecipeBuilder, generator
+from tdsched.schedules.frontends.yaml_frontend import parse_recipe
 from tdsched.targets.cpu_model import BuildCpu
 from tdsched.targets.target import BuildGpu
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tdsched.schedules.loading import load
-from tdsched.schedules.pipeline import build, plan
-from tdsched.schedules.run_report import run
+from tdsched.schedules.compile.pipeline import build, plan
+from tdsched.schedules.frontends.loading import load
+from tdsched.schedules.measure.run_report import run
 
 SMALL = {"H": 9, "W": 9, "C": 8, "F": 32, "M0": 8, "N0": 16, "TC": 4, "RF": 16}
 DIRECT_TILES = {1: {"WH": 3, "RW": 3}, 2: {"WH": 5, "RW": 5}}

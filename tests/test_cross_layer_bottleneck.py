@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tdsched.schedules.loading import load
-from tdsched.schedules.pipeline import build, plan
-from tdsched.schedules.run_report import run
+from tdsched.schedules.compile.pipeline import build, plan
+from tdsched.schedules.frontends.loading import load
+from tdsched.schedules.measure.run_report import run
 
 # A small bottleneck: 8x8 pixels, 32 channels, inner width 16.
 _SHAPE = {"H": 8, "W": 8, "C": 32, "M": 16}

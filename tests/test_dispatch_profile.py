@@ -11,9 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from tdsched.schedules.cli import main
-from tdsched.schedules.machine_peak import MachinePeak
-from tdsched.schedules.profile_report import (
+from tdsched.schedules.cli.main import main
+from tdsched.schedules.measure.machine_peak import MachinePeak
+from tdsched.schedules.measure.profile_report import (
     BuildProfile,
     DispatchPair,
     DispatchProfile,
@@ -22,7 +22,7 @@ from tdsched.schedules.profile_report import (
     pair_dispatches,
     profile_lines,
 )
-from tdsched.schedules.roofline_plot import PlotError, plot_roofline, require_matplotlib
+from tdsched.schedules.measure.roofline_plot import PlotError, plot_roofline, require_matplotlib
 from tdsched.targets.dispatch_profile import (
     DispatchTime,
     ModuleProfile,

@@ -7,11 +7,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tdsched.schedules.emit import ScriptStage
-from tdsched.schedules.errors import RecipeError
-from tdsched.schedules.loading import load
-from tdsched.schedules.pipeline import plan
-from tdsched.schedules.python_api import Match, P, RecipeBuilder, generator
+from tdsched.schedules.base.errors import RecipeError
+from tdsched.schedules.compile.emit import ScriptStage
+from tdsched.schedules.compile.pipeline import plan
+from tdsched.schedules.frontends.loading import load
+from tdsched.schedules.frontends.python_api import Match, P, RecipeBuilder, generator
 
 SHIPPED = [
     "matmul_x86",
@@ -139,7 +139,7 @@ def test_unknown_handle_lists_bound_ones() -> None:
     k = r.kernel("mm", match=Match(op="linalg.matmul"))
     k.root.tile([8, 8, 0], loops="wg")
     k.match("linalg.fill", name="fill")
-    from tdsched.schedules.python_api import LoopRef
+    from tdsched.schedules.frontends.python_api import LoopRef
 
     k.root.fuse_into(LoopRef(k.root.schedule, "nope"))
     with pytest.raises(RecipeError, match="unknown handle 'nope'; bound so far: fill, root, wg"):

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 from cli_process import tdsched
-from tdsched.schedules.emit import Marker
-from tdsched.schedules.errors import ScheduleNotApplied, Where
-from tdsched.schedules.loading import load
-from tdsched.schedules.pipeline import _require, plan
+from tdsched.schedules.base.errors import ScheduleNotApplied, Where
+from tdsched.schedules.compile.emit import Marker
+from tdsched.schedules.compile.pipeline import _require, plan
+from tdsched.schedules.frontends.loading import load
 
 TWO_MATMULS = """\
 func.func @two(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>, %acc: tensor<64x64xf32>)

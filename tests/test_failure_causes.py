@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tdsched.schedules.pipeline import build, plan
-from tdsched.schedules.python_api import Match, RecipeBuilder, generator
+from tdsched.schedules.compile.pipeline import build, plan
+from tdsched.schedules.frontends.python_api import Match, RecipeBuilder, generator
 from tdsched.schedules.sweep.table import cause
 from tdsched.targets.compiler import (
     CompileError,

@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
-from tdsched.schedules.cli import main
-from tdsched.schedules.errors import RecipeError
-from tdsched.schedules.loading import load
-from tdsched.schedules.pipeline import build, plan
-from tdsched.schedules.python_api import Match, RecipeBuilder, generator
-from tdsched.schedules.run_report import run
+from tdsched.schedules.base.errors import RecipeError
+from tdsched.schedules.cli.main import main
+from tdsched.schedules.compile.pipeline import build, plan
+from tdsched.schedules.frontends.loading import load
+from tdsched.schedules.frontends.python_api import Match, RecipeBuilder, generator
+from tdsched.schedules.measure.run_report import run
 
 MBR_SMALL = {"M": 256, "N": 256, "K": 256}
 
@@ -85,7 +85,7 @@ def test_show_lists_the_loop_for_rewrite_after_the_forall_script(
 def test_graph_level_fuse_ext_refuses_to_compile(tmp_path: Path) -> None:
     step = "fuse_ext: {root: {op: linalg.generic}, tile_sizes: [8, 16]}"
     p = plan(load(str(_graph_recipe(tmp_path, step))))
-    from tdsched.schedules.pipeline import compile_plan
+    from tdsched.schedules.compile.pipeline import compile_plan
 
     files = build(p, tmp_path / "out")
     with pytest.raises(RecipeError, match="host-level loops, which IREE cannot compile"):

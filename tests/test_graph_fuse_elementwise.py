@@ -364,7 +364,7 @@ def test_dynamic_candidates_whose_loops_cannot_be_shown_equal_are_named_with_the
 def test_apply_takes_a_dynamic_workload_and_run_says_what_it_needs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tdsched.schedules.cli import main
+    from tdsched.schedules.cli.main import main
 
     (tmp_path / "dyn.mlir").write_text(DYNAMIC)
     recipe = tmp_path / "dyn.yaml"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from iree.compiler import ir
 from iree_numerics import assert_same_results
-from tdsched.schedules.cli import main
-from tdsched.schedules.graph_rewrites import NO_BINDING_FUSION
+from tdsched.schedules.cli.main import main
+from tdsched.schedules.compile.graph_rewrites import NO_BINDING_FUSION
 from tdsched.transform_lib.dispatch_region import group_ops
 from tdsched.transform_lib.graph.mmt4d import Mmt4dOptions, mmt4d
 from tdsched.transform_lib.graph.report import GraphRewriteError, RewriteReport, rewrite_text

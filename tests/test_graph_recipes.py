@@ -7,18 +7,18 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from tdsched.schedules.errors import RecipeError
-from tdsched.schedules.loading import load
-from tdsched.schedules.pipeline import apply_graph, build, compile_baseline, plan
-from tdsched.schedules.python_api import Match, RecipeBuilder, generator
-from tdsched.schedules.run_report import run
-from tdsched.schedules.steps import (
+from tdsched.schedules.base.errors import RecipeError
+from tdsched.schedules.compile.pipeline import apply_graph, build, compile_baseline, plan
+from tdsched.schedules.dsl.steps import (
     CollapseDimsStep,
     FuseElementwiseExtStep,
     FusePadStep,
     Mmt4dStep,
 )
-from tdsched.schedules.yaml_frontend import parse_recipe
+from tdsched.schedules.frontends.loading import load
+from tdsched.schedules.frontends.python_api import Match, RecipeBuilder, generator
+from tdsched.schedules.frontends.yaml_frontend import parse_recipe
+from tdsched.schedules.measure.run_report import run
 
 GRAPH = """\
 name: g

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tdsched.schedules.errors import RecipeError
-from tdsched.schedules.loading import load
-from tdsched.schedules.pipeline import build, compile_plan, plan
-from tdsched.schedules.python_api import Match, RecipeBuilder, generator
-from tdsched.schedules.run_report import run
+from tdsched.schedules.base.errors import RecipeError
+from tdsched.schedules.compile.pipeline import build, compile_plan, plan
+from tdsched.schedules.frontends.loading import load
+from tdsched.schedules.frontends.python_api import Match, RecipeBuilder, generator
+from tdsched.schedules.measure.run_report import run
 from tdsched.targets.compiler import CompileError, CompileRequest, run_compile
 
 pytestmark = pytest.mark.usefixtures("iree")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tdsched.schedules.cli import main
+from tdsched.schedules.cli.main import main
 from tdsched.targets.ir_eval import EvalError, check_equivalent, evaluate, supported_ops
 
 RNG = np.random.default_rng(1234)

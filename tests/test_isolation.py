@@ -21,7 +21,7 @@ def run(request, progress):
 """
 
 PARENT = (
-    "from tdsched.schedules.isolation import call_isolated\n"
+    "from tdsched.schedules.measure.isolation import call_isolated\n"
     "call_isolated('sleeper:run', {'pidfile': 'child.pid'})\n"
 )
 

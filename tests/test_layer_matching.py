@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cli_process import tdsched
-from tdsched.schedules.errors import RecipeError
-from tdsched.schedules.loading import load
-from tdsched.schedules.params import resolve
-from tdsched.schedules.pipeline import apply_graph, plan
-from tdsched.schedules.recipe import Recipe
-from tdsched.schedules.recipe_trust import Trust
+from tdsched.schedules.base.errors import RecipeError
+from tdsched.schedules.compile.pipeline import apply_graph, plan
+from tdsched.schedules.dsl.params import resolve
+from tdsched.schedules.dsl.recipe import Recipe
+from tdsched.schedules.frontends.loading import load
+from tdsched.schedules.frontends.recipe_trust import Trust
 from tdsched.targets.target import DEFAULT_THREADS
 
 NET = """

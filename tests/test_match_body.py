@@ -12,11 +12,11 @@ import yaml
 from iree.compiler import ir
 from kernel_dispatch import assert_selects, prepared_tasks
 from tdsched.recipes.workloads.lowered import file_workload
-from tdsched.schedules.errors import RecipeError
-from tdsched.schedules.loading import load
-from tdsched.schedules.pipeline import apply_graph, plan
-from tdsched.schedules.python_api import Match, RecipeBuilder, generator
-from tdsched.schedules.run_report import run
+from tdsched.schedules.base.errors import RecipeError
+from tdsched.schedules.compile.pipeline import apply_graph, plan
+from tdsched.schedules.frontends.loading import load
+from tdsched.schedules.frontends.python_api import Match, RecipeBuilder, generator
+from tdsched.schedules.measure.run_report import run
 from tdsched.transform_lib.op_body import body_of
 
 MAX = """^bb0(%in: f32, %out: f32):

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from kernel_dispatch import assert_selects
-from tdsched.schedules.errors import RecipeError
-from tdsched.schedules.loading import load
-from tdsched.schedules.pipeline import plan
-from tdsched.schedules.python_api import Match, RecipeBuilder, workload_file
+from tdsched.schedules.base.errors import RecipeError
+from tdsched.schedules.compile.pipeline import plan
+from tdsched.schedules.frontends.loading import load
+from tdsched.schedules.frontends.python_api import Match, RecipeBuilder, workload_file
 
 THREE_MATMULS = """
 func.func @three(%a: tensor<64x32xf32>, %b: tensor<32x64xf32>, %res: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) {

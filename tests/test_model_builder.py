@@ -14,7 +14,7 @@ import pytest
 from iree.compiler import ir
 from iree_numerics import run_module
 from tdsched.recipes.models import MODELS, Model, ModelError, small_cnn
-from tdsched.recipes.models.builder import RESERVED_ATTRS
+from tdsched.recipes.models.graph import RESERVED_ATTRS
 from tdsched.targets.workload import random_inputs
 
 HOT = {"hot": True, "tile": 8, "scale": 0.5, "tag": "stem"}

@@ -12,10 +12,11 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 from tdsched.recipes.lowering import ONNX_REFERENCE, OnnxReference
-from tdsched.schedules.cli import _print_report, main
-from tdsched.schedules.loading import load
-from tdsched.schedules.pipeline import plan
-from tdsched.schedules.run_report import run
+from tdsched.schedules.cli.main import main
+from tdsched.schedules.cli.run_command import print_report
+from tdsched.schedules.compile.pipeline import plan
+from tdsched.schedules.frontends.loading import load
+from tdsched.schedules.measure.run_report import run
 from tdsched.targets.workload import random_inputs
 
 RNG = np.random.default_rng(7)
@@ -96,7 +97,7 @@ def test_a_lowering_that_differs_from_the_model_is_caught(
     assert report.status == "wrong"
     assert report.baseline_check is not None and report.baseline_check["status"] == "wrong"
 
-    _print_report(report)
+    print_report(report)
     assert (
         "checked  IREE default vs onnx-reference: wrong (max abs error 1); both builds are "
         "wrong: the lowering or IREE is the likely cause"

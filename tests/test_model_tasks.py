@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from iree.compiler import ir
 from onnx_models import mlp_model
-from tdsched.schedules.cli import main
+from tdsched.schedules.cli.main import main
 from tdsched.schedules.tune.tasks import group_tasks, weigh
 from tdsched.targets.dispatch_profile import DispatchTime, ModuleProfile
 from tdsched.targets.timing import Timing

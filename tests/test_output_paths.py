@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from cli_inprocess import Outcome
 from tdsched.recipes import RECIPES_DIR
-from tdsched.schedules.cli import make_parser
-from tdsched.schedules.output_paths import _READ, _WRITTEN
+from tdsched.schedules.cli.main import make_parser
+from tdsched.schedules.cli.output_paths import _READ, _WRITTEN
 from tdsched.schedules.sweep.database import ResultsDB
 
 # Each command with an option that writes: its arguments, OUT where the output goes.
@@ -205,7 +205,7 @@ def test_read_only_outputs_are_refused_before_the_work(tmp_path: Path) -> None:
     baseline.write_text("entries: []\n")
     baseline.chmod(0o444)
     folder.chmod(0o555)
-    cli = [sys.executable, "-m", "tdsched.schedules.cli"]
+    cli = [sys.executable, "-m", "tdsched.schedules.cli.main"]
     try:
         for args, expected in [
             (["schema", "-o", str(folder / "s.json")], f"the folder {folder} is read-only"),

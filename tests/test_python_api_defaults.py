@@ -8,8 +8,8 @@ import dataclasses
 import inspect
 from typing import Any
 
-from tdsched.schedules import python_api
-from tdsched.schedules.steps import STEPS
+from tdsched.schedules.dsl.steps import STEPS
+from tdsched.schedules.frontends import python_api
 
 API_SPELLINGS: dict[tuple[str, str], tuple[Any, Any]] = {
     ("producer", "name"): (None, "a fresh handle name"),

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 from cli_process import tdsched
-from tdsched.schedules.build_folders import write_compile_script
-from tdsched.schedules.errors import RecipeError
-from tdsched.schedules.loading import load, shipped_recipe_names
-from tdsched.schedules.pipeline import plan
-from tdsched.schedules.recipe_trust import Trust, flag_problem
-from tdsched.schedules.yaml_frontend import parse_recipe
+from tdsched.schedules.base.errors import RecipeError
+from tdsched.schedules.compile.build_folders import write_compile_script
+from tdsched.schedules.compile.pipeline import plan
+from tdsched.schedules.frontends.loading import load, shipped_recipe_names
+from tdsched.schedules.frontends.recipe_trust import Trust, flag_problem
+from tdsched.schedules.frontends.yaml_frontend import parse_recipe
 
 RECIPE = """\
 name: trust_probe

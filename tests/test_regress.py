@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 from tdsched.recipes import RECIPES_DIR
-from tdsched.schedules.cli import main
+from tdsched.schedules.cli.main import main
 
 pytestmark = pytest.mark.usefixtures("iree")
 pytest_plugins = ["pytester"]

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from tdsched.schedules.errors import RecipeError
-from tdsched.schedules.measure.build_target import BuildTarget
+from tdsched.schedules.base.errors import RecipeError
+from tdsched.schedules.compile.build_target import BuildTarget
 from tdsched.schedules.measure.status import Status
 from tdsched.schedules.regress.baseline_file import Settings, dump, load_baseline
 from tdsched.schedules.regress.calibration import CalibrationDrift
@@ -178,7 +178,7 @@ def test_bad_input_exits_2_with_the_file_line_and_no_traceback(tmp_path: Path) -
 def main_error(path: Path) -> str:
     """``tdsched regress PATH``'s stderr; it must exit 2 (bad input)."""
     proc = subprocess.run(
-        [sys.executable, "-m", "tdsched.schedules.cli", "regress", str(path)],
+        [sys.executable, "-m", "tdsched.schedules.cli.main", "regress", str(path)],
         capture_output=True,
         text=True,
         check=False,

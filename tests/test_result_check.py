@@ -5,9 +5,9 @@ passes where the reference is undefined, and a NaN where the reference has a num
 from __future__ import annotations
 
 import numpy as np
-from tdsched.schedules.evaluation import compare_outputs
+from tdsched.schedules.dsl.recipe import Tolerance
+from tdsched.schedules.measure.evaluation import compare_outputs
 from tdsched.schedules.measure.status import Status
-from tdsched.schedules.recipe import Tolerance
 from tdsched.targets.result_check import compare_result
 
 WANT = np.array([1.0, -2.0, 0.0, np.inf])

@@ -13,10 +13,10 @@ import jsonschema
 import pytest
 import yaml
 from tdsched.recipes import RECIPES_DIR
-from tdsched.schedules.errors import RecipeError
+from tdsched.schedules.base.errors import RecipeError
+from tdsched.schedules.frontends.schema import recipe_schema
 from tdsched.schedules.regress.baseline_file import load_baseline
 from tdsched.schedules.regress.baseline_schema import baseline_schema
-from tdsched.schedules.schema import recipe_schema
 
 VALIDATOR = jsonschema.Draft202012Validator(recipe_schema())
 
@@ -64,7 +64,7 @@ def test_mistakes_are_flagged(edit: tuple[str, str], flagged: str) -> None:
 def test_schema_command_writes_the_schema(tmp_path: Path) -> None:
     out = tmp_path / "recipe.schema.json"
     subprocess.run(
-        [sys.executable, "-m", "tdsched.schedules.cli", "schema", "-o", str(out)], check=True
+        [sys.executable, "-m", "tdsched.schedules.cli.main", "schema", "-o", str(out)], check=True
     )
     assert json.loads(out.read_text()) == recipe_schema()
 

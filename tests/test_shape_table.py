@@ -8,11 +8,11 @@ import argparse
 
 import pytest
 from iree.compiler.tools import compile_str
-from tdsched.schedules.errors import RecipeError
-from tdsched.schedules.params import resolve
-from tdsched.schedules.python_api import RecipeBuilder, generator
-from tdsched.schedules.sweep.command import shape_arg
-from tdsched.schedules.yaml_frontend import parse_recipe
+from tdsched.schedules.base.errors import RecipeError
+from tdsched.schedules.cli.sweep_command import shape_arg
+from tdsched.schedules.dsl.params import resolve
+from tdsched.schedules.frontends.python_api import RecipeBuilder, generator
+from tdsched.schedules.frontends.yaml_frontend import parse_recipe
 from tdsched.targets.cpu_isa import ISAS, host_isa, vector_isa
 from tdsched.targets.cpu_model import BuildCpu, build_cpu, cpu_model_of, host_cpu_model
 from tdsched.targets.target import BuildGpu
@@ -191,7 +191,7 @@ def test_sweep_shape_arguments_are_checked_when_parsed() -> None:
 
 
 def test_a_python_recipe_can_take_a_yaml_recipes_table() -> None:
-    from tdsched.schedules.loading import load
+    from tdsched.schedules.frontends.loading import load
 
     table = load("matmul_x86").shapes
     assert table is not None and len(table.entries) >= 5

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tdsched.schedules.errors import RecipeError
+from tdsched.schedules.base.errors import RecipeError
+from tdsched.schedules.frontends.yaml_frontend import load_recipe
 from tdsched.schedules.sweep.freeze import write_shape_table
-from tdsched.schedules.yaml_frontend import load_recipe
 
 RECIPE = """\
 name: t
@@ -52,7 +52,7 @@ def test_a_table_with_another_key_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_frozen_best_recipe_drops_the_table_that_would_override_it(tmp_path: Path) -> None:
-    from tdsched.schedules.params import resolve
+    from tdsched.schedules.dsl.params import resolve
     from tdsched.schedules.sweep.freeze import write_frozen
 
     source = tmp_path / "t.yaml"

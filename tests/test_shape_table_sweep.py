@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 from cli_process import tdsched
-from tdsched.schedules.loading import load
+from tdsched.schedules.frontends.loading import load
 from tdsched.targets.cpu_isa import host_isa
 from tdsched.targets.cpu_model import host_cpu_model
 

@@ -11,11 +11,11 @@ targets Vulkan too is checked at every shape of its table on Vulkan as well."""
 from __future__ import annotations
 
 import pytest
-from tdsched.schedules.loading import load, shipped_recipe_names
-from tdsched.schedules.measure.build_target import BuildTarget
-from tdsched.schedules.pipeline import plan
-from tdsched.schedules.run_report import run
-from tdsched.schedules.shape_table import ShapeEntry
+from tdsched.schedules.compile.build_target import BuildTarget
+from tdsched.schedules.compile.pipeline import plan
+from tdsched.schedules.dsl.shape_table import ShapeEntry
+from tdsched.schedules.frontends.loading import load, shipped_recipe_names
+from tdsched.schedules.measure.run_report import run
 from tdsched.targets.cpu_isa import host_isa
 from tdsched.targets.cpu_model import host_cpu_model
 

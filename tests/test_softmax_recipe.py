@@ -7,11 +7,11 @@ import re
 from pathlib import Path
 
 import pytest
-from tdsched.schedules.errors import RecipeError
-from tdsched.schedules.loading import load
-from tdsched.schedules.pipeline import plan
-from tdsched.schedules.python_api import Match, RecipeBuilder, generator
-from tdsched.schedules.run_report import run
+from tdsched.schedules.base.errors import RecipeError
+from tdsched.schedules.compile.pipeline import plan
+from tdsched.schedules.frontends.loading import load
+from tdsched.schedules.frontends.python_api import Match, RecipeBuilder, generator
+from tdsched.schedules.measure.run_report import run
 
 
 def _library(recipe_text: str, tmp_path: Path, target: str | None = None) -> str:

@@ -9,15 +9,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from tdsched.schedules.emit import EMITTED_STEPS, emit
-from tdsched.schedules.errors import RecipeError
-from tdsched.schedules.options import Kind, step_options
-from tdsched.schedules.params import resolve
-from tdsched.schedules.python_api import Match, P, RecipeBuilder, generator
-from tdsched.schedules.recipe import KernelSchedule
-from tdsched.schedules.step_docs import INDEX, index_page, options_table
-from tdsched.schedules.steps import STEPS, StepBase, register
-from tdsched.schedules.yaml_frontend import parse_recipe
+from tdsched.schedules.base.errors import RecipeError
+from tdsched.schedules.compile.emit import EMITTED_STEPS, emit
+from tdsched.schedules.dsl.options import Kind, step_options
+from tdsched.schedules.dsl.params import resolve
+from tdsched.schedules.dsl.recipe import KernelSchedule
+from tdsched.schedules.dsl.step_docs import INDEX, index_page, options_table
+from tdsched.schedules.dsl.steps import STEPS, StepBase, register
+from tdsched.schedules.frontends.python_api import Match, P, RecipeBuilder, generator
+from tdsched.schedules.frontends.yaml_frontend import parse_recipe
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "primitives"
 HERE = Path(__file__).name
@@ -222,7 +222,7 @@ def test_each_primitive_has_a_doc_page_with_its_current_options(primitive: str) 
     table = options_table(STEPS[primitive].cls)
     assert table in text, (
         f"the options table in {page.name} is out of date: run "
-        f"`{sys.executable} -m tdsched.schedules.step_docs docs/primitives`"
+        f"`{sys.executable} -m tdsched.schedules.dsl.step_docs docs/primitives`"
     )
 
 
@@ -230,7 +230,7 @@ def test_the_primitives_index_lists_every_registered_primitive() -> None:
     index = DOCS / INDEX
     assert index.is_file() and index.read_text() == index_page(), (
         f"docs/primitives/{INDEX} is out of date: run "
-        f"`{sys.executable} -m tdsched.schedules.step_docs docs/primitives`"
+        f"`{sys.executable} -m tdsched.schedules.dsl.step_docs docs/primitives`"
     )
     for primitive in STEPS:
         assert f"[{primitive}]({primitive}.md)" in index_page()

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tdsched.schedules.cli import main
+from tdsched.schedules.cli.main import main
 from tdsched.schedules.sweep.distinct import SAME_BUILD
 
 pytestmark = pytest.mark.usefixtures("iree")
@@ -160,7 +160,15 @@ def test_rerun_reuses_records_and_rebench_times_again(
 
 def test_resume_after_kill_9_loses_and_duplicates_nothing(recipe: Path, tmp_path: Path) -> None:
     db = tmp_path / "s.db"
-    command = [sys.executable, "-m", "tdsched.schedules.cli", "sweep", str(recipe), "--db", str(db)]
+    command = [
+        sys.executable,
+        "-m",
+        "tdsched.schedules.cli.main",
+        "sweep",
+        str(recipe),
+        "--db",
+        str(db),
+    ]
     command += ["--param", "SPLITK=0", *FAST]
     env = {**os.environ, "TDSCHED_SWEEP_FAULTS": "run:hang:TM=64"}
     proc = subprocess.Popen(command, env=env, start_new_session=True)

@@ -48,7 +48,7 @@ def test_recorded_sweep_tells_whose_best_a_file_is(tmp_path: Path) -> None:
 def test_a_sweep_never_overwrites_another_sweeps_best(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
-    from tdsched.schedules.sweep.command import _best_path
+    from tdsched.schedules.cli.sweep_command import _best_path
 
     db = tmp_path / "s.db"
     first = SimpleNamespace(recipe=SimpleNamespace(name="r"), target="x86", sweep_id=1)

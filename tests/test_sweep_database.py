@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from tdsched.schedules.cli import main
+from tdsched.schedules.cli.main import main
 from tdsched.schedules.sweep.database import (
     SCHEMA_VERSION,
     DatabaseError,

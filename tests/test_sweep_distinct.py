@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Hashable
 
-from tdsched.schedules.build_names import build_values
-from tdsched.schedules.loading import find_recipe, load
-from tdsched.schedules.measure.build_target import BuildTarget
-from tdsched.schedules.space import Point
+from tdsched.schedules.compile.build_target import BuildTarget
+from tdsched.schedules.dsl.build_names import build_values
+from tdsched.schedules.dsl.space import Point
+from tdsched.schedules.frontends.loading import find_recipe, load
 from tdsched.schedules.sweep.candidates import content_key, plan_point
 from tdsched.schedules.sweep.distinct import (
     SAME_BUILD,

@@ -6,13 +6,13 @@ in tests/test_sweep.py)."""
 from __future__ import annotations
 
 import pytest
-from tdsched.schedules.build_names import build_values
+from tdsched.schedules.dsl.build_names import build_values
+from tdsched.schedules.dsl.space import ParamValue
+from tdsched.schedules.frontends.yaml_frontend import parse_recipe
 from tdsched.schedules.measure.status import Status
-from tdsched.schedules.space import ParamValue
 from tdsched.schedules.sweep.database import Result
 from tdsched.schedules.sweep.distinct import distinct_builds
 from tdsched.schedules.sweep.incumbent import Incumbent, find_incumbent
-from tdsched.schedules.yaml_frontend import parse_recipe
 from tdsched.targets.cpu_model import BuildCpu
 
 AVX512 = BuildCpu("avx512", "znver5")

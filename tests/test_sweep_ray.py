@@ -15,8 +15,8 @@ import iree.compiler.version
 import pytest
 from onnx_models import mlp_model
 from tdsched.recipes import RECIPES_DIR
-from tdsched.schedules.cli import main
-from tdsched.schedules.measure.build_target import BuildTarget
+from tdsched.schedules.cli.main import main
+from tdsched.schedules.compile.build_target import BuildTarget
 from tdsched.schedules.sweep.database import ResultsDB
 from tdsched.schedules.sweep.messages import CompileJob, SweepContext
 from tdsched.schedules.sweep.ray_executor import (

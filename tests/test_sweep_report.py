@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tdsched.schedules.cli import main
+from tdsched.schedules.cli.main import main
 from tdsched.schedules.sweep.database import Result, ResultsDB, SweepWork
 from tdsched.schedules.sweep.racing import Decision, RaceResult, Standing
 from tdsched.schedules.sweep.report import RESULT_COLUMNS, best_cells, centred_norm
@@ -621,7 +621,7 @@ def test_report_never_writes_the_database(
 def test_report_reads_a_database_in_a_read_only_folder(db_path: Path) -> None:
     """The user's case: a database (WAL, its -shm index gone) in a folder nobody may
     write. Root writes anywhere: it runs without the capability that lets it."""
-    command = [sys.executable, "-m", "tdsched.schedules.cli", "report", str(db_path)]
+    command = [sys.executable, "-m", "tdsched.schedules.cli.main", "report", str(db_path)]
     if os.geteuid() == 0:
         setpriv = shutil.which("setpriv")
         if setpriv is None:

@@ -6,12 +6,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from tdsched.schedules.build_names import build_values
-from tdsched.schedules.cli import main
-from tdsched.schedules.constraints import ConstraintError, parse_constraint
-from tdsched.schedules.errors import RecipeError
-from tdsched.schedules.python_api import Match, P, Pow2, Range, RecipeBuilder, generator
-from tdsched.schedules.yaml_frontend import parse_recipe
+from tdsched.schedules.base.errors import RecipeError
+from tdsched.schedules.cli.main import main
+from tdsched.schedules.dsl.build_names import build_values
+from tdsched.schedules.dsl.constraints import ConstraintError, parse_constraint
+from tdsched.schedules.frontends.python_api import Match, P, Pow2, Range, RecipeBuilder, generator
+from tdsched.schedules.frontends.yaml_frontend import parse_recipe
 from tdsched.targets.cpu_model import BuildCpu
 
 HEAD = """\

@@ -9,9 +9,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
-from tdsched.schedules.build_names import build_values
-from tdsched.schedules.loading import load
-from tdsched.schedules.space import ParamValue, Point
+from tdsched.schedules.dsl.build_names import build_values
+from tdsched.schedules.dsl.space import ParamValue, Point
+from tdsched.schedules.frontends.loading import load
 from tdsched.schedules.sweep.cost_model import (
     Featurizer,
     LearnedModel,

@@ -11,8 +11,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from tdsched.schedules.cli import make_parser
-from tdsched.schedules.measure.build_target import BuildTarget
+from tdsched.schedules.cli.main import make_parser
+from tdsched.schedules.compile.build_target import BuildTarget
 from tdsched.schedules.measure.status import Status
 from tdsched.schedules.regress.baseline_file import Entry, Settings
 from tdsched.schedules.regress.measure import Measurement
@@ -77,7 +77,7 @@ def test_one_cpu_thread_runs_inline_on_local_sync() -> None:
 
 _POLICY_AFTER_PREPARE = """
 import os
-from tdsched.schedules.evaluation import prepare_device
+from tdsched.schedules.measure.evaluation import prepare_device
 from tdsched.targets.target import make_target
 prepare_device(make_target("x86"), {threads})
 print(os.sched_getscheduler(0) == os.SCHED_BATCH)

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 import yaml
-from tdsched.schedules.cli import main
-from tdsched.schedules.errors import RecipeError, Where
-from tdsched.schedules.measure.build_target import BuildTarget
+from tdsched.schedules.base.errors import RecipeError, Where
+from tdsched.schedules.cli.main import main
+from tdsched.schedules.compile.build_target import BuildTarget
+from tdsched.schedules.dsl.params import substitute_plain
+from tdsched.schedules.measure.run_report import RunReport
 from tdsched.schedules.measure.status import Status
-from tdsched.schedules.params import substitute_plain
-from tdsched.schedules.run_report import RunReport
 from tdsched.schedules.sweep.database import Result
 from tdsched.schedules.tune.model_recipe import ModelSpec, write_model_recipe
 from tdsched.schedules.tune.outcome import TuneOutcome

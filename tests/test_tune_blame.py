@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tdsched.schedules.cli import main
-from tdsched.schedules.measure.build_target import BuildTarget
+from tdsched.schedules.cli.main import main
+from tdsched.schedules.cli.tune_command import _final_check
+from tdsched.schedules.compile.build_target import BuildTarget
+from tdsched.schedules.measure.run_report import RunReport
 from tdsched.schedules.measure.status import Status
-from tdsched.schedules.run_report import RunReport
 from tdsched.schedules.tune.blame import blame_packed, culprits
-from tdsched.schedules.tune.command import _final_check
 from tdsched.schedules.tune.model_recipe import ModelSpec, write_model_recipe
 from tdsched.schedules.tune.outcome import TuneOutcome
 from tdsched.schedules.tune.tasks import ModelTasks

@@ -12,9 +12,9 @@ import yaml
 from kernel_dispatch import prepared_tasks
 from onnx import TensorProto, helper, numpy_helper
 from tdsched.recipes.workloads.lowered import file_workload
-from tdsched.schedules.loading import load
-from tdsched.schedules.pipeline import plan
-from tdsched.schedules.run_report import run
+from tdsched.schedules.compile.pipeline import plan
+from tdsched.schedules.frontends.loading import load
+from tdsched.schedules.measure.run_report import run
 from tdsched.schedules.tune.templates import NoTemplate, TemplateKernel
 from tdsched.schedules.tune.templates_rows import is_row_reduction, row_reduction_template
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, ConfiguredOp

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 from onnx_models import matmul_model, mlp_model
-from tdsched.schedules.cli import main
-from tdsched.schedules.measure.build_target import BuildTarget
+from tdsched.schedules.cli.main import main
+from tdsched.schedules.compile.build_target import BuildTarget
 from tdsched.schedules.sweep.database import Result
 from tdsched.schedules.tune.model_recipe import ModelSpec, write_model_recipe
 from tdsched.schedules.tune.prepare import _task_recipe, prepare
@@ -24,7 +24,11 @@ from tdsched.transform_lib.census import StructuredOp
 from tdsched.transform_lib.constant_operands import ModelConstants
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, ConfiguredOp, read_configured
 from tdsched.transform_lib.errors import ScheduleError
-from tdsched.transform_lib.lowering_config import compilation_info, derived_workgroup_size
+from tdsched.transform_lib.lowering_config import (
+    Codegen,
+    compilation_info,
+    derived_workgroup_size,
+)
 
 CONFIG = "#iree_codegen.lowering_config<tile_sizes = [[16, 64], [4, 8], [0, 0, 4]]>"
 
@@ -109,13 +113,13 @@ def test_the_workgroup_size_follows_from_the_tiles_as_iree_derives_it() -> None:
     assert derived_workgroup_size([16, 256], [8, 8]) == [32, 2, 1]
     assert derived_workgroup_size([1, 32, 128], [1, 8, 8]) == [16, 4, 1]
     assert derived_workgroup_size([0, 256], [0, 4]) == [64, 1, 1]
-    info = compilation_info("vulkan", {"workgroup": [16, 64], "thread": [4, 8]})
+    info = compilation_info(Codegen.SPIRV, {"workgroup": [16, 64], "thread": [4, 8]})
     assert "workgroup_size = [8, 4, 1]" in info
     with pytest.raises(ScheduleError, match="thread tile 3 does not divide the workgroup tile 64"):
         derived_workgroup_size([16, 64], [4, 3])
     with pytest.raises(ScheduleError, match="MatmulPromoteVectorize needs workgroup_size"):
         compilation_info(
-            "vulkan", {"workgroup": [16, 64], "thread": [4, 8]}, None, "MatmulPromoteVectorize"
+            Codegen.SPIRV, {"workgroup": [16, 64], "thread": [4, 8]}, None, "MatmulPromoteVectorize"
         )
 
 

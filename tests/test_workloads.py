@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from tdsched.recipes.workloads import generate
 from tdsched.recipes.workloads.generators import WEIGHT_SEED
-from tdsched.schedules.pipeline import plan
-from tdsched.schedules.python_api import RecipeBuilder, generator
-from tdsched.schedules.run_report import run
+from tdsched.schedules.compile.pipeline import plan
+from tdsched.schedules.frontends.python_api import RecipeBuilder, generator
+from tdsched.schedules.measure.run_report import run
 from tdsched.targets.random_data import random_arrays
 from tdsched.targets.workload import WorkloadError, input_types, random_inputs
 

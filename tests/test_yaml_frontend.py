@@ -6,10 +6,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from tdsched.schedules.errors import RecipeError
-from tdsched.schedules.params import resolve
-from tdsched.schedules.steps import FuseIntoStep, MatchStep, TileStep
-from tdsched.schedules.yaml_frontend import load_recipe, parse_recipe
+from tdsched.schedules.base.errors import RecipeError
+from tdsched.schedules.dsl.params import resolve
+from tdsched.schedules.dsl.steps import FuseIntoStep, MatchStep, TileStep
+from tdsched.schedules.frontends.yaml_frontend import load_recipe, parse_recipe
 
 GOOD = """\
 name: t

@@ -19,7 +19,7 @@ from iree.compiler import ir
 from iree.compiler.dialects import linalg, transform
 from iree.compiler.passmanager import PassManager
 
-from .graph.generic_build import static_loop_ranges
+from .generic_build import static_loop_ranges
 from .graph.report import layer_of
 from .op_body import body_of
 from .payload import is_structured, ops_under

@@ -25,7 +25,7 @@ from iree.compiler.passmanager import PassManager
 
 from .census import input_count
 from .errors import ScheduleError
-from .graph.generic_build import static_loop_ranges
+from .generic_build import static_loop_ranges
 from .payload import is_structured, ops_under
 
 _LEVEL = re.compile(r"(\w+) = \[([-\d, ]*)\]")

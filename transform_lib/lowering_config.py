@@ -19,6 +19,7 @@ before it, ``z`` for the rest. A config that leaves ``workgroup_size`` out gets 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from enum import Enum
 
 from .errors import ScheduleError
 
@@ -29,9 +30,34 @@ _CPU_LEVELS = {
     "inner": "vector_inner_parallel",
 }
 _GPU_LEVELS = {"workgroup": "workgroup", "thread": "thread", "reduction": "reduction"}
-_DEFAULT_PIPELINE = {"x86": "DoubleTilingExpert", "vulkan": "BaseVectorize"}
-_PIPELINE_ATTR = {"x86": "#iree_cpu.pipeline<{}>", "vulkan": "#iree_gpu.spirv_pipeline<{}>"}
 _DERIVES_WORKGROUP_SIZE = "BaseVectorize"
+
+
+class Codegen(Enum):
+    """IREE's code generator a config is written for; a target names its own
+    (``Target.codegen`` in :mod:`tdsched.targets.target`). The value is IREE's HAL
+    backend."""
+
+    LLVM_CPU = "llvm-cpu"
+    SPIRV = "vulkan-spirv"
+
+    @property
+    def is_cpu(self) -> bool:
+        return self is Codegen.LLVM_CPU
+
+    @property
+    def levels(self) -> dict[str, str]:
+        """The tile levels a config names, and IREE's name of each."""
+        return _CPU_LEVELS if self.is_cpu else _GPU_LEVELS
+
+    @property
+    def default_pipeline(self) -> str:
+        return "DoubleTilingExpert" if self.is_cpu else "BaseVectorize"
+
+    @property
+    def pipeline_attr(self) -> str:
+        """IREE's pipeline attribute, ``{}`` standing for the pipeline's name."""
+        return "#iree_cpu.pipeline<{}>" if self.is_cpu else "#iree_gpu.spirv_pipeline<{}>"
 
 
 def _list(sizes: Sequence[int]) -> str:
@@ -39,27 +65,27 @@ def _list(sizes: Sequence[int]) -> str:
 
 
 def compilation_info(
-    target: str,
+    codegen: Codegen,
     tile_sizes: Mapping[str, Sequence[int]],
     workgroup_size: Sequence[int] | None = None,
     pipeline_name: str | None = None,
 ) -> str:
-    """The ``#iree_codegen.compilation_info`` text for a config on ``target``.
+    """The ``#iree_codegen.compilation_info`` text for a config for ``codegen``.
 
     ``tile_sizes`` maps a level to sizes, ``workgroup_size`` is for GPUs, ``pipeline_name``
     names IREE's pipeline (x86 ``DoubleTilingExpert``...; vulkan ``BaseVectorize``,
     ``MatmulPromoteVectorize``...). Vulkan levels may be shorter than the loop count
     (trailing loops untiled), e.g. workgroup ``[64, 64]``, reduction ``[0, 0, 4]``.
     """
-    pipeline = _PIPELINE_ATTR[target].format(pipeline_name or _DEFAULT_PIPELINE[target])
-    _check_levels(tile_sizes, target)
-    if target == "x86":
+    pipeline = codegen.pipeline_attr.format(pipeline_name or codegen.default_pipeline)
+    _check_levels(tile_sizes, codegen)
+    if codegen.is_cpu:
         if workgroup_size:
             raise ScheduleError("config: workgroup_size applies to GPU targets (vulkan) only")
         config = _cpu_lowering_config(tile_sizes)
         info = f"#iree_codegen.translation_info<pipeline = {pipeline}>"
     else:
-        name = pipeline_name or _DEFAULT_PIPELINE[target]
+        name = pipeline_name or codegen.default_pipeline
         if not workgroup_size and name == _DERIVES_WORKGROUP_SIZE:
             workgroup_size = derived_workgroup_size(
                 tile_sizes.get("workgroup", ()), tile_sizes.get("thread", ())
@@ -79,10 +105,10 @@ def compilation_info(
     return f"#iree_codegen.compilation_info<lowering_config = {config}, translation_info = {info}>"
 
 
-def op_lowering_config(target: str, tile_sizes: Mapping[str, Sequence[int]]) -> str:
+def op_lowering_config(codegen: Codegen, tile_sizes: Mapping[str, Sequence[int]]) -> str:
     """The ``#iree_cpu.lowering_config`` of a non-root op (a config with ``root: false``):
     its tile sizes, without a pipeline or a distribution level, which are the root's."""
-    if target != "x86":
+    if not codegen.is_cpu:
         raise ScheduleError(
             "config: root: false (tile sizes for a non-root op of a dispatch) is for x86; "
             "on Vulkan configure the dispatch's root only"
@@ -92,16 +118,17 @@ def op_lowering_config(target: str, tile_sizes: Mapping[str, Sequence[int]]) -> 
             "config: a root: false config has no 'workgroup' level: the dispatch's root "
             "distributes the work to workgroups; give vector, reduction or inner sizes"
         )
-    _check_levels(tile_sizes, target)
+    _check_levels(tile_sizes, codegen)
     return _cpu_lowering_config(tile_sizes)
 
 
-def _check_levels(tile_sizes: Mapping[str, Sequence[int]], target: str) -> None:
-    levels = _CPU_LEVELS if target == "x86" else _GPU_LEVELS
+def _check_levels(tile_sizes: Mapping[str, Sequence[int]], codegen: Codegen) -> None:
+    levels = codegen.levels
     unknown = sorted(set(tile_sizes) - set(levels))
     if unknown:
         raise ScheduleError(
-            f"config: tile level(s) {', '.join(unknown)} do not exist on {target}; "
+            f"config: tile level(s) {', '.join(unknown)} do not exist for IREE's "
+            f"{codegen.value} codegen; "
             f"use {', '.join(levels)}"
         )
 

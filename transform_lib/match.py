@@ -47,7 +47,7 @@ def attribute(value: AttrValue) -> ir.Attribute:
 Dim = TypeVar("Dim")
 """What a loop bound in :attr:`Criteria.shape` is: an integer once parameters are
 substituted (:data:`OpCriteria`); a recipe's selection may still hold a parameter
-reference (``tdsched.schedules.values.MatchSpec``)."""
+reference (``tdsched.schedules.dsl.values.MatchSpec``)."""
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 from iree.compiler import ir
 from iree.compiler.passmanager import PassManager
 
-from .graph.generic_build import static_loop_ranges
+from .generic_build import static_loop_ranges
 
 _NOT_STRUCTURED = {"linalg.yield", "linalg.index"}
 

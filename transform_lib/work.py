@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from iree.compiler import ir
 from iree.compiler.passmanager import PassManager
 
-from .graph.generic_build import static_loop_ranges
+from .generic_build import static_loop_ranges
 from .payload import is_structured, ops_under
 
 _FREE = frozenset(

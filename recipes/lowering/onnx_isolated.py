@@ -3,7 +3,7 @@ names the node it crashed on.
 
 IREE's ONNX-to-torch conversion segfaults on some ops (``Unique`` in IREE 3.13): in the
 command's own process that is exit status 139 and no word. Here the child
-(``python -m tdsched.recipes.lowering.onnx_isolated FOLDER SOURCE``) lowers the model
+(:mod:`.onnx_child`) lowers the model
 in ``FOLDER`` and writes the module's text, or the lowering's error; a child killed by
 a signal is followed by one child per distinct op type of the model, each lowering a
 model of one node of that type, to find the node to blame.
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     import onnx
 
 MODEL, MODULE, ERROR = "model.onnx", "module.mlir", "error.txt"
+CHILD = f"{__package__}.onnx_child"
+"""The module the child runs (``python -m CHILD FOLDER SOURCE``)."""
 PROBE_TIMEOUT_S = 120.0
 """How long a probe of one node may take (a hang counts as no crash)."""
 
@@ -58,7 +60,7 @@ def _lower_in_child(
         folder = Path(tmp)
         (folder / MODEL).write_bytes(model.SerializeToString())
         proc = subprocess.run(
-            [sys.executable, "-m", __name__, str(folder), source],
+            [sys.executable, "-m", CHILD, str(folder), source],
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
@@ -128,23 +130,3 @@ def _one_node_model(prepared: onnx.ModelProto, node: onnx.NodeProto) -> onnx.Mod
     model = onnx.helper.make_model(alone, opset_imports=prepared.opset_import)
     model.ir_version = prepared.ir_version
     return model
-
-
-def main(folder: str, source: str) -> int:
-    """The child: lower ``folder``'s model; write the text, or the lowering's error."""
-    import onnx
-
-    from .onnx_import import lower_in_process
-
-    path = Path(folder)
-    try:
-        text = lower_in_process(onnx.load(path / MODEL), source)
-    except LoweringError as exc:
-        (path / ERROR).write_text(str(exc))
-        return 0
-    (path / MODULE).write_text(text)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))

@@ -5,7 +5,8 @@ tagging every op with ``tdsched.layer`` so recipes can match layers; ``reference
 numpy forward pass; ``to_onnx`` exports it. ``MODELS`` lists the shipped models.
 """
 
-from .builder import Layer, Model, ModelError, Tensor, Window
+from .builder import Model
+from .graph import Layer, ModelError, Tensor, Window
 from .zoo import MODELS, small_cnn
 
 __all__ = ["MODELS", "Layer", "Model", "ModelError", "Tensor", "Window", "small_cnn"]

@@ -11,13 +11,13 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from .builder import Layer, Layout, Model, Tensor, Window
+from .graph import Layer, Layout, ModelGraph, Tensor, Window
 
 _TO_NCHW = (0, 3, 1, 2)
 _TO_NHWC = (0, 2, 3, 1)
 
 
-def forward(model: Model, x: np.ndarray) -> list[np.ndarray]:
+def forward(model: ModelGraph, x: np.ndarray) -> list[np.ndarray]:
     """The model's outputs (float32) for input ``x`` (precondition: ``x`` has the input shape)."""
     values: dict[Tensor, np.ndarray] = {model.input: _canonical(x.astype(np.float64), model.layout)}
     for layer in model.layers:

@@ -17,12 +17,12 @@ import numpy as np
 from iree.compiler import ir
 from iree.compiler.dialects import arith, func, linalg, tensor
 
-from .builder import AttrValue, Layer, Layout, Model, Tensor, channel_axis, spatial_axes
+from .graph import AttrValue, Layer, Layout, ModelGraph, Tensor, channel_axis, spatial_axes
 
 Lowering = Callable[[Layer, list[ir.Value], list[ir.Value], Layout], ir.Value]
 
 
-def lower_model(model: Model) -> str:
+def lower_model(model: ModelGraph) -> str:
     """The module text (with locations) of ``func.func @<model name>(input) -> outputs``."""
     with ir.Context(), ir.Location.unknown():
         module = ir.Module.create()

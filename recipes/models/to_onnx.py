@@ -12,7 +12,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from .builder import Layer, Model, Tensor, fail
+from .graph import Layer, ModelGraph, Tensor, fail
 
 OPSET = 17
 _IR_VERSION = 8
@@ -21,7 +21,7 @@ _IR_VERSION = 8
 NodeSpec = tuple[str, dict[str, Any]]
 
 
-def export(model: Model) -> Any:
+def export(model: ModelGraph) -> Any:
     """The checked ``onnx.ModelProto`` (preconditions: NCHW layout, at least one output)."""
     onnx = _import_onnx(model)
     names = _value_names(model)
@@ -58,7 +58,7 @@ def export(model: Model) -> Any:
     return proto
 
 
-def _import_onnx(model: Model) -> ModuleType:
+def _import_onnx(model: ModelGraph) -> ModuleType:
     try:
         return importlib.import_module("onnx")
     except ImportError as exc:
@@ -68,7 +68,7 @@ def _import_onnx(model: Model) -> ModuleType:
         ) from exc
 
 
-def _value_names(model: Model) -> dict[Tensor, str]:
+def _value_names(model: ModelGraph) -> dict[Tensor, str]:
     """ONNX value names: ``input``, ``output``/``output_<i>`` for outputs, else the layer name."""
     names = {model.input: "input"} | {layer.output: layer.name for layer in model.layers}
     if len(model.outputs) == 1:

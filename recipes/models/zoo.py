@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .builder import Model, Tensor
+from .builder import Model
+from .graph import Tensor
 
 
 def small_cnn(

@@ -16,9 +16,9 @@ import dataclasses
 import os
 from pathlib import Path
 
-from ..errors import RecipeError, Where
-from ..loading import find_recipe, load
-from ..recipe_trust import UNTRUSTED, Trust
+from ..base.errors import RecipeError, Where
+from ..frontends.loading import find_recipe, load
+from ..frontends.recipe_trust import UNTRUSTED, Trust
 from ..sweep.freeze import read_provenance
 from .baseline_file import BaselineFile, Entry, Settings, load_baseline
 

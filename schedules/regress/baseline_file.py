@@ -29,12 +29,12 @@ from typing import Any
 import yaml
 from tdsched.targets.target import DEFAULT_THREADS, TARGET_NAMES
 
-from ..errors import RecipeError, Where
-from ..files import read_user_text
-from ..measure.build_target import BuildTarget
-from ..space import ParamValue
-from ..yaml_nodes import Node, compose, optional
-from ..yaml_writer import recipe_yaml
+from ..base.errors import RecipeError, Where
+from ..base.files import read_user_text
+from ..compile.build_target import BuildTarget
+from ..dsl.space import ParamValue
+from ..frontends.yaml_nodes import Node, compose, optional
+from ..frontends.yaml_writer import recipe_yaml
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from typing import Any
 
 from tdsched.targets.target import TARGET_NAMES
 
-from ..schema import closed_object
+from ..frontends.schema import closed_object
 from .baseline_file import (
     ENTRY_FIELDS,
     FILE_FIELDS,

@@ -18,8 +18,8 @@ from tdsched.targets.runtime import LoadedModule
 from tdsched.targets.timing import Timing, time_interleaved
 from tdsched.targets.workload import random_inputs
 
-from ..files import write_atomically
-from ..pipeline import compile_default_workload
+from ..base.files import write_atomically
+from ..compile.pipeline import compile_default_workload
 
 CALIBRATION_ARGS: dict[str, int | str] = {"M": 256, "N": 256, "K": 256, "dtype": "f32"}
 """A 256³ f32 matmul under IREE's default pipeline: about a millisecond on a CPU."""

@@ -1,4 +1,4 @@
-"""Each entry is measured in a fresh child process (:mod:`tdsched.schedules.isolation`).
+"""Each entry is measured in a fresh child process (:mod:`tdsched.schedules.measure.isolation`).
 
 A child that dies (a compiled module's segfault) or runs past its limit becomes a
 ``crashed`` / ``timeout`` measurement with the end of the child's output, and the
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..isolation import ChildFailure, call_isolated
+from ..measure.isolation import ChildFailure, call_isolated
 from .measure import Measurement, MeasureRequest
 
 ENTRY = "tdsched.schedules.regress.measure:measure_json"

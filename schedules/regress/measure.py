@@ -18,15 +18,15 @@ from typing import Any
 import iree.compiler.version
 from tdsched.targets.timing import Ratio, time_ratio
 
-from ..errors import RecipeError, Where
-from ..evaluation import EVALUATION_ERRORS, build_and_check, prepare_device, status_of
-from ..isolation import Progress
-from ..loading import load
-from ..measure.build_target import BuildTarget
+from ..base.errors import RecipeError, Where
+from ..compile.build_target import BuildTarget
+from ..compile.pipeline import plan
+from ..dsl.space import ParamValue
+from ..frontends.loading import load
+from ..frontends.recipe_trust import UNTRUSTED, Trust
+from ..measure.evaluation import EVALUATION_ERRORS, build_and_check, prepare_device, status_of
+from ..measure.isolation import Progress
 from ..measure.status import Status
-from ..pipeline import plan
-from ..recipe_trust import UNTRUSTED, Trust
-from ..space import ParamValue
 from .calibration import Calibration, CalibrationDrift
 
 SAMPLE_S = 0.02

@@ -9,7 +9,7 @@ from typing import Any
 
 from tdsched.targets.target import run_conditions
 
-from ..text_table import aligned
+from ..base.text_table import aligned
 from .runner import EntryResult, exit_status
 from .verdict import GateStatus, gate_text
 

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 from tdsched.targets.target import DEFAULT_THREADS
 
-from ..errors import RecipeError
+from ..base.errors import RecipeError
 from .baseline_file import Entry, Settings, load_baseline, recipe_beside, setting_problem
 from .output import table
 from .runner import EntryResult, measure_entry

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import RecipeError
-from ..files import write_atomically
-from ..loading import find_recipe, load
-from ..pipeline import plan
-from ..recipe_trust import UNTRUSTED, Trust
+from ..base.errors import RecipeError
+from ..base.files import write_atomically
+from ..compile.pipeline import plan
+from ..frontends.loading import find_recipe, load
+from ..frontends.recipe_trust import UNTRUSTED, Trust
 from .baseline_file import BaselineFile, Entry, Settings, dump
 from .isolation import measure_isolated
 from .measure import Measurement, MeasureRequest

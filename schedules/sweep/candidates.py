@@ -19,10 +19,10 @@ from typing import Any
 
 import iree.compiler.version
 
-from ..emit import ScriptStage
-from ..pipeline import Plan, plan
-from ..recipe import Recipe
-from ..space import ParamValue
+from ..compile.emit import ScriptStage
+from ..compile.pipeline import Plan, plan
+from ..dsl.recipe import Recipe
+from ..dsl.space import ParamValue
 from .messages import SweepContext
 
 KEY_FORMAT = "1"

@@ -17,17 +17,22 @@ import time
 from pathlib import Path
 
 from tdsched.targets.runtime import LoadedModule
-from tdsched.targets.timing import Interval, RoundTimer, Timing, time_interleaved
+from tdsched.targets.timing import RoundTimer, Timing, speedup, time_interleaved
 
-from ..build_folders import EXECUTABLES, build_folder, with_executable_dumps, write_compile_script
-from ..evaluation import EVALUATION_ERRORS, Reference, prepare_device, status_of
-from ..files import write_atomically
-from ..loading import load
+from ..base.files import write_atomically
+from ..compile.build_folders import (
+    EXECUTABLES,
+    build_folder,
+    with_executable_dumps,
+    write_compile_script,
+)
+from ..compile.pipeline import Plan, build, compile_baseline, compile_plan, scheduled_command
+from ..dsl.recipe import Recipe
+from ..dsl.space import ParamValue
+from ..frontends.loading import load
+from ..frontends.recipe_trust import Trust
+from ..measure.evaluation import EVALUATION_ERRORS, Reference, prepare_device, status_of
 from ..measure.status import Check, Status
-from ..pipeline import Plan, build, compile_baseline, compile_plan, scheduled_command
-from ..recipe import Recipe
-from ..recipe_trust import Trust
-from ..space import ParamValue
 from .candidates import plan_point
 from .faults import inject
 from .messages import BenchJob, BenchOutcome, CompileJob, CompileOutcome, RaceJob, SweepContext
@@ -96,7 +101,7 @@ class Bench:
     """Checks and times candidates of one sweep in this process.
 
     Set up once per process: the workload's seeded inputs, the reference outputs
-    (:meth:`~tdsched.schedules.evaluation.Reference.make`) and the loaded IREE default
+    (:meth:`~tdsched.schedules.measure.evaluation.Reference.make`) and the loaded IREE default
     build.
     """
 
@@ -140,13 +145,13 @@ class Bench:
         except EVALUATION_ERRORS as exc:
             return BenchOutcome(job.key, Check(Status.RUN_FAILED, error=str(exc)))
         samples = timer.samples
-        speedup = Interval.of_ratios(samples[BASELINE], samples["candidate"], 0.95)
+        found = speedup(samples, "candidate", BASELINE)
         return BenchOutcome(
             job.key,
             check,
             Timing.of(samples["candidate"]),
             baseline_timing=Timing.of(samples[BASELINE]),
-            speedup=speedup.as_list(),
+            speedup=found.as_list(),
             timing_s=seconds,
         )
 

@@ -32,7 +32,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..space import ParamValue, Point
+from ..dsl.space import ParamValue, Point
 from .strategies import History, valid_first
 
 EXPLORE = 0.25

@@ -23,10 +23,11 @@ from collections.abc import Hashable, Mapping
 
 from tdsched.targets.target import BuildMachine
 
-from ..conditions import Skipped, apply_conditions, condition_parameters, has_conditions
-from ..params import referenced_parameters, resolved_values
-from ..recipe import Recipe
-from ..space import Enumeration, ParamValue, Point
+from ..dsl.conditions import apply_conditions, condition_parameters, has_conditions
+from ..dsl.params import referenced_parameters, resolved_values
+from ..dsl.recipe import Recipe
+from ..dsl.space import Enumeration, ParamValue, Point
+from ..dsl.when import Skipped
 
 SAME_BUILD = "a build another candidate has (a `when` leaves the values that differ unused)"
 """The pruning reason :func:`distinct_builds` reports."""

@@ -7,7 +7,8 @@ the sweep never sees processes, only outcomes. A candidate that crashes its work
 
 :class:`LocalExecutor` runs ``--jobs`` compile workers and one benchmark worker as
 child processes of the sweep (see :mod:`.local_worker`). The Ray backend
-(:mod:`.ray_executor`) implements the same interface on a cluster.
+(:mod:`.ray_executor`) implements the same interface on a cluster; :mod:`.executors`
+makes either by name.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any, Protocol
 
 from tdsched.targets import make_target
 
-from ..child_stderr import ChildStderr
+from ..base.child_stderr import ChildStderr
 from ..measure.status import Check, Status
 from .messages import (
     BenchJob,
@@ -261,21 +262,3 @@ class LocalExecutor:
         if self._bench is not None:
             self._bench.stop()
             self._bench = None
-
-
-EXECUTORS = ("local", "ray")
-"""The executors ``--executor`` names: this machine's processes, or a Ray cluster."""
-
-
-def make_executor(
-    kind: str, jobs: int | None, limits: Limits | None = None, ray_address: str | None = None
-) -> Executor:
-    """The executor ``kind`` (:data:`EXECUTORS`) with ``jobs`` compile workers; for
-    ``ray``, the cluster at ``ray_address`` (``None``: a local one it starts)."""
-    if kind == "ray":
-        from .ray_executor import RayExecutor
-
-        return RayExecutor(jobs, limits, address=ray_address)
-    if kind != "local":
-        raise ValueError(f"executor {kind!r}: use one of {', '.join(EXECUTORS)}")
-    return LocalExecutor(jobs, limits)

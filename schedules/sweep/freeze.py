@@ -19,9 +19,9 @@ from typing import Any
 
 import yaml
 
-from ..errors import RecipeError, Where
-from ..space import ParamValue
-from ..yaml_writer import recipe_yaml
+from ..base.errors import RecipeError, Where
+from ..dsl.space import ParamValue
+from ..frontends.yaml_writer import recipe_yaml
 
 
 def write_frozen(
@@ -182,7 +182,7 @@ def _frozen_python(
     return (
         source.read_text().rstrip()
         + "\n\n# --- frozen by tdsched sweep: the best candidate's parameters ---\n"
-        + "from tdsched.schedules.python_api import frozen as _frozen  # noqa: E402\n\n"
+        + "from tdsched.schedules.frontends.python_api import frozen as _frozen  # noqa: E402\n\n"
         + f"PROVENANCE = {dict(provenance)!r}\n"
         + f"recipe = _frozen(recipe, {dict(params)!r}, {target!r})\n"
     )

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 
 from tdsched.targets.target import BuildMachine
 
-from ..conditions import has_conditions
-from ..params import resolved_values
-from ..recipe import Recipe
-from ..space import Enumeration, ParamValue, Point
+from ..dsl.conditions import has_conditions
+from ..dsl.params import resolved_values
+from ..dsl.recipe import Recipe
+from ..dsl.space import Enumeration, ParamValue, Point
 from .database import Result
 from .distinct import build_signature
 

@@ -13,9 +13,9 @@ from typing import Any, TypeVar
 
 from tdsched.targets.timing import Timing
 
-from ..measure.build_target import BuildTarget
+from ..compile.build_target import BuildTarget
+from ..frontends.recipe_trust import UNTRUSTED, Trust
 from ..measure.status import Check, Status
-from ..recipe_trust import UNTRUSTED, Trust
 
 T = TypeVar("T")
 

@@ -38,8 +38,8 @@ from typing import Any
 import iree.compiler.version
 from tdsched.targets.target import TARGET_NAMES
 
-from ..build_folders import move_compile_script
-from ..files import write_atomically
+from ..base.files import write_atomically
+from ..compile.build_folders import move_compile_script
 from ..measure.status import Status
 from .compile_and_bench import Bench, compile_candidate, compile_default
 from .executor import Limits, WorkerError, WorkerFailure, guarded_bench

@@ -2,7 +2,7 @@
 
 Pure functions over what :class:`~tdsched.schedules.sweep.database.ResultsDB` returns (a
 :class:`Sweep`, its results, its baselines), bundled as :class:`SweepData`; reading the
-database is :mod:`tdsched.schedules.sweep.report_command`'s job. Ranking is the sweep's own
+database is :mod:`tdsched.schedules.cli.report_command`'s job. Ranking is the sweep's own
 (:func:`~tdsched.schedules.sweep.runner.rank`) and so is the table
 (:func:`~tdsched.schedules.sweep.table.ranked_table`), so a report prints what the sweep
 printed when it ended.
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..text_table import aligned
+from ..base.text_table import aligned
 from .database import Result, Sweep, drift, measured_by_others
 from .racing import Decision
 from .runner import rank

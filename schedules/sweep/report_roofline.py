@@ -1,6 +1,6 @@
 """``tdsched report --roofline PNG``: a sweep's candidates on the machine's roofline.
 
-The picture of ``tdsched run --profile --plot`` (:mod:`tdsched.schedules.roofline_plot`),
+The picture of ``tdsched run --profile --plot`` (:mod:`tdsched.schedules.measure.roofline_plot`),
 for sweeps: log-log, arithmetic intensity (the workload's FLOP per byte of compulsory
 traffic, :class:`~.database.SweepWork`) against GFLOP/s, under the roof of the machine's
 measured FMA peak and bandwidth. Every candidate of one sweep computes the same workload,
@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..machine_peak import MachinePeak
-from ..roofline_plot import (
+from ..measure.machine_peak import MachinePeak
+from ..measure.roofline_plot import (
     draw_roof,
     label_bandwidth_roof,
     log_axes,

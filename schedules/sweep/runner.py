@@ -29,14 +29,14 @@ from tdsched.targets.timing import Interval
 from tdsched.targets.workload import Workload, traffic_bytes
 from tdsched.transform_lib.work import count_work_of_text
 
-from ..errors import RecipeError, Where
-from ..loading import find_recipe, load
-from ..machine_peak import cpu_description
-from ..measure.build_target import RECIPE_DEFAULT, BuildTarget
+from ..base.errors import RecipeError, Where
+from ..compile.build_target import RECIPE_DEFAULT, BuildTarget
+from ..dsl.recipe import Recipe
+from ..dsl.space import Enumeration, ParamValue, Point, SearchSpace
+from ..frontends.loading import find_recipe, load
+from ..frontends.recipe_trust import UNTRUSTED, Trust
+from ..measure.machine_peak import cpu_description
 from ..measure.status import BUILD_FAILURES
-from ..recipe import Recipe
-from ..recipe_trust import UNTRUSTED, Trust
-from ..space import Enumeration, ParamValue, Point, SearchSpace
 from .candidates import baseline_key, content_key, plan_point, result_key
 from .cost_model import Featurizer, LearnedModel, ModelGuided, learned_model_available
 from .database import Result, ResultsDB, SweepWork, measured_by_others

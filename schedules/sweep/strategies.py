@@ -30,7 +30,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from ..space import ParamValue, Point
+from ..dsl.space import ParamValue, Point
 
 History = Mapping[Point, float | None]
 STRATEGIES = ("grid", "random", "adaptive", "model")

@@ -7,7 +7,7 @@ from typing import Any
 
 from tdsched.targets.timing import Interval
 
-from ..text_table import aligned
+from ..base.text_table import aligned
 from .database import Result, drift
 from .racing import Decision, Standing
 

@@ -1,9 +1,9 @@
 """``tdsched tune`` and ``tdsched tasks``: a model's tasks, each swept within one time
 budget, and one recipe for the whole model that takes each task's winning schedule.
 
-Modules: ``command`` (the ``tune`` command), ``tasks_command`` (the ``tasks`` command),
-``tasks`` (a model's tasks, weighed by a profile), ``task_workloads`` (a task as a
-workload of its own), ``task_match`` (a task's kernel match in the model), ``templates``,
+The commands are ``cli.tune_command`` and ``cli.tasks_command``. Modules: ``tasks`` (a
+model's tasks, weighed by a profile), ``task_workloads`` (a task as a workload of its
+own), ``task_match`` (a task's kernel match in the model), ``templates``,
 ``templates_rows``, ``templates_vulkan`` (a task's template), ``prepare`` (a task's
 workload and template recipe), ``tuning`` (the options, a task's standing, the
 thresholds), ``scheduler`` (the budget loop, :func:`~.scheduler.tune`), ``progress`` (its

@@ -29,8 +29,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from ..measure.run_report import RunReport
 from ..measure.status import Status
-from ..run_report import RunReport
 from .outcome import TuneOutcome
 from .state import record_tasks
 from .tuning import TaskTuning

@@ -14,11 +14,11 @@ from typing import Any
 
 import yaml
 
-from ..errors import RecipeError, Where
-from ..files import write_atomically
-from ..params import substitute_plain
-from ..space import ParamValue
-from ..yaml_writer import recipe_yaml
+from ..base.errors import RecipeError, Where
+from ..base.files import write_atomically
+from ..dsl.params import substitute_plain
+from ..dsl.space import ParamValue
+from ..frontends.yaml_writer import recipe_yaml
 from .tasks import Task
 from .templates import UKERNELS_OFF, conditions_hold
 from .tuning import TOLERANCE, TaskTuning, TuneOptions

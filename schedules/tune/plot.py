@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..roofline_plot import require_matplotlib
+from ..measure.roofline_plot import require_matplotlib
 from .outcome import TuneOutcome
 
 if TYPE_CHECKING:

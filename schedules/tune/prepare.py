@@ -12,8 +12,8 @@ from tdsched.targets import Target
 from tdsched.transform_lib.constant_operands import ModelConstants
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch
 
-from ..files import write_atomically
-from ..yaml_writer import recipe_yaml
+from ..base.files import write_atomically
+from ..frontends.yaml_writer import recipe_yaml
 from .progress import percent
 from .task_match import Ambiguous, ModelOps, op_match
 from .task_workloads import TaskSkipped, standalone_task

@@ -46,13 +46,13 @@ from tdsched.transform_lib.graph import conv1x1_to_matmul, im2col
 from tdsched.transform_lib.graph.conv_matmul import ConvGroup, ConvRewrite, convs_taken
 from tdsched.transform_lib.graph.report import rewrite_text
 
-from ..files import write_atomically
-from ..graph_rewrites import rewrite_stage
+from ..base.files import write_atomically
+from ..compile.graph_rewrites import rewrite_stage
+from ..dsl.steps import Conv1x1ToMatmulStep, DecomposeSoftmaxStep, GraphRewriteStep, Im2colStep
+from ..dsl.values import MatchSpec
+from ..frontends.yaml_writer import recipe_yaml
+from ..measure.run_report import RunReport
 from ..measure.status import Status
-from ..run_report import RunReport
-from ..steps import Conv1x1ToMatmulStep, DecomposeSoftmaxStep, GraphRewriteStep, Im2colStep
-from ..values import MatchSpec
-from ..yaml_writer import recipe_yaml
 from .outcome import TuneOutcome
 from .tuning import TOLERANCE, WIN
 

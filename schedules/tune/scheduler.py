@@ -49,9 +49,9 @@ from tdsched.targets.workload import Workload
 from tdsched.transform_lib.census import census_functions, read_census
 from tdsched.transform_lib.constant_operands import ModelConstants
 
-from ..pipeline import census_output
+from ..compile.pipeline import census_output
 from ..sweep.database import ResultsDB
-from ..sweep.executor import make_executor
+from ..sweep.executors import make_executor
 from ..sweep.runner import Sweep, SweepOptions
 from .model_recipe import ModelSpec, packable, write_model_recipe
 from .outcome import TuneOutcome, estimated_speedup

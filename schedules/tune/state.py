@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..files import write_atomically
+from ..base.files import write_atomically
 from ..measure.status import Status
 from ..sweep.database import Result
 

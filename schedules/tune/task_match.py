@@ -20,7 +20,7 @@ from typing import Any
 
 from tdsched.transform_lib.census import StructuredOp
 
-from ..match_keys import recipe_keys, telling_keys
+from ..dsl.match_keys import recipe_keys, telling_keys
 from .tasks import Task
 
 

@@ -27,8 +27,8 @@ from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, read_confi
 from tdsched.transform_lib.errors import ScheduleError
 from tdsched.transform_lib.standalone_dispatch import as_softmax, dataflow, standalone_function
 
-from ..files import write_atomically
-from ..pipeline import dispatch_census
+from ..base.files import write_atomically
+from ..compile.pipeline import dispatch_census
 from .tasks import Task, group_tasks
 
 CONFIGURE_FLAGS = ("--compile-to=executable-configurations",)

@@ -33,7 +33,7 @@ from tdsched.targets.workload import Workload, WorkloadError, random_inputs
 from tdsched.transform_lib.census import StructuredOp, census_functions, read_census
 from tdsched.transform_lib.standalone_dispatch import dispatch_dataflow
 
-from ..pipeline import census_output
+from ..compile.pipeline import census_output
 
 ROOT_KINDS = ("convolution", "contraction", "pooling", "reduction", "elementwise")
 """Kinds of structured op, most compute first: a dispatch's root is its first op of the

@@ -52,8 +52,8 @@ from typing import Any
 
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, ConfiguredOp
 
-from ..constraints import parse_constraint
-from ..space import ParamValue
+from ..dsl.constraints import parse_constraint
+from ..dsl.space import ParamValue
 from .tasks import Task
 
 VECTOR_WIDTHS = (4, 8, 16, 32)

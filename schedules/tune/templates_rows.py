@@ -27,7 +27,7 @@ from typing import Any
 
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, ConfiguredOp
 
-from ..space import ParamValue
+from ..dsl.space import ParamValue
 from .templates import NoTemplate, Template, TemplateKernel, nearest, pow2_divisors
 
 ROWS_PER_VECTOR = (1, 2, 4, 8)

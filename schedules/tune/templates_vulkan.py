@@ -50,8 +50,8 @@ import math
 
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, ConfiguredOp
 
-from ..constraints import parse_constraint
-from ..space import ParamValue
+from ..dsl.constraints import parse_constraint
+from ..dsl.space import ParamValue
 from .tasks import Task
 from .templates import NoTemplate, Template, nearest, pow2_divisors
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..measure.build_target import BuildTarget
+from ..compile.build_target import BuildTarget
 from ..sweep.database import Result
 from .state import digest
 from .tasks import Task
@@ -43,7 +43,7 @@ class TuneOptions:
     rounds: int = 3
     """Profiled runs of IREE default when weighing the tasks."""
     executor: str = "local"
-    """Where the sweeps compile and time (:data:`~..sweep.executor.EXECUTORS`)."""
+    """Where the sweeps compile and time (:data:`~..sweep.executors.EXECUTORS`)."""
     ray_address: str | None = None
     """With the ``ray`` executor: the cluster (``None``: a local one, per round)."""
 

@@ -29,7 +29,7 @@ from iree.compiler import ir
 from iree.compiler.passmanager import PassManager
 
 from ..errors import ScheduleError
-from ..graph.generic_build import static_loop_ranges
+from ..generic_build import static_loop_ranges
 from ..payload import ops_under
 from ..script import LoopKind
 

@@ -33,8 +33,8 @@ from iree.compiler import ir
 from iree.compiler.dialects import arith, linalg, tensor
 from iree.compiler.dialects import math as math_dialect
 
+from ..generic_build import Operand, create_generic, finish_body
 from ..match import LAYER_ATTR, OpCriteria
-from .generic_build import Operand, create_generic, finish_body
 from .report import RewriteReport, plan_each, selected
 
 PRIMITIVE = "decompose_softmax"

@@ -29,11 +29,7 @@ from iree.compiler import ir
 from iree.compiler.dialects import arith
 from iree.compiler.dialects.transform import structured
 
-from ..interpreter import apply_in_place
-from ..match import OpCriteria
-from ..payload import strip_attributes
-from ..script import TransformScript, any_op
-from .generic_build import (
+from ..generic_build import (
     Extent,
     Operand,
     SimpleMap,
@@ -49,6 +45,10 @@ from .generic_build import (
     simple_map,
     simple_results,
 )
+from ..interpreter import apply_in_place
+from ..match import OpCriteria
+from ..payload import strip_attributes
+from ..script import TransformScript, any_op
 from .report import GraphRewriteError, RewriteReport, describe_op, selected
 
 PRIMITIVE = "fuse_elementwise_ext"

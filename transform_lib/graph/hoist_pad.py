@@ -45,10 +45,10 @@ from dataclasses import dataclass, field
 from iree.compiler import ir
 from iree.compiler.dialects import arith, linalg, tensor
 
+from ..generic_build import Operand, create_generic, finish_body, iterator_kinds
 from ..match import LAYER_ATTR, OpCriteria
 from ..payload import ops_under
 from .conv_matmul import LAYOUTS, conv_pair
-from .generic_build import Operand, create_generic, finish_body, iterator_kinds
 from .pad_ops import PAD, empty_like, erase_dead, materialized, pad_value, static_padding
 from .report import RewriteReport, describe_op, plan_each, selected
 

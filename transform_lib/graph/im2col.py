@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from iree.compiler import ir
 from iree.compiler.dialects import tensor
 
+from ..generic_build import Operand, create_generic, finish_body
 from ..match import OpCriteria
 from .conv_matmul import ConvPlan, ConvRewrite, collapsed, replace_by_matmul, rewrite_convs
-from .generic_build import Operand, create_generic, finish_body
 from .report import RewriteReport
 
 PRIMITIVE = "im2col"

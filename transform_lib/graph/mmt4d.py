@@ -37,11 +37,11 @@ from iree.compiler.dialects import linalg, tensor, transform
 from iree.compiler.dialects.transform import structured
 
 from ..dispatch_region import group_ops
+from ..generic_build import iterator_kinds, operands, simple_results
 from ..interpreter import apply_in_place
 from ..match import OpCriteria
 from ..payload import ops_under
 from ..script import TransformScript, any_op
-from .generic_build import iterator_kinds, operands, simple_results
 from .report import GraphRewriteError, RewriteReport, describe_op, selected
 
 PRIMITIVE = "mmt4d"

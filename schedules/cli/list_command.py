@@ -1,0 +1,64 @@
+"""``tdsched list``: the shipped recipes, one line each (name, targets, what it schedules)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ..base.errors import RecipeError
+from ..base.text_table import aligned
+from ..frontends.loading import load, shipped_recipe_names
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "list",
+        help="list the shipped recipes (name, targets, description)",
+        description="List the recipes that ship with tdsched: each can be given by name to "
+        "show, apply, compile, run, sweep and regress (e.g. 'tdsched run matmul_x86'). "
+        "Copy one from the recipes folder of the installed package to start your own.",
+    )
+    p.add_argument("--json", action="store_true", help="print a JSON list")
+
+
+@dataclass(frozen=True)
+class ShippedRecipe:
+    """One line of ``tdsched list``."""
+
+    name: str
+    targets: tuple[str, ...]
+    sweepable: bool
+    description: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "targets": list(self.targets)}
+
+
+def shipped_recipes() -> list[ShippedRecipe]:
+    """Every shipped recipe; one that cannot load says why in its description."""
+    found = []
+    for name in shipped_recipe_names():
+        try:
+            recipe = load(name)
+        except RecipeError as exc:
+            found.append(ShippedRecipe(name, (), False, f"cannot load: {exc}"))
+            continue
+        sweepable = bool(recipe.space.axes)
+        found.append(ShippedRecipe(name, recipe.targets, sweepable, recipe.description))
+    return found
+
+
+def run(args: argparse.Namespace) -> int:
+    rows = shipped_recipes()
+    if args.json:
+        print(json.dumps([r.to_json() for r in rows], indent=2))
+        return 0
+    table = [["recipe", "targets", "sweep", "description"]]
+    table += [
+        [r.name, ",".join(r.targets), "yes" if r.sweepable else "", r.description] for r in rows
+    ]
+    print("\n".join(aligned(table)))
+    return 0

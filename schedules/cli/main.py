@@ -1,0 +1,154 @@
+# PYTHON_ARGCOMPLETE_OK
+"""The ``tdsched`` command line: show, apply, compile, run, sweep and regression-gate
+schedule recipes, and lower models to the linalg they schedule."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import argcomplete
+import iree.compiler.version
+from tdsched.targets.compiler import VERBOSE_ENV, CompileError
+from tdsched.targets.runtime import DeviceError
+
+from . import (
+    apply_command,
+    check_command,
+    compile_command,
+    explain_command,
+    list_command,
+    lower_command,
+    peak_command,
+    regress_command,
+    report_command,
+    run_command,
+    schema_command,
+    show_command,
+    sweep_command,
+    tasks_command,
+    tune_command,
+)
+from .output_paths import check_paths
+
+_DESCRIPTION = """\
+tdsched: say *how* a linalg workload is computed, as a schedule recipe (YAML or Python),
+and get transform-dialect scripts that IREE obeys on x86 (llvm-cpu) and Vulkan.
+
+A RECIPE is a path to a .yaml/.py recipe or the name of a shipped one (e.g. matmul_x86).
+Parameters declared by the recipe can be overridden with --param NAME=VALUE.
+"""
+
+_EPILOG = """\
+examples:
+  tdsched show matmul_x86                      print the generated transform scripts
+  tdsched apply matmul_x86                     IR after the graph schedule and each kernel schedule
+  tdsched explain matmul_x86                   loop nest before and after each schedule step
+  tdsched apply matmul_x86 --step tile --diff  what each tile step changed in the IR
+  tdsched compile matmul_x86 -o mm.vmfb --print-command
+  tdsched run matmul_x86 --json                check vs numpy and time vs IREE default
+  tdsched run matmul_vulkan --target vulkan --param TM=32
+  tdsched check before.mlir after.mlir         same results in numpy? (payload schedules)
+  tdsched sweep matmul_x86 --param M=512 --param N=512 --param K=512
+                                               search the recipe's space, write the best
+  tdsched report tdsched-sweeps.db --plot s.png --x TM --y TN
+  tdsched regress perf.yaml                    gate recipes against a committed baseline
+  tdsched lower small_cnn --layers             a model lowered to linalg (builder, ONNX, TOSA)
+  tdsched list                                 the shipped recipes
+  tdsched schema -o tdsched-recipe.schema.json JSON Schema of recipe files, for editors
+"""
+
+
+def _version() -> str:
+    """``tdsched X (IREE Y, Python Z)``: what a bug report needs."""
+    try:
+        ours = importlib.metadata.version("tdsched")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout, not installed
+        ours = "unknown"
+    python = ".".join(map(str, sys.version_info[:3]))
+    return f"tdsched {ours} (IREE {iree.compiler.version.VERSION}, Python {python})"
+
+
+def make_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for docs and tests)."""
+    parser = argparse.ArgumentParser(
+        prog="tdsched",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=_version())
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="print every iree-compile command line to stderr as it runs (also in the "
+        "child processes of run, sweep and regress)",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    for command in COMMANDS.values():
+        command.add_parser(sub)
+    return parser
+
+
+class Command(Protocol):
+    """What each command's module offers (see :data:`COMMANDS`)."""
+
+    def add_parser(self, sub: Any) -> None: ...
+
+    def run(self, args: argparse.Namespace) -> int: ...
+
+
+COMMANDS: dict[str, Command] = {
+    "show": show_command,
+    "apply": apply_command,
+    "explain": explain_command,
+    "compile": compile_command,
+    "run": run_command,
+    "sweep": sweep_command,
+    "report": report_command,
+    "regress": regress_command,
+    "lower": lower_command,
+    "schema": schema_command,
+    "list": list_command,
+    "peak": peak_command,
+    "tasks": tasks_command,
+    "tune": tune_command,
+    "check": check_command,
+}
+"""Every command's module, in the order ``tdsched --help`` lists them. Each has
+``add_parser(sub)``, which adds its parser to argparse's subparsers, and ``run(args)``,
+which turns the parsed Namespace into the typed request of the layer below, runs it and
+returns the exit status."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``tdsched`` console script."""
+    parser = make_parser()
+    argcomplete.autocomplete(parser)
+    args = parser.parse_args(argv)
+    if args.verbose:
+        os.environ[VERBOSE_ENV] = "1"
+    try:
+        check_paths(args)
+        return COMMANDS[args.command].run(args)
+    # RecipeError, ScheduleError and workload errors are ValueErrors.
+    except (ValueError, CompileError, DeviceError) as exc:
+        print(f"tdsched: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("tdsched: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`tdsched report DB --csv - | head`): stop quietly.
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (Python flushes stdout at exit)
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

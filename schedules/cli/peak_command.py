@@ -1,0 +1,52 @@
+"""``tdsched peak``: this machine's measured FMA peak and memory bandwidth (cached)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from tdsched.targets.target import TARGET_NAMES, make_target
+
+from ..measure.evaluation import prepare_device
+from ..measure.machine_peak import cache_dir, machine_peak
+from .args import add_cpu_options, add_threads_option
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "peak",
+        help="measure (or show the cached) FMA peak and memory bandwidth of this machine",
+        description="Measure the FMA throughput (GFLOP/s) and memory bandwidth (GB/s) of a "
+        "target's device with IREE-built probes: independent FMA chains in L1, and a "
+        "streaming triad over 3 x 64 MiB. 'tdsched run' reports GFLOP/s as a share of this "
+        "peak. Results are cached per CPU, target, thread count and IREE version in "
+        "$TDSCHED_CACHE_DIR (default ~/.cache/tdsched); --refresh measures again, e.g. "
+        "after the machine was busy during the first measurement.",
+    )
+    p.add_argument(
+        "--target", choices=TARGET_NAMES, default="x86", help="device to measure (default x86)"
+    )
+    add_threads_option(p)
+    add_cpu_options(p)
+    p.add_argument("--refresh", action="store_true", help="measure even when cached")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def run(args: argparse.Namespace) -> int:
+    target = make_target(args.target, cpu=args.cpu, cpu_features=args.cpu_features)
+    prepare_device(target, args.threads)
+    peak = machine_peak(target, args.threads, refresh=args.refresh)
+    if args.json:
+        print(json.dumps(peak.as_dict(), indent=2))
+        return 0
+    threads = "" if peak.threads is None else f", {peak.threads} thread" + "s" * (peak.threads > 1)
+    print(f"device     {peak.target} on {peak.cpu}{threads}")
+    print(f"FMA peak   {peak.fma_gflops:.1f} GFLOP/s (f32)")
+    if peak.fma_gflops_by_chains:
+        chains = ", ".join(f"{n}: {g:.1f}" for n, g in peak.fma_gflops_by_chains.items())
+        print(f"           by FMA chains in the probe, GFLOP/s: {chains}")
+    print(f"bandwidth  {peak.bandwidth_gbps:.1f} GB/s (streaming triad)")
+    print(f"measured   {peak.measured_at} with IREE {peak.iree_version}")
+    print(f"cache      {cache_dir() / 'machine_peak.json'}")
+    return 0
