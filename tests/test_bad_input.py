@@ -422,7 +422,7 @@ def test_yaml_nested_too_deeply_is_one_line_naming_the_file(
 ) -> None:
     # PyYAML composes recursively: these were RecursionError tracebacks. Any depth past
     # a few hundred shows it; PyYAML takes seconds to scan 5,000 levels.
-    depth = 1_000
+    depth = 600
     recipe, baseline = tmp_path / "deep.yaml", tmp_path / "deep_perf.yaml"
     recipe.write_text(f"name: deep\nworkload: {'[' * depth}{']' * depth}\n")
     baseline.write_text(f"entries: {'[' * depth}{']' * depth}\n")

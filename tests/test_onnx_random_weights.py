@@ -32,10 +32,10 @@ def test_light_model_gets_random_weights_and_a_non_trivial_output() -> None:
     shape = [d.dim_value for d in data.type.tensor_type.shape.dim]
     x = np.random.default_rng(0).uniform(-1, 1, shape).astype(np.float32)
     # At opset 17, as tdsched prepares it: onnx's evaluator gives opset-9 Softmax the new
-    # single-axis meaning (over the [1, 1000, 1, 1] output's last dim: all 1).
-    (before,) = ReferenceEvaluator(_opset17(model)).run(None, {data.name: x})
+    # single-axis meaning (over the [1, 1000, 1, 1] output's last dim: all 1). With the
+    # model's splat weights every class gets the same probability (measured: ptp 0; not
+    # evaluated here, which takes seconds); random weights tell the classes apart.
     (after,) = ReferenceEvaluator(_opset17(randomized)).run(None, {data.name: x})
-    assert np.ptp(before) == 0  # splat weights: every class gets the same probability
     assert np.ptp(after) > 1e-4 and np.isfinite(after).all()
 
 

@@ -13,6 +13,7 @@ candidate.
 from __future__ import annotations
 
 import ast
+import functools
 import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -83,7 +84,14 @@ class Expression:
 
 
 def parse_constraint(text: str, known: set[str] | frozenset[str]) -> Expression:
-    """Parse ``text``; every name must be in ``known`` (the recipe's parameters)."""
+    """Parse ``text``; every name must be in ``known`` (the recipe's parameters). An
+    expression is parsed once per text and names (a sweep evaluates the same conditions
+    for each of thousands of points)."""
+    return _parse_once(text, frozenset(known))
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_once(text: str, known: frozenset[str]) -> Expression:
     if len(text) > MAX_LENGTH:
         raise ConstraintError(
             f"{text[:40]!r}... is {len(text)} characters; a constraint has at most "

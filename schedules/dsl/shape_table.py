@@ -63,6 +63,7 @@ the choice names the parameters that set it aside. A value the entry holds itsel
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -275,10 +276,24 @@ class ShapeTable:
     rule: Rule = "nearest"
     where: Where = field(default_factory=Where)
 
+    @functools.cached_property
+    def _hash(self) -> int:
+        return hash((self.key, self.entries, self.rule, self.where))
+
+    def __hash__(self) -> int:
+        """Computed once: a table is a key of the caches below, asked for every candidate
+        of a sweep."""
+        return self._hash
+
     def check(self, parameters: Mapping[str, ParamValue]) -> None:
         """Raise a RecipeError at the offending field unless every key and entry
         parameter is declared, key values have their parameter's type (positive integers
-        for an integer key, strings for a string key) and shapes are unique."""
+        for an integer key, strings for a string key) and shapes are unique. A table and
+        parameters that passed are remembered (a recipe is re-made, and so re-checked,
+        for every candidate a sweep resolves)."""
+        _check_once(self, tuple(parameters.items()))
+
+    def _check(self, parameters: Mapping[str, ParamValue]) -> None:
         for name in self.key:
             if name not in parameters:
                 raise RecipeError(
@@ -373,17 +388,8 @@ class ShapeTable:
         gpu_named = any(entry.gpu is not None for entry in self.entries)
         gpu = gpu_name(machine) if isinstance(machine, BuildGpu) and gpu_named else None
 
-        def nearness(entry: ShapeEntry) -> tuple[tuple[int, float], int, int, bool, bool]:
-            return (
-                entry.distance(here, threads, machine),
-                entry.model_rank(model),
-                entry.gpu_rank(machine),
-                entry.threads is None,
-                entry.isa is None,
-            )
-
-        ranked = sorted(self.entries, key=nearness)  # stable: ties keep the listed order
-        if ranked and nearness(ranked[0])[0] == (0, 0.0):
+        ranked, exact = _ranked(self, here, threads, machine, model)
+        if exact:
             return ShapeChoice(here, ranked[0], "exact", (), threads, isa, model, gpu)
         skipped: list[str] = []
         if self.rule == "nearest":
@@ -395,6 +401,37 @@ class ShapeTable:
                 skipped.append(entry.label)
         broken = _broken(values, constraints)
         return ShapeChoice(here, None, "none", tuple(skipped), threads, isa, model, gpu, (), broken)
+
+
+@functools.lru_cache(maxsize=64)
+def _check_once(table: ShapeTable, parameters: tuple[tuple[str, ParamValue], ...]) -> None:
+    table._check(dict(parameters))  # a RecipeError is raised, never remembered
+
+
+@functools.lru_cache(maxsize=256)
+def _ranked(
+    table: ShapeTable,
+    here: Shape,
+    threads: int | None,
+    machine: BuildMachine | None,
+    model: str | None,
+) -> tuple[tuple[ShapeEntry, ...], bool]:
+    """``table``'s entries, nearest first to the shape ``here`` run on ``threads``
+    threads built for ``machine`` (its CPU ``model`` where an entry names one), and
+    whether the first is an exact match. It depends on nothing else, so a sweep's
+    candidates of one shape rank once."""
+
+    def nearness(entry: ShapeEntry) -> tuple[tuple[int, float], int, int, bool, bool]:
+        return (
+            entry.distance(here, threads, machine),
+            entry.model_rank(model),
+            entry.gpu_rank(machine),
+            entry.threads is None,
+            entry.isa is None,
+        )
+
+    ranked = sorted(table.entries, key=nearness)  # stable: ties keep the listed order
+    return tuple(ranked), bool(ranked) and nearness(ranked[0])[0] == (0, 0.0)
 
 
 def _check_key_value(name: str, value: KeyValue, default: ParamValue, where: Where) -> None:
