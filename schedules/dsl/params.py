@@ -160,12 +160,15 @@ def _substitute(obj: T, params: Mapping[str, ParamValue], where: Where) -> T:
 
 
 def referenced_parameters(obj: Any) -> frozenset[str]:
-    """The parameter names that ``obj`` (a recipe, or a part of one) refers to in its
-    ``${...}`` references, expressions included: what its substitution reads."""
+    """The parameter names that ``obj`` (a recipe, or a part of one, as dataclasses or as
+    the lists and mappings of a recipe document) refers to in its ``${...}`` references,
+    expressions included: what its substitution reads."""
     if isinstance(obj, str):
         return frozenset(n for ref in _REF.findall(obj) for n in _NAME.findall(ref))
     if isinstance(obj, tuple | list):
         return frozenset().union(*(referenced_parameters(item) for item in obj))
+    if isinstance(obj, Mapping):  # a recipe's parts as a document holds them
+        return frozenset().union(*(referenced_parameters(v) for v in obj.values()))
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         fields = [f.name for f in dataclasses.fields(obj) if f.name not in _NOT_SUBSTITUTED]
         return frozenset().union(*(referenced_parameters(getattr(obj, f)) for f in fields))

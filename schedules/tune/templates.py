@@ -45,7 +45,6 @@ candidates, never as a wrong model.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,6 +52,7 @@ from typing import Any
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, ConfiguredOp
 
 from ..dsl.constraints import parse_constraint
+from ..dsl.params import referenced_parameters
 from ..dsl.space import ParamValue
 from .tasks import Task
 
@@ -92,10 +92,6 @@ UNPACK = ("separate", "fused")
 UKERNELS_OFF = "--iree-llvmcpu-enable-ukernels=none"
 """The packed layout's compile flag: IREE 3.13's generic mmt4d ukernel fallback gives
 wrong results for tiles it has no kernel for (docs/primitives/mmt4d.md)."""
-
-
-_REFERENCE = re.compile(r"\$\{(\w+)\}")
-"""A parameter reference in a template's steps or configs."""
 
 
 class NoTemplate(Exception):
@@ -138,15 +134,15 @@ class Template:
         """The template with only ``kernels`` of its :attr:`more_kernels`, and without
         the swept parameters that only the others used."""
         kept = dataclasses.replace(self, more_kernels=tuple(kernels))
-        used = _REFERENCE.findall(
-            repr((kept.schedule, kept.config, kept.graph, [k.config for k in kernels]))
+        used = referenced_parameters(
+            (kept.schedule, kept.config, kept.graph, [k.config for k in kernels])
         )
         dropped = {
             name
             for k in self.more_kernels
             if k not in kernels
-            for name in _REFERENCE.findall(repr(k.config))
-        } - set(used)
+            for name in referenced_parameters(k.config)
+        } - used
         return dataclasses.replace(
             kept,
             parameters={k: v for k, v in self.parameters.items() if k not in dropped},
