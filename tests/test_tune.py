@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,8 @@ from tdsched.schedules.base.errors import RecipeError, Where
 from tdsched.schedules.cli.main import main
 from tdsched.schedules.compile.build_target import BuildTarget
 from tdsched.schedules.dsl.params import substitute_plain
+from tdsched.schedules.dsl.steps import Step
+from tdsched.schedules.frontends.step_documents import step_document
 from tdsched.schedules.measure.run_report import RunReport
 from tdsched.schedules.measure.status import Status
 from tdsched.schedules.sweep.database import Result
@@ -168,6 +170,11 @@ def _conv() -> ConfiguredDispatch:
     )
 
 
+def _docs(steps: Sequence[Step]) -> list[dict[str, Any]]:
+    """Template steps as the task recipe writes them."""
+    return [step_document(step) for step in steps]
+
+
 TASK = Task("t4", (OpSignature("linalg.generic", (16, 16, 16, 16, 3, 3), "convolution", "f32"),))
 
 
@@ -179,11 +186,11 @@ def test_the_template_is_centred_on_iree_s_tile_sizes() -> None:
     assert template.space["W1"] == [1, 2, 4, 8]  # a quarter to four times IREE's 2
     assert template.space["RK"] == [1, 2, 4, 8, 16]
     assert template.space["TK"] == [16]  # 16 channels: no cache tile smaller than the loop
-    steps = template.schedule
+    steps = _docs(template.schedule)
     assert steps[0] == {
         "fuse_ext": {"root": {"op": "linalg.generic"}, "tile_sizes": [0, "${W1}", "${W2}", "${W3}"]}
     }
-    assert steps[1] == {"producer": {"of": "root", "operand": 0, "as": "main"}}
+    assert steps[1] == {"producer": {"operand": 0, "as": "main"}}  # of: root, the default
     assert steps[2] == {"producer": {"of": "main", "operand": 2, "as": "init"}}
     # EPILOGUE buffer: the cache tile on the first reduction loop, then the register tile
     # on the two innermost output dims only (a unit loop between two tiled ones gives
@@ -220,11 +227,11 @@ def test_without_an_epilogue_the_root_is_named_where_its_op_is_unique() -> None:
     root"; with a second op of the same name that name would match both, so not then."""
     conv = _conv()
     alone = dataclasses.replace(conv, ops=conv.ops[:2], root_reads={})
-    steps = template_for(TASK, alone).schedule
+    steps = _docs(template_for(TASK, alone).schedule)
     assert steps[0]["fuse_ext"]["root"] == {"op": "linalg.generic"}
-    assert steps[1] == {"producer": {"of": "root", "operand": 2, "as": "init"}}
+    assert steps[1] == {"producer": {"operand": 2, "as": "init"}}
     padded = dataclasses.replace(alone, ops=(conv.ops[2], *alone.ops), root=2)
-    assert "root" not in template_for(TASK, padded).schedule[0]["fuse_ext"]
+    assert "root" not in _docs(template_for(TASK, padded).schedule)[0]["fuse_ext"]
 
 
 def _gather() -> ConfiguredDispatch:
@@ -247,7 +254,7 @@ def test_an_elementwise_task_of_one_op_gets_the_elementwise_template() -> None:
     assert template.space["W0"] == [2, 4, 8, 16]  # a quarter to four times IREE's 8
     assert template.space["RW"] == [4, 8] and template.space["RH"] == [1, 2, 4, 8]
     assert "TK" not in template.space and "RK" not in template.space
-    assert template.schedule == [
+    assert _docs(template.schedule) == [
         {
             "fuse_ext": {
                 "root": {"op": "linalg.generic"},
@@ -263,7 +270,7 @@ def test_an_elementwise_task_of_one_op_gets_the_elementwise_template() -> None:
     gather = _gather()
     op = dataclasses.replace(gather.ops[0], levels={"distribution": (16, 3, 3, 4, 4)})
     rows = template_for(TASK, dataclasses.replace(gather, ops=(op,)))
-    assert rows.schedule[0]["fuse_ext"]["tile_sizes"] == ["${W0}", 0, 0, "${W3}", "${W4}"]
+    assert _docs(rows.schedule)[0]["fuse_ext"]["tile_sizes"] == ["${W0}", 0, 0, "${W3}", "${W4}"]
     assert rows.constraints == ["W3 % RH == 0", "W4 % RW == 0"]
 
 
@@ -373,7 +380,7 @@ def test_a_matmul_task_from_named_layers_may_also_run_packed() -> None:
     assert template.space["M0"] == [6, 8, 16] and template.space["N0"] == [8, 16, 32]
     assert template.space["UNPACK"] == ["separate", "fused"]
     tile = ["${M0}", "${N0}", "${K0}"]
-    assert template.graph == [
+    assert template.graph_document() == [
         {"mmt4d": {"tile": tile, "when": "LAYOUT == 'packed' and UNPACK == 'separate'"}},
         {
             "mmt4d": {
@@ -657,7 +664,9 @@ def test_a_packed_winner_with_its_unpack_fused_keeps_fuse_unpack(tmp_path: Path)
     template = template_for(Task("t0", (MATMUL,), dispatches=["d0"], layers=["ffn.up"]), _matmul())
     recipe = tmp_path / "t0.yaml"
     recipe.write_text(
-        yaml.safe_dump({"parameters": template.parameters, "graph": template.graph, "kernels": []})
+        yaml.safe_dump(
+            {"parameters": template.parameters, "graph": template.graph_document(), "kernels": []}
+        )
     )
     fused = {"LAYOUT": "packed", "M0": 8, "UNPACK": "fused"}
     packed = Result("k2", "t0.yaml", "x86", fused, "ok", speedup=1.2)

@@ -134,7 +134,7 @@ def _task_recipe(
         "constraints": template.constraints,
         "tolerance": TOLERANCE,
         **({"compile_flags": template.compile_flags} if template.compile_flags else {}),
-        **({"graph": template.graph} if template.graph else {}),
+        **({"graph": template.graph_document()} if template.graph else {}),
         "kernels": [main, *more],
     }
     header = (

@@ -54,6 +54,18 @@ from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, Configured
 from ..dsl.constraints import parse_constraint
 from ..dsl.params import referenced_parameters
 from ..dsl.space import ParamValue
+from ..dsl.steps import (
+    CleanupStep,
+    FuseExtStep,
+    FuseIntoStep,
+    Mmt4dStep,
+    ProducerStep,
+    Step,
+    TileStep,
+    VectorizeStep,
+)
+from ..dsl.values import MatchSpec
+from ..frontends.step_documents import step_document
 from .tasks import Task
 
 VECTOR_WIDTHS = (4, 8, 16, 32)
@@ -117,8 +129,8 @@ class Template:
     parameters: dict[str, ParamValue]
     space: dict[str, list[ParamValue]]
     constraints: list[str]
-    schedule: list[dict[str, Any]]
-    graph: list[dict[str, Any]] = field(default_factory=list)
+    schedule: list[Step]
+    graph: list[Step] = field(default_factory=list)
     compile_flags: list[str] = field(default_factory=list)
     kernel_when: str | None = None
     """The kernel schedule's condition (the rowmajor layout, where a packed one exists)."""
@@ -153,7 +165,11 @@ class Template:
         """The kernel's ``schedule`` or ``config`` entry, as a recipe writes it."""
         if self.config is not None:
             return {"config": self.config}
-        return {"schedule": self.schedule}
+        return {"schedule": [step_document(step) for step in self.schedule]}
+
+    def graph_document(self) -> list[dict[str, Any]]:
+        """The graph steps, as a recipe writes them."""
+        return [step_document(step) for step in self.graph]
 
 
 def anchor_position(task: Task) -> int:
@@ -231,16 +247,13 @@ def elementwise_template(dispatch: ConfiguredDispatch) -> Template:
         )
     assert root.output_loops is not None
     tiles = _output_tiles(dispatch, [root.loop_ranges[loop] for loop in root.output_loops])
-    schedule: list[dict[str, Any]] = [
-        {
-            "fuse_ext": {
-                "root": {"op": root.op},
-                "tile_sizes": _on_root_loops(dispatch, tiles.workgroup),
-            }
-        },
-        {"tile": {"sizes": _on_root_loops(dispatch, tiles.register)}},
-        {"cleanup": {"unit_dims": True}},
-        {"vectorize": {}},
+    schedule: list[Step] = [
+        FuseExtStep(
+            root=MatchSpec(op=root.op), tile_sizes=tuple(_on_root_loops(dispatch, tiles.workgroup))
+        ),
+        TileStep(sizes=tuple(_on_root_loops(dispatch, tiles.register))),
+        CleanupStep(unit_dims=True),
+        VectorizeStep(),
     ]
     swept: dict[str, list[ParamValue]] = {k: list(v) for k, v in tiles.space.items()}
     return Template(dict(tiles.defaults), swept, list(tiles.constraints), schedule)
@@ -299,13 +312,14 @@ def with_packed_layout(template: Template, kernel_defaults: Mapping[str, ParamVa
         **{name: list(values) for name, values in PACK_TILES.items()},
         "UNPACK": list(UNPACK),
     }
-    tile = ["${M0}", "${N0}", "${K0}"]
-    steps = [
-        {"mmt4d": {"tile": tile, **({"fuse_unpack": True} if unpack == "fused" else {})}}
+    steps: list[Step] = [
+        Mmt4dStep(
+            tile=("${M0}", "${N0}", "${K0}"),
+            fuse_unpack=unpack == "fused",
+            when=f"LAYOUT == 'packed' and UNPACK == '{unpack}'",
+        )
         for unpack in UNPACK
     ]
-    for step, unpack in zip(steps, UNPACK, strict=True):
-        step["mmt4d"]["when"] = f"LAYOUT == 'packed' and UNPACK == '{unpack}'"
     return Template(
         parameters={
             **template.parameters,
@@ -426,26 +440,30 @@ def _first_reduction(dispatch: ConfiguredDispatch) -> int | None:
 
 def _steps(
     dispatch: ConfiguredDispatch, workgroup: list[Any], register: list[int | str]
-) -> list[dict[str, Any]]:
+) -> list[Step]:
     root = dispatch.root_op
-    steps: list[dict[str, Any]] = []
+    steps: list[Step] = []
     if dispatch.epilogue:
         last = len(dispatch.ops) - 1
-        steps.append({"fuse_ext": {"root": {"op": dispatch.ops[last].op}, "tile_sizes": workgroup}})
         steps.append(
-            {"producer": {"of": "root", "operand": dispatch.root_reads[last], "as": "main"}}
+            FuseExtStep(root=MatchSpec(op=dispatch.ops[last].op), tile_sizes=tuple(workgroup))
         )
+        steps.append(ProducerStep(of="root", operand=dispatch.root_reads[last], name="main"))
         main = "main"
     else:
-        fuse: dict[str, Any] = {"tile_sizes": _on_root_loops(dispatch, workgroup)}
-        if sum(op.op == root.op for op in dispatch.ops) == 1:
-            # Named, not "the dispatch root": IREE may re-create the matched op before
-            # the strategy runs (seen on a conv whose fill follows it), losing its tag.
-            fuse = {"root": {"op": root.op}, **fuse}
-        steps.append({"fuse_ext": fuse})
+        # Named, not "the dispatch root", where the op is unique: IREE may re-create the
+        # matched op before the strategy runs (seen on a conv whose fill follows it),
+        # losing its tag.
+        unique = sum(op.op == root.op for op in dispatch.ops) == 1
+        steps.append(
+            FuseExtStep(
+                root=MatchSpec(op=root.op) if unique else None,
+                tile_sizes=tuple(_on_root_loops(dispatch, workgroup)),
+            )
+        )
         main = "root"
     if dispatch.init_is_fill:
-        steps.append({"producer": {"of": main, "operand": dispatch.root_inputs, "as": "init"}})
+        steps.append(ProducerStep(of=main, operand=dispatch.root_inputs, name="init"))
     first = _first_reduction(dispatch)
     reduce: list[Any] = [
         0 if it == "parallel" else ("${RK}" if i == first else 1)
@@ -456,44 +474,44 @@ def _steps(
         steps += _when("EPILOGUE == 'fused'", _fused(dispatch, main, register, reduce))
     else:
         steps += _buffered(dispatch, main, register, reduce)
-    steps.append({"cleanup": {"unit_dims": True}})
-    steps.append({"vectorize": {}})
+    steps.append(CleanupStep(unit_dims=True))
+    steps.append(VectorizeStep())
     return steps
 
 
 def _buffered(
     dispatch: ConfiguredDispatch, main: str, register: list[int | str], reduce: list[Any]
-) -> list[dict[str, Any]]:
+) -> list[Step]:
     """Step 2 over the workgroup's tile: cache tile, register tile, reduction; the init
     and the epilogue register-tiled after it, each in loops of its own."""
     root = dispatch.root_op
-    steps: list[dict[str, Any]] = []
+    steps: list[Step] = []
     first = _first_reduction(dispatch)
     if first is not None:
         cache: list[Any] = [0] * len(root.loop_ranges)
         cache[first] = "${TK}"
-        steps.append({"tile": {"target": main, "sizes": cache}})
-    steps.append({"tile": {"target": main, "sizes": _on_root_loops(dispatch, register)}})
-    steps.append({"tile": {"target": main, "sizes": reduce}})
+        steps.append(TileStep(target=main, sizes=tuple(cache)))
+    steps.append(TileStep(target=main, sizes=tuple(_on_root_loops(dispatch, register))))
+    steps.append(TileStep(target=main, sizes=tuple(reduce)))
     if dispatch.init_is_fill:
-        steps.append({"tile": {"target": "init", "sizes": list(register)}})
+        steps.append(TileStep(target="init", sizes=tuple(register)))
     if dispatch.epilogue:
-        steps.append({"tile": {"sizes": list(register)}})
+        steps.append(TileStep(sizes=tuple(register)))
     return steps
 
 
 def _fused(
     dispatch: ConfiguredDispatch, main: str, register: list[int | str], reduce: list[Any]
-) -> list[dict[str, Any]]:
+) -> list[Step]:
     """Step 2 per register tile of the epilogue: the root and its init fused into it,
     then the root's reduction tiled."""
-    steps: list[dict[str, Any]] = [
-        {"tile": {"sizes": list(register), "loops": "registers"}},
-        {"fuse_into": {"producer": main, "loop": "registers"}},
+    steps: list[Step] = [
+        TileStep(sizes=tuple(register), loops="registers"),
+        FuseIntoStep(producer=main, loop="registers"),
     ]
     if dispatch.init_is_fill:
-        steps.append({"fuse_into": {"producer": "init", "loop": "registers"}})
-    steps.append({"tile": {"target": main, "sizes": reduce}})
+        steps.append(FuseIntoStep(producer="init", loop="registers"))
+    steps.append(TileStep(target=main, sizes=tuple(reduce)))
     return steps
 
 
@@ -507,11 +525,9 @@ def _on_root_loops(dispatch: ConfiguredDispatch, per_output: Sequence[Any]) -> l
     return sizes
 
 
-def _when(condition: str, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _when(condition: str, steps: list[Step]) -> list[Step]:
     """``steps``, each taken only where ``condition`` holds."""
-    return [
-        {name: {**options, "when": condition}} for step in steps for name, options in step.items()
-    ]
+    return [dataclasses.replace(step, when=condition) for step in steps]
 
 
 def pow2_divisors(size: int) -> list[int]:
