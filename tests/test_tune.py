@@ -175,6 +175,13 @@ def _docs(steps: Sequence[Step]) -> list[dict[str, Any]]:
     return [step_document(step) for step in steps]
 
 
+def _write_task(path: Path, template: dict[str, Any]) -> None:
+    """A task recipe at ``path`` with ``template``'s parameters, graph and kernels."""
+    path.write_text(
+        yaml.safe_dump({"name": f"task_{path.stem}", "workload": {"file": "t.mlir"}, **template})
+    )
+
+
 TASK = Task("t4", (OpSignature("linalg.generic", (16, 16, 16, 16, 3, 3), "convolution", "f32"),))
 
 
@@ -569,7 +576,7 @@ def test_the_winning_values_fill_the_schedule(tmp_path: Path) -> None:
     kernel = {"name": "t0", "match": {"op": "linalg.matmul"}, "schedule": schedule}
     template = {"parameters": {"RH": 1, "RW": 8, "FIXED": 2}, "kernels": [kernel]}
     template["kernels"][0]["schedule"] = [{"tile": {"sizes": ["${FIXED}", "${RH}", "${RW}"]}}]
-    recipe.write_text(yaml.safe_dump(template))
+    _write_task(recipe, template)
     best = Result("k", "t0.yaml", "x86", {"RH": 4, "RW": 16}, "ok", speedup=1.5)
     won = _tuning("t0", 1.0, recipe=recipe, rounds=1, best=best)
     options = TuneOptions(BuildTarget("x86", threads=1), budget_s=60)
@@ -584,14 +591,14 @@ def test_the_winning_values_fill_the_schedule(tmp_path: Path) -> None:
         {"vectorize": {}},
     ]
     template["parameters"]["WAY"] = "a"
-    recipe.write_text(yaml.safe_dump(template))
+    _write_task(recipe, template)
     won.best = Result("k", "t0.yaml", "x86", {"RH": 4, "RW": 16, "WAY": "b"}, "ok", speedup=1.5)
     write_model_recipe(tmp_path / "m.yaml", MODEL, [won], options)
     written = yaml.safe_load((tmp_path / "m.yaml").read_text())
     assert written["kernels"][0]["schedule"] == [{"tile": {"sizes": [16]}}, {"vectorize": {}}]
     # A name the template does not declare is an error naming the template.
     template["kernels"][0]["schedule"] = [{"tile": {"sizes": ["${NOPE}"]}}]
-    recipe.write_text(yaml.safe_dump(template))
+    _write_task(recipe, template)
     won.recipe = recipe
     with pytest.raises(RecipeError, match=r"t0.yaml.*\$\{NOPE\} is not declared"):
         write_model_recipe(tmp_path / "m.yaml", MODEL, [won], options)
@@ -614,7 +621,7 @@ def rowmajor_and_packed(tmp_path: Path) -> TaskTuning:
             }
         ],
     }
-    recipe.write_text(yaml.safe_dump(template))
+    _write_task(recipe, template)
     rowmajor = Result("k1", "t0.yaml", "x86", {"RH": 4, "LAYOUT": "rowmajor"}, "ok", speedup=1.3)
     packed = Result("k2", "t0.yaml", "x86", {"LAYOUT": "packed", "M0": 8}, "ok", speedup=1.01)
     task = Task("t0", (MATMUL,), dispatches=["d0"], layers=["ffn.up"])
@@ -663,10 +670,9 @@ def test_a_packed_winner_is_a_graph_step_for_its_layers_and_the_packed_recipe_pa
 def test_a_packed_winner_with_its_unpack_fused_keeps_fuse_unpack(tmp_path: Path) -> None:
     template = template_for(Task("t0", (MATMUL,), dispatches=["d0"], layers=["ffn.up"]), _matmul())
     recipe = tmp_path / "t0.yaml"
-    recipe.write_text(
-        yaml.safe_dump(
-            {"parameters": template.parameters, "graph": template.graph_document(), "kernels": []}
-        )
+    _write_task(
+        recipe,
+        {"parameters": template.parameters, "graph": template.graph_document(), "kernels": []},
     )
     fused = {"LAYOUT": "packed", "M0": 8, "UNPACK": "fused"}
     packed = Result("k2", "t0.yaml", "x86", fused, "ok", speedup=1.2)
@@ -683,7 +689,7 @@ def test_a_packed_winner_with_its_unpack_fused_keeps_fuse_unpack(tmp_path: Path)
         }
     }
     # A template edited so that no mmt4d step applies is named, not a StopIteration.
-    recipe.write_text(yaml.safe_dump({"parameters": template.parameters, "kernels": []}))
+    _write_task(recipe, {"parameters": template.parameters, "kernels": []})
     with pytest.raises(RecipeError, match=r"t0.yaml: graph: no mmt4d step applies") as info:
         write_model_recipe(tmp_path / "p.yaml", MODEL, [tuning], options, packed=True)
     assert "UNPACK=fused" in str(info.value)

@@ -278,7 +278,7 @@ def test_a_vulkan_winner_is_a_config_matched_by_kind_and_loop_bounds(tmp_path: P
     assert written["kernels"] == [
         {
             "name": "t0",
-            "match": {"kind": "contraction", "shape": [64, 128, 32], "dtype": "f32"},
+            "match": {"kind": "contraction", "shape": [64, 128, 32]},
             "config": {
                 "pipeline": "BaseVectorize",
                 "tile_sizes": {

@@ -1,4 +1,4 @@
-"""Steps as recipe documents: the inverse of the YAML front end's reading of a step.
+"""Steps and kernel schedules as recipe documents: the inverse of the YAML front end.
 
 A :class:`~..dsl.steps.Step` made in Python (by the typed API, or by code that writes
 recipes, such as ``tune``'s templates) becomes the mapping a recipe file holds for it,
@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..dsl.options import Kind, StepOption, step_options
+from ..dsl.recipe import KernelSchedule, LoweringConfig
 from ..dsl.steps import Step
 from ..dsl.values import MatchSpec
 
@@ -27,6 +28,37 @@ def step_document(step: Step) -> dict[str, dict[str, Any]]:
         elif opt.required or value != opt.default:
             options[opt.key] = _option_value(opt, value)
     return {step.primitive: options}
+
+
+def kernel_document(kernel: KernelSchedule) -> dict[str, Any]:
+    """A kernel schedule as a recipe's ``kernels`` lists it: name, match, its steps or
+    its config, and the fields it sets."""
+    found: dict[str, Any] = {"name": kernel.name, "match": match_document(kernel.match)}
+    if kernel.targets is not None:
+        found["targets"] = list(kernel.targets)
+    if kernel.when is not None:
+        found["when"] = kernel.when
+    if kernel.workgroup_size is not None:
+        found["workgroup_size"] = list(kernel.workgroup_size)
+    if kernel.config is not None:
+        found["config"] = config_document(kernel.config)
+    else:
+        found["schedule"] = [step_document(step) for step in kernel.steps]
+    return found
+
+
+def config_document(config: LoweringConfig) -> dict[str, Any]:
+    """A kernel's lowering ``config`` as a recipe writes it."""
+    found: dict[str, Any] = {
+        "tile_sizes": {level: list(sizes) for level, sizes in config.tile_sizes}
+    }
+    if config.workgroup_size is not None:
+        found["workgroup_size"] = list(config.workgroup_size)
+    if config.pipeline is not None:
+        found["pipeline"] = config.pipeline
+    if not config.root:
+        found["root"] = False
+    return found
 
 
 def match_document(spec: MatchSpec) -> dict[str, Any]:
@@ -57,7 +89,7 @@ def match_document(spec: MatchSpec) -> dict[str, Any]:
             [name for name, _ in spec.attributes] if units else dict(spec.attributes)
         )
     if spec.layers:
-        found["layer"] = spec.layers[0] if len(spec.layers) == 1 else list(spec.layers)
+        found["layer"] = list(spec.layers)
     return found
 
 

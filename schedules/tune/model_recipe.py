@@ -6,21 +6,25 @@ step; the other tasks keep IREE's pipeline, with the reason in the recipe's
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..base.errors import RecipeError, Where
 from ..base.files import write_atomically
-from ..dsl.params import substitute_plain
+from ..dsl.params import resolve
+from ..dsl.recipe import KernelSchedule, Recipe
 from ..dsl.space import ParamValue
+from ..dsl.steps import Mmt4dStep
+from ..dsl.values import MatchSpec
+from ..frontends.loading import load
+from ..frontends.step_documents import kernel_document, step_document
 from ..frontends.yaml_writer import recipe_yaml
 from .tasks import Task
-from .templates import UKERNELS_OFF, conditions_hold
+from .templates import UKERNELS_OFF
 from .tuning import TOLERANCE, TaskTuning, TuneOptions
 
 
@@ -63,12 +67,11 @@ def write_model_recipe(
         if chosen is None or (only is not None and name not in only):
             continue
         assert tuning.recipe is not None
-        template = yaml.safe_load(tuning.recipe.read_text())
-        values = {**template.get("parameters", {}), **chosen.params}
-        if values.get("LAYOUT") == "packed":
-            graph.append(_packed_step(tuning.task, tuning.recipe, template, values))
+        ran = _as_run(tuning.recipe, chosen.params, o)
+        if dict(ran.parameters).get("LAYOUT") == "packed":
+            graph.append(_packed_step(tuning.task, tuning.recipe, ran))
             continue
-        kernels += _kernels_taken(tuning.recipe, template, values)
+        kernels += [kernel_document(_unconditional(k)) for k in ran.kernels]
     steps = [dict(step) for step in model.graph] + graph
     document = {
         "name": model.name,
@@ -97,69 +100,32 @@ def write_model_recipe(
     return len(kernels) + len(graph)
 
 
-def _kernels_taken(
-    recipe: Path, template: Mapping[str, Any], values: Mapping[str, ParamValue]
-) -> list[dict[str, Any]]:
-    """The task template's kernels as the winner ran them, with their own matches: those
-    whose ``when`` holds at ``values``, their schedule or config filled in."""
-    taken = []
-    for index, kernel in enumerate(template["kernels"]):
-        if not _applies(kernel, values):
-            continue
-        body = "config" if "config" in kernel else "schedule"
-        where = Where(str(recipe), field=f"kernels[{index}].{body}")
-        filled = substitute_plain(kernel[body], values, where)
-        if body == "schedule":
-            filled = _steps_taken(filled, values)
-        taken.append({"name": kernel["name"], "match": kernel["match"], body: filled})
-    return taken
+def _as_run(recipe: Path, values: Mapping[str, ParamValue], o: TuneOptions) -> Recipe:
+    """The task recipe (as tune wrote it, or as the user edited it since) as its winner
+    ran it: resolved at ``values`` for the tune's build, so what a ``when`` leaves out
+    is gone and every ``${...}`` is filled in."""
+    build = o.build
+    return resolve(load(str(recipe)), values, build.cpu_threads, build.name, build.machine)
 
 
-def _steps_taken(
-    steps: list[dict[str, Any]], values: Mapping[str, ParamValue]
-) -> list[dict[str, Any]]:
-    """The schedule ``steps`` as the winner ran them: a step whose ``when`` condition
-    fails at ``values`` left out, the condition dropped from the others (the model
-    recipe does not declare the template's parameters)."""
-    taken = []
-    for step in steps:
-        ((name, options),) = step.items()
-        if _applies(options, values):
-            taken.append({name: {k: v for k, v in options.items() if k != "when"}})
-    return taken
+def _unconditional(kernel: KernelSchedule) -> KernelSchedule:
+    """``kernel`` and its steps without their ``when``: they held for the winner, and
+    the model recipe does not declare the template's parameters."""
+    steps = tuple(dataclasses.replace(step, when=None) for step in kernel.steps)
+    return dataclasses.replace(kernel, steps=steps, when=None)
 
 
-def _packed_step(
-    task: Task, recipe: Path, template: Mapping[str, Any], values: Mapping[str, Any]
-) -> dict[str, Any]:
+def _packed_step(task: Task, recipe: Path, ran: Recipe) -> dict[str, Any]:
     """The task's winning packed layout as a graph step of the model recipe: its
     template's ``mmt4d`` step with the winning tile, limited to the task's root layers
     (in the model, other matmuls keep their own schedules)."""
-    applying = [i for i, step in enumerate(template.get("graph") or []) if _packs(step, values)]
+    applying = [step for step in ran.graph if isinstance(step, Mmt4dStep)]
     if not applying:
+        values = ", ".join(f"{k}={v}" for k, v in ran.parameters)
         raise RecipeError(
             Where(str(recipe), field="graph"),
-            "no mmt4d step applies to the task's packed winner "
-            f"({', '.join(f'{k}={v}' for k, v in values.items())}); keep the template's "
-            "mmt4d steps and their 'when' conditions on LAYOUT and UNPACK",
+            f"no mmt4d step applies to the task's packed winner ({values}); keep the "
+            "template's mmt4d steps and their 'when' conditions on LAYOUT and UNPACK",
         )
-    where = Where(str(recipe), field=f"graph[{applying[0]}]")
-    step = substitute_plain(template["graph"][applying[0]], values, where)
-    options = dict(step["mmt4d"])
-    options.pop("when", None)
-    options["ops"] = {"op": task.root.op, "layer": list(task.layers)}
-    return {"mmt4d": options}
-
-
-def _packs(step: Mapping[str, Any], values: Mapping[str, Any]) -> bool:
-    """Whether a template's graph ``step`` is an ``mmt4d`` step whose ``when`` (if any)
-    holds for ``values``."""
-    options = step.get("mmt4d")
-    return isinstance(options, dict) and _applies(options, values)
-
-
-def _applies(options: Mapping[str, Any], values: Mapping[str, Any]) -> bool:
-    """Whether a template step with ``options`` runs at ``values``: it has no ``when``,
-    or its ``when`` holds."""
-    when = options.get("when")
-    return when is None or conditions_hold([when], values)
+    ops = MatchSpec(op=task.root.op, layers=tuple(task.layers))
+    return step_document(dataclasses.replace(applying[0], ops=ops, when=None))
