@@ -16,12 +16,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from iree.compiler.tools import core
 
+from . import compile_cache
 from .target import Target
 
 
@@ -126,9 +128,13 @@ def verbose() -> bool:
     return os.environ.get(VERBOSE_ENV) == "1"
 
 
-def _invoke(command: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
+def _announce(command: list[str]) -> None:
     if verbose():
         print(f"{VERBOSE_PREFIX}{format_command(command)}", file=sys.stderr, flush=True)
+
+
+def _invoke(command: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
+    _announce(command)
     try:
         return subprocess.run(
             command, capture_output=True, text=True, timeout=timeout_s, check=False
@@ -158,8 +164,16 @@ def _refuse_unknown_gpu(command: list[str], stderr: str) -> None:
 
 
 def run_compile(request: CompileRequest, timeout_s: float = 600.0) -> CompileResult:
-    """Compile, then check that no error was reported; collect the step markers."""
+    """Compile, then check that no error was reported; collect the step markers.
+
+    With ``TDSCHED_COMPILE_CACHE`` set, a build made before with the same inputs is copied
+    from that cache instead (:mod:`.compile_cache`; the command line is still printed)."""
     command = compile_command(request)
+    cache_key = compile_cache.key(command)
+    if cache_key is not None and (printed := compile_cache.load(cache_key)) is not None:
+        _announce(command)
+        return CompileResult(command, request.output_file, *printed)
+    started = time.monotonic()
     proc = _invoke(command, timeout_s)
     stderr = proc.stderr
     _refuse_unknown_gpu(command, stderr)
@@ -183,6 +197,8 @@ def run_compile(request: CompileRequest, timeout_s: float = 600.0) -> CompileRes
         raise CompileError(
             f"iree-compile reported errors:\n{_error_excerpt(stderr)}", command, stderr, proc.stdout
         )
+    if cache_key is not None:
+        compile_cache.store(cache_key, proc.stdout, stderr, time.monotonic() - started)
     return CompileResult(command, request.output_file, proc.stdout, stderr)
 
 

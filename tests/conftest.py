@@ -38,7 +38,7 @@ from typing import Any, NoReturn
 
 import pytest
 from tdsched.recipes import RECIPES_DIR
-from tdsched.targets import compiler, runtime
+from tdsched.targets import compile_cache, compiler, runtime
 
 pytest_plugins = ["cli_inprocess"]  # the `tdsched` fixture: the command line in process
 
@@ -49,6 +49,14 @@ REQUIRE_VULKAN = os.environ.get("TDSCHED_REQUIRE_VULKAN") == "1"
 CACHE_DIR = tempfile.mkdtemp(prefix="tdsched-test-cache-")
 os.environ["TDSCHED_CACHE_DIR"] = CACHE_DIR
 atexit.register(shutil.rmtree, CACHE_DIR, ignore_errors=True)
+# Identical iree-compile commands (same input and library contents, flags, IREE) compile
+# once per session: a compile cache (tdsched.targets.compile_cache) that every test and
+# child process shares (pytest-xdist workers inherit it from the controller, which loads
+# this file first). One the user set is kept; set empty, nothing is cached.
+if compile_cache.ENV not in os.environ:
+    COMPILE_CACHE = tempfile.mkdtemp(prefix="tdsched-test-compile-cache-")
+    os.environ[compile_cache.ENV] = COMPILE_CACHE
+    atexit.register(shutil.rmtree, COMPILE_CACHE, ignore_errors=True)
 
 
 FIRST = ("test_sweep_ray.py", "test_regress.py", "test_run_profile.py")
@@ -111,6 +119,14 @@ def target(request: pytest.FixtureRequest, iree: str) -> str:
     return str(request.param)
 
 
+@pytest.fixture
+def no_compile_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every build in the test (and its child processes) runs iree-compile: for a test that
+    compares a module with one rebuilt by its printed command, since a cached module names
+    the input file of the build that filled the cache (see targets/compile_cache.py)."""
+    monkeypatch.delenv(compile_cache.ENV, raising=False)
+
+
 @pytest.fixture(scope="session")
 def iree_opt() -> str:
     tool = shutil.which("iree-opt") or str(Path(os.sys.executable).parent / "iree-opt")
@@ -170,6 +186,7 @@ class _Guard:
         tool_path = os.environ.get("IREE_TOOL_PATH")
         mp.setenv("IREE_TOOL_PATH", os.pathsep.join(filter(None, [str(self.stub_dir), tool_path])))
         mp.setenv(_GUARD_LOG, str(self.log))
+        mp.delenv(compile_cache.ENV, raising=False)  # a cached build would hide a compile
         mp.setattr(compiler, "_invoke", self._refuse("iree-compile"))
         mp.setattr(runtime, "_config", self._refuse("an IREE runtime device"))
         mp.setattr(runtime.LoadedModule, "__init__", self._refuse("an IREE runtime module"))

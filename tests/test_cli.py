@@ -64,7 +64,7 @@ def test_unknown_recipe_lists_shipped_ones() -> None:
     )
 
 
-@pytest.mark.usefixtures("iree")
+@pytest.mark.usefixtures("iree", "no_compile_cache")
 def test_compile_print_command_reproduces_the_build(tmp_path: Path) -> None:
     out = tmp_path / "mm.vmfb"
     proc = tdsched("compile", "matmul_x86", "-o", str(out), "--print-command", *SMALL)
@@ -77,7 +77,7 @@ def test_compile_print_command_reproduces_the_build(tmp_path: Path) -> None:
     assert rebuilt.read_bytes() == out.read_bytes()
 
 
-@pytest.mark.usefixtures("iree")
+@pytest.mark.usefixtures("iree", "no_compile_cache")
 def test_compile_keeps_intermediate_files_out_of_the_output_folder(tmp_path: Path) -> None:
     """Kernel-level fuse_ext plans on probe compiles: their files go to a temporary folder,
     kept with --keep-temps beside IREE's per-dispatch files; the .vmfb is the same."""
