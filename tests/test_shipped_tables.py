@@ -10,6 +10,11 @@ targets Vulkan too is checked at every shape of its table on Vulkan as well."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import re
+from typing import Any
+
 import pytest
 from tdsched.schedules.compile.build_target import BuildTarget
 from tdsched.schedules.compile.pipeline import plan
@@ -24,16 +29,58 @@ CPU_FOR_ISA = {"avx2": "haswell", "sse": "x86-64"}
 WIDER = ["sse", "avx2", "avx512"]
 
 
-def _scheduled_entries() -> list[tuple[str, ShapeEntry]]:
+TWINS = {"matmul_x86_py": "matmul_x86"}
+"""Shipped recipes that are another's in a second front end (the Python API, taking the
+YAML recipe's table): their entries are checked to resolve and emit exactly as the
+original's (:func:`test_a_twin_recipe_plans_every_entry_as_its_original`, fast), so
+building and running them again would check the same build twice."""
+
+
+def _scheduled_entries(names: list[str]) -> list[tuple[str, ShapeEntry]]:
     found = []
-    for name in shipped_recipe_names():
+    for name in names:
         table = load(name).shapes
         if table is not None:
             found += [(name, entry) for entry in table.entries if not entry.iree_default]
     return found
 
 
-ENTRIES = _scheduled_entries()
+ENTRIES = _scheduled_entries([n for n in shipped_recipe_names() if n not in TWINS])
+
+
+def _planned(recipe: str, values: dict[str, Any]) -> tuple[list[Any], str]:
+    """What a build of ``recipe`` at ``values`` applies: its resolved graph steps (without
+    where they were written), its kernel schedules' matches and configs, and its kernel
+    library's text (without locations, which name each front end's own file; the steps'
+    handle names, which the Python API makes up, are not in it)."""
+    p = plan(load(recipe), BuildTarget(None), values)
+
+    def fields(obj: Any) -> Any:
+        return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if f.name != "where"}
+
+    kernels = [(k.name, k.match, len(k.steps), k.config) for k in p.recipe.kernels]
+    library = p.scripts.kernel_library or ""
+    text = "\n".join(ln for ln in library.splitlines() if not ln.startswith("#loc"))
+    return [[fields(s) for s in p.recipe.graph], kernels], re.sub(r" loc\([^)]*\)", "", text)
+
+
+@pytest.mark.parametrize(("twin", "original"), TWINS.items())
+def test_a_twin_recipe_plans_every_entry_as_its_original(twin: str, original: str) -> None:
+    """The twin's table is the original's; one entry of each way the recipe computes
+    (the string parameters its ``when`` conditions read: layout, unpack placement, ...)
+    plans the same build in both (planning every entry takes a minute)."""
+    entries = _scheduled_entries([original])
+    assert entries and load(twin).shapes == load(original).shapes
+    ways: dict[tuple[tuple[str, Any], ...], dict[str, Any]] = {}
+    by_size = sorted(
+        entries, key=lambda e: math.prod(v for _, v in e[1].shape if isinstance(v, int))
+    )
+    for _, entry in by_size:  # the smallest shape of each way: its workload builds fastest
+        values = {**dict(entry.shape), **dict(entry.params)}
+        ways.setdefault(tuple((k, v) for k, v in values.items() if isinstance(v, str)), values)
+    assert len(ways) > 1
+    for values in ways.values():
+        assert _planned(twin, values) == _planned(original, values), values
 
 
 def test_the_shipped_tables_have_scheduled_entries() -> None:

@@ -43,6 +43,10 @@ def test_verbose_sweep_prints_the_workers_compile_lines(tmp_path: Path) -> None:
         "2",
         "--repeats",
         "2",
+        "--race",
+        "1",
+        "--race-time",
+        "1",
         "--db",
         str(tmp_path / "s.db"),
     )
