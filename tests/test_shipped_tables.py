@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from typing import Any
 
 import pytest
@@ -23,6 +22,7 @@ from tdsched.schedules.frontends.loading import load, shipped_recipe_names
 from tdsched.schedules.measure.run_report import run
 from tdsched.targets.cpu_isa import host_isa
 from tdsched.targets.cpu_model import host_cpu_model
+from test_emission import _without_locations
 
 CPU_FOR_ISA = {"avx2": "haswell", "sse": "x86-64"}
 """An LLVM CPU of each ISA below AVX-512 (AVX-512: the host, when it has it)."""
@@ -59,9 +59,9 @@ def _planned(recipe: str, values: dict[str, Any]) -> tuple[list[Any], str]:
         return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if f.name != "where"}
 
     kernels = [(k.name, k.match, len(k.steps), k.config) for k in p.recipe.kernels]
-    library = p.scripts.kernel_library or ""
-    text = "\n".join(ln for ln in library.splitlines() if not ln.startswith("#loc"))
-    return [[fields(s) for s in p.recipe.graph], kernels], re.sub(r" loc\([^)]*\)", "", text)
+    library = p.scripts.kernel_library
+    text = _without_locations(library) if library else ""
+    return [[fields(s) for s in p.recipe.graph], kernels], text
 
 
 @pytest.mark.parametrize(("twin", "original"), TWINS.items())
