@@ -46,9 +46,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tdsched.schedules.compile.build_target import BuildTarget
 from tdsched.schedules.dsl.params import parse_override
 from tdsched.schedules.dsl.space import Point
 from tdsched.schedules.frontends.loading import find_recipe, load
+from tdsched.schedules.measure.request import Request
 from tdsched.schedules.sweep.compile_and_bench import Bench
 from tdsched.schedules.sweep.cost_model import Featurizer, LearnedModel, ModelGuided
 from tdsched.schedules.sweep.database import ResultsDB
@@ -93,10 +95,11 @@ def reference(
     (baseline,) = db.with_name(db.name + ".artifacts").glob("baseline-*.vmfb")
     fixed = dict(parse_override(p) for p in params)
     context = SweepContext(
-        recipe=str(find_recipe(recipe).resolve()),
-        target="x86",
-        fixed=fixed,
-        threads=threads,
+        Request(
+            recipe=str(find_recipe(recipe).resolve()),
+            build=BuildTarget("x86", threads=threads),
+            params=fixed,
+        ),
         baseline_artifact=str(baseline),
     )
     bench = Bench(context)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from tdsched.schedules.base.errors import RecipeError
 from tdsched.schedules.compile.build_target import BuildTarget
+from tdsched.schedules.measure.request import Request
 from tdsched.schedules.measure.status import Status
 from tdsched.schedules.regress.baseline_file import Settings, dump, load_baseline
 from tdsched.schedules.regress.calibration import CalibrationDrift
@@ -222,10 +223,12 @@ def test_an_entry_can_build_for_another_machine_and_says_so(
     assert f"{field}: {value}" in dump(baseline) and load_baseline(path).entries == baseline.entries
     settings = there.settings(baseline.defaults)
     assert (
-        getattr(request_for(recipe, there, settings, tmp_path, bless=False).build, field) == value
+        getattr(request_for(recipe, there, settings, tmp_path, bless=False).request.build, field)
+        == value
     )
     assert (
-        getattr(request_for(recipe, here, settings, tmp_path, bless=False).build, field) == default
+        getattr(request_for(recipe, here, settings, tmp_path, bless=False).request.build, field)
+        == default
     )
     marker = pytest.mark.tdsched_perf(recipe, **{field: value}, min_speedup=1.1).mark
     assert getattr(entry_from_marker(marker), field) == value
@@ -269,11 +272,7 @@ def test_a_crashing_or_hanging_measurement_fails_only_its_entry(
     recipe = tmp_path / "bad.py"
     recipe.write_text(body)
     request = MeasureRequest(
-        recipe=str(recipe),
-        build=BuildTarget(None, threads=1),
-        params={},
-        numerics=None,
-        seed=0,
+        Request(recipe=str(recipe), build=BuildTarget(None, threads=1)),
         precision=0.05,
         threshold=None,
         time_cap_s=1.0,

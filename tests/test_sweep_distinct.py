@@ -10,6 +10,7 @@ from tdsched.schedules.compile.build_target import BuildTarget
 from tdsched.schedules.dsl.build_names import build_values
 from tdsched.schedules.dsl.space import Point
 from tdsched.schedules.frontends.loading import find_recipe, load
+from tdsched.schedules.measure.request import Request
 from tdsched.schedules.sweep.candidates import content_key, plan_point
 from tdsched.schedules.sweep.distinct import (
     SAME_BUILD,
@@ -61,7 +62,7 @@ def test_points_with_one_signature_build_the_same_module_and_others_do_not() -> 
             point
         )
     context = SweepContext(
-        str(find_recipe("matmul_x86")), BuildTarget("x86", threads=2), dict(SHAPE)
+        Request(str(find_recipe("matmul_x86")), BuildTarget("x86", threads=2), dict(SHAPE))
     )
 
     def key(point: Point) -> str:

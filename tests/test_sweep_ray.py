@@ -17,6 +17,7 @@ from onnx_models import mlp_model
 from tdsched.recipes import RECIPES_DIR
 from tdsched.schedules.cli.main import main
 from tdsched.schedules.compile.build_target import BuildTarget
+from tdsched.schedules.measure.request import Request
 from tdsched.schedules.sweep.database import ResultsDB
 from tdsched.schedules.sweep.messages import CompileJob, SweepContext
 from tdsched.schedules.sweep.ray_executor import (
@@ -191,7 +192,7 @@ def test_an_exception_raised_in_a_task_reads_as_in_the_local_pool(running_ray: N
 def test_a_cluster_with_no_node_for_the_target_is_a_clear_error(running_ray: None) -> None:
     fix = r"""start the nodes that have the device with ray start --resources='\{"tdsched_npu": 1\}'"""
     with pytest.raises(RayUnavailable, match=fix):
-        RayExecutor(2).start(SweepContext(recipe=str(RECIPE), build=BuildTarget("npu")))
+        RayExecutor(2).start(SweepContext(Request(str(RECIPE), BuildTarget("npu"))))
     assert ray.is_initialized(), "a connection the executor did not make stays open"
 
 
@@ -204,9 +205,11 @@ def node_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _context(recipe: str, **fixed: int) -> SweepContext:
     return SweepContext(
-        recipe=recipe,
-        build=BuildTarget("x86", threads=1),
-        fixed={"M": 64, "N": 64, "K": 64, **fixed},
+        Request(
+            recipe=recipe,
+            build=BuildTarget("x86", threads=1),
+            params={"M": 64, "N": 64, "K": 64, **fixed},
+        )
     )
 
 
@@ -285,7 +288,7 @@ def test_tune_sweeps_its_tasks_on_ray(
     start = RayExecutor.start
 
     def counted(self: RayExecutor, context: SweepContext) -> None:
-        started.append(context.recipe)
+        started.append(context.request.recipe)
         start(self, context)
 
     monkeypatch.setattr(RayExecutor, "start", counted)

@@ -15,6 +15,7 @@ from tdsched.targets.target import run_conditions
 
 from ..dsl.params import parse_override
 from ..measure.profile_report import profile_lines
+from ..measure.request import Request
 from ..measure.roofline_plot import plot_roofline, require_matplotlib
 from ..measure.run_report import RunReport, RunRequest, run_isolated
 from ..measure.status import Status
@@ -96,17 +97,19 @@ def run(args: argparse.Namespace) -> int:
     if args.plot is not None:
         require_matplotlib()
     request = RunRequest(
-        recipe=args.recipe,
-        build=build_target_from(args),
-        params=dict(parse_override(text) for text in args.param),
+        Request(
+            recipe=args.recipe,
+            build=build_target_from(args),
+            params=dict(parse_override(text) for text in args.param),
+            seed=args.seed,
+            trust=trust_from(args),
+        ),
         repeats=args.repeats,
-        seed=args.seed,
         time_it=not args.no_time,
         peers=args.peers,
         peak=not args.no_peak,
         out_dir=tempfile.mkdtemp(prefix="tdsched-run-") if args.keep_temps else None,
         profile=args.profile,
-        trust=trust_from(args),
     )
     try:
         report = run_isolated(request)

@@ -20,6 +20,7 @@ from tdsched.targets.workload import check_memory
 from ..base.text_table import aligned
 from ..dsl.recipe import recipe_name
 from ..frontends.recipe_trust import Trust, trust_options
+from ..measure.request import Request
 from ..measure.roofline_plot import require_matplotlib
 from ..measure.run_report import RunReport, RunRequest, run_recipe
 from ..measure.status import Status
@@ -193,14 +194,12 @@ def run(args: argparse.Namespace) -> int:
     progress = _progress(quiet)
     spec = workload_spec(args, out)
     runs = RunRequest(
-        recipe="",  # each check names its recipe
-        build=options.build,
-        params={},
+        Request(  # each check names its recipe
+            recipe="", build=options.build, seed=args.seed, trust=recipe_trust(args)
+        ),
         repeats=args.repeats,
-        seed=args.seed,
         time_it=True,
         peak=False,
-        trust=recipe_trust(args),
     )
     timed = partial(run_recipe, runs)
     rewrites = race_model_rewrites(workload, spec, out, options.build.compile_target, timed)

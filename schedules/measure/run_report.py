@@ -28,11 +28,7 @@ from tdsched.targets.workload import input_types, random_inputs
 from tdsched.transform_lib.work import count_work_of_text
 
 from ..compile.build_folders import build_folder
-from ..compile.build_target import BuildTarget
-from ..compile.pipeline import Plan, apply_graph, compile_default_workload, plan
-from ..dsl.space import ParamValue
-from ..frontends.loading import load
-from ..frontends.recipe_trust import UNTRUSTED, Trust
+from ..compile.pipeline import Plan, apply_graph, compile_default_workload
 from .evaluation import (
     EVALUATION_ERRORS,
     build_and_check,
@@ -44,6 +40,7 @@ from .isolation import ChildFailure, Progress, call_isolated
 from .machine_peak import MachinePeak, machine_peak
 from .peers import build_peers
 from .profile_report import PROFILE_FOLDER, DispatchProfile, measure_profile, prepare_profile
+from .request import Request
 from .status import Check, Status
 
 
@@ -446,14 +443,12 @@ class PlanError(ValueError):
 
 @dataclass(frozen=True)
 class RunRequest:
-    """What ``tdsched run`` evaluates, as plain JSON values (it crosses to a child)."""
+    """What ``tdsched run`` evaluates: the :class:`~.request.Request` and how to run it,
+    as plain JSON values (it crosses to a child)."""
 
-    recipe: str
-    build: BuildTarget
-    """What to build for (its target None: the recipe's first) and the threads to run on."""
-    params: dict[str, ParamValue]
+    request: Request
+    """The recipe, its build (target None: the recipe's first), parameters and seed."""
     repeats: int
-    seed: int
     time_it: bool
     peers: bool = False
     peak: bool = True
@@ -461,14 +456,14 @@ class RunRequest:
     """Where the build files go and stay (``--keep-temps``); ``None``: a temporary folder."""
     profile: bool = False
     """Profile each dispatch of both builds after the child exits (``--profile``)."""
-    trust: Trust = UNTRUSTED
-    """What the command line granted the recipe file (:mod:`.recipe_trust`)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "request": self.request.to_json()}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunRequest:
-        """The request :func:`dataclasses.asdict` gave as ``data``."""
-        build = BuildTarget.from_json(data["build"])
-        return cls(**{**data, "build": build, "trust": Trust(**data["trust"])})
+        """The request :meth:`to_json` gave as ``data``."""
+        return cls(**{**data, "request": Request.from_json(data["request"])})
 
 
 ENTRY = "tdsched.schedules.measure.run_report:run_json"
@@ -499,15 +494,16 @@ def run_isolated(request: RunRequest) -> RunReport:
 def run_recipe(request: RunRequest, recipe: Path) -> RunReport:
     """``request`` run on the recipe file ``recipe`` (:func:`run_isolated`): how a command
     that writes recipes (``tune``) checks and times each with one set of run settings."""
-    return run_isolated(dataclasses.replace(request, recipe=str(recipe)))
+    on = dataclasses.replace(request.request, recipe=str(recipe))
+    return run_isolated(dataclasses.replace(request, request=on))
 
 
 def _run_child(request: RunRequest) -> RunReport:
-    result = call_isolated(ENTRY, dataclasses.asdict(request))
+    result = call_isolated(ENTRY, request.to_json())
     if isinstance(result, ChildFailure):
         progress = result.progress or {}
         if "report" not in progress:
-            raise PlanError(f"{request.recipe}: while planning, {result.message}")
+            raise PlanError(f"{request.request.recipe}: while planning, {result.message}")
         report = RunReport.from_json(progress["report"])
         report.status = result.status
         report.error = f"while {progress['stage']}, {result.message}"
@@ -523,15 +519,11 @@ def run_json(request: dict[str, Any], progress: Progress) -> dict[str, Any]:
     """The child's side of :func:`run_isolated`: plan, then run, reporting each stage."""
     r = RunRequest.from_json(request)
     try:
-        p = plan(
-            load(r.recipe, r.trust),
-            r.build,
-            r.params,
-        )
+        p = r.request.plan()
     except EVALUATION_ERRORS as exc:
         return {"plan_error": str(exc)}
 
-    threads = r.build.run_threads
+    threads = r.request.build.run_threads
     hint = stack_crash_hint(p.recipe.compile_flags, threads)
 
     def stage(report: RunReport, name: str) -> None:
@@ -541,7 +533,7 @@ def run_json(request: dict[str, Any], progress: Progress) -> dict[str, Any]:
         p,
         threads=threads,
         repeats=r.repeats,
-        seed=r.seed,
+        seed=r.request.seed,
         time_it=r.time_it,
         peers=r.peers,
         peak=r.peak,

@@ -8,8 +8,6 @@ never outlives the entry that opened it.
 
 from __future__ import annotations
 
-import dataclasses
-
 from ..measure.isolation import ChildFailure, call_isolated
 from .measure import Measurement, MeasureRequest
 
@@ -18,7 +16,7 @@ ENTRY = "tdsched.schedules.regress.measure:measure_json"
 
 def measure_isolated(request: MeasureRequest, timeout_s: float) -> Measurement:
     """:func:`~.measure.measure` ``request`` in a child process, killed after ``timeout_s``."""
-    result = call_isolated(ENTRY, dataclasses.asdict(request), timeout_s)
+    result = call_isolated(ENTRY, request.to_json(), timeout_s)
     if isinstance(result, ChildFailure):
         return Measurement(result.status, f"the measuring {result.message.removeprefix('the ')}")
     return Measurement.from_json(result)

@@ -19,13 +19,9 @@ import iree.compiler.version
 from tdsched.targets.timing import Ratio, time_ratio
 
 from ..base.errors import RecipeError, Where
-from ..compile.build_target import BuildTarget
-from ..compile.pipeline import plan
-from ..dsl.space import ParamValue
-from ..frontends.loading import load
-from ..frontends.recipe_trust import UNTRUSTED, Trust
 from ..measure.evaluation import EVALUATION_ERRORS, build_and_check, prepare_device, status_of
 from ..measure.isolation import Progress
+from ..measure.request import Request
 from ..measure.status import Status
 from .calibration import Calibration, CalibrationDrift
 
@@ -36,24 +32,25 @@ together and many rounds fit the time cap."""
 
 @dataclass(frozen=True)
 class MeasureRequest:
-    """One entry to measure; plain JSON values (it crosses a process boundary)."""
+    """One entry to measure: the :class:`~..measure.request.Request` (its ``tolerance``:
+    the entry's ``numerics``) and how to time it; plain JSON values (it crosses a
+    process boundary)."""
 
-    recipe: str
-    """A recipe path or shipped name."""
-    build: BuildTarget
-    """The target (None: the recipe's first), machine and threads both builds are for."""
-    params: dict[str, ParamValue]
-    numerics: dict[str, float] | None
-    """``atol`` / ``rtol`` overriding the recipe's tolerance."""
-    seed: int
+    request: Request
     precision: float
     threshold: float | None
     """Stop early once the speedup's interval is wholly above or below this."""
     time_cap_s: float
     cache_dir: str
     """Where the calibration kernel's build is kept for the run."""
-    trust: Trust = UNTRUSTED
-    """What the command line granted the recipe file (:mod:`..recipe_trust`)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "request": self.request.to_json()}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> MeasureRequest:
+        """The request :meth:`to_json` gave as ``data``."""
+        return MeasureRequest(**{**data, "request": Request.from_json(data["request"])})
 
 
 @dataclass(frozen=True)
@@ -102,9 +99,8 @@ def measure(request: MeasureRequest) -> Measurement:
     start = time.perf_counter()
     names: dict[str, Any] = {}
     try:
-        recipe = load(request.recipe, request.trust)
-        p = plan(recipe, request.build, request.params)
-        tolerance = dataclasses.replace(p.recipe.tolerance, **(request.numerics or {}))
+        p = request.request.plan()
+        tolerance = p.recipe.tolerance
         names = {
             "recipe_name": p.recipe.name,
             "target": p.target.name,
@@ -124,9 +120,9 @@ def measure(request: MeasureRequest) -> Measurement:
                 "this graph schedule leaves host-level loops, which IREE cannot compile, "
                 "so it cannot be timed; gate a recipe that schedules kernels",
             )
-        prepare_device(p.target, request.build.run_threads)
+        prepare_device(p.target, request.request.build.run_threads)
         with tempfile.TemporaryDirectory(prefix="tdsched-regress-") as tmp:
-            _, checked = build_and_check(p, Path(tmp), request.seed, tolerance)
+            _, checked = build_and_check(p, Path(tmp), request.request.seed)
             found = {"max_abs_error": checked.check.max_abs_error, **names}
             found["reference"] = checked.reference.kind
             if checked.check.status is not Status.OK:
@@ -159,8 +155,7 @@ def measure(request: MeasureRequest) -> Measurement:
 
 def measure_json(request: dict[str, Any], progress: Progress) -> dict[str, Any]:
     """:func:`measure` over JSON, the entry point of the child process that measures."""
-    fields = {"build": BuildTarget.from_json(request["build"]), "trust": Trust(**request["trust"])}
-    return measure(MeasureRequest(**{**request, **fields})).to_json()
+    return measure(MeasureRequest.from_json(request)).to_json()
 
 
 def _since(start: float) -> float:

@@ -20,6 +20,7 @@ from ..base.files import write_atomically
 from ..compile.pipeline import plan
 from ..frontends.loading import find_recipe, load
 from ..frontends.recipe_trust import UNTRUSTED, Trust
+from ..measure.request import Request
 from .baseline_file import BaselineFile, Entry, Settings, dump
 from .isolation import measure_isolated
 from .measure import Measurement, MeasureRequest
@@ -68,16 +69,18 @@ def request_for(
     """What to measure for ``entry``, whose recipe is found at ``recipe`` (no early stop
     against the gate when blessing; ``trust``: what the command line granted recipe files)."""
     return MeasureRequest(
-        recipe=recipe,
-        build=entry.build(settings.threads),
-        params=dict(entry.params),
-        numerics=entry.numerics,
-        seed=settings.seed,
+        Request(
+            recipe=recipe,
+            build=entry.build(settings.threads),
+            params=dict(entry.params),
+            seed=settings.seed,
+            tolerance=dict(entry.numerics) if entry.numerics is not None else None,
+            trust=trust,
+        ),
         precision=settings.precision,
         threshold=None if bless else entry.threshold(settings),
         time_cap_s=settings.time_cap_s,
         cache_dir=str(cache_dir),
-        trust=trust,
     )
 
 

@@ -30,7 +30,7 @@ KEY_FORMAT = "1"
 
 def plan_point(recipe: Recipe, context: SweepContext, params: Mapping[str, ParamValue]) -> Plan:
     """The plan of one candidate: the recipe with the fixed and the candidate's values."""
-    return plan(recipe, context.build, {**context.fixed, **params})
+    return plan(recipe, context.request.build, {**context.request.params, **params})
 
 
 def content_key(p: Plan) -> str:

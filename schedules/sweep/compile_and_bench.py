@@ -32,7 +32,7 @@ from ..dsl.space import ParamValue
 from ..frontends.loading import load
 from ..frontends.recipe_trust import Trust
 from ..measure.evaluation import EVALUATION_ERRORS, Reference, prepare_device, status_of
-from ..measure.status import Check, Status
+from ..measure.status import Check, Outcome, Status
 from .candidates import plan_point
 from .faults import inject
 from .messages import BenchJob, BenchOutcome, CompileJob, CompileOutcome, RaceJob, SweepContext
@@ -41,7 +41,8 @@ from .racing import BASELINE, RaceResult, RaceSettings, run_race
 
 def plan_candidate(context: SweepContext, params: dict[str, ParamValue]) -> Plan:
     """The plan of one candidate (the recipe file is read once per process)."""
-    recipe = _load(context.recipe, Path(context.recipe).stat().st_mtime, context.trust)
+    request = context.request
+    recipe = _load(request.recipe, Path(request.recipe).stat().st_mtime, request.trust)
     return plan_point(recipe, context, params)
 
 
@@ -111,10 +112,10 @@ class Bench:
         self.function = p.workload.function
         self.driver = p.target.driver
         self.tolerance = p.recipe.tolerance
-        prepare_device(p.target, context.build.run_threads)
+        prepare_device(p.target, context.request.build.run_threads)
         self.baseline = LoadedModule(Path(context.baseline_artifact), self.driver, self.function)
         with tempfile.TemporaryDirectory(prefix="tdsched-reference-") as tmp:
-            self.reference = Reference.make(p, self.baseline, context.seed, Path(tmp))
+            self.reference = Reference.make(p, self.baseline, context.request.seed, Path(tmp))
         self.inputs = self.reference.inputs
 
     def time_baseline(self) -> dict[str, float | int]:
@@ -133,7 +134,7 @@ class Bench:
             module = LoadedModule(Path(job.artifact), self.driver, self.function)
             _, check = self.reference.check(module, self.tolerance)
             if check.status is not Status.OK:
-                return BenchOutcome(job.key, check)
+                return BenchOutcome(job.key, Outcome(check))
             start = time.perf_counter()
             variants = {
                 "candidate": module.timing_runner(self.inputs),
@@ -143,17 +144,15 @@ class Bench:
             timer.run(self.context.repeats)
             seconds = time.perf_counter() - start
         except EVALUATION_ERRORS as exc:
-            return BenchOutcome(job.key, Check(Status.RUN_FAILED, error=str(exc)))
+            return BenchOutcome(job.key, Outcome(Check(Status.RUN_FAILED, error=str(exc))))
         samples = timer.samples
-        found = speedup(samples, "candidate", BASELINE)
-        return BenchOutcome(
-            job.key,
+        timed = Outcome(
             check,
             Timing.of(samples["candidate"]),
-            baseline_timing=Timing.of(samples[BASELINE]),
-            speedup=found.as_list(),
-            timing_s=seconds,
+            Timing.of(samples[BASELINE]),
+            speedup(samples, "candidate", BASELINE),
         )
+        return BenchOutcome(job.key, timed, seconds)
 
     def race(self, job: RaceJob) -> RaceResult:
         """Race the candidates of ``job`` against each other and IREE default."""

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 from tdsched.targets import make_target
 
 from ..base.child_stderr import ChildStderr
-from ..measure.status import Check, Status
+from ..measure.status import Check, Outcome, Status
 from .messages import (
     BenchJob,
     BenchOutcome,
@@ -98,9 +98,9 @@ def guarded_bench(key: str, measure: Callable[[], BenchOutcome]) -> BenchOutcome
     try:
         return measure()
     except WorkerFailure as exc:
-        return BenchOutcome(key, Check(exc.status, error=str(exc)))
+        return BenchOutcome(key, Outcome(Check(exc.status, error=str(exc))))
     except WorkerError as exc:
-        return BenchOutcome(key, Check(Status.RUN_FAILED, error=str(exc)))
+        return BenchOutcome(key, Outcome(Check(Status.RUN_FAILED, error=str(exc))))
 
 
 class WorkerProcess:

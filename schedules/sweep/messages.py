@@ -8,45 +8,40 @@ message is a frozen dataclass of JSON values; :func:`to_json` / ``from_json`` co
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from tdsched.targets.timing import Timing
-
-from ..compile.build_target import BuildTarget
-from ..frontends.recipe_trust import UNTRUSTED, Trust
-from ..measure.status import Check, Status
+from ..measure.request import Request
+from ..measure.status import Outcome, Status
 
 T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class SweepContext:
-    """What every worker of one sweep needs: the recipe, build and run settings.
+    """What every worker of one sweep needs: the request every candidate refines, and
+    how to screen candidates.
 
-    ``recipe`` is a recipe file path (workers load it themselves), ``build`` the build
-    every candidate is for (its target known), ``fixed`` the command-line parameter
-    overrides shared by every candidate.
+    ``request.recipe`` is a recipe file path (workers load it themselves),
+    ``request.build`` the build every candidate is for (its target known),
+    ``request.params`` the command-line parameter overrides every candidate shares
+    (a candidate's own values go on top), ``request.seed`` draws the inputs and
+    ``request.trust`` is what the command line granted the recipe file.
     """
 
-    recipe: str
-    build: BuildTarget
-    fixed: dict[str, Any] = field(default_factory=dict)
+    request: Request
     repeats: int = 5
     """Screening rounds per candidate (each: the candidate, then IREE default, or back)."""
     sample_s: float = 0.02
     """Seconds of back-to-back calls per timing sample."""
-    seed: int = 0
     baseline_artifact: str = ""
     """The compiled IREE default build; benchmark workers time it and, when the workload
     has no numpy reference, check candidates against its results."""
-    trust: Trust = UNTRUSTED
-    """What the command line granted the recipe file (workers load it with this)."""
 
     @property
     def target(self) -> str:
         """The target's name."""
-        return self.build.name
+        return self.request.build.name
 
 
 @dataclass(frozen=True)
@@ -82,15 +77,10 @@ class BenchJob:
 @dataclass(frozen=True)
 class BenchOutcome:
     key: str
-    check: Check
+    outcome: Outcome
     """Its status (OK, WRONG, RUN_FAILED, CRASHED or TIMEOUT), the largest error against
-    the reference, and why it failed."""
-    timing: Timing | None = None
-    """Milliseconds per call of the candidate."""
-    baseline_timing: Timing | None = None
-    """IREE default, timed interleaved with the candidate (the speedup's denominator)."""
-    speedup: list[float] | None = None
-    """Median, low and high of the per-round ratio IREE default / candidate (95%)."""
+    the reference and why it failed; when right, its time per call, IREE default's
+    (timed interleaved with it) and its speedup over IREE default (95% interval)."""
     timing_s: float = 0.0
     """Wall seconds spent timing (both variants)."""
 
@@ -107,23 +97,20 @@ class RaceJob:
 
 def to_json(message: Any) -> dict[str, Any]:
     """A message as a JSON-ready dict."""
-    return dataclasses.asdict(message)
+    data = dataclasses.asdict(message)
+    if isinstance(message, BenchOutcome):
+        data["outcome"] = message.outcome.as_dict()
+    return data
 
 
 def from_json(kind: type[T], data: dict[str, Any]) -> T:
     """Rebuild a message of type ``kind`` (a status string becomes a :class:`Status`, a
-    check a :class:`Check`, a timing a :class:`~tdsched.targets.timing.Timing`, a trust
-    a :class:`Trust`, a build a :class:`BuildTarget`)."""
+    bench outcome's an :class:`Outcome`, a request a :class:`~..measure.request.Request`)."""
     data = dict(data)
     if "status" in data:
         data["status"] = Status(data["status"])
-    if "check" in data:
-        data["check"] = Check(**{**data["check"], "status": Status(data["check"]["status"])})
-    if "trust" in data:
-        data["trust"] = Trust(**data["trust"])
-    if "build" in data:
-        data["build"] = BuildTarget.from_json(data["build"])
-    for name in ("timing", "baseline_timing"):
-        if data.get(name) is not None:
-            data[name] = Timing(**data[name])
+    if "outcome" in data:
+        data["outcome"] = Outcome.from_dict(data["outcome"])
+    if "request" in data:
+        data["request"] = Request.from_json(data["request"])
     return kind(**data)

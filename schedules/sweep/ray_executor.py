@@ -139,6 +139,13 @@ def _check_reachable(address: str) -> None:
         ) from None
 
 
+def on_node(context: SweepContext, recipe: ShippedRecipe, baseline: Path) -> SweepContext:
+    """``context`` on this node: its recipe where ``recipe`` landed here, its IREE
+    default build at ``baseline``."""
+    request = replace(context.request, recipe=recipe.local_path())
+    return replace(context, request=request, baseline_artifact=str(baseline))
+
+
 def build_remote(
     context: SweepContext, recipe: ShippedRecipe, job: CompileJob | None, iree_version: str
 ) -> tuple[CompileOutcome, bytes | None, bytes | None]:
@@ -159,7 +166,7 @@ def build_remote(
     with tempfile.TemporaryDirectory(prefix="tdsched-ray-") as tmp:
         built = Path(tmp) / "built.vmfb"
         kept = Path(tmp) / "build" if job is not None and job.build_dir else None
-        here = replace(context, recipe=recipe.local_path(), baseline_artifact=str(built))
+        here = on_node(context, recipe, built)
         if job is None:
             outcome = compile_default(here, key)
         else:
@@ -220,8 +227,7 @@ class BenchServer:
         self._folder = tempfile.TemporaryDirectory(prefix="tdsched-ray-bench-")
         path = Path(self._folder.name) / "baseline.vmfb"
         path.write_bytes(baseline)
-        here = replace(context, recipe=recipe.local_path(), baseline_artifact=str(path))
-        self._bench = Bench(here)
+        self._bench = Bench(on_node(context, recipe, path))
 
     def ready(self) -> bool:
         """Answers once the actor is placed and its bench set up."""
@@ -288,7 +294,7 @@ class RayExecutor:
                 f"ray start --resources='{{\"{resource}\": 1}}'"
             )
         self._context = context
-        self._recipe = ray.put(ShippedRecipe.read(context.recipe))
+        self._recipe = ray.put(ShippedRecipe.read(context.request.recipe))
         # Every worker gets the driver's fault rules (none when unset), whatever the
         # environment its node was started with.
         env = {"env_vars": {FAULTS_VARIABLE: os.environ.get(FAULTS_VARIABLE, "")}}

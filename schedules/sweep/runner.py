@@ -36,6 +36,7 @@ from ..dsl.space import Enumeration, ParamValue, Point, SearchSpace
 from ..frontends.loading import find_recipe, load
 from ..frontends.recipe_trust import UNTRUSTED, Trust
 from ..measure.machine_peak import cpu_description
+from ..measure.request import Request
 from ..measure.status import BUILD_FAILURES
 from .candidates import baseline_key, content_key, plan_point, result_key
 from .cost_model import Featurizer, LearnedModel, ModelGuided, learned_model_available
@@ -267,13 +268,15 @@ class Sweep:
                 "every candidate was pruned:\n" + "\n".join(self.enumeration.pruning_lines()),
             )
         self.context = SweepContext(
-            recipe=str(self.path.resolve()),
-            build=self.build,
-            fixed=dict(options.fixed),
+            Request(
+                recipe=str(self.path.resolve()),
+                build=self.build,
+                params=dict(options.fixed),
+                seed=options.seed,
+                trust=options.trust,
+            ),
             repeats=options.repeats,
             sample_s=options.race.sample_s,
-            seed=options.seed,
-            trust=options.trust,
         )
         prior = [
             (r.params, r.speedup if r.ok else None)
@@ -508,9 +511,10 @@ class Sweep:
     ) -> None:
         self._default_built()
         measured = self.executor.bench(job)
-        if measured.baseline_timing is not None and "start" not in outcome.baseline_ms:
+        base = measured.outcome.baseline
+        if base is not None and "start" not in outcome.baseline_ms:
             if "start" not in self.db.baselines(sweep_id):  # a resumed sweep keeps its own
-                self.db.record_baseline(sweep_id, "start", measured.baseline_timing.as_dict())
+                self.db.record_baseline(sweep_id, "start", base.as_dict())
             outcome.baseline_ms = self.db.baselines(sweep_id)
         result = self._bench_result(job, measured)
         self.db.record(result, sweep_id)
@@ -585,25 +589,23 @@ class Sweep:
         )
 
     def _bench_result(self, job: BenchJob, measured: BenchOutcome) -> Result:
-        median = measured.timing.median if measured.timing else None
-        base = measured.baseline_timing
-        baseline = base.median if base else None
-        speedup = Interval.from_list(measured.speedup) if measured.speedup else None
+        found = measured.outcome
+        timing, base, speedup = found.timing, found.baseline, found.speedup
         return Result(
             key=job.key,
             recipe=self.recipe.name,
             target=self.target,
             params={**self.options.fixed, **job.params},
-            status=measured.check.status,
-            time_ms=median,
-            timing=measured.timing.as_dict() if measured.timing else None,
-            baseline_ms=baseline,
+            status=found.status,
+            time_ms=timing.median if timing else None,
+            timing=timing.as_dict() if timing else None,
+            baseline_ms=base.median if base else None,
             speedup=speedup.median if speedup else None,
             speedup_low=speedup.low if speedup else None,
             speedup_high=speedup.high if speedup else None,
             timing_s=measured.timing_s,
-            max_abs_error=measured.check.max_abs_error,
-            error=measured.check.error,
+            max_abs_error=found.check.max_abs_error,
+            error=found.check.error,
             compile_s=self._compile_s.get(job.key),
             artifact=job.artifact,
             iree_version=iree.compiler.version.VERSION,
