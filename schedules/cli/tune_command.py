@@ -26,6 +26,7 @@ from ..measure.run_report import RunReport, RunRequest, run_recipe
 from ..measure.status import Status
 from ..sweep.executors import EXECUTORS
 from ..tune.blame import UNBLAMED, blame_packed, blame_schedules
+from ..tune.iree_race import race_iree_configurations
 from ..tune.outcome import TuneOutcome
 from ..tune.plot import plot_tune
 from ..tune.races import ModelRewrites, race_layouts, race_model_rewrites
@@ -149,7 +150,11 @@ def add_parser(sub: Any) -> None:
         help="timed rounds of the final model run (default 9)",
     )
     p.add_argument(
-        "--no-check", action="store_true", help="write the recipe but do not run it at the end"
+        "--no-check",
+        action="store_true",
+        help="write the recipe but do not run it at the end (the final check, and on x86 "
+        "the race against IREE data tiling with and without microkernels, which makes "
+        "the recipe the faster configuration where one beats the schedules)",
     )
     plot = p.add_argument(
         "--plot",
@@ -212,6 +217,13 @@ def run(args: argparse.Namespace) -> int:
     numerics = partial(run_recipe, dataclasses.replace(runs, time_it=False))
     report, layouts, blames = _final_check(outcome, check, numerics, progress)
     blame = "\n".join(blames) or None
+    iree = None
+    if not build.compile_target.is_gpu and (check is None or _passed(report)):
+        if check is not None:
+            progress("tune: racing the model recipe against IREE's one-flag configurations")
+        with_peers = partial(run_recipe, dataclasses.replace(runs, peers=True))
+        iree = race_iree_configurations(outcome, report, with_peers if check else None, check)
+        report = iree.report
     if args.plot is not None:
         where = run_conditions(outcome.tasks.target, outcome.tasks.threads)
         title = f"tdsched tune of {outcome.tasks.workload} on {where}"
@@ -222,11 +234,13 @@ def run(args: argparse.Namespace) -> int:
             "graph": list(rewrites.lines),
             "layouts": layouts,
             "blame": blame,
+            "iree": {"line": iree.line, "configuration": iree.configuration} if iree else None,
             "plot": str(args.plot) if args.plot is not None else None,
         }
         print(json.dumps(document, indent=2))
     else:
-        print("\n".join(summary_lines(outcome, report, args, layouts, rewrites, blame)))
+        iree_line = iree.line if iree else None
+        print("\n".join(summary_lines(outcome, report, args, layouts, rewrites, blame, iree_line)))
     return 0 if report is None or report.status is Status.OK else 1
 
 
@@ -306,11 +320,12 @@ def summary_lines(
     layouts: str | None = None,
     rewrites: ModelRewrites | None = None,
     blame: str | None = None,
+    iree: str | None = None,
 ) -> list[str]:
     """The per-task table and the end-to-end result (``layouts``: what the layout race
     on the whole model did, if it ran; ``rewrites``: what the model-rewrite race did;
     ``blame``: what the search for schedules that made the model fail found, if one
-    ran)."""
+    ran; ``iree``: what the race against IREE's configurations did, if it ran)."""
     tasks = outcome.tasks
     where = run_conditions(tasks.target, tasks.threads)
     call = f"{tasks.call_ms.median:.3f} ms per call" if tasks.call_ms else "untimed"
@@ -364,6 +379,8 @@ def summary_lines(
         lines.append(layouts)
     if blame is not None:
         lines.append(blame)
+    if iree is not None:
+        lines.append(iree)
     if args.plot is not None:
         lines.append(f"plot     {args.plot}")
     rerun = build_target_from(args).run_flags()

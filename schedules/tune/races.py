@@ -397,7 +397,7 @@ def _digest(data: bytes) -> str:
 
 
 def earlier_race(
-    record: Path, key: Mapping[str, str], choices: tuple[str, str]
+    record: Path, key: Mapping[str, str], choices: tuple[str, ...]
 ) -> dict[str, Any] | None:
     """The decision recorded in ``record`` for ``key``, if it is one of ``choices``."""
     try:

@@ -1,0 +1,158 @@
+"""``tdsched tune``'s last race: the model recipe against IREE's one-flag configurations
+(data tiling, with and without microkernels), run as ``tdsched run --peers`` runs them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+from tdsched.schedules.frontends.loading import load
+from tdsched.schedules.measure.run_report import PeerResult, RunReport
+from tdsched.schedules.measure.status import Check, Status
+from tdsched.schedules.tune.iree_race import (
+    IREE_RACE_FILE,
+    race_iree_configurations,
+    write_configuration_recipe,
+)
+from tdsched.schedules.tune.outcome import TuneOutcome
+from tdsched.schedules.tune.tasks import ModelTasks
+
+MATMUL = """
+func.func @mm(%a: tensor<256x512xf32>, %b: tensor<512x384xf32>) -> tensor<256x384xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<256x384xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<256x384xf32>) -> tensor<256x384xf32>
+  %m = linalg.matmul ins(%a, %b : tensor<256x512xf32>, tensor<512x384xf32>) outs(%c : tensor<256x384xf32>) -> tensor<256x384xf32>
+  return %m : tensor<256x384xf32>
+}
+"""
+
+TUNED = """name: mm
+workload: {{file: mm.mlir}}
+targets: [x86]
+tolerance: {{atol: 1.0e-4, rtol: 1.0e-4}}
+graph:
+  - conv1x1_to_matmul: {{}}
+kernels: {kernels}
+provenance: {{tool: tdsched tune, tasks: []}}
+"""
+
+
+def _tuned(folder: Path, kernels: str = "[]") -> TuneOutcome:
+    (folder / "mm.mlir").write_text(MATMUL)
+    recipe = folder / "mm.tuned.yaml"
+    recipe.write_text(TUNED.format(kernels=kernels))
+    tasks = ModelTasks("mm", "x86", 1, (), None)
+    return TuneOutcome(tasks, [], recipe, 60.0, 1, 60.0)
+
+
+def _report(speedup: float | None = None, peers: dict[str, float] | None = None) -> RunReport:
+    report = RunReport("mm", "x86", "mm", {}, 1, "iree-default", status=Status.OK)
+    report.speedup = speedup
+    report.peers = [PeerResult(n, Check(Status.OK), speedup=s) for n, s in (peers or {}).items()]
+    return report
+
+
+def _runs(report: RunReport, ran: list[str]) -> Callable[[Path], RunReport]:
+    def run(recipe: Path) -> RunReport:
+        ran.append(recipe.read_text())
+        return report
+
+    return run
+
+
+def test_a_configuration_that_beats_the_schedules_becomes_the_recipe(tmp_path: Path) -> None:
+    outcome = _tuned(tmp_path)
+    before = outcome.recipe.read_text()
+    peers = {"iree-data-tiling": 0.95, "iree-data-tiling-ukernels": 0.90}
+    checked: list[str] = []
+    final = _report(1.4)
+    race = race_iree_configurations(
+        outcome, _report(1.2), _runs(_report(1.2, peers), []), _runs(final, checked)
+    )
+    assert race.configuration == "iree-data-tiling-ukernels" and race.report is final
+    assert race.line is not None
+    assert "0.95x IREE data tiling, 0.90x IREE data tiling + microkernels" in race.line
+    assert "the recipe builds IREE data tiling + microkernels" in race.line
+    # The schedules stay beside it; the recipe builds IREE's pipeline with the flags.
+    assert (tmp_path / "mm.schedules.yaml").read_text() == before
+    recipe = load(str(outcome.recipe))
+    assert recipe.compile_flags == ("--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=all")
+    assert not recipe.kernels and not recipe.graph and outcome.kernels == 0
+    assert "1.11x as fast as the schedules" in recipe.description
+    document = yaml.safe_load(outcome.recipe.read_text())
+    assert document["provenance"]["iree_configuration"]["name"] == "iree-data-tiling-ukernels"
+    assert checked == [outcome.recipe.read_text()]  # the final check ran the new recipe
+
+
+def test_schedules_that_beat_every_configuration_are_kept(tmp_path: Path) -> None:
+    outcome = _tuned(tmp_path)
+    before = outcome.recipe.read_text()
+    first = _report(1.2)
+    peers = {"iree-data-tiling": 1.1, "iree-data-tiling-ukernels": 1.02}
+    race = race_iree_configurations(
+        outcome, first, _runs(_report(1.2, peers), []), _runs(first, [])
+    )
+    assert race.configuration is None and race.report is first
+    assert race.line == (
+        "iree     the schedules run 1.10x IREE data tiling, 1.02x IREE data tiling + "
+        "microkernels (same run): the schedules are kept"
+    )
+    assert outcome.recipe.read_text() == before and not (tmp_path / "mm.schedules.yaml").exists()
+
+
+def test_a_recorded_decision_is_taken_up_without_racing_even_without_a_check(
+    tmp_path: Path,
+) -> None:
+    outcome = _tuned(tmp_path)
+    peers = {"iree-data-tiling": 0.8}
+    race_iree_configurations(
+        outcome, _report(1.0), _runs(_report(1.0, peers), []), _runs(_report(), [])
+    )
+    record = json.loads((tmp_path / IREE_RACE_FILE).read_text())
+    assert record["kept"] == "iree-data-tiling" and record["schedules_speedup"] == 0.8
+    # A later run writes the same schedules again (--no-check: nothing runs).
+    again = _tuned(tmp_path)
+    race = race_iree_configurations(again, None, None, None)
+    assert race.configuration == "iree-data-tiling" and race.report is None
+    assert race.line is not None and race.line.endswith("(raced by an earlier run)")
+    assert load(str(again.recipe)).compile_flags == (
+        "--iree-opt-data-tiling",
+        "--iree-llvmcpu-enable-ukernels=none",
+    )
+    # Other schedules are raced afresh: without a check, nothing is decided.
+    other = _tuned(tmp_path, kernels="[]\ndescription: other")
+    assert race_iree_configurations(other, None, None, None).line is None
+
+
+def test_a_failed_peer_run_keeps_the_schedules_and_says_why(tmp_path: Path) -> None:
+    outcome = _tuned(tmp_path)
+    wrong = _report()
+    wrong.status, wrong.error = Status.CRASHED, "killed by SIGSEGV"
+    first = _report(1.2)
+    race = race_iree_configurations(outcome, first, _runs(wrong, []), _runs(first, []))
+    assert race.report is first and race.configuration is None
+    assert race.line == "iree     not raced: the recipe ran crashed (killed by SIGSEGV)"
+    assert not (tmp_path / IREE_RACE_FILE).exists()
+
+
+@pytest.mark.usefixtures("iree")
+def test_the_configuration_recipe_builds_iree_s_pipeline_with_its_flags_and_is_right(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tdsched.schedules.cli.main import main
+
+    outcome = _tuned(tmp_path)
+    schedules = tmp_path / "mm.schedules.yaml"
+    schedules.write_text(outcome.recipe.read_text())
+    write_configuration_recipe(outcome.recipe, "iree-data-tiling", 0.9, schedules)
+    args = ["run", str(outcome.recipe), "--threads", "1", "--repeats", "1", "--json", "--peers"]
+    assert main(args) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["status"] == "ok" and report["reference"] == "iree-default"
+    assert "--iree-opt-data-tiling" in report["compile_command"]
+    tiling = next(p for p in report["peers"] if p["name"] == "iree-data-tiling")
+    assert tiling["status"] == "ok"
