@@ -18,6 +18,7 @@ import numpy as np
 from iree.compiler import ir
 from iree.compiler.dialects import func
 
+from .matmul_peer import matmul_peer
 from .random_data import NUMPY_DTYPES, random_arrays
 
 Reference = Callable[[Sequence[np.ndarray]], list[np.ndarray]]
@@ -43,7 +44,8 @@ class Workload:
     untransformed module compiled by IREE's default pipeline is the reference.
     ``peer`` is what a user would call instead of compiling the workload, at its own
     dtype (numpy's ``a @ b`` on OpenBLAS for a matmul): ``tdsched run --peers`` times it
-    as the ``numpy`` peer. ``None`` where numpy has no equivalent a user would pick.
+    as the ``numpy`` peer. A workload file that is one matmul gets ``a @ b``
+    (:mod:`.matmul_peer`). ``None`` where numpy has no equivalent a user would pick.
     """
 
     name: str
@@ -85,17 +87,20 @@ def workload_from_text(
             module = ir.Module.parse(text)
         except ir.MLIRError as exc:
             raise WorkloadError(f"{source}: not valid MLIR: {exc}") from exc
-        names = [_func_name(op) for op in _public_functions(module)]
-    if function is None:
-        if len(names) != 1:
-            raise WorkloadError(
-                f"{source}: {len(names)} public functions ({', '.join(names) or 'none'}); "
-                "name the entry with workload.function"
-            )
-        function = names[0]
-    elif function not in names:
-        raise WorkloadError(f"{source}: no public function @{function} (found: {', '.join(names)})")
-    return Workload(name, text, function, reference, reference_kind=reference_kind)
+        functions = {_func_name(op): op for op in _public_functions(module)}
+        names = list(functions)
+        if function is None:
+            if len(names) != 1:
+                raise WorkloadError(
+                    f"{source}: {len(names)} public functions ({', '.join(names) or 'none'}); "
+                    "name the entry with workload.function"
+                )
+            function = names[0]
+        elif function not in names:
+            found = ", ".join(names)
+            raise WorkloadError(f"{source}: no public function @{function} (found: {found})")
+        peer = matmul_peer(functions[function].operation)
+    return Workload(name, text, function, reference, peer, reference_kind)
 
 
 def _public_functions(module: ir.Module) -> list[func.FuncOp]:
