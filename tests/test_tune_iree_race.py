@@ -64,19 +64,47 @@ def _runs(report: RunReport, ran: list[str]) -> Callable[[Path], RunReport]:
     return run
 
 
+def _peers_runs(by_name: dict[str, RunReport], ran: list[str]) -> Callable[[Path], RunReport]:
+    """A stand-in for runs with the peers: each recipe's report by its file name, the
+    names appended to ``ran``."""
+
+    def run(recipe: Path) -> RunReport:
+        ran.append(recipe.name)
+        return by_name[recipe.name]
+
+    return run
+
+
+DTUK = "iree-data-tiling-ukernels"
+
+
+def _not_applied() -> RunReport:
+    report = _report()
+    report.status = Status.NOT_APPLIED
+    return report
+
+
 def test_a_configuration_that_beats_the_schedules_becomes_the_recipe(tmp_path: Path) -> None:
     outcome = _tuned(tmp_path)
     before = outcome.recipe.read_text()
-    peers = {"iree-data-tiling": 0.95, "iree-data-tiling-ukernels": 0.90}
+    peers = {"iree-data-tiling": 0.95, DTUK: 0.90}
+    # With the flags, the schedules' matmul is gone: they do not apply.
+    runs = {"mm.tuned.yaml": _report(1.2, peers), f"mm.{DTUK}.yaml": _not_applied()}
+    ran: list[str] = []
     checked: list[str] = []
     final = _report(1.4)
     race = race_iree_configurations(
-        outcome, _report(1.2), _runs(_report(1.2, peers), []), _runs(final, checked)
+        outcome, _report(1.2), _peers_runs(runs, ran), _runs(final, checked)
     )
-    assert race.configuration == "iree-data-tiling-ukernels" and race.report is final
-    assert race.line is not None
-    assert "0.95x IREE data tiling, 0.90x IREE data tiling + microkernels" in race.line
-    assert "the recipe builds IREE data tiling + microkernels" in race.line
+    assert ran == ["mm.tuned.yaml", f"mm.{DTUK}.yaml"]
+    assert race.configuration == DTUK and race.report is final
+    assert race.line == (
+        "iree     the schedules run 0.95x IREE data tiling, 0.90x IREE data tiling + "
+        "microkernels; with the flags of IREE data tiling + microkernels they ran not_applied "
+        f"({tmp_path / f'mm.{DTUK}.yaml'}) (each against the configurations in its own run): "
+        "the recipe builds IREE data tiling + microkernels (--iree-opt-data-tiling "
+        f"--iree-llvmcpu-enable-ukernels=all); the schedules are in {tmp_path / 'mm.schedules.yaml'}"
+    )
     # The schedules stay beside it; the recipe builds IREE's pipeline with the flags.
     assert (tmp_path / "mm.schedules.yaml").read_text() == before
     recipe = load(str(outcome.recipe))
@@ -84,23 +112,47 @@ def test_a_configuration_that_beats_the_schedules_becomes_the_recipe(tmp_path: P
     assert not recipe.kernels and not recipe.graph and outcome.kernels == 0
     assert "1.11x as fast as the schedules" in recipe.description
     document = yaml.safe_load(outcome.recipe.read_text())
-    assert document["provenance"]["iree_configuration"]["name"] == "iree-data-tiling-ukernels"
+    assert document["provenance"]["iree_configuration"]["name"] == DTUK
     assert checked == [outcome.recipe.read_text()]  # the final check ran the new recipe
+
+
+def test_the_schedules_with_a_configuration_s_flags_are_kept_when_fastest(tmp_path: Path) -> None:
+    outcome = _tuned(tmp_path)
+    runs = {
+        "mm.tuned.yaml": _report(1.2, {"iree-data-tiling": 0.95, DTUK: 0.9}),
+        f"mm.{DTUK}.yaml": _report(1.5, {DTUK: 1.2}),
+    }
+    race = race_iree_configurations(
+        outcome, _report(1.2), _peers_runs(runs, []), _runs(_report(1.5), [])
+    )
+    assert race.configuration == f"schedules+{DTUK}"
+    assert race.line is not None and race.line.endswith(
+        "the recipe adds the flags of IREE data tiling + microkernels (--iree-opt-data-tiling "
+        "--iree-llvmcpu-enable-ukernels=all) to the schedules"
+    )
+    assert "they run 1.20x it" in race.line
+    recipe = load(str(outcome.recipe))
+    assert recipe.compile_flags == ("--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=all")
+    assert [step.primitive for step in recipe.graph] == ["conv1x1_to_matmul"]
+    assert outcome.kernels == 1 and not (tmp_path / "mm.schedules.yaml").exists()
+    assert "1.20x as fast as IREE data tiling + microkernels alone" in recipe.description
 
 
 def test_schedules_that_beat_every_configuration_are_kept(tmp_path: Path) -> None:
     outcome = _tuned(tmp_path)
     before = outcome.recipe.read_text()
     first = _report(1.2)
-    peers = {"iree-data-tiling": 1.1, "iree-data-tiling-ukernels": 1.02}
-    race = race_iree_configurations(
-        outcome, first, _runs(_report(1.2, peers), []), _runs(first, [])
-    )
+    runs = {
+        "mm.tuned.yaml": _report(1.2, {"iree-data-tiling": 1.1, DTUK: 1.02}),
+        f"mm.{DTUK}.yaml": _report(1.2, {DTUK: 1.01}),
+    }
+    race = race_iree_configurations(outcome, first, _peers_runs(runs, []), _runs(first, []))
     assert race.configuration is None and race.report is first
-    assert race.line == (
+    assert race.line is not None and race.line.startswith(
         "iree     the schedules run 1.10x IREE data tiling, 1.02x IREE data tiling + "
-        "microkernels (same run): the schedules are kept"
+        "microkernels; with the flags of IREE data tiling + microkernels they run 1.01x it"
     )
+    assert race.line.endswith("own run): the schedules are kept")
     assert outcome.recipe.read_text() == before and not (tmp_path / "mm.schedules.yaml").exists()
 
 
@@ -108,21 +160,20 @@ def test_a_recorded_decision_is_taken_up_without_racing_even_without_a_check(
     tmp_path: Path,
 ) -> None:
     outcome = _tuned(tmp_path)
-    peers = {"iree-data-tiling": 0.8}
-    race_iree_configurations(
-        outcome, _report(1.0), _runs(_report(1.0, peers), []), _runs(_report(), [])
-    )
+    runs = {
+        "mm.tuned.yaml": _report(1.0, {"iree-data-tiling": 0.8}),
+        "mm.iree-data-tiling.yaml": _not_applied(),
+    }
+    race_iree_configurations(outcome, _report(1.0), _peers_runs(runs, []), _runs(_report(), []))
     record = json.loads((tmp_path / IREE_RACE_FILE).read_text())
-    assert record["kept"] == "iree-data-tiling" and record["schedules_speedup"] == 0.8
+    assert record["kept"] == "iree-data-tiling" and record["speedup"] == 0.8
     # A later run writes the same schedules again (--no-check: nothing runs).
     again = _tuned(tmp_path)
     race = race_iree_configurations(again, None, None, None)
     assert race.configuration == "iree-data-tiling" and race.report is None
     assert race.line is not None and race.line.endswith("(raced by an earlier run)")
-    assert load(str(again.recipe)).compile_flags == (
-        "--iree-opt-data-tiling",
-        "--iree-llvmcpu-enable-ukernels=none",
-    )
+    flags = load(str(again.recipe)).compile_flags
+    assert flags == ("--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=none")
     # Other schedules are raced afresh: without a check, nothing is decided.
     other = _tuned(tmp_path, kernels="[]\ndescription: other")
     assert race_iree_configurations(other, None, None, None).line is None

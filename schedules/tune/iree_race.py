@@ -6,15 +6,22 @@ A user who does not tune still has IREE's own configurations: its default, data 
 (:data:`~..measure.peers.IREE_PEERS`). A tuned recipe that loses to one of them has no
 reason to exist, so once the model recipe has run correct, it runs again as
 ``tdsched run --peers`` does: the recipe and those IREE builds of the model, checked and
-timed interleaved in one run. When an IREE configuration is faster than the recipe, the
-recipe becomes that configuration: the model recipe (``OUT/<model>.tuned.yaml``) then
-holds IREE's own pipeline with the configuration's flags and no schedules, and says so;
-the schedules tune found stay in ``OUT/<model>.schedules.yaml``. The recipe that is kept
-is then run as the final check. On GPU targets IREE has no such configurations to race.
+timed interleaved in one run. Then the schedules with the fastest configuration's flags
+(``OUT/<model>.<configuration>.yaml``) run the same way: a configuration speeds up the
+matmuls no schedule took while the schedules speed up the rest (a schedule whose op the
+flags change, a matmul's, does not apply then, and that recipe fails and is dropped).
+Of the three, measured against the configuration in their runs, the fastest is kept:
 
-The decision is recorded in ``OUT/``:data:`IREE_RACE_FILE` under the digest of the
-schedules raced: a later run that writes the same schedules takes it up without racing
-again (with ``--no-check`` too), as the layout race does (:mod:`.races`).
+* the schedules: the model recipe stays as it is;
+* the schedules with the flags: the model recipe gets the flags in its ``compile_flags``;
+* the configuration: the model recipe (``OUT/<model>.tuned.yaml``) holds IREE's own
+  pipeline with its flags and no schedules, and says so; the schedules tune found stay
+  in ``OUT/<model>.schedules.yaml``.
+
+The recipe that is kept is then run as the final check. On GPU targets IREE has no such
+configurations to race. The decision is recorded in ``OUT/``:data:`IREE_RACE_FILE` under
+the digest of the schedules raced: a later run that writes the same schedules takes it up
+without racing again (with ``--no-check`` too), as the layout race does (:mod:`.races`).
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -46,7 +54,10 @@ LABELS = {
 IREE_RACE_FILE = "iree-race.json"
 """Where the race's decision is kept, beside the model recipe."""
 SCHEDULES = "schedules"
-"""The recorded choice that keeps the schedules (the others: a configuration's name)."""
+"""The recorded choice that keeps the schedules."""
+WITH = "schedules+"
+"""The recorded choice that adds a configuration's flags to the schedules: this, then the
+configuration's name (the other choices: a configuration's name alone)."""
 SCHEDULES_SUFFIX = ".schedules.yaml"
 """Where the tuned schedules go when an IREE configuration beats them: beside the model
 recipe, ``<model>.schedules.yaml``."""
@@ -55,12 +66,22 @@ recipe, ``<model>.schedules.yaml``."""
 @dataclass(frozen=True)
 class IreeRace:
     """What the race did: the kept recipe's report (the final check; None: nothing ran),
-    a line saying what ran and what was kept (None: no race, none recorded), and the IREE
-    configuration the recipe became (None: the schedules were kept)."""
+    a line saying what ran and what was kept (None: no race, none recorded), and what
+    the recipe became: a configuration's name, :data:`WITH` and a name (the schedules
+    with its flags), or None (the schedules as they were)."""
 
     report: RunReport | None
     line: str | None
     configuration: str | None = None
+
+
+@dataclass(frozen=True)
+class _Raced:
+    race: IreeRace
+    speedup: float | None = None
+    """What the kept recipe's description quotes: the schedules' speedup over the
+    configuration that replaced them, or the combined recipe's over the configuration;
+    None: nothing was decided (no record)."""
 
 
 def race_iree_configurations(
@@ -70,31 +91,33 @@ def race_iree_configurations(
     check: Check | None,
 ) -> IreeRace:
     """Race the model recipe ``outcome.recipe`` (whose final check gave ``report``)
-    against IREE's one-flag configurations of the model (``with_peers`` runs it with the
-    peers), and make it the fastest configuration when one beats it (see the module
-    docstring); ``check`` runs the recipe kept. With ``with_peers`` None (``--no-check``)
+    against IREE's one-flag configurations of the model, and keep the fastest of the
+    three candidates of the module docstring (``with_peers`` runs a recipe with the
+    peers, ``check`` runs the recipe kept). With ``with_peers`` None (``--no-check``)
     nothing runs: a recorded decision is still taken up."""
     recipe = outcome.recipe
     record = recipe.parent / IREE_RACE_FILE
     key = {"schedules": schedules_digest(recipe)}
-    earlier = earlier_race(record, key, (SCHEDULES, *IREE_PEERS))
-    ratio = earlier.get("schedules_speedup") if earlier is not None else None
+    choices = (SCHEDULES, *IREE_PEERS, *(WITH + name for name in IREE_PEERS))
+    earlier = earlier_race(record, key, choices)
+    ratio = earlier.get("speedup") if earlier is not None else None
     if earlier is not None and isinstance(ratio, float | int) and ratio > 0:
         line = f"{earlier['line']} (raced by an earlier run)"
-        if earlier["kept"] == SCHEDULES:
-            return IreeRace(report, line)
-        _become(outcome, earlier["kept"], float(ratio))
-        return IreeRace(check(recipe) if check is not None else None, line, earlier["kept"])
+        kept = earlier["kept"]
+        if kept != SCHEDULES:
+            _keep(outcome, kept, float(ratio))
+            report = check(recipe) if check is not None else None
+        return IreeRace(report, line, None if kept == SCHEDULES else kept)
     if with_peers is None or check is None or report is None:
         return IreeRace(report, None)
     raced = _race(outcome, report, with_peers, check)
-    if raced.schedules_speedup is not None:  # raced: record it
+    if raced.speedup is not None:
         race = raced.race
         document = {
             "key": key,
             "kept": race.configuration or SCHEDULES,
             "line": race.line,
-            "schedules_speedup": raced.schedules_speedup,
+            "speedup": raced.speedup,
         }
         write_atomically(record, json.dumps(document, indent=1).encode())
     return raced.race
@@ -110,36 +133,66 @@ def _race(outcome: TuneOutcome, report: RunReport, with_peers: Check, check: Che
     if not timed:
         failed = "; ".join(f"{p.name}: {p.check.status}" for p in raced.peers or []) or "none"
         return _Raced(IreeRace(report, f"iree     not raced: no IREE configuration ran ({failed})"))
-    standings = ", ".join(f"{_speedup(p):.2f}x {LABELS[p.name]}" for p in timed)
     best = min(timed, key=_speedup)
-    if _speedup(best) >= 1.0:
-        line = f"iree     the schedules run {standings} (same run): the schedules are kept"
-        return _Raced(IreeRace(report, line), _speedup(best))
-    schedules = _become(outcome, best.name, _speedup(best))
-    line = (
-        f"iree     the schedules run {standings} (same run): the recipe builds "
-        f"{LABELS[best.name]} ({' '.join(IREE_PEERS[best.name])}); the schedules are in "
-        f"{schedules}"
+    name, schedules = best.name, _speedup(best)
+    line = "iree     the schedules run " + ", ".join(
+        f"{_speedup(p):.2f}x {LABELS[p.name]}" for p in timed
     )
-    return _Raced(IreeRace(check(recipe), line, best.name), _speedup(best))
+    combined = _combined_speedup(recipe, name, with_peers)
+    if combined is not None:
+        line += f"; with the flags of {LABELS[name]} they {combined[1]}"
+    line += " (each against the configurations in its own run): "
+    if combined is not None and combined[0] > max(1.0, schedules):
+        _keep(outcome, WITH + name, combined[0])
+        line += f"the recipe adds the flags of {LABELS[name]} ({_flags(name)}) to the schedules"
+        return _Raced(IreeRace(check(recipe), line, WITH + name), combined[0])
+    if schedules >= 1.0:
+        return _Raced(IreeRace(report, line + "the schedules are kept"), schedules)
+    _keep(outcome, name, schedules)
+    line += (
+        f"the recipe builds {LABELS[name]} ({_flags(name)}); the schedules are in "
+        f"{_schedules_path(recipe)}"
+    )
+    return _Raced(IreeRace(check(recipe), line, name), schedules)
 
 
-@dataclass(frozen=True)
-class _Raced:
-    race: IreeRace
-    schedules_speedup: float | None = None
-    """The schedules' speedup over the fastest configuration, when any ran."""
+def _combined_speedup(
+    recipe: Path, configuration: str, with_peers: Check
+) -> tuple[float, str] | None:
+    """Run the schedules with ``configuration``'s flags (``OUT/<model>.<configuration>.yaml``)
+    with the peers: their speedup over the configuration in that run, and how it went
+    for the line; None where the recipe's own flags set one of the configuration's."""
+    document = yaml.safe_load(recipe.read_text())
+    if _clashes(document.get("compile_flags") or [], configuration):
+        return None
+    path = recipe.with_name(f"{_stem(recipe)}.{configuration}.yaml")
+    write_atomically(path, recipe_yaml(_with_flags(document, configuration)).encode())
+    ran = with_peers(path)
+    peer = next((p for p in ran.peers or [] if p.name == configuration and _timed(p)), None)
+    if ran.status is not Status.OK or peer is None:
+        why = (ran.error or "").strip().splitlines()
+        return 0.0, f"ran {ran.status} ({why[0] if why else path})"
+    return _speedup(peer), f"run {_speedup(peer):.2f}x it ({path})"
 
 
-def _become(outcome: TuneOutcome, configuration: str, schedules_speedup: float) -> Path:
-    """Keep the schedules in ``<model>.schedules.yaml`` and make the model recipe build
-    ``configuration`` (:func:`write_configuration_recipe`); return the schedules' path."""
+def _keep(outcome: TuneOutcome, choice: str, speedup: float) -> None:
+    """Make the model recipe ``choice`` (a configuration, or :data:`WITH` and one);
+    ``speedup`` is what its description quotes (see :class:`_Raced`)."""
     recipe = outcome.recipe
-    schedules = recipe.with_name(recipe.name.removesuffix(".tuned.yaml") + SCHEDULES_SUFFIX)
+    if choice.startswith(WITH):
+        name = choice.removeprefix(WITH)
+        document = _with_flags(yaml.safe_load(recipe.read_text()), name)
+        document["description"] = (
+            f"{document.get('description') or document['name']}; built with the flags of "
+            f"{LABELS[name]}, {speedup:.2f}x as fast as {LABELS[name]} alone (same run)"
+        )
+        _provenance(document, name, speedup, None)
+        _write(recipe, document, f"its schedules with the flags of {LABELS[name]}")
+        return
+    schedules = _schedules_path(recipe)
     shutil.copyfile(recipe, schedules)
-    write_configuration_recipe(recipe, configuration, schedules_speedup, schedules)
+    write_configuration_recipe(recipe, choice, speedup, schedules)
     outcome.kernels = 0
-    return schedules
 
 
 def write_configuration_recipe(
@@ -157,17 +210,50 @@ def write_configuration_recipe(
         f"{document['name']}: {label}, which ran {1 / schedules_speedup:.2f}x as fast as "
         f"the schedules tdsched tune found (same run; they are in {schedules.name})"
     )
+    _provenance(document, configuration, schedules_speedup, schedules.name)
+    _write(recipe, document, f"{label}, which beat every schedule tune found for this model")
+
+
+def _with_flags(document: dict[str, Any], configuration: str) -> dict[str, Any]:
+    flags = [*(document.get("compile_flags") or []), *IREE_PEERS[configuration]]
+    return {**document, "compile_flags": flags}
+
+
+def _clashes(flags: list[str], configuration: str) -> bool:
+    names = {flag.partition("=")[0] for flag in flags}
+    return any(flag.partition("=")[0] in names for flag in IREE_PEERS[configuration])
+
+
+def _provenance(
+    document: dict[str, Any], configuration: str, speedup: float, schedules: str | None
+) -> None:
     document.setdefault("provenance", {})["iree_configuration"] = {
         "name": configuration,
-        "schedules_speedup": round(schedules_speedup, 3),
-        "schedules": schedules.name,
+        "with_schedules": schedules is None,
+        "speedup": round(speedup, 3),
+        **({"schedules": schedules} if schedules else {}),
     }
+
+
+def _write(recipe: Path, document: dict[str, Any], what: str) -> None:
     header = (
-        f"# Written by tdsched tune: {label} beat every schedule tune found for this model,\n"
-        f"# so this recipe builds it (the schedules are in {schedules.name}).\n"
+        f"# Written by tdsched tune: {what}\n"
+        "# (raced against IREE's one-flag configurations; see provenance.iree_configuration).\n"
         "# Run it with: tdsched run {this file}\n"
     )
     write_atomically(recipe, (header + recipe_yaml(document)).encode())
+
+
+def _stem(recipe: Path) -> str:
+    return recipe.name.removesuffix(".tuned.yaml")
+
+
+def _schedules_path(recipe: Path) -> Path:
+    return recipe.with_name(_stem(recipe) + SCHEDULES_SUFFIX)
+
+
+def _flags(configuration: str) -> str:
+    return " ".join(IREE_PEERS[configuration])
 
 
 def _timed(peer: PeerResult) -> bool:
@@ -175,6 +261,6 @@ def _timed(peer: PeerResult) -> bool:
 
 
 def _speedup(peer: PeerResult) -> float:
-    """The schedules' speedup over ``peer`` (below 1: the peer is faster)."""
+    """The recipe's speedup over ``peer`` in their run (below 1: the peer is faster)."""
     assert peer.speedup is not None
     return peer.speedup
