@@ -412,6 +412,18 @@ def test_a_matmul_task_from_named_layers_may_also_run_packed() -> None:
     unnamed = template_for(Task("t0", (MATMUL,), dispatches=["d0"]), _matmul())
     assert "LAYOUT" not in unnamed.space and unnamed.graph == []
     assert unnamed.kernel_when is None and unnamed.compile_flags == []
+    # ... unless the matmul is the model's only one: then its name selects it alone.
+    sole = template_for(Task("t0", (MATMUL,), dispatches=["d0"]), _matmul(), sole=True)
+    assert sole.space["LAYOUT"] == ["rowmajor", "packed"] and len(sole.graph) == 2
+
+
+def test_a_model_counts_its_ops_by_name_across_dispatches() -> None:
+    matmul = StructuredOp("d0", "linalg.matmul", None, (8, 8, 8), "contraction", "f32")
+    fill = StructuredOp("d0", "linalg.fill", None, (8, 8), "elementwise", "f32")
+    other = StructuredOp("d1", "linalg.matmul", None, (4, 4, 4), "contraction", "f32")
+    tasks = [Task("t0", (), dispatches=["d0"]), Task("t1", (), dispatches=["d1"])]
+    assert ModelOps.of([matmul, fill], tasks).count("linalg.matmul") == 1
+    assert ModelOps.of([matmul, fill, other], tasks).count("linalg.matmul") == 2
 
 
 def _tuning(name: str, time_ms: float, **state: object) -> TaskTuning:

@@ -64,7 +64,7 @@ def prepare(
                 o.build.compile_target,
                 constants,
             )
-            template = _template(task, made.configured, o.build.compile_target)
+            template = _template(task, made.configured, o.build.compile_target, model)
             by_kind = template.match_by_kind
             matches = [_match_at(task, made.configured.root, model, by_kind)]
             kept = []
@@ -83,14 +83,16 @@ def prepare(
     return tuning
 
 
-def _template(task: Task, dispatch: ConfiguredDispatch, target: Target) -> Template:
+def _template(
+    task: Task, dispatch: ConfiguredDispatch, target: Target, model: ModelOps
+) -> Template:
     """The task's template on ``target``: Vulkan's config, or on x86 the row-reduction
     config where it fits, else the kernel schedule (:mod:`.templates`)."""
     if target.is_gpu:
         return vulkan_template(task, dispatch)
     if is_row_reduction(dispatch):
         return row_reduction_template(dispatch)
-    return template_for(task, dispatch)
+    return template_for(task, dispatch, model.count(task.root.op) == 1)
 
 
 def _match_at(task: Task, position: int, model: ModelOps, by_kind: bool) -> dict[str, Any]:

@@ -49,6 +49,10 @@ class ModelOps:
                 dispatches.setdefault(op.function, []).append(op)
         return ModelOps({d: tuple(ops) for d, ops in dispatches.items()}, owner)
 
+    def count(self, name: str) -> int:
+        """How many ops named ``name`` the model's dispatches hold."""
+        return sum(op.op == name for ops in self.dispatches.values() for op in ops)
+
 
 def op_match(task: Task, position: int, model: ModelOps, by_kind: bool) -> dict[str, Any]:
     """The kernel match of the op at ``position`` in ``task``'s ops: its name (with

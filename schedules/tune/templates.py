@@ -24,8 +24,9 @@ one starts (no cache tile: ``TK`` is held at the whole loop). The default,
 epilogue over it. On resnet_block_x86's convolutions on 2 threads the buffer cost
 4-5% (docs/benchmarks.md); on a large-reduction matmul the cache tile can matter more.
 
-A task whose root is a named ``linalg.matmul`` or ``linalg.batch_matmul`` from named
-layers has a second way to run, ``LAYOUT: packed``: the graph step ``mmt4d`` packs it
+A task whose root is a named ``linalg.matmul`` or ``linalg.batch_matmul`` that a graph
+step can select alone (from named layers, or the model's only op of that name) has a
+second way to run, ``LAYOUT: packed``: the graph step ``mmt4d`` packs it
 into ``M0`` x ``N0`` x ``K0`` tiles (IREE's data-tiling layout, compiled by IREE's mmt4d
 codegen) instead of the kernel schedule, its unpack in a dispatch of its own or in the
 mmt4d's (``UNPACK: separate | fused``, the step's ``fuse_unpack``). The two layouts are
@@ -179,9 +180,10 @@ def anchor_position(task: Task) -> int:
     return reducing[-1] if reducing else len(task.ops) - 1
 
 
-def template_for(task: Task, dispatch: ConfiguredDispatch) -> Template:
+def template_for(task: Task, dispatch: ConfiguredDispatch, sole: bool = False) -> Template:
     """The template for ``task``, whose standalone dispatch IREE configured as
-    ``dispatch``. Raises :class:`NoTemplate` naming what does not fit."""
+    ``dispatch`` (``sole``: its root is the model's only op of that name, so a graph step
+    selects it by name alone). Raises :class:`NoTemplate` naming what does not fit."""
     root = dispatch.root_op
     if root.output_loops is None or len(set(root.output_loops)) != len(root.output_loops):
         raise NoTemplate("the root's output is not indexed by plain loops")
@@ -228,7 +230,8 @@ def template_for(task: Task, dispatch: ConfiguredDispatch) -> Template:
     named = bool(task.layers) and len(task.layers) >= len(task.dispatches)
     # the packed layout holds its unused kernel parameters at the defaults: they must
     # meet the kernel's constraints
-    if root.op in PACKABLE and named and conditions_hold(template.constraints, parameters):
+    selectable = named or sole
+    if root.op in PACKABLE and selectable and conditions_hold(template.constraints, parameters):
         return with_packed_layout(template, parameters)
     return template
 
