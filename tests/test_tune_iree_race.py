@@ -99,8 +99,8 @@ def test_a_configuration_that_beats_the_schedules_becomes_the_recipe(tmp_path: P
     assert ran == ["mm.tuned.yaml", f"mm.{DTUK}.yaml"]
     assert race.configuration == DTUK and race.report is final
     assert race.line == (
-        "iree     the schedules run 0.95x IREE data tiling, 0.90x IREE data tiling + "
-        "microkernels; with the flags of IREE data tiling + microkernels they ran not_applied "
+        "iree     the schedules run 1.20x IREE default, 0.95x IREE data tiling, 0.90x IREE "
+        "data tiling + microkernels; with the flags of IREE data tiling + microkernels they ran not_applied "
         f"({tmp_path / f'mm.{DTUK}.yaml'}) (each against the configurations in its own run): "
         "the recipe builds IREE data tiling + microkernels (--iree-opt-data-tiling "
         f"--iree-llvmcpu-enable-ukernels=all); the schedules are in {tmp_path / 'mm.schedules.yaml'}"
@@ -149,11 +149,45 @@ def test_schedules_that_beat_every_configuration_are_kept(tmp_path: Path) -> Non
     race = race_iree_configurations(outcome, first, _peers_runs(runs, []), _runs(first, []))
     assert race.configuration is None and race.report is first
     assert race.line is not None and race.line.startswith(
-        "iree     the schedules run 1.10x IREE data tiling, 1.02x IREE data tiling + "
-        "microkernels; with the flags of IREE data tiling + microkernels they run 1.01x it"
+        "iree     the schedules run 1.20x IREE default, 1.10x IREE data tiling, 1.02x IREE "
+        "data tiling + microkernels; with the flags of IREE data tiling + microkernels they "
+        "run 1.01x it"
     )
     assert race.line.endswith("own run): the schedules are kept")
     assert outcome.recipe.read_text() == before and not (tmp_path / "mm.schedules.yaml").exists()
+
+
+def test_a_configuration_within_noise_of_the_schedules_does_not_replace_them(
+    tmp_path: Path,
+) -> None:
+    # 1% is noise: a challenger must be 2% faster than what it replaces.
+    outcome = _tuned(tmp_path)
+    before = outcome.recipe.read_text()
+    runs = {
+        "mm.tuned.yaml": _report(1.0, {"iree-data-tiling": 0.99, DTUK: 1.0}),
+        "mm.iree-data-tiling.yaml": _report(1.0, {"iree-data-tiling": 1.01}),
+    }
+    race = race_iree_configurations(
+        outcome, _report(1.0), _peers_runs(runs, []), _runs(_report(), [])
+    )
+    assert race.configuration is None and outcome.recipe.read_text() == before
+
+
+def test_schedules_slower_than_iree_default_give_way_to_it(tmp_path: Path) -> None:
+    outcome = _tuned(
+        tmp_path, kernels="[{name: k, match: {op: linalg.matmul}, schedule: [{vectorize: {}}]}]"
+    )
+    ran: list[str] = []
+    runs = {"mm.tuned.yaml": _report(0.9, {"iree-data-tiling": 0.95, DTUK: 0.97})}
+    race = race_iree_configurations(
+        outcome, _report(0.9), _peers_runs(runs, ran), _runs(_report(1.0), [])
+    )
+    # IREE default is the fastest: no flags to add, so no combined recipe runs.
+    assert ran == ["mm.tuned.yaml"] and race.configuration == "iree-default"
+    assert race.line is not None and "the recipe builds IREE default (no flags)" in race.line
+    recipe = load(str(outcome.recipe))
+    assert recipe.compile_flags == () and not recipe.kernels and not recipe.graph
+    assert "k" in (tmp_path / "mm.schedules.yaml").read_text()
 
 
 def test_a_recorded_decision_is_taken_up_without_racing_even_without_a_check(
@@ -161,7 +195,7 @@ def test_a_recorded_decision_is_taken_up_without_racing_even_without_a_check(
 ) -> None:
     outcome = _tuned(tmp_path)
     runs = {
-        "mm.tuned.yaml": _report(1.0, {"iree-data-tiling": 0.8}),
+        "mm.tuned.yaml": _report(1.1, {"iree-data-tiling": 0.8}),
         "mm.iree-data-tiling.yaml": _not_applied(),
     }
     race_iree_configurations(outcome, _report(1.0), _peers_runs(runs, []), _runs(_report(), []))

@@ -1,16 +1,19 @@
 """The last whole-model race of ``tdsched tune`` on a CPU target: the model recipe
 against IREE's best one-flag builds of the model.
 
-A user who does not tune still has IREE's own configurations: its default, data tiling
-(``--iree-opt-data-tiling``), and data tiling with microkernels
+A user who does not tune still has IREE's own configurations (:data:`CONFIGURATIONS`):
+its default, data tiling (``--iree-opt-data-tiling``), and data tiling with microkernels
 (:data:`~..measure.peers.IREE_PEERS`). A tuned recipe that loses to one of them has no
 reason to exist, so once the model recipe has run correct, it runs again as
 ``tdsched run --peers`` does: the recipe and those IREE builds of the model, checked and
 timed interleaved in one run. Then the schedules with the fastest configuration's flags
+(unless that is IREE default)
 (``OUT/<model>.<configuration>.yaml``) run the same way: a configuration speeds up the
 matmuls no schedule took while the schedules speed up the rest (a schedule whose op the
 flags change, a matmul's, does not apply then, and that recipe fails and is dropped).
-Of the three, measured against the configuration in their runs, the fastest is kept:
+Of the three, measured against the configuration in their runs, the fastest is kept,
+a challenger only when it is ``WIN`` (2%) faster than what it replaces, so noise does not
+flip the choice:
 
 * the schedules: the model recipe stays as it is;
 * the schedules with the flags: the model recipe gets the flags in its ``compile_flags``;
@@ -42,15 +45,20 @@ from ..measure.run_report import PeerResult, RunReport
 from ..measure.status import Status
 from .outcome import TuneOutcome
 from .races import earlier_race, schedules_digest
+from .tuning import WIN
 
 Check = Callable[[Path], RunReport]
 """Runs a model recipe as ``tdsched run`` does (with ``--peers`` for the race)."""
 
+DEFAULT = "iree-default"
+CONFIGURATIONS: dict[str, tuple[str, ...]] = {DEFAULT: (), **IREE_PEERS}
+"""IREE's configurations a user gets with one flag or none: name → iree-compile flags."""
 LABELS = {
+    DEFAULT: "IREE default",
     "iree-data-tiling": "IREE data tiling",
     "iree-data-tiling-ukernels": "IREE data tiling + microkernels",
 }
-"""How the summary names each configuration of :data:`~..measure.peers.IREE_PEERS`."""
+"""How the summary names each of :data:`CONFIGURATIONS`."""
 IREE_RACE_FILE = "iree-race.json"
 """Where the race's decision is kept, beside the model recipe."""
 SCHEDULES = "schedules"
@@ -98,7 +106,7 @@ def race_iree_configurations(
     recipe = outcome.recipe
     record = recipe.parent / IREE_RACE_FILE
     key = {"schedules": schedules_digest(recipe)}
-    choices = (SCHEDULES, *IREE_PEERS, *(WITH + name for name in IREE_PEERS))
+    choices = (SCHEDULES, *CONFIGURATIONS, *(WITH + name for name in IREE_PEERS))
     earlier = earlier_race(record, key, choices)
     ratio = earlier.get("speedup") if earlier is not None else None
     if earlier is not None and isinstance(ratio, float | int) and ratio > 0:
@@ -129,24 +137,26 @@ def _race(outcome: TuneOutcome, report: RunReport, with_peers: Check, check: Che
     if raced.status is not Status.OK:
         why = f"the recipe ran {raced.status} ({raced.error})"
         return _Raced(IreeRace(report, f"iree     not raced: {why}"))
-    timed = [p for p in raced.peers or [] if p.name in IREE_PEERS and _timed(p)]
-    if not timed:
+    standings = {DEFAULT: raced.speedup} if raced.speedup is not None else {}
+    standings |= {
+        p.name: _speedup(p) for p in raced.peers or [] if p.name in IREE_PEERS and _timed(p)
+    }
+    if not standings:
         failed = "; ".join(f"{p.name}: {p.check.status}" for p in raced.peers or []) or "none"
         return _Raced(IreeRace(report, f"iree     not raced: no IREE configuration ran ({failed})"))
-    best = min(timed, key=_speedup)
-    name, schedules = best.name, _speedup(best)
+    name, schedules = min(standings.items(), key=lambda item: item[1])
     line = "iree     the schedules run " + ", ".join(
-        f"{_speedup(p):.2f}x {LABELS[p.name]}" for p in timed
+        f"{ratio:.2f}x {LABELS[other]}" for other, ratio in standings.items()
     )
-    combined = _combined_speedup(recipe, name, with_peers)
+    combined = None if name == DEFAULT else _combined_speedup(recipe, name, with_peers)
     if combined is not None:
         line += f"; with the flags of {LABELS[name]} they {combined[1]}"
     line += " (each against the configurations in its own run): "
-    if combined is not None and combined[0] > max(1.0, schedules):
+    if combined is not None and combined[0] > max(1.0, schedules) * WIN:
         _keep(outcome, WITH + name, combined[0])
         line += f"the recipe adds the flags of {LABELS[name]} ({_flags(name)}) to the schedules"
         return _Raced(IreeRace(check(recipe), line, WITH + name), combined[0])
-    if schedules >= 1.0:
+    if schedules * WIN >= 1.0:
         return _Raced(IreeRace(report, line + "the schedules are kept"), schedules)
     _keep(outcome, name, schedules)
     line += (
@@ -204,7 +214,9 @@ def write_configuration_recipe(
     document = yaml.safe_load(recipe.read_text())
     label = LABELS[configuration]
     document.pop("graph", None)
-    document["compile_flags"] = list(IREE_PEERS[configuration])
+    document.pop("compile_flags", None)
+    if CONFIGURATIONS[configuration]:
+        document["compile_flags"] = list(CONFIGURATIONS[configuration])
     document["kernels"] = []
     document["description"] = (
         f"{document['name']}: {label}, which ran {1 / schedules_speedup:.2f}x as fast as "
@@ -253,7 +265,7 @@ def _schedules_path(recipe: Path) -> Path:
 
 
 def _flags(configuration: str) -> str:
-    return " ".join(IREE_PEERS[configuration])
+    return " ".join(CONFIGURATIONS[configuration]) or "no flags"
 
 
 def _timed(peer: PeerResult) -> bool:
