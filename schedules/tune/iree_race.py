@@ -6,14 +6,14 @@ its default, data tiling (``--iree-opt-data-tiling``), and data tiling with micr
 (:data:`~..measure.peers.IREE_PEERS`). A tuned recipe that loses to one of them has no
 reason to exist, so once the model recipe has run correct, it runs again as
 ``tdsched run --peers`` does: the recipe and those IREE builds of the model, checked and
-timed interleaved in one run. Then the schedules with the fastest configuration's flags
-(unless that is IREE default)
-(``OUT/<model>.<configuration>.yaml``) run the same way: a configuration speeds up the
-matmuls no schedule took while the schedules speed up the rest (a schedule whose op the
-flags change, a matmul's, does not apply then, and that recipe fails and is dropped).
-Of the three, measured against the configuration in their runs, the fastest is kept,
-a challenger only when it is ``WIN`` (2%) faster than what it replaces, so noise does not
-flip the choice:
+timed interleaved in one run. Then the schedules with the flags of the faster of the two
+flagged configurations (``OUT/<model>.<configuration>.yaml``) run the same way: a
+configuration speeds up the matmuls no schedule took while the schedules speed up the
+rest (a schedule whose op the flags change, a matmul's, does not apply then, and that
+recipe fails and is dropped).
+Of the three, each timed against the configurations in its own run, the fastest is
+kept, a challenger only when it is ``WIN`` (2%) faster than the schedules, so noise does
+not flip the choice:
 
 * the schedules: the model recipe stays as it is;
 * the schedules with the flags: the model recipe gets the flags in its ``compile_flags``;
@@ -30,6 +30,7 @@ without racing again (with ``--no-check`` too), as the layout race does (:mod:`.
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -148,14 +149,25 @@ def _race(outcome: TuneOutcome, report: RunReport, with_peers: Check, check: Che
     line = "iree     the schedules run " + ", ".join(
         f"{ratio:.2f}x {LABELS[other]}" for other, ratio in standings.items()
     )
-    combined = None if name == DEFAULT else _combined_speedup(recipe, name, with_peers)
+    # Times relative to the schedules': a configuration's is the schedules' speedup over
+    # it; the schedules with the flags of the fastest flagged one, F, take F's time over
+    # their speedup over F (measured in a run of their own).
+    flagged = {n: ratio for n, ratio in standings.items() if n != DEFAULT}
+    combined = None
+    if flagged:
+        fastest = min(flagged, key=lambda n: flagged[n])
+        combined = _combined_speedup(recipe, fastest, with_peers)
     if combined is not None:
-        line += f"; with the flags of {LABELS[name]} they {combined[1]}"
+        line += f"; with the flags of {LABELS[fastest]} they {combined[1]}"
     line += " (each against the configurations in its own run): "
-    if combined is not None and combined[0] > max(1.0, schedules) * WIN:
-        _keep(outcome, WITH + name, combined[0])
-        line += f"the recipe adds the flags of {LABELS[name]} ({_flags(name)}) to the schedules"
-        return _Raced(IreeRace(check(recipe), line, WITH + name), combined[0])
+    with_time = flagged[fastest] / combined[0] if combined and combined[0] > 0 else math.inf
+    if with_time < schedules and with_time * WIN < 1.0:
+        assert combined is not None
+        _keep(outcome, WITH + fastest, combined[0])
+        line += (
+            f"the recipe adds the flags of {LABELS[fastest]} ({_flags(fastest)}) to the schedules"
+        )
+        return _Raced(IreeRace(check(recipe), line, WITH + fastest), combined[0])
     if schedules * WIN >= 1.0:
         return _Raced(IreeRace(report, line + "the schedules are kept"), schedules)
     _keep(outcome, name, schedules)
