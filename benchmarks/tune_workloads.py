@@ -84,6 +84,30 @@ def has_avx512f() -> bool:
     return False
 
 
+def source_commit() -> str | None:
+    """The git commit of the checkout this script is in (``+dirty`` with local changes),
+    or None outside a git checkout."""
+    root = HERE.parent
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError:
+        return None
+    if head.returncode != 0:
+        return None
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
 def _tail(text: str) -> str:
     return text[-TAIL:].strip()
 
@@ -111,13 +135,13 @@ def _command(args: Sequence[object]) -> list[str]:
 
 
 def run_command(command: list[str], log: Path) -> tuple[int, str, str, float]:
-    """Run ``command``; keep its stdout and stderr in ``log`` (.out, .err). Returns the
-    exit status, stdout, stderr and wall seconds."""
+    """Run ``command``; keep its stdout and stderr in ``LOG.out`` and ``LOG.err``. Returns
+    the exit status, stdout, stderr and wall seconds."""
     started = time.monotonic()
     proc = subprocess.run(command, capture_output=True, text=True, check=False)
     seconds = time.monotonic() - started
-    log.with_suffix(".out").write_text(proc.stdout)
-    log.with_suffix(".err").write_text(proc.stderr)
+    log.with_name(log.name + ".out").write_text(proc.stdout)
+    log.with_name(log.name + ".err").write_text(proc.stderr)
     return proc.returncode, proc.stdout, proc.stderr, seconds
 
 
@@ -397,6 +421,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "budget_minutes": args.budget,
         "repeats": args.repeats,
         "tdsched": str(TDSCHED),
+        "tdsched_commit": source_commit(),
         "workloads": [],
     }
     rows: list[dict[str, Any]] = result["workloads"]

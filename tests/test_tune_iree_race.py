@@ -267,3 +267,36 @@ def test_flags_that_pay_only_with_the_schedules_are_added_when_default_is_as_fas
         "--iree-opt-data-tiling",
         "--iree-llvmcpu-enable-ukernels=none",
     )
+
+
+def test_a_recipe_without_schedules_is_not_raced_with_flags_added(tmp_path: Path) -> None:
+    # With the flags it would be the configuration itself: only noise tells them apart.
+    outcome = _tuned(tmp_path)
+    outcome.recipe.write_text(
+        outcome.recipe.read_text().replace("graph:\n  - conv1x1_to_matmul: {}\n", "")
+    )
+    ran: list[str] = []
+    runs = {"mm.tuned.yaml": _report(1.0, {"iree-data-tiling": 0.99, DTUK: 1.0})}
+    race = race_iree_configurations(
+        outcome, _report(1.0), _peers_runs(runs, ran), _runs(_report(), [])
+    )
+    assert ran == ["mm.tuned.yaml"] and race.configuration is None
+
+
+def test_a_combination_that_fails_to_compile_names_the_compiler_s_error(tmp_path: Path) -> None:
+    outcome = _tuned(tmp_path)
+    failed = _report()
+    failed.status = Status.COMPILE_FAILED
+    failed.error = (
+        "iree-compile failed (exit 1):\n"
+        "m.mlir:3:5: error: One or more operations with large vector sizes (32768 bytes)\n"
+    )
+    runs = {
+        "mm.tuned.yaml": _report(1.2, {"iree-data-tiling": 1.1}),
+        "mm.iree-data-tiling.yaml": failed,
+    }
+    race = race_iree_configurations(
+        outcome, _report(1.2), _peers_runs(runs, []), _runs(_report(), [])
+    )
+    assert race.line is not None
+    assert "they ran compile_failed (m.mlir:3:5: error: One or more operations" in race.line

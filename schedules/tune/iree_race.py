@@ -183,8 +183,12 @@ def _combined_speedup(
 ) -> tuple[float, str] | None:
     """Run the schedules with ``configuration``'s flags (``OUT/<model>.<configuration>.yaml``)
     with the peers: their speedup over the configuration in that run, and how it went
-    for the line; None where the recipe's own flags set one of the configuration's."""
+    for the line; None where the recipe holds no schedule (with the flags it would be
+    the configuration itself: only noise could tell them apart) or its own flags set one
+    of the configuration's."""
     document = yaml.safe_load(recipe.read_text())
+    if not document.get("kernels") and not document.get("graph"):
+        return None
     if _clashes(document.get("compile_flags") or [], configuration):
         return None
     path = recipe.with_name(f"{_stem(recipe)}.{configuration}.yaml")
@@ -192,9 +196,16 @@ def _combined_speedup(
     ran = with_peers(path)
     peer = next((p for p in ran.peers or [] if p.name == configuration and _timed(p)), None)
     if ran.status is not Status.OK or peer is None:
-        why = (ran.error or "").strip().splitlines()
-        return 0.0, f"ran {ran.status} ({why[0] if why else path})"
+        return 0.0, f"ran {ran.status} ({_first_error(ran.error) or path})"
     return _speedup(peer), f"run {_speedup(peer):.2f}x it ({path})"
+
+
+def _first_error(error: str | None) -> str | None:
+    """The line of ``error`` that says what went wrong: the first ``error:`` line of a
+    compiler's output, else the first line."""
+    lines = [line.strip() for line in (error or "").splitlines() if line.strip()]
+    said = [line for line in lines if "error:" in line] or lines
+    return said[0] if said else None
 
 
 def _keep(outcome: TuneOutcome, choice: str, speedup: float) -> None:
