@@ -151,14 +151,24 @@ def test_update_blesses_what_measured_cleanly_and_keeps_the_rest(
 ) -> None:
     (tmp_path / "split_k.yaml").write_text(SPLIT_K)
     entries = [
-        {"recipe": "matmul_x86", "target": "x86", "params": SIZE, "precision": 0.2},
+        # Blessing needs a clean measurement: on a shared CI machine the calibration kernel
+        # drifted more than 25% once, so this entry allows what noise can do here.
+        {
+            "recipe": "matmul_x86",
+            "target": "x86",
+            "params": SIZE,
+            "precision": 0.3,
+            "calibration_tolerance": 0.9,
+            "time_cap_s": 30,
+        },
         {"recipe": "split_k.yaml", "expected_speedup": 3.0},
     ]
     baseline = write_baseline(tmp_path / "b.yaml", entries, header="# keep me\n")
     code, _ = regress(capsys, str(baseline), "--entry", "matmul_x86")
     assert code == 1  # not blessed yet
     code, results = regress(capsys, str(baseline), "--update")
-    assert [r["status"] for r in results.values()] == ["blessed", "wrong"]
+    statuses = [r["status"] for r in results.values()]
+    assert statuses == ["blessed", "wrong"], [r["reason"] for r in results.values()]
     assert code == 1
     text = baseline.read_text()
     assert text.startswith("# keep me\n")
