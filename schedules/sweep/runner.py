@@ -19,7 +19,7 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -86,6 +86,11 @@ class SweepOptions:
     where: :meth:`Sweep._kept_folder`)."""
     trust: Trust = UNTRUSTED
     """What the command line granted the recipe file (:mod:`..recipe_trust`)."""
+    deadline: float | None = None
+    """A ``time.monotonic()`` instant past which no more candidates are compiled: they are
+    compiled in waves of ``jobs``, a wave in flight finishes (and the first always runs),
+    and what compiled is timed and raced (tune's rounds end with its budget). None: no
+    deadline."""
 
 
 @dataclass
@@ -113,6 +118,9 @@ class SweepOutcome:
     strategy: str = "grid"
     cost_model: str = "-"
     """The cost model of an adaptive sweep (``learned`` or ``additive``), else ``-``."""
+    cut: bool = False
+    """Whether the deadline stopped the sweep before its strategy had proposed all it
+    would (the rest is left for a later sweep, never recorded as failed)."""
     incumbent: Incumbent | None = None
     """What the recipe runs at this shape without the sweep (None: not known, as for a
     sweep read back from the database)."""
@@ -297,6 +305,7 @@ class Sweep:
         self._keys: dict[Point, str] = {}
         self._workload: Workload | None = None
         self._compile_s: dict[str, float] = {}
+        self.jobs = jobs
         self.chunk = max(8, 2 * jobs)
         """Candidates compiled before the timing of that group: large enough to keep every
         compile worker busy, small enough that results (and best-so-far) come steadily."""
@@ -382,10 +391,13 @@ class Sweep:
             self.db.record_work(sweep_id, _work(self._workload))
         self.executor.start(self.context)
         try:
-            while batch := self.strategy.propose(history):
+            while not outcome.cut and (batch := self.strategy.propose(history)):
                 for start_at in range(0, len(batch), self.chunk):
                     chunk = batch[start_at : start_at + self.chunk]
                     self._evaluate(chunk, sweep_id, history, outcome)
+                    if self._past_deadline():
+                        outcome.cut = True
+                        break
             if outcome.timed or self.db.sweep(sweep_id).decision is None:
                 # A resumed sweep may have been stopped in its race, after every candidate
                 # was recorded: finish it, never report a best that did not race.
@@ -399,6 +411,22 @@ class Sweep:
         outcome.decision = Decision.from_dict(recorded) if recorded else None
         outcome.elapsed_s = time.monotonic() - start
         return outcome
+
+    def _past_deadline(self) -> bool:
+        deadline = self.options.deadline
+        return deadline is not None and time.monotonic() >= deadline
+
+    def _compiled(self, jobs: list[CompileJob]) -> Iterator[CompileOutcome]:
+        """``jobs`` compiled by the executor: all at once, or with a deadline in waves of
+        ``jobs`` workers, none started once it has passed but the first (the run loop
+        stops after this chunk: a sweep that started compiles at least one wave)."""
+        if self.options.deadline is None:
+            yield from self.executor.compile(jobs)
+            return
+        for start_at in range(0, len(jobs), self.jobs):
+            if start_at and self._past_deadline():
+                return
+            yield from self.executor.compile(jobs[start_at : start_at + self.jobs])
 
     def _kept_folder(self, sweep_id: int) -> Path | None:
         """With ``keep_temps``, where the candidates' build folders go: beside the
@@ -471,7 +499,7 @@ class Sweep:
                 folder = str(kept / build_folder_name(params)) if kept else None
                 jobs.append(CompileJob(key, params, str(artifact), folder))
         self.db.artifacts.mkdir(parents=True, exist_ok=True)
-        for compiled in self.executor.compile(jobs) if jobs else ():
+        for compiled in self._compiled(jobs):
             outcome.compiled += 1
             self._compile_s[compiled.key] = compiled.seconds
             job = next(j for j in jobs if j.key == compiled.key)
@@ -666,6 +694,8 @@ def _narrowed(recipe: Recipe, fixed: dict[str, ParamValue]) -> SearchSpace:
 
 def recorded_options(options: SweepOptions) -> dict[str, Any]:
     """The options as the database records them: the build's settings (target, cpu,
-    cpu_features, gpu, threads) at the top level, as every sweep has recorded them."""
+    cpu_features, gpu, threads) at the top level, as every sweep has recorded them (the
+    deadline, an instant of this process's clock, is not recorded)."""
     data = dataclasses.asdict(options)
+    data.pop("deadline")
     return {**data.pop("build"), **data}

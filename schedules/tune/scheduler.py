@@ -13,7 +13,9 @@
    the largest expected gain, in the manner of Ansor's task scheduler: its time per call
    in the model, divided by its best speedup so far, times the relative gain its last
    round found (at least ``MIN_GAIN`` divided by the rounds it has had, so a task that
-   stopped improving yields to the others). A round never starts past the budget. A
+   stopped improving yields to the others). A round never starts past the budget, and
+   compiles no candidate once it has run out (compiles in flight finish; what compiled is
+   timed and raced). A
    task's best candidate is its latest race's winner, and its speedup the median of
    every race that candidate ran in (one noisy race moves it only that far).
 4. **One frozen recipe for the model** (``OUT/<model>.tuned.yaml``): the model's
@@ -111,7 +113,7 @@ def tune(
         while (tuning := _next(tunings)) is not None:
             if spent() >= options.budget_s:
                 break
-            _round(tuning, db, options)
+            _round(tuning, db, options, deadline=start + options.budget_s - before)
             state.spent_s = spent()
             state.tasks = {t.task.name: t.state() for t in tunings if t.recipe is not None}
             estimate = estimated_speedup(tasks, tunings, graph_speedup)
@@ -161,8 +163,9 @@ def _next(tunings: list[TaskTuning]) -> TaskTuning | None:
     return max(open_, key=TaskTuning.expected_gain_ms, default=None)
 
 
-def _round(tuning: TaskTuning, db: ResultsDB, o: TuneOptions) -> None:
-    """Sweep ``tuning``'s recipe with ``round_size`` more candidates."""
+def _round(tuning: TaskTuning, db: ResultsDB, o: TuneOptions, deadline: float) -> None:
+    """Sweep ``tuning``'s recipe with ``round_size`` more candidates, compiling none past
+    ``deadline`` (a ``time.monotonic()`` instant: the end of the budget)."""
     assert tuning.recipe is not None
     before = tuning.speedup or 1.0
     sweep = Sweep(
@@ -172,6 +175,7 @@ def _round(tuning: TaskTuning, db: ResultsDB, o: TuneOptions) -> None:
             strategy="adaptive",
             budget=tuning.candidates + o.round_size,
             seed=o.seed,
+            deadline=deadline,
         ),
         db,
         make_executor(o.executor, o.jobs, ray_address=o.ray_address),
@@ -182,7 +186,8 @@ def _round(tuning: TaskTuning, db: ResultsDB, o: TuneOptions) -> None:
     outcome = sweep.run()
     tuning.spent_s += time.monotonic() - started
     tuning.rounds += 1
-    tuning.exhausted = len(outcome.results) <= tuning.candidates
+    # a round the budget cut short says nothing of what is left to try
+    tuning.exhausted = not outcome.cut and len(outcome.results) <= tuning.candidates
     tuning.candidates = len(outcome.results)
     tuning.failed = len(outcome.failed)
     if outcome.raced and outcome.decision is not None:
