@@ -9,6 +9,7 @@ at about 0.02x), so a noisy machine cannot flip the outcomes these tests assert.
 from __future__ import annotations
 
 import json
+import subprocess
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ import pytest
 import yaml
 from tdsched.recipes import RECIPES_DIR
 from tdsched.schedules.cli.main import main
+from tdsched.schedules.regress.history import read_series
 
 pytestmark = pytest.mark.usefixtures("iree")
 pytest_plugins = ["pytester"]
@@ -347,3 +349,27 @@ def test_a_marker_can_take_its_entry_from_a_baseline_file(pytester: pytest.Pytes
         consecutive=False,
     )
     result.assert_outcomes(passed=1, errors=2)
+
+
+def test_recorded_runs_carry_the_project_s_commit_and_a_precise_speedup(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    git = ["git", "-c", "user.email=ci@example.com", "-c", "user.name=ci"]
+    entry = {"recipe": "matmul_x86", "params": SIZE, "expected_speedup": 0.1, "precision": 0.3}
+    baseline = write_baseline(tmp_path / "b.yaml", [entry])
+    subprocess.run([*git, "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "add", "b.yaml"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "commit", "-qm", "gate"], cwd=tmp_path, check=True)
+    head = subprocess.run(
+        ["git", "rev-parse", "--short=12", "HEAD"], cwd=tmp_path, capture_output=True, text=True
+    ).stdout.strip()
+    history = tmp_path / "history.db"
+    code, results = regress(capsys, str(baseline), "--record", str(history))
+    assert code == 0
+    (measured,) = results.values()
+    # a recorded run is timed to its precision, never stopped once the 0.05x gate is clear
+    assert measured["measurement"]["speedup"]["stopped"] in ("precise", "time_cap")
+    (series,) = read_series(history).values()
+    assert [p.run.git_commit for p in series] == [head]
+    assert series[0].median == pytest.approx(measured["measurement"]["speedup"]["median"])
+    assert series[0].status == "pass" and series[0].run.machine

@@ -25,6 +25,7 @@ from . import (
     lower_command,
     peak_command,
     regress_command,
+    regress_history_command,
     report_command,
     run_command,
     schema_command,
@@ -113,6 +114,7 @@ COMMANDS: dict[str, Command] = {
     "sweep": sweep_command,
     "report": report_command,
     "regress": regress_command,
+    regress_history_command.NAME: regress_history_command,
     "lower": lower_command,
     "schema": schema_command,
     "list": list_command,
@@ -131,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tdsched`` console script."""
     parser = make_parser()
     argcomplete.autocomplete(parser)
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_routed(sys.argv[1:] if argv is None else list(argv)))
     if args.verbose:
         os.environ[VERBOSE_ENV] = "1"
     try:
@@ -148,6 +150,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader went away (`tdsched report DB --csv - | head`): stop quietly.
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (Python flushes stdout at exit)
         return 0
+
+
+def _routed(argv: list[str]) -> list[str]:
+    """``argv`` with ``regress history`` made the one word its parser is registered as
+    (``regress``'s own first argument is a baseline file, so it cannot hold subcommands)."""
+    commands = [i for i, word in enumerate(argv) if not word.startswith("-")]
+    if commands and argv[commands[0] : commands[0] + 2] == ["regress", "history"]:
+        at = commands[0]
+        return [*argv[:at], regress_history_command.NAME, *argv[at + 2 :]]
+    return argv
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from tdsched.targets.target import TARGET_NAMES
 
 from ..regress.adding import with_added
 from ..regress.baseline_file import load_baseline
+from ..regress.history import git_commit, record_run
 from ..regress.output import as_json, markdown, table
 from ..regress.runner import (
     EXIT_FAILED,
@@ -55,6 +56,8 @@ examples:
   tdsched regress perf.yaml --update               re-bless after an intended change
   tdsched regress perf.yaml --json > regress.json
   tdsched regress perf.yaml --markdown "$GITHUB_STEP_SUMMARY"
+  tdsched regress perf.yaml --record history.db    also append the run to a history
+  tdsched regress history history.db               its change points (--help there)
 
 baseline file (docs/commands/regress.md):
   defaults: {tolerance: 0.25, time_cap_s: 30}
@@ -114,6 +117,14 @@ def add_parser(sub: Any) -> None:
         metavar="S",
         help="seconds of timing per entry (overrides)",
     )
+    record = p.add_argument(
+        "--record",
+        type=Path,
+        metavar="HISTORY.db",
+        help="also append this run's measurements to the SQLite history HISTORY.db "
+        "(created if missing); 'tdsched regress history HISTORY.db' finds its change points",
+    )
+    writes(p, record)
     p.add_argument("--json", action="store_true", help="print one JSON document, not a table")
     markdown = p.add_argument(
         "--markdown",
@@ -150,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
     results = run_baseline(
         baseline,
         update=args.update,
+        precise=args.record is not None,
         labels=args.entry,
         target=args.target,
         time_cap_s=args.time_cap,
@@ -161,6 +173,10 @@ def run(args: argparse.Namespace) -> int:
             f"{args.baseline}: no entry matches the selection (--entry / --target); "
             f"entries: {', '.join(e.label for e in baseline.entries)}"
         )
+    if args.record:
+        commit = git_commit(args.baseline.resolve().parent)
+        run_id = record_run(args.record, args.baseline, results, commit=commit)
+        print(f"regress: recorded as run {run_id} in {args.record}", file=sys.stderr)
     blessed = sum(r.verdict.status is GateStatus.BLESSED for r in results)
     if blessed:
         write_baseline(blessed_file(baseline, results))

@@ -66,8 +66,9 @@ def request_for(
     bless: bool,
     trust: Trust = UNTRUSTED,
 ) -> MeasureRequest:
-    """What to measure for ``entry``, whose recipe is found at ``recipe`` (no early stop
-    against the gate when blessing; ``trust``: what the command line granted recipe files)."""
+    """What to measure for ``entry``, whose recipe is found at ``recipe`` (``bless``: no
+    early stop against the gate, as for blessing; ``trust``: what the command line granted
+    recipe files)."""
     return MeasureRequest(
         Request(
             recipe=recipe,
@@ -88,6 +89,7 @@ def run_baseline(
     baseline: BaselineFile,
     *,
     update: bool = False,
+    precise: bool = False,
     labels: Sequence[str] = (),
     target: str | None = None,
     time_cap_s: float | None = None,
@@ -96,6 +98,8 @@ def run_baseline(
 ) -> list[EntryResult]:
     """Measure and judge entries, one at a time, each in its own process.
 
+    ``update`` blesses; ``update`` or ``precise`` (a run recorded into a history) times
+    every entry until its ``precision`` or cap, never stopping once its gate is decided.
     Only entries whose label contains one of ``labels`` (all when empty) and that build
     for ``target`` (all when ``None``) are run. Every one is validated first (see
     :func:`entry_target`), so bad input stops the run before anything is measured.
@@ -112,7 +116,9 @@ def run_baseline(
             if time_cap_s is not None:
                 settings = dataclasses.replace(settings, time_cap_s=time_cap_s)
             recipe = baseline.resolve_recipe(entry)
-            result = measure_entry(recipe, entry, settings, Path(cache), bless=update, trust=trust)
+            result = measure_entry(
+                recipe, entry, settings, Path(cache), bless=update, precise=precise, trust=trust
+            )
             on_result(result)
             results.append(result)
     return results
@@ -142,10 +148,12 @@ def measure_entry(
     cache_dir: Path,
     *,
     bless: bool = False,
+    precise: bool = False,
     trust: Trust = UNTRUSTED,
 ) -> EntryResult:
-    """Measure ``entry`` in a process of its own and judge it."""
-    request = request_for(recipe, entry, settings, cache_dir, bless, trust)
+    """Measure ``entry`` in a process of its own and judge it (``precise``: timed to the
+    entry's precision even once its gate is decided)."""
+    request = request_for(recipe, entry, settings, cache_dir, bless or precise, trust)
     measurement = measure_isolated(request, settings.time_cap_s + COMPILE_ALLOWANCE_S)
     verdict = judge(measurement, entry.expected_speedup, settings, bless=bless)
     return EntryResult(entry, settings, measurement, verdict)
