@@ -1,8 +1,9 @@
 """Running a baseline file: measure each entry, judge it, and re-bless on ``--update``.
 
 Exit statuses (:func:`exit_status`): 0 every entry passed (or was blessed); 1 an entry
-regressed, computed wrong results, did not apply, failed to build or run, or is not
-blessed yet; 3 no failure but some entry was inconclusive (a noisy machine).
+regressed, computed wrong results, did not apply, failed to build or run, is not
+blessed yet, or (``--update``) measured slower than IREE default without
+``--allow-slower``; 3 no failure but some entry was inconclusive (a noisy machine).
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ def request_for(
         threshold=None if bless else entry.threshold(settings),
         time_cap_s=settings.time_cap_s,
         cache_dir=str(cache_dir),
+        calibration_tolerance=settings.calibration_tolerance,
     )
 
 
@@ -88,6 +90,7 @@ def run_baseline(
     baseline: BaselineFile,
     *,
     update: bool = False,
+    allow_slower: bool = False,
     labels: Sequence[str] = (),
     target: str | None = None,
     time_cap_s: float | None = None,
@@ -101,7 +104,8 @@ def run_baseline(
     :func:`entry_target`), so bad input stops the run before anything is measured.
     ``time_cap_s`` overrides every entry's cap; ``on_result`` sees each result as soon
     as it is known (progress output); ``trust``: what the command line granted the
-    entries' recipe files (:mod:`..recipe_trust`).
+    entries' recipe files (:mod:`..recipe_trust`); ``allow_slower``: with ``update``,
+    bless entries measured slower than IREE default too (:func:`~.verdict.judge`).
     """
     chosen = [e for e in baseline.entries if not labels or any(t in e.label for t in labels)]
     selected = [e for e in chosen if target in (None, entry_target(baseline, e, trust))]
@@ -112,7 +116,15 @@ def run_baseline(
             if time_cap_s is not None:
                 settings = dataclasses.replace(settings, time_cap_s=time_cap_s)
             recipe = baseline.resolve_recipe(entry)
-            result = measure_entry(recipe, entry, settings, Path(cache), bless=update, trust=trust)
+            result = measure_entry(
+                recipe,
+                entry,
+                settings,
+                Path(cache),
+                bless=update,
+                allow_slower=allow_slower,
+                trust=trust,
+            )
             on_result(result)
             results.append(result)
     return results
@@ -142,12 +154,15 @@ def measure_entry(
     cache_dir: Path,
     *,
     bless: bool = False,
+    allow_slower: bool = False,
     trust: Trust = UNTRUSTED,
 ) -> EntryResult:
     """Measure ``entry`` in a process of its own and judge it."""
     request = request_for(recipe, entry, settings, cache_dir, bless, trust)
     measurement = measure_isolated(request, settings.time_cap_s + COMPILE_ALLOWANCE_S)
-    verdict = judge(measurement, entry.expected_speedup, settings, bless=bless)
+    verdict = judge(
+        measurement, entry.expected_speedup, settings, bless=bless, allow_slower=allow_slower
+    )
     return EntryResult(entry, settings, measurement, verdict)
 
 
