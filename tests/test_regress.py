@@ -168,7 +168,9 @@ def test_update_blesses_what_measured_cleanly_and_keeps_the_rest(
     baseline = write_baseline(tmp_path / "b.yaml", entries, header="# keep me\n")
     code, _ = regress(capsys, str(baseline), "--entry", "matmul_x86")
     assert code == 1  # not blessed yet
-    code, results = regress(capsys, str(baseline), "--update")
+    # The good schedule runs at about 1.0x IREE default, sometimes just below it (it did
+    # when this rule came), where blessing needs --allow-slower (test_regress_trust.py).
+    code, results = regress(capsys, str(baseline), "--update", "--allow-slower")
     statuses = [r["status"] for r in results.values()]
     assert statuses == ["blessed", "wrong"], [r["reason"] for r in results.values()]
     assert code == 1

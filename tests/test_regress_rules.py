@@ -7,20 +7,28 @@ test_regress.py.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from tdsched.schedules.base.errors import RecipeError
+from tdsched.schedules.cli.main import main
 from tdsched.schedules.compile.build_target import BuildTarget
 from tdsched.schedules.measure.request import Request
 from tdsched.schedules.measure.status import Status
 from tdsched.schedules.regress.baseline_file import Settings, dump, load_baseline
-from tdsched.schedules.regress.calibration import CalibrationDrift
+from tdsched.schedules.regress.calibration import CalibrationDrift, settled, warm_up
 from tdsched.schedules.regress.isolation import measure_isolated
-from tdsched.schedules.regress.measure import Measurement, MeasureRequest
+from tdsched.schedules.regress.measure import (
+    Attempt,
+    Measurement,
+    MeasureRequest,
+    second_attempt_cap,
+)
 from tdsched.schedules.regress.pytest_plugin import entry_from_marker
 from tdsched.schedules.regress.runner import entry_target, request_for
 from tdsched.schedules.regress.verdict import judge
@@ -283,3 +291,108 @@ def test_a_crashing_or_hanging_measurement_fails_only_its_entry(
     measurement = measure_isolated(request, timeout_s=15.0)
     assert measurement.status == status
     assert message in (measurement.error or "")
+
+
+def timings(*medians: float) -> Callable[[], Timing]:
+    """A calibration timer whose successive medians are ``medians``."""
+    queue = iter(medians)
+    return lambda: Timing(next(queue), 0.0, 0.0, 5)
+
+
+@pytest.mark.parametrize(
+    ("medians", "taken"),
+    [
+        ((1.0, 1.05), 2),  # the first two agree within 10%: done
+        ((20.3, 4.9, 1.9, 1.6, 1.62), 5),  # a loaded machine warming up: until it settles
+        ((1.0, 1.2, 1.0, 1.2, 1.0, 1.2, 1.0, 1.2, 1.0, 1.2, 1.0, 1.2), 10),  # never: capped
+    ],
+)
+def test_the_calibration_warm_up_goes_on_until_two_medians_agree(
+    medians: tuple[float, ...], taken: int
+) -> None:
+    warm = warm_up(timings(*medians), clock=lambda: 0.0)
+    assert [t.median for t in warm] == list(medians[:taken])
+
+
+def test_the_calibration_warm_up_stops_at_its_time_budget() -> None:
+    clock = iter([0.0, 0.9, 1.9, 2.1, 99.0])  # at the start, then after each timing
+    warm = warm_up(timings(10.0, 5.0, 2.5, 1.2, 0.6), budget_s=2.0, clock=lambda: next(clock))
+    assert [t.median for t in warm] == [10.0, 5.0, 2.5]  # 2.1 s had passed: stop
+    assert settled(1.0, 1.09) and settled(1.09, 1.0) and not settled(1.0, 1.11)
+
+
+def attempt(drift: float, seconds: float, rounds: int = 10) -> Attempt:
+    ratio = Ratio(1.0, 0.9, 1.1, rounds=rounds, seconds=seconds, stopped="precise", times={})
+    return Attempt(ratio, CalibrationDrift(Timing(1.0, 1.0, 1.0, 5), Timing(1.0 + drift, 1, 1, 5)))
+
+
+def test_a_drifting_calibration_gets_a_second_attempt_within_the_time_cap() -> None:
+    assert second_attempt_cap([attempt(0.1, 2.0)], 0.25, 10.0) is None  # calm: no need
+    assert second_attempt_cap([attempt(0.4, 2.0)], 0.25, 10.0) == 8.0  # the cap's rest
+    assert second_attempt_cap([attempt(-0.4, 9.0)], 0.25, 10.0) is None  # 8 rounds: 7.2 s
+    assert second_attempt_cap([attempt(0.4, 10.5)], 0.25, 10.0) is None  # cap spent
+    both = [attempt(0.4, 2.0), attempt(0.5, 2.0)]
+    assert second_attempt_cap(both, 0.25, 10.0) == 6.0  # both count against the cap
+
+
+def test_a_measurement_timed_twice_round_trips_and_says_so() -> None:
+    twice = dataclasses.replace(measured(1.2, 1.18, 1.22, drift=0.1), attempts=2)
+    back = Measurement.from_json(json.loads(json.dumps(twice.to_json())))
+    assert back == twice and back.attempts == 2
+    assert Measurement.from_json({**twice.to_json(), "attempts": 1}).attempts == 1
+    old = {k: v for k, v in twice.to_json().items() if k != "attempts"}
+    assert Measurement.from_json(old).attempts == 1  # JSON written before attempts
+    verdict = judge(twice, 1.0, SETTINGS)
+    assert verdict.status == "pass"
+    assert verdict.reason.endswith(
+        "(timed twice: the calibration kernel drifted more than ±25% in the first attempt; "
+        "this is the attempt in which it drifted least)"
+    )
+    assert "timed" not in judge(measured(1.2, 1.18, 1.22), 1.0, SETTINGS).reason
+
+
+def test_a_measure_request_carries_the_calibration_tolerance(tmp_path: Path) -> None:
+    path = tmp_path / "b.yaml"
+    path.write_text("defaults: {calibration_tolerance: 0.4}\nentries:\n  - recipe: matmul_x86\n")
+    baseline = load_baseline(path)
+    (entry,) = baseline.entries
+    request = request_for("matmul_x86", entry, entry.settings(baseline.defaults), tmp_path, False)
+    assert request.calibration_tolerance == 0.4
+    back = MeasureRequest.from_json(json.loads(json.dumps(request.to_json())))
+    assert back == request
+
+
+def test_blessing_below_iree_default_needs_allow_slower() -> None:
+    slow = measured(0.568, 0.56, 0.575)
+    refused = judge(slow, None, SETTINGS, bless=True)
+    assert refused.status == "slower"
+    assert refused.reason == (
+        "0.568x, 95% interval [0.560, 0.575]: the schedule is slower than IREE's own "
+        "pipeline, so it is not blessed; bless it anyway with --update --allow-slower"
+    )
+    allowed = judge(slow, 1.2, SETTINGS, bless=True, allow_slower=True)
+    assert allowed.status == "blessed"
+    assert allowed.reason.endswith(
+        "expected_speedup set to 0.568, slower than IREE's own pipeline (--allow-slower)"
+    )
+    # noise still comes first: an imprecise or drifting measurement is inconclusive
+    assert judge(measured(0.5, 0.2, 0.9), None, SETTINGS, bless=True).status == "inconclusive"
+    drifting = measured(0.5, 0.49, 0.51, drift=0.5)
+    assert judge(drifting, None, SETTINGS, bless=True).status == "inconclusive"
+    # not blessing: the rule does not apply; at 1.0x and above there is nothing to allow
+    assert judge(slow, 0.6, SETTINGS).status == "pass"
+    assert judge(measured(1.0, 0.99, 1.01), None, SETTINGS, bless=True).status == "blessed"
+    # as blessing writes it: 0.9996 is 1.000x, blessed; 0.9994 is 0.999x, slower
+    assert judge(measured(0.9996, 0.99, 1.01), None, SETTINGS, bless=True).status == "blessed"
+    assert judge(measured(0.9994, 0.99, 1.01), None, SETTINGS, bless=True).status == "slower"
+
+
+def test_allow_slower_without_update_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "b.yaml"
+    path.write_text("entries:\n  - recipe: matmul_x86\n")
+    assert main(["regress", str(path), "--allow-slower"]) == 2
+    assert capsys.readouterr().err == (
+        "tdsched: error: --allow-slower only changes what --update blesses; give --update too\n"
+    )

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from tdsched.targets.target import TARGET_NAMES
 
 from ..regress.adding import with_added
-from ..regress.baseline_file import load_baseline
+from ..regress.baseline_file import Entry, load_baseline
 from ..regress.history import git_commit, record_run
 from ..regress.output import as_json, markdown, table
 from ..regress.runner import (
@@ -22,7 +23,7 @@ from ..regress.runner import (
     run_baseline,
     write_baseline,
 )
-from ..regress.verdict import GateStatus
+from ..regress.verdict import GateStatus, slower_than_default
 from .args import add_trust_options, positive_float, trust_from
 from .output_paths import reads, recipe_file, writes
 
@@ -34,18 +35,23 @@ parameters), compile it with its schedule and require every schedule step to app
 check its results against the reference on seeded random inputs, then time it and IREE
 default interleaved, round after round, until the speedup's 95% interval is within
 'precision' or clears the gate, or 'time_cap_s' runs out. A calibration kernel is timed
-before and after; if its time moved more than 'calibration_tolerance', the machine's
-load changed: the speedup's interval is widened by that change, and the entry is
+before (once warmed up until two timings agree within 10%) and after; if its time moved
+more than 'calibration_tolerance', the machine's load changed, and the timing is done
+once more if the time cap leaves room, keeping the calmer attempt. If that one moved too
+much as well, the speedup's interval is widened by the change, and the entry is
 inconclusive unless the widened interval still clears the gate on one side. Each entry
 runs in a process of its own.
 
 An entry fails when its speedup is below expected_speedup x (1 - tolerance), its results
 are wrong, a schedule step matched nothing ("not applied"), it does not build or run,
 or it has no expected_speedup yet. --update re-blesses: each entry measured cleanly and
-precisely gets its measured speedup (and its numerics tolerance) written back.
+precisely gets its measured speedup (and its numerics tolerance) written back; one
+measured slower than IREE default (below 1.0x) is not blessed but fails as "slower",
+unless --allow-slower is given.
 
-exit status: 0 all passed (or blessed); {EXIT_FAILED} a failure; {EXIT_INCONCLUSIVE} no failure but
-something inconclusive (noisy machine); 2 bad input (the baseline file, a recipe).
+exit status: 0 all passed (or blessed); {EXIT_FAILED} a failure (with --update, also an entry
+slower than IREE default without --allow-slower); {EXIT_INCONCLUSIVE} no failure but something
+inconclusive (noisy machine); 2 bad input (the baseline file, a recipe).
 """
 
 EPILOG = """\
@@ -104,6 +110,12 @@ def add_parser(sub: Any) -> None:
         help="re-bless: write each cleanly measured entry's speedup into the file",
     )
     p.add_argument(
+        "--allow-slower",
+        action="store_true",
+        help="with --update: also bless entries measured slower than IREE default (below "
+        "1.0x), with a warning; without it they are not blessed and fail as 'slower'",
+    )
+    p.add_argument(
         "--entry",
         action="append",
         default=[],
@@ -143,31 +155,89 @@ def _progress(result: EntryResult) -> None:
     )
 
 
+def _entries(count: int) -> str:
+    return f"{count} {'entry' if count == 1 else 'entries'}"
+
+
+def _added_line(
+    baseline: Path, added: Sequence[Entry], results: Sequence[EntryResult] | None
+) -> str:
+    """What became of the entries ``--add`` wrote, once ``--update`` measured them
+    (``results``: ``None`` when the run stopped before it measured them all)."""
+    verdicts = {r.entry.identity: r.verdict.status for r in results or ()}
+    outcomes = []
+    for entry in added:
+        status = verdicts.get(entry.identity)
+        if status is GateStatus.BLESSED:
+            outcome = "blessed"
+        elif results is None:
+            outcome = "not blessed: the run stopped first"
+        elif status is None:
+            outcome = "not blessed: not selected by --entry/--target"
+        else:
+            outcome = f"not blessed: {status}"
+        outcomes.append(outcome if len(added) == 1 else f"{entry.label}: {outcome}")
+    return f"regress: added {_entries(len(added))} to {baseline} ({'; '.join(outcomes)})"
+
+
+def _unblessed_line(baseline: Path, added: Sequence[Entry]) -> str:
+    """The ``--update`` line when nothing was blessed: the file is unchanged, unless
+    ``--add`` wrote entries to it (which stay without an expected_speedup)."""
+    if not added:
+        return f"regress: nothing blessed; {baseline} is unchanged"
+    which = "the added entry" if len(added) == 1 else f"the {len(added)} added entries"
+    return f"regress: nothing blessed; {baseline} holds {which} without an expected_speedup"
+
+
+def _warn_slower(results: Sequence[EntryResult]) -> None:
+    """A warning for each entry blessed below 1.0x with ``--allow-slower``."""
+    for r in results:
+        speedup = r.measurement.speedup
+        blessed = r.verdict.status is GateStatus.BLESSED
+        if blessed and speedup and slower_than_default(speedup.median):
+            print(
+                f"regress: warning: blessed {r.entry.label} at {speedup.median:.3f}x, slower "
+                "than IREE's own pipeline (--allow-slower)",
+                file=sys.stderr,
+            )
+
+
 def run(args: argparse.Namespace) -> int:
     if args.json and args.markdown == "-":
         raise ValueError("--json and --markdown - both write to stdout; give --markdown a file")
+    if args.allow_slower and not args.update:
+        raise ValueError("--allow-slower only changes what --update blesses; give --update too")
+    added: tuple[Entry, ...] = ()
     if args.add:
-        added = with_added(args.baseline, args.add, trust_from(args))
-        write_baseline(added)
-        count = len(args.add)
-        print(
-            f"regress: added {count} {'entry' if count == 1 else 'entries'} to {args.baseline}"
-            + ("" if args.update else "; bless with 'tdsched regress BASELINE --update'"),
-            file=sys.stderr,
-        )
+        with_new = with_added(args.baseline, args.add, trust_from(args))
+        write_baseline(with_new)
+        added = with_new.entries[-len(args.add) :]
         if not args.update:
+            print(
+                f"regress: added {_entries(len(added))} to {args.baseline}; bless with "
+                "'tdsched regress BASELINE --update'",
+                file=sys.stderr,
+            )
             return 0
     baseline = load_baseline(args.baseline)
-    results = run_baseline(
-        baseline,
-        update=args.update,
-        precise=args.record is not None,
-        labels=args.entry,
-        target=args.target,
-        time_cap_s=args.time_cap,
-        on_result=_progress,
-        trust=trust_from(args),
-    )
+    try:
+        results = run_baseline(
+            baseline,
+            update=args.update,
+            precise=args.record is not None,
+            allow_slower=args.allow_slower,
+            labels=args.entry,
+            target=args.target,
+            time_cap_s=args.time_cap,
+            on_result=_progress,
+            trust=trust_from(args),
+        )
+    except BaseException:  # bad input or Ctrl-C: say the added entries are in the file
+        if added:
+            print(_added_line(args.baseline, added, None), file=sys.stderr)
+        raise
+    if added:
+        print(_added_line(args.baseline, added, results), file=sys.stderr)
     if not results:
         raise ValueError(
             f"{args.baseline}: no entry matches the selection (--entry / --target); "
@@ -177,13 +247,13 @@ def run(args: argparse.Namespace) -> int:
         commit = git_commit(args.baseline.resolve().parent)
         run_id = record_run(args.record, args.baseline, results, commit=commit)
         print(f"regress: recorded as run {run_id} in {args.record}", file=sys.stderr)
+    _warn_slower(results)
     blessed = sum(r.verdict.status is GateStatus.BLESSED for r in results)
     if blessed:
         write_baseline(blessed_file(baseline, results))
-        noun = "entry" if blessed == 1 else "entries"
-        print(f"regress: wrote {args.baseline} ({blessed} {noun} blessed)", file=sys.stderr)
+        print(f"regress: wrote {args.baseline} ({_entries(blessed)} blessed)", file=sys.stderr)
     elif args.update:
-        print(f"regress: nothing blessed; {args.baseline} is unchanged", file=sys.stderr)
+        print(_unblessed_line(args.baseline, added), file=sys.stderr)
     print(as_json(results, str(args.baseline), args.update) if args.json else table(results))
     if args.markdown:
         text = markdown(results)

@@ -1,8 +1,9 @@
 """Running a baseline file: measure each entry, judge it, and re-bless on ``--update``.
 
 Exit statuses (:func:`exit_status`): 0 every entry passed (or was blessed); 1 an entry
-regressed, computed wrong results, did not apply, failed to build or run, or is not
-blessed yet; 3 no failure but some entry was inconclusive (a noisy machine).
+regressed, computed wrong results, did not apply, failed to build or run, is not
+blessed yet, or (``--update``) measured slower than IREE default without
+``--allow-slower``; 3 no failure but some entry was inconclusive (a noisy machine).
 """
 
 from __future__ import annotations
@@ -82,6 +83,7 @@ def request_for(
         threshold=None if bless else entry.threshold(settings),
         time_cap_s=settings.time_cap_s,
         cache_dir=str(cache_dir),
+        calibration_tolerance=settings.calibration_tolerance,
     )
 
 
@@ -90,6 +92,7 @@ def run_baseline(
     *,
     update: bool = False,
     precise: bool = False,
+    allow_slower: bool = False,
     labels: Sequence[str] = (),
     target: str | None = None,
     time_cap_s: float | None = None,
@@ -105,7 +108,8 @@ def run_baseline(
     :func:`entry_target`), so bad input stops the run before anything is measured.
     ``time_cap_s`` overrides every entry's cap; ``on_result`` sees each result as soon
     as it is known (progress output); ``trust``: what the command line granted the
-    entries' recipe files (:mod:`..recipe_trust`).
+    entries' recipe files (:mod:`..recipe_trust`); ``allow_slower``: with ``update``,
+    bless entries measured slower than IREE default too (:func:`~.verdict.judge`).
     """
     chosen = [e for e in baseline.entries if not labels or any(t in e.label for t in labels)]
     selected = [e for e in chosen if target in (None, entry_target(baseline, e, trust))]
@@ -117,7 +121,14 @@ def run_baseline(
                 settings = dataclasses.replace(settings, time_cap_s=time_cap_s)
             recipe = baseline.resolve_recipe(entry)
             result = measure_entry(
-                recipe, entry, settings, Path(cache), bless=update, precise=precise, trust=trust
+                recipe,
+                entry,
+                settings,
+                Path(cache),
+                bless=update,
+                precise=precise,
+                allow_slower=allow_slower,
+                trust=trust,
             )
             on_result(result)
             results.append(result)
@@ -149,13 +160,16 @@ def measure_entry(
     *,
     bless: bool = False,
     precise: bool = False,
+    allow_slower: bool = False,
     trust: Trust = UNTRUSTED,
 ) -> EntryResult:
     """Measure ``entry`` in a process of its own and judge it (``precise``: timed to the
     entry's precision even once its gate is decided)."""
     request = request_for(recipe, entry, settings, cache_dir, bless or precise, trust)
     measurement = measure_isolated(request, settings.time_cap_s + COMPILE_ALLOWANCE_S)
-    verdict = judge(measurement, entry.expected_speedup, settings, bless=bless)
+    verdict = judge(
+        measurement, entry.expected_speedup, settings, bless=bless, allow_slower=allow_slower
+    )
     return EntryResult(entry, settings, measurement, verdict)
 
 

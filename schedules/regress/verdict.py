@@ -8,9 +8,15 @@ Pure functions of the numbers, so the rules are testable without timing anything
   before and after (the machine's load changed): the speedup's interval is widened by
   that factor both ways, and only a verdict the widened interval still clears stands
   (a gross regression stays a regression); otherwise → ``inconclusive``;
+* blessing (``--update``) needs a calm and precise measurement, else ``inconclusive``;
+  one whose median is below 1.0x (slower than IREE's own pipeline) is ``slower``, a
+  failure, unless ``--allow-slower`` blesses it anyway;
 * the speedup's 95% interval is wholly at or above the gate → ``pass``; wholly below →
   ``regressed``; straddling it → decided by the median when the interval is within
   ``precision``, else ``inconclusive`` (the time cap ran out before the noise did).
+
+A measurement timed twice (its calibration kernel drifted too much in the first attempt,
+see :mod:`.measure`) says so at the end of its reason.
 """
 
 from __future__ import annotations
@@ -45,6 +51,9 @@ class GateStatus(StrEnum):
     """The entry has no expected_speedup yet (and this is not ``--update``): a failure."""
     INCONCLUSIVE = "inconclusive"
     """Too noisy to decide: the interval stayed too wide, or the machine's load changed."""
+    SLOWER = "slower"
+    """(``--update``) Measured precisely but slower than IREE default (median below
+    1.0x): not blessed without ``--allow-slower``; a failure."""
 
 
 FAILING: frozenset[GateStatus] = frozenset(
@@ -54,8 +63,17 @@ FAILING: frozenset[GateStatus] = frozenset(
         GateStatus.NOT_APPLIED,
         GateStatus.ERROR,
         GateStatus.UNBLESSED,
+        GateStatus.SLOWER,
     }
 )
+IREE_DEFAULT = 1.0
+"""The speedup of IREE's own pipeline over itself: blessing below it needs ``--allow-slower``."""
+
+
+def slower_than_default(median: float) -> bool:
+    """Whether a speedup ``median`` is below IREE default's, as blessing would write it
+    (rounded to 3 decimals: 0.9996 is blessed as, and printed as, 1.000x)."""
+    return round(median, 3) < IREE_DEFAULT
 
 
 @dataclass(frozen=True)
@@ -65,10 +83,35 @@ class Verdict:
 
 
 def judge(
-    measurement: Measurement, expected: float | None, settings: Settings, *, bless: bool = False
+    measurement: Measurement,
+    expected: float | None,
+    settings: Settings,
+    *,
+    bless: bool = False,
+    allow_slower: bool = False,
 ) -> Verdict:
     """The verdict on ``measurement`` for an entry expecting ``expected`` (``bless``:
-    for ``--update``, which needs a measurement precise enough to become the baseline)."""
+    for ``--update``, which needs a measurement precise enough to become the baseline,
+    and not slower than IREE default unless ``allow_slower``)."""
+    verdict = _judge(measurement, expected, settings, bless, allow_slower)
+    if measurement.attempts < 2:
+        return verdict
+    times = "twice" if measurement.attempts == 2 else f"{measurement.attempts} times"
+    return Verdict(
+        verdict.status,
+        f"{verdict.reason} (timed {times}: the calibration kernel drifted more than "
+        f"±{settings.calibration_tolerance:.0%} in the first attempt; this is the attempt "
+        "in which it drifted least)",
+    )
+
+
+def _judge(
+    measurement: Measurement,
+    expected: float | None,
+    settings: Settings,
+    bless: bool,
+    allow_slower: bool,
+) -> Verdict:
     failed = _failure(measurement)
     if failed is not None:
         return failed
@@ -88,7 +131,19 @@ def judge(
     if bless:
         if not precise:
             return _imprecise(speedup, settings, "to bless")
-        return Verdict(GateStatus.BLESSED, f"{measured}; expected_speedup set to {median:.3f}")
+        blessed = f"{measured}; expected_speedup set to {median:.3f}"
+        if not slower_than_default(median):
+            return Verdict(GateStatus.BLESSED, blessed)
+        if allow_slower:
+            return Verdict(
+                GateStatus.BLESSED,
+                f"{blessed}, slower than IREE's own pipeline (--allow-slower)",
+            )
+        return Verdict(
+            GateStatus.SLOWER,
+            f"{measured}: the schedule is slower than IREE's own pipeline, so it is not "
+            "blessed; bless it anyway with --update --allow-slower",
+        )
     assert expected is not None
     gate = settings.gate(expected)
     if low >= gate or (precise and median >= gate):
