@@ -77,10 +77,13 @@ def result(label_params: dict[str, int], median: float, status: GateStatus) -> E
     return EntryResult(entry, Settings(threads=1), measurement, Verdict(status, "measured"))
 
 
-def record_series(path: Path, medians: list[float], machine: str = "cpu A") -> None:
-    for median in medians:
+def record_series(
+    path: Path, medians: list[float], machine: str = "cpu A", commits: list[str] | None = None
+) -> None:
+    for at, median in enumerate(medians):
         found = [result({"M": 64}, median, GateStatus.PASS)]
-        record_run(path, path.parent / "perf.yaml", found, commit=None, machine=machine)
+        commit = commits[at] if commits else None
+        record_run(path, path.parent / "perf.yaml", found, commit=commit, machine=machine)
 
 
 def test_runs_are_appended_and_read_back_per_entry_and_machine(tmp_path: Path) -> None:
@@ -148,3 +151,37 @@ def test_bad_history_input_is_a_clear_error(
     )
     assert main(["regress", "history", str(history), "--entry", "conv"]) == 2
     assert "no recorded series matches --entry / --machine" in capsys.readouterr().err
+
+
+def test_a_step_between_commits_is_the_code_s_and_within_one_the_machine_s(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    values = series(40, 20, -0.08, 0.01, 5)
+    one_commit, two_commits = tmp_path / "one.db", tmp_path / "two.db"
+    record_series(one_commit, values, commits=["aaa111"] * 40)
+    record_series(two_commits, values, commits=["aaa111"] * 20 + ["bbb222"] * 20)
+
+    assert main(["regress", "history", str(one_commit)]) == 0
+    out = capsys.readouterr().out
+    assert "commit aaa111..aaa111): " in out
+    assert "a regression with no commit between the runs: the machine changed, not the code" in out
+
+    assert main(["regress", "history", str(two_commits), "--json"]) == 1
+    (found,) = json.loads(capsys.readouterr().out)["series"]
+    (change,) = found["changes"]
+    assert change["commits"] == ["aaa111", "bbb222"] and not change["same_commit"]
+    assert main(["regress", "history", str(two_commits), "--since", "bbb"]) == 0  # not after it
+    capsys.readouterr()
+    assert main(["regress", "history", str(two_commits), "--since", "aaa"]) == 1
+
+
+def test_the_documented_history_finds_its_deliberate_regression(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # 60 real gate runs (docs/commands/regress_history.md#a-real-example): 30 of a recipe,
+    # then 30 after a commit that stopped tiling its reduction loop
+    history = Path(__file__).parent.parent / "benchmarks/results/regress_history_cascadelake.db"
+    assert main(["regress", "history", str(history)]) == 1
+    out = capsys.readouterr().out
+    assert "60 runs, 1 change, REGRESSED" in out
+    assert "change at run 31 (2026-11-28, commit 47916b95244d..318d38eb71a2): 0.975x -> " in out

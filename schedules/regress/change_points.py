@@ -3,9 +3,10 @@
 A series is one entry's recorded speedup medians on one machine, oldest first. Its
 change points are found in two stages:
 
-1. **Candidates.** PELT (``ruptures``, the l2 cost: a change of the mean) on the log of
+1. **Candidates.** PELT (``ruptures``, the l1 cost: a change of the median, which a few
+   runs disturbed by the machine's load do not drag as they drag a mean) on the log of
    the speedups, segments at least ``min_segment`` runs long, with a penalty of
-   ``penalty`` x sigma² x log(n): sigma is the series' noise, estimated from its
+   ``penalty`` x sigma x log(n): sigma is the series' noise, estimated from its
    successive differences (their median absolute deviation, which a step moves by one
    difference only), so the same setting serves a quiet and a noisy machine.
 2. **Significance.** Each candidate splits its neighbourhood (from the change before it
@@ -33,7 +34,7 @@ import numpy as np
 
 MIN_SEGMENT = 4
 """Fewest runs on either side of a change: fewer cannot be told from an outlier."""
-PENALTY = 4.0
+PENALTY = 3.0
 ALPHA = 0.001
 MIN_CHANGE = 0.02
 
@@ -98,8 +99,8 @@ def change_points(speedups: Sequence[float], settings: Settings | None = None) -
             f"finding change points needs ruptures ({exc}): pip install 'tdsched[history]'"
         ) from exc
 
-    algo = ruptures.Pelt(model="l2", min_size=settings.min_segment, jump=1).fit(logs)
-    ends = algo.predict(pen=settings.penalty * sigma**2 * math.log(n))
+    algo = ruptures.Pelt(model="l1", min_size=settings.min_segment, jump=1).fit(logs)
+    ends = algo.predict(pen=settings.penalty * sigma * math.log(n))
     indices = [int(i) for i in ends[:-1]]  # the last "end" is n
     while True:
         changes = _tested(speedups, indices)

@@ -3,7 +3,8 @@
 A series is one entry on one machine (:func:`.history.read_series`); only runs that
 measured it (pass, regressed, blessed, inconclusive: a speedup was timed) are points of it.
 A series *has regressed* when its last change is a regression (nothing after it brought
-the speedup back), and, with ``since``, that change came after the given run.
+the speedup back) with a commit between its runs, and, with ``since``, that change came
+after the given run.
 """
 
 from __future__ import annotations
@@ -28,10 +29,13 @@ class SeriesReport:
 
     def regressed_since(self, since: str | None) -> Change | None:
         """The last change when it is a regression after ``since`` (a date ``YYYY-MM-DD``
-        or the prefix of a recorded commit; None: any), else None."""
+        or the prefix of a recorded commit; None: any), else None. A change with no commit
+        between its runs is the machine's, never a regression of the code."""
         if not self.changes or not self.changes[-1].is_regression:
             return None
         last = self.changes[-1]
+        if _same_commit(self.points, last):
+            return None
         if since is None or _after(self.points, last.index, since):
             return last
         return None
@@ -85,10 +89,20 @@ def change_line(points: Sequence[Point], change: Change) -> str:
     if first.git_commit:
         between += f", commit {last.git_commit or '?'}..{first.git_commit}"
     what = "a regression" if change.is_regression else "an improvement"
-    return (
+    line = (
         f"{between}): {change.before:.3f}x -> {change.after:.3f}x ({change.relative:+.1%}, "
         f"p={change.p_value:.1g}), {what}"
     )
+    if _same_commit(points, change):
+        line += " with no commit between the runs: the machine changed, not the code"
+    return line
+
+
+def _same_commit(points: Sequence[Point], change: Change) -> bool:
+    """Whether the runs on both sides of ``change`` were recorded at one commit (with no
+    uncommitted changes: a ``+`` commit may differ)."""
+    last, first = points[change.index - 1].run.git_commit, points[change.index].run.git_commit
+    return last is not None and last == first and not last.endswith("+")
 
 
 def text(reports: Sequence[SeriesReport], path: Path, since: str | None) -> str:
@@ -117,6 +131,7 @@ def _change_dict(points: Sequence[Point], change: Change) -> dict[str, Any]:
         "relative": change.relative,
         "p_value": change.p_value,
         "regression": change.is_regression,
+        "same_commit": _same_commit(points, change),
     }
 
 
