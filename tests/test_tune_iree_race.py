@@ -52,7 +52,8 @@ def _tuned(folder: Path, kernels: str = "[]") -> TuneOutcome:
 def _report(speedup: float | None = None, peers: dict[str, float] | None = None) -> RunReport:
     report = RunReport("mm", "x86", "mm", {}, 1, "iree-default", status=Status.OK)
     report.speedup = speedup
-    report.peers = [PeerResult(n, Check(Status.OK), speedup=s) for n, s in (peers or {}).items()]
+    if peers is not None:  # a run without the peers has none (None), as run_recipe's
+        report.peers = [PeerResult(n, Check(Status.OK), speedup=s) for n, s in peers.items()]
     return report
 
 
@@ -82,6 +83,19 @@ def _not_applied() -> RunReport:
     report = _report()
     report.status = Status.NOT_APPLIED
     return report
+
+
+def test_a_final_check_run_with_the_peers_is_taken_up_not_run_again(tmp_path: Path) -> None:
+    outcome = _tuned(tmp_path)
+    peers = {"iree-data-tiling": 0.95, DTUK: 0.90}
+    runs = {f"mm.{DTUK}.yaml": _not_applied()}
+    ran: list[str] = []
+    checked: list[str] = []
+    race = race_iree_configurations(
+        outcome, _report(1.2, peers), _peers_runs(runs, ran), _runs(_report(1.4), checked)
+    )
+    assert ran == [f"mm.{DTUK}.yaml"]  # only the schedules with the flags ran
+    assert race.configuration == DTUK and len(checked) == 1
 
 
 def test_a_configuration_that_beats_the_schedules_becomes_the_recipe(tmp_path: Path) -> None:

@@ -26,9 +26,10 @@ Find the change points in a gate history that 'tdsched regress BASELINE --record
 HISTORY.db' appended to: for each entry on each machine, the runs where its speedup over
 IREE default stepped, with the median speedup before and after, the commits between which
 it happened, and its significance. Candidates come from PELT (ruptures, a change of the
-median) on the log of the speedups with a penalty scaled by the series' own noise; each is kept when a
-Mann-Whitney test of the runs before it against those after gives p <= --alpha and the
-median moved by at least --min-change (docs/commands/regress_history.md).
+median) on the log of the speedups with a penalty scaled by the series' own noise; each
+is kept when a Mann-Whitney test of the runs before it against those after gives
+p <= --alpha and the median moved by at least --min-change
+(docs/commands/regress_history.md).
 
 exit status: 0 no series has regressed; 1 some series' last change is a regression with a
 commit between its runs (with --since: one after that run); 2 bad input (no such history,

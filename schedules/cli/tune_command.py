@@ -215,13 +215,17 @@ def run(args: argparse.Namespace) -> int:
     )
     check = None if args.no_check else timed
     numerics = partial(run_recipe, dataclasses.replace(runs, time_it=False))
-    report, layouts, blames = _final_check(outcome, check, numerics, progress)
+    with_peers = partial(run_recipe, dataclasses.replace(runs, peers=True))
+    on_cpu = not build.compile_target.is_gpu
+    # on a CPU the IREE race follows: a recipe no layout race runs is checked with the
+    # peers, and the race takes that run up instead of building the recipe again
+    first = with_peers if on_cpu and check is not None else check
+    report, layouts, blames = _final_check(outcome, check, numerics, progress, first)
     blame = "\n".join(blames) or None
     iree = None
-    if not build.compile_target.is_gpu and (check is None or _passed(report)):
+    if on_cpu and (check is None or _passed(report)):
         if check is not None:
             progress("tune: racing the model recipe against IREE's one-flag configurations")
-        with_peers = partial(run_recipe, dataclasses.replace(runs, peers=True))
         iree = race_iree_configurations(outcome, report, with_peers if check else None, check)
         report = iree.report
     if args.plot is not None:
@@ -249,9 +253,11 @@ def _final_check(
     check: Callable[[Path], RunReport] | None,
     numerics: Callable[[Path], RunReport],
     progress: Callable[[str], None],
+    first: Callable[[Path], RunReport] | None = None,
 ) -> tuple[RunReport | None, str | None, list[str]]:
     """Check the model recipe (``check`` ``None``: --no-check), racing the layouts where
-    there is a packed alternative, and blame the schedules that make it fail. Returns the
+    there is a packed alternative, and blame the schedules that make it fail (``first``:
+    how the recipe runs when no layout race runs it, ``check`` when None). Returns the
     kept recipe's report, the layout race's line and the blame lines."""
     report, layouts, blames = None, None, []
     if outcome.packed is not None:
@@ -266,7 +272,7 @@ def _final_check(
             race = race_layouts(outcome, check)
             report, layouts = race.report, race.line
     elif check is not None:
-        report = check(outcome.recipe)
+        report = (first or check)(outcome.recipe)
     if check is not None and report is not None and report.status not in UNBLAMED:
         report, line = blame_schedules(outcome, report, check, numerics, progress)
         blames.append(line)

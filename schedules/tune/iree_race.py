@@ -134,7 +134,8 @@ def race_iree_configurations(
 
 def _race(outcome: TuneOutcome, report: RunReport, with_peers: Check, check: Check) -> _Raced:
     recipe = outcome.recipe
-    raced = with_peers(recipe)
+    # the final check ran with the peers already when no layout race ran the recipe
+    raced = report if report.peers is not None else with_peers(recipe)
     if raced.status is not Status.OK:
         why = f"the recipe ran {raced.status} ({raced.error})"
         return _Raced(IreeRace(report, f"iree     not raced: {why}"))
