@@ -44,17 +44,17 @@ def test_a_false_condition_leaves_the_step_or_kernel_out_and_says_so() -> None:
     assert rowmajor.graph == ()
     assert [len(k.steps) for k in rowmajor.kernels] == [2]
     assert [s.describe() for s in rowmajor.skipped] == [
-        "graph step 1 (mmt4d) at r.yaml:7: graph[0].mmt4d left out: "
-        "when \"LAYOUT == 'packed'\" is false",
-        "kernel 'mm' step 2 (tile) at r.yaml:14: kernels[0].schedule[1].tile left out: "
-        "when 'TM >= 16' is false",
+        "graph[0] (mmt4d) at r.yaml:7 left out: when \"LAYOUT == 'packed'\" is false",
+        "kernel 'mm' schedule[1] (tile) at r.yaml:14 left out: when 'TM >= 16' is false",
     ]
     wide = resolve(recipe, {"TM": 16})
     assert [len(k.steps) for k in wide.kernels] == [3] and len(wide.skipped) == 1
     packed = resolve(recipe, {"LAYOUT": "packed"})
     assert [type(s) for s in packed.graph] == [Mmt4dStep]
     assert packed.kernels == ()
-    assert [s.what for s in packed.skipped] == ["kernel 'mm'"]
+    assert [s.what for s in packed.skipped] == ["kernel 'mm' (kernels[0])"]
+    assert packed.applied == ("graph[0] (mmt4d) at r.yaml:7",)
+    assert rowmajor.applied == ("kernel 'mm' (kernels[0], 2 steps) at r.yaml:9",)
 
 
 @pytest.mark.parametrize(
@@ -162,7 +162,9 @@ def test_an_empty_condition_is_refused() -> None:
 
 def test_a_condition_that_cannot_be_evaluated_names_the_step() -> None:
     text = RECIPE.replace('"TM >= 16"', '"LAYOUT > 3"')
-    with pytest.raises(RecipeError, match=r"r.yaml:14: .*when: kernel 'mm' step 2 \(tile\): "):
+    with pytest.raises(
+        RecipeError, match=r"r.yaml:14: .*when: kernel 'mm' schedule\[1\] \(tile\): "
+    ):
         resolve(parse_recipe(text, "r.yaml"))
 
 
@@ -197,10 +199,13 @@ def test_matmul_x86_packed_layout_runs_correct_and_says_the_kernel_was_left_out(
     report = json.loads(done.stdout)
     assert report["status"] == "ok" and report["reference"] == "numpy"
     step, kernel = report["skipped"]
-    assert step.startswith("graph step ") and f"UNPACK == '{other}'\" is false" in step
-    assert kernel.startswith("kernel 'matmul' at ")
+    assert step.startswith("graph[") and f"UNPACK == '{other}'\" is false" in step
+    assert kernel.startswith("kernel 'matmul' (kernels[0]) at ")
+    index = 0 if unpack == "separate" else 1
+    (applied,) = report["applied"]  # one numbering: the field path's, as in `skipped`
+    assert applied.startswith(f"graph[{index}] (mmt4d) at ") and "matmul_x86.yaml:" in applied
     assert "left out: when \"LAYOUT == 'rowmajor'\" is false" in kernel
     shown = tdsched("show", "matmul_x86", *shape, "--param", "LAYOUT=packed")
     assert shown.returncode == 0, shown.stderr
-    assert "tdsched: kernel 'matmul' at " in shown.stderr
+    assert "tdsched: kernel 'matmul' (kernels[0]) at " in shown.stderr
     assert "mmt4d" in shown.stdout and "tdsched_strategy_matmul" not in shown.stdout

@@ -147,6 +147,8 @@ def print_report(report: RunReport) -> None:
         print(f"checked  {_baseline_check_line(report)}")
     if report.shape_entry:
         print(f"shapes   {report.shape_entry['description']}")
+    for applied in report.applied or ["nothing: IREE's own pipeline builds every dispatch"]:
+        print(f"applied  {applied}")
     for skipped in report.skipped or ():
         print(f"skipped  {skipped}")
     if report.error:

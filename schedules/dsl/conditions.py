@@ -25,7 +25,7 @@ from .constraints import ConstraintError, parse_constraint
 from .recipe import KernelSchedule, Recipe
 from .space import ParamValue
 from .steps import Step
-from .when import Skipped, kernel_label, step_label
+from .when import Skipped, kernel_label, place, step_label
 
 
 def apply_conditions(
@@ -33,14 +33,20 @@ def apply_conditions(
     params: Mapping[str, ParamValue],
     target: str,
     machine: BuildMachine | None = None,
-) -> tuple[Recipe, tuple[Skipped, ...]]:
+) -> tuple[Recipe, tuple[Skipped, ...], tuple[str, ...]]:
     """``recipe`` without the steps and kernel schedules whose ``when`` is false for
     ``params`` (the resolved parameter values) on ``target`` for ``machine`` (the x86 CPU
-    or Vulkan GPU built for; None: not known), and what was left out."""
+    or Vulkan GPU built for; None: not known), what was left out, and what applies on
+    ``target``, labelled as what is left out (field paths count from 0, in both front
+    ends): ``graph[1] (mmt4d) at FILE:LINE``, ``kernel 'matmul' (kernels[0], 10 steps)
+    at FILE:LINE``."""
     skipped: list[Skipped] = []
+    applied: list[str] = []
     params = {**params, **build_values(target, machine)}
 
-    def holds(what: str, where: Where, condition: str | None) -> bool:
+    def holds(what: str, where: Where, condition: str | None, label: str = "") -> bool:
+        """Whether ``condition`` holds (``what`` names the step in an error, ``label``,
+        default ``what``, in the list of what was left out)."""
         if condition is None:
             return True
         try:
@@ -48,23 +54,33 @@ def apply_conditions(
         except ConstraintError as exc:
             raise RecipeError(where.child("when"), f"{what}: {exc}") from exc
         if not keep:
-            skipped.append(Skipped(what, condition, where))
+            skipped.append(Skipped(label or what, condition, where))
         return keep
 
     def steps(scope: str, listed: tuple[Step, ...]) -> tuple[Step, ...]:
         return tuple(
             step
-            for i, step in enumerate(listed, 1)
+            for i, step in enumerate(listed)
             if holds(step_label(scope, i, step.primitive), step.where, step.when)
         )
 
-    graph = steps("graph", recipe.graph)
+    graph: list[Step] = []
+    for i, step in enumerate(recipe.graph):
+        label = step_label("graph", i, step.primitive)
+        if holds(label, step.where, step.when):
+            graph.append(step)
+            applied.append(f"{label} at {place(step.where)}")
     kernels: list[KernelSchedule] = []
-    for kernel in recipe.kernels:
+    for i, kernel in enumerate(recipe.kernels):
         scope = kernel_label(kernel.name)
-        if holds(scope, kernel.where, kernel.when):
-            kernels.append(dataclasses.replace(kernel, steps=steps(scope, kernel.steps)))
-    return dataclasses.replace(recipe, graph=graph, kernels=tuple(kernels)), tuple(skipped)
+        if holds(scope, kernel.where, kernel.when, f"{scope} (kernels[{i}])"):
+            kept = dataclasses.replace(kernel, steps=steps(scope, kernel.steps))
+            kernels.append(kept)
+            if kernel.targets is None or target in kernel.targets:
+                body = f"{len(kept.steps)} steps" if kept.steps else "a lowering config"
+                applied.append(f"{scope} (kernels[{i}], {body}) at {place(kernel.where)}")
+    resolved = dataclasses.replace(recipe, graph=tuple(graph), kernels=tuple(kernels))
+    return resolved, tuple(skipped), tuple(applied)
 
 
 def has_conditions(recipe: Recipe) -> bool:

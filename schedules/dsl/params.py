@@ -28,7 +28,17 @@ _REF = re.compile(r"\$\{([^{}]+)\}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 T = TypeVar("T")
 _NOT_SUBSTITUTED = frozenset(
-    ("where", "parameters", "source", "space", "shapes", "shape_choice", "skipped", "when")
+    (
+        "where",
+        "parameters",
+        "source",
+        "space",
+        "shapes",
+        "shape_choice",
+        "skipped",
+        "applied",
+        "when",
+    )
 )
 """A recipe's fields (and its parts') that hold no ``${NAME}`` to substitute: the
 parameters themselves, what decides them (space, shape table) and what reports on them."""
@@ -82,9 +92,13 @@ def resolve(
     resolved = _substitute(recipe, params, Where(recipe.source))
     if choice is not None and choice.runs_iree_default:
         resolved = dataclasses.replace(resolved, graph=(), kernels=())
-    resolved, skipped = apply_conditions(resolved, params, target, machine)
+    resolved, skipped, applied = apply_conditions(resolved, params, target, machine)
     return dataclasses.replace(
-        resolved, parameters=tuple(params.items()), shape_choice=choice, skipped=skipped
+        resolved,
+        parameters=tuple(params.items()),
+        shape_choice=choice,
+        skipped=skipped,
+        applied=applied,
     )
 
 

@@ -180,6 +180,9 @@ class Recipe:
     """Set by resolving: the ``shapes`` entry the parameters came from."""
     skipped: tuple[Skipped, ...] = ()
     """Set by resolving: the steps and kernel schedules whose ``when`` was false."""
+    applied: tuple[str, ...] = ()
+    """Set by resolving: the graph steps and kernel schedules kept, as ``tdsched run``'s
+    ``applied`` lines name them (:func:`.conditions.apply_conditions`)."""
     source: str | None = None
 
     def __post_init__(self) -> None:
@@ -200,14 +203,14 @@ class Recipe:
     def conditions(self) -> Iterator[Condition]:
         """Every ``when`` of the recipe: its graph steps', its kernel schedules' and their
         steps', in order."""
-        for i, step in enumerate(self.graph, 1):
+        for i, step in enumerate(self.graph):
             if step.when is not None:
                 yield step_label("graph", i, step.primitive), step.where, step.when
         for kernel in self.kernels:
             scope = kernel_label(kernel.name)
             if kernel.when is not None:
                 yield scope, kernel.where, kernel.when
-            for i, step in enumerate(kernel.steps, 1):
+            for i, step in enumerate(kernel.steps):
                 if step.when is not None:
                     yield step_label(scope, i, step.primitive), step.where, step.when
 

@@ -27,12 +27,18 @@ class Skipped:
     """A step or kernel schedule left out because its ``when`` was false."""
 
     what: str
-    """``graph step 1 (mmt4d)``, ``kernel 'matmul'``, ``kernel 'matmul' step 3 (tile)``."""
+    """``graph[0] (mmt4d)``, ``kernel 'matmul' (kernels[0])``, ``kernel 'matmul'
+    schedule[3] (tile)``: :func:`step_label`, :func:`kernel_label`."""
     condition: str
     where: Where
 
     def describe(self) -> str:
-        return f"{self.what} at {self.where} left out: when {self.condition!r} is false"
+        return f"{self.what} at {place(self.where)} left out: when {self.condition!r} is false"
+
+
+def place(where: Where) -> str:
+    """``file:line`` of ``where``, without its field path (the labels name it)."""
+    return str(Where(where.file, where.line))
 
 
 def kernel_label(name: str) -> str:
@@ -40,10 +46,13 @@ def kernel_label(name: str) -> str:
     return f"kernel {name!r}"
 
 
-def step_label(scope: str, number: int, primitive: str) -> str:
-    """How messages name step ``number`` (1-based, a ``primitive`` step) of ``scope``
-    (``graph`` or a :func:`kernel_label`)."""
-    return f"{scope} step {number} ({primitive})"
+def step_label(scope: str, index: int, primitive: str) -> str:
+    """How messages name step ``index`` (0-based, as the recipe's field paths count: a
+    ``primitive`` step) of ``scope`` (``graph`` or a kernel's name label):
+    ``graph[1] (mmt4d)``, ``kernel 'matmul' schedule[2] (tile)``."""
+    if scope == "graph":
+        return f"graph[{index}] ({primitive})"
+    return f"{scope} schedule[{index}] ({primitive})"
 
 
 def check_conditions(

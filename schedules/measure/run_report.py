@@ -139,6 +139,8 @@ class RunReport:
     peers: list[PeerResult] | None = None
     shape_entry: dict[str, Any] | None = None
     """The ``shapes`` table entry the parameters came from (:mod:`.shape_table`)."""
+    applied: list[str] | None = None
+    """The graph steps and kernel schedules the build applies (``Recipe.applied``)."""
     skipped: list[str] | None = None
     """The steps and kernel schedules left out by their ``when`` (:mod:`.conditions`)."""
     profile: DispatchProfile | None = None
@@ -169,8 +171,8 @@ class RunReport:
         """The JSON object of ``tdsched run --json``: every key always present except
         ``compile_command``, ``reference``, ``baseline_check``, ``error``,
         ``evaluated_by``, ``bandwidth``,
-        ``throughput``, ``peers``, ``shape_entry``, ``skipped`` and ``profile``, which
-        appear when known."""
+        ``throughput``, ``peers``, ``shape_entry``, ``applied``, ``skipped`` and
+        ``profile``, which appear when known."""
         data: dict[str, Any] = {
             "recipe": self.recipe,
             "target": self.target,
@@ -196,6 +198,7 @@ class RunReport:
             "throughput": dataclasses.asdict(self.throughput) if self.throughput else None,
             "peers": [peer.as_dict() for peer in self.peers] if self.peers is not None else None,
             "shape_entry": self.shape_entry,
+            "applied": self.applied,
             "skipped": self.skipped,
             "profile": self.profile.as_dict() if self.profile else None,
         }
@@ -243,6 +246,7 @@ def run(
     choice = p.recipe.shape_choice
     if choice is not None:
         report.shape_entry = {**choice.as_dict(), "description": choice.describe()}
+    report.applied = list(p.recipe.applied) or None
     if p.recipe.skipped:
         report.skipped = [skipped.describe() for skipped in p.recipe.skipped]
     with tempfile.TemporaryDirectory(prefix="tdsched-") as tmp:

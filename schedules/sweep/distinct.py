@@ -74,7 +74,7 @@ def _applied(
     """The candidate's resolved parameters, and ``recipe`` with what its ``when``
     conditions leave out removed (and what they left out)."""
     params, _ = resolved_values(recipe, values, threads, target, machine)
-    kept, skipped = apply_conditions(recipe, params, target, machine)
+    kept, skipped, _ = apply_conditions(recipe, params, target, machine)
     return params, kept, skipped
 
 
