@@ -13,9 +13,9 @@
    the largest expected gain, in the manner of Ansor's task scheduler: its time per call
    in the model, divided by its best speedup so far, times the relative gain its last
    round found (at least ``MIN_GAIN`` divided by the rounds it has had, so a task that
-   stopped improving yields to the others). A round never starts past the budget, and
-   compiles no candidate once it has run out (compiles in flight finish; what compiled is
-   timed and raced). A
+   stopped improving yields to the others). A round never starts past the budget; a
+   task's first round is whole, a later one compiles no candidate once the budget has run
+   out (compiles in flight finish; what compiled is timed and raced). A
    task's best candidate is its latest race's winner, and its speedup the median of
    every race that candidate ran in (one noisy race moves it only that far).
 4. **One frozen recipe for the model** (``OUT/<model>.tuned.yaml``): the model's
@@ -113,7 +113,10 @@ def tune(
         while (tuning := _next(tunings)) is not None:
             if spent() >= options.budget_s:
                 break
-            _round(tuning, db, options, deadline=start + options.budget_s - before)
+            # a task's first round is whole (what the task is worth is known after it);
+            # later rounds end with the budget
+            deadline = start + options.budget_s - before if tuning.rounds else None
+            _round(tuning, db, options, deadline)
             state.spent_s = spent()
             state.tasks = {t.task.name: t.state() for t in tunings if t.recipe is not None}
             estimate = estimated_speedup(tasks, tunings, graph_speedup)
@@ -163,9 +166,9 @@ def _next(tunings: list[TaskTuning]) -> TaskTuning | None:
     return max(open_, key=TaskTuning.expected_gain_ms, default=None)
 
 
-def _round(tuning: TaskTuning, db: ResultsDB, o: TuneOptions, deadline: float) -> None:
+def _round(tuning: TaskTuning, db: ResultsDB, o: TuneOptions, deadline: float | None) -> None:
     """Sweep ``tuning``'s recipe with ``round_size`` more candidates, compiling none past
-    ``deadline`` (a ``time.monotonic()`` instant: the end of the budget)."""
+    ``deadline`` (a ``time.monotonic()`` instant: the end of the budget; None: none)."""
     assert tuning.recipe is not None
     before = tuning.speedup or 1.0
     sweep = Sweep(
