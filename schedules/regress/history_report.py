@@ -108,16 +108,22 @@ def _same_commit(points: Sequence[Point], change: Change) -> bool:
 def text(reports: Sequence[SeriesReport], path: Path, since: str | None) -> str:
     """The report as lines: a header per series, a line per change."""
     runs = {p.run.id for r in reports for p in r.points}
-    lines = [f"history  {path}: {len(runs)} runs, {len(reports)} series (entry on machine)"]
+    lines = [
+        f"history  {path}: {_count(len(runs), 'run')}, {len(reports)} series (entry on machine)"
+    ]
     for report in reports:
         count = len(report.changes)
         lines.append(
-            f"series   {report.entry} on {report.machine}: {len(report.points)} runs, "
+            f"series   {report.entry} on {report.machine}: {_count(len(report.points), 'run')}, "
             f"{count} change{'' if count == 1 else 's'}"
             + (", REGRESSED" if report.regressed_since(since) else "")
         )
         lines += [f"  change at {change_line(report.points, c)}" for c in report.changes]
     return "\n".join(lines)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _change_dict(points: Sequence[Point], change: Change) -> dict[str, Any]:
