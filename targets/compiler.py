@@ -296,10 +296,24 @@ def stack_crash_hint(flags: Sequence[str], threads: int) -> str | None:
 _STACK_LIMIT = re.compile(r"exceeded stack allocation limit of (\d+) bytes.*?Got (\d+)", re.S)
 
 
+_TWO_ROOTS = "multiple ops within dispatch trying to set the translation info"
+
+
 def explain(stderr: str) -> str | None:
     """tdsched's words for an IREE error whose cause is not obvious from its text, or
     ``None``. The stack-allocation limit: IREE keeps each thread's tiles (vectors, and the
-    buffers a kernel allocates) on the stack, so the innermost tiles must fit in it."""
+    buffers a kernel allocates) on the stack, so the innermost tiles must fit in it. Two
+    root configs in one dispatch: a config kernel's match took two of its ops (or two
+    config kernels took one each)."""
+    if _TWO_ROOTS in stderr:
+        return (
+            "a kernel config reached two ops of one dispatch, and IREE takes one root "
+            "config per dispatch (its error: 'multiple ops within dispatch trying to set "
+            "the translation info'). Make each config kernel's match select one op per "
+            "dispatch: add the keys that tell the ops apart ('inputs', 'used_by'), as "
+            "`tdsched tasks MODEL --match` prints them, or give the other op its tile sizes "
+            "with 'root: false' (docs/primitives/config.md)"
+        )
     found = _STACK_LIMIT.search(stderr)
     if found is None:
         return None

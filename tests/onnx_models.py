@@ -66,3 +66,29 @@ def identity_graph(path: Path) -> None:
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 4])
     graph = helper.make_graph([], "nothing", [x], [x])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def encoder_block_model(path: Path) -> None:
+    """Scores, softmax and a layer norm: the row reductions of an encoder block."""
+    rng = np.random.default_rng(0)
+    weights = [
+        numpy_helper.from_array(rng.uniform(0.5, 1.5, 64).astype(np.float32), "g"),
+        numpy_helper.from_array(rng.uniform(-0.1, 0.1, 64).astype(np.float32), "b"),
+    ]
+    nodes = [
+        helper.make_node("MatMul", ["x", "xt"], ["s"], name="scores"),
+        helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
+        helper.make_node("MatMul", ["p", "x"], ["c"], name="context"),
+        helper.make_node("LayerNormalization", ["c", "g", "b"], ["y"], name="norm", axis=-1),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "block",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [32, 64]),
+            helper.make_tensor_value_info("xt", TensorProto.FLOAT, [64, 32]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [32, 64])],
+        weights,
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)

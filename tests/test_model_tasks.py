@@ -7,9 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from iree.compiler import ir
-from onnx_models import mlp_model
+from onnx_models import encoder_block_model, mlp_model
 from tdsched.schedules.cli.main import main
+from tdsched.schedules.compile.pipeline import plan
+from tdsched.schedules.frontends.loading import load
+from tdsched.schedules.measure.run_report import run
 from tdsched.schedules.tune.tasks import group_tasks, weigh
 from tdsched.targets.dispatch_profile import DispatchTime, ModuleProfile
 from tdsched.targets.timing import Timing
@@ -143,7 +147,64 @@ def test_tasks_command_without_timing_on_each_target(
     assert main(args) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"tasks of mlp on {target}")
-    assert "match: {layer: [" in out and '"fc1"' in out and "ms/call" not in out
+    assert "(layers: fc1, fc2)" in out and "ms/call" not in out
+    selects = "{kind: contraction" if target == "vulkan" else "{op: linalg.matmul"
+    assert out.count(f"match: {selects}, shape: [32, 64, 64]") == 1
+    assert out.count(f"match: {selects}, shape: [32, 128, 64]") == 1
+
+
+def _config_recipe(folder: Path, match: dict[str, object]) -> Path:
+    """A recipe that configures the ops ``match`` selects in ``block.onnx`` with one
+    row-reduction config."""
+    document = {
+        "name": "norm_config",
+        "description": "a row-reduction config on the ops the match selects",
+        "workload": {"file": "block.onnx"},
+        "targets": ["x86"],
+        "kernels": [
+            {
+                "name": "norm",
+                "match": match,
+                "config": {
+                    "tile_sizes": {"workgroup": [8, 0], "vector": [2, 0], "reduction": [0, 16]}
+                },
+            }
+        ],
+    }
+    path = folder / "norm_config.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    return path
+
+
+@pytest.mark.usefixtures("iree")
+def test_each_suggested_match_selects_its_task_alone_and_a_config_on_it_compiles(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A layer norm lowers to two dispatches of one layer (its mean, then its variance and
+    # normalization): a match by layer took both, and a config on it failed in IREE.
+    encoder_block_model(tmp_path / "block.onnx")
+    args = ["tasks", str(tmp_path / "block.onnx"), "--no-time", "--match", "--json"]
+    assert main(args) == 0
+    tasks = json.loads(capsys.readouterr().out)["tasks"]
+    norms = [task for task in tasks if task["layers"] == ["norm"]]
+    assert len(norms) == 2
+    matches = [task["match"] for task in norms]
+    assert matches[0] != matches[1] and all(m["shape"] == [32, 64] for m in matches)
+    assert len({json.dumps(task["match"], sort_keys=True) for task in tasks}) == len(tasks)
+    for match in matches:
+        report = run(plan(load(str(_config_recipe(tmp_path, match))), None), time_it=False)
+        assert report.status == "ok", report
+        assert report.max_abs_error is not None and report.max_abs_error < 1e-5
+
+
+@pytest.mark.usefixtures("iree")
+def test_a_config_that_reaches_two_ops_of_a_dispatch_is_explained(tmp_path: Path) -> None:
+    encoder_block_model(tmp_path / "block.onnx")
+    both = {"op": "linalg.generic", "shape": [32, 64], "dtype": "f32"}  # reduction and map
+    report = run(plan(load(str(_config_recipe(tmp_path, both))), None), time_it=False)
+    assert report.status == "compile_failed"
+    assert "a kernel config reached two ops of one dispatch" in (report.error or "")
+    assert "`tdsched tasks MODEL --match`" in (report.error or "")
 
 
 def test_tasks_command_names_a_missing_model(

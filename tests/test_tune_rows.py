@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-import onnx
 import pytest
 import yaml
 from kernel_dispatch import prepared_tasks
-from onnx import TensorProto, helper, numpy_helper
+from onnx_models import encoder_block_model
 from tdsched.recipes.workloads.lowered import file_workload
 from tdsched.schedules.compile.pipeline import plan
 from tdsched.schedules.frontends.loading import load
@@ -80,35 +78,9 @@ def test_a_dispatch_whose_epilogue_runs_over_the_roots_output_is_no_row_reductio
         row_reduction_template(_norm((mean,)))
 
 
-def _encoder_block(path: Path) -> None:
-    """Scores, softmax and a layer norm: the row reductions of an encoder block."""
-    rng = np.random.default_rng(0)
-    weights = [
-        numpy_helper.from_array(rng.uniform(0.5, 1.5, 64).astype(np.float32), "g"),
-        numpy_helper.from_array(rng.uniform(-0.1, 0.1, 64).astype(np.float32), "b"),
-    ]
-    nodes = [
-        helper.make_node("MatMul", ["x", "xt"], ["s"], name="scores"),
-        helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
-        helper.make_node("MatMul", ["p", "x"], ["c"], name="context"),
-        helper.make_node("LayerNormalization", ["c", "g", "b"], ["y"], name="norm", axis=-1),
-    ]
-    graph = helper.make_graph(
-        nodes,
-        "block",
-        [
-            helper.make_tensor_value_info("x", TensorProto.FLOAT, [32, 64]),
-            helper.make_tensor_value_info("xt", TensorProto.FLOAT, [64, 32]),
-        ],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [32, 64])],
-        weights,
-    )
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
-
-
 @pytest.mark.usefixtures("iree")
 def test_softmax_and_layer_norm_tasks_get_row_templates_that_run_correct(tmp_path: Path) -> None:
-    _encoder_block(tmp_path / "block.onnx")
+    encoder_block_model(tmp_path / "block.onnx")
     folder = tmp_path / "tasks"
     templated: list[tuple[str, Path]] = []
     for tuning in prepared_tasks(file_workload(tmp_path / "block.onnx"), folder):

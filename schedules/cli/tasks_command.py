@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from typing import Any
 
+import yaml
 from tdsched.targets.compiler import check_gpu
 from tdsched.targets.dispatch_profile import ProfileError
 from tdsched.targets.target import TARGET_NAMES, run_conditions
 from tdsched.targets.workload import check_memory
+from tdsched.transform_lib.census import StructuredOp, read_census
 
 from ..base.text_table import aligned
+from ..compile.pipeline import census_output
+from ..tune.task_match import Ambiguous, ModelOps, kernel_match
 from ..tune.tasks import ModelTasks, Task, extract_tasks
 from .args import (
     add_gpu_option,
@@ -30,8 +35,11 @@ time (from a HAL profile of that build, on seeded random inputs). A task is the 
 that hold the same structured ops with the same loop bounds and element types (the root op
 and its fused epilogue): identical layers are one task. Most time first.
 
-A kernel schedule written for a task selects all its layers with
-`match: {layer: [LAYERS]}` (printed by --match).
+--match prints each task's kernel match: the op name (or kind), loop bounds and dtype of
+the op IREE configures in its dispatches, plus the keys (inputs, used_by, body) that tell
+it apart from every other op of the model. Pasted into a kernel schedule or config, it
+selects that task's dispatches and nothing else; a task whose op no match tells apart
+from another task's says so.
 """
 
 
@@ -50,7 +58,9 @@ def add_parser(sub: Any) -> None:
         help="only group the dispatches (no build, no profile): runs are dispatch functions",
     )
     p.add_argument(
-        "--match", action="store_true", help="also print each task's kernel match (YAML)"
+        "--match",
+        action="store_true",
+        help="also print each task's kernel match (YAML), one that selects that task alone",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -84,21 +94,52 @@ def run(args: argparse.Namespace) -> int:
     time_it = not args.no_time
     if time_it:
         check_memory(workload)  # the profile runs it
+    census = census_output(workload.mlir, target)
     try:
         found = extract_tasks(
-            workload, target, threads, rounds=args.rounds, seed=args.seed, time_it=time_it
+            workload,
+            target,
+            threads,
+            rounds=args.rounds,
+            seed=args.seed,
+            time_it=time_it,
+            census=census,
         )
     except ProfileError as exc:
         raise ValueError(f"{args.model}: cannot profile IREE default's build: {exc}") from exc
+    matches = task_matches(found, read_census(census), by_kind=target.is_gpu) if args.match else {}
     if args.json:
-        print(json.dumps(found.as_dict(), indent=2))
+        document = found.as_dict()
+        for task in document["tasks"]:
+            if task["name"] in matches:
+                task["match"] = matches[task["name"]]
+        print(json.dumps(document, indent=2))
         return 0
     print("\n".join(task_lines(found)))
     if args.match:
         for task in found.tasks:
-            print(f"# {task.name}: {task.kind} {task.root.describe()}")
-            print(match_yaml(task))
+            print(match_lines(task, matches[task.name]))
     return 0
+
+
+def task_matches(
+    found: ModelTasks, census: Sequence[StructuredOp], by_kind: bool
+) -> dict[str, dict[str, Any] | str]:
+    """Each task's kernel match (:func:`..tune.task_match.kernel_match`), or why there is
+    none: the task whose op the same match would also select. ``by_kind``: match
+    contractions by kind, as kernels on Vulkan do."""
+    model = ModelOps.of(census, found.tasks)
+    matches: dict[str, dict[str, Any] | str] = {}
+    for task in found.tasks:
+        try:
+            matches[task.name] = kernel_match(task, model, by_kind)
+        except Ambiguous as exc:
+            matches[task.name] = (
+                f"no kernel match selects it alone: task {exc.other} has an op that agrees "
+                "with its op on name, loop bounds, dtype, input count, the op using its "
+                "result and its body"
+            )
+    return matches
 
 
 def task_lines(found: ModelTasks) -> list[str]:
@@ -141,8 +182,13 @@ def _layers(task: Task, shown: int = 4) -> str:
     return ", ".join(task.layers[:shown]) + (f" (+{more})" if more > 0 else "")
 
 
-def match_yaml(task: Task) -> str:
-    """The kernel ``match`` that selects every layer of ``task``, as YAML."""
-    if not task.layers:
-        return f"match: {{kind: {task.kind}}}  # no layer names: narrow it by shape"
-    return f"match: {{layer: [{', '.join(json.dumps(layer) for layer in task.layers)}]}}"
+def match_lines(task: Task, match: dict[str, Any] | str) -> str:
+    """A comment naming ``task``'s op and layers, then its kernel ``match`` as one line
+    of YAML (or, where it has none, a comment saying why)."""
+    op = task.ops[task.iree_root_position]
+    layers = f" (layers: {', '.join(task.layers)})" if task.layers else ""
+    head = f"# {task.name}: {task.kind}, IREE's root {op.describe()}{layers}"
+    if isinstance(match, str):
+        return f"{head}\n# {match}"
+    flow = yaml.safe_dump(match, default_flow_style=True, sort_keys=False, width=10**6)
+    return f"{head}\nmatch: {flow.strip()}"

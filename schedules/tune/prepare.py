@@ -18,7 +18,7 @@ from .progress import percent
 from .task_match import Ambiguous, ModelOps, op_match
 from .task_workloads import TaskSkipped, standalone_task
 from .tasks import Task
-from .templates import PACKABLE, NoTemplate, Template, anchor_position, template_for
+from .templates import PACKABLE, NoTemplate, Template, template_for
 from .templates_rows import is_row_reduction, row_reduction_template
 from .templates_vulkan import vulkan_template
 from .tuning import TOLERANCE, TaskTuning, TuneOptions
@@ -49,7 +49,7 @@ def prepare(
         if small and not recipe.exists():
             tuning.reason = f"{percent(task.share)} of the call, below --min-share"
             return tuning
-        _match_at(task, anchor_position(task), model, by_kind=o.build.compile_target.is_gpu)
+        _match_at(task, task.iree_root_position, model, by_kind=o.build.compile_target.is_gpu)
         if not recipe.exists():
             folder.mkdir(parents=True, exist_ok=True)
             constants = (

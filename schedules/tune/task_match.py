@@ -80,3 +80,10 @@ def op_match(task: Task, position: int, model: ModelOps, by_kind: bool) -> dict[
     if keys is None:
         raise Ambiguous(model.owner[untold[0].function])
     return match | recipe_keys(keys)
+
+
+def kernel_match(task: Task, model: ModelOps, by_kind: bool) -> dict[str, Any]:
+    """The match of a kernel schedule (or config) written for ``task``: its IREE root
+    alone, in every dispatch of the task and nowhere else (:func:`op_match`). Raises
+    :class:`Ambiguous`."""
+    return op_match(task, task.iree_root_position, model, by_kind)

@@ -83,6 +83,15 @@ class Task:
         return self.root.kind
 
     @property
+    def iree_root_position(self) -> int:
+        """Where IREE's root is among the task's ops (the op a kernel schedule or a
+        template's main kernel configures): the last op with a reduction loop, else the
+        last op. It can differ from :attr:`root`, the first op of the most compute kind: a
+        softmax's root is its row max, IREE's its row sum."""
+        reducing = [i for i, op in enumerate(self.ops) if op.kind != "elementwise"]
+        return reducing[-1] if reducing else len(self.ops) - 1
+
+    @property
     def epilogue(self) -> tuple[str, ...]:
         """The other ops of the dispatch, in order (short names: ``fill``, ``generic``)."""
         root = self.root

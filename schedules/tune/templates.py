@@ -173,13 +173,6 @@ class Template:
         return [step_document(step) for step in self.graph]
 
 
-def anchor_position(task: Task) -> int:
-    """Where IREE's root is among ``task``'s ops, which a template's main kernel
-    matches: the last op with a reduction loop, else the last op."""
-    reducing = [i for i, op in enumerate(task.ops) if op.kind != "elementwise"]
-    return reducing[-1] if reducing else len(task.ops) - 1
-
-
 def template_for(task: Task, dispatch: ConfiguredDispatch, sole: bool = False) -> Template:
     """The template for ``task``, whose standalone dispatch IREE configured as
     ``dispatch`` (``sole``: its root is the model's only op of that name, so a graph step
