@@ -253,6 +253,36 @@ def test_shell_completion_offers_commands_options_and_recipes(tmp_path: Path) ->
     assert _complete("tdsched run matmul_x8", tmp_path) == ["matmul_x86", "matmul_x86_py"]
 
 
+_IMPORTED = """
+import sys
+from tdsched.schedules.cli.main import main
+try:
+    main(sys.argv[1:])
+except SystemExit:  # --help
+    pass
+commands = sorted(m for m in sys.modules if m.startswith("tdsched.schedules.cli.") and m.endswith("_command"))
+print(commands, "iree.compiler.ir" in sys.modules)
+"""
+
+
+@pytest.mark.process
+@pytest.mark.parametrize(
+    ("args", "imported"),
+    [
+        (["--version"], "[] False"),
+        (["peak", "--help"], "['tdsched.schedules.cli.peak_command'] True"),
+        (["list"], "['tdsched.schedules.cli.list_command'] True"),
+    ],
+)
+def test_a_command_line_imports_only_what_its_command_needs(args: list[str], imported: str) -> None:
+    # `tdsched --version` once took 1.3-7 s: every command's module (and with them the
+    # compiler's bindings) was imported to build the parser.
+    done = subprocess.run(
+        [sys.executable, "-c", _IMPORTED, *args], capture_output=True, text=True, check=False
+    )
+    assert done.stdout.strip().splitlines()[-1] == imported, done.stderr
+
+
 @pytest.mark.usefixtures("iree")
 def test_verbose_prints_each_iree_compile_command(tmp_path: Path) -> None:
     out = tmp_path / "mm.vmfb"

@@ -9,32 +9,11 @@ import importlib.metadata
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, Protocol
 
 import argcomplete
-import iree.compiler.version
-from tdsched.targets.compiler import VERBOSE_ENV, CompileError
-from tdsched.targets.runtime import DeviceError
+from tdsched.targets.iree_version import iree_compiler_version
 
-from . import (
-    apply_command,
-    check_command,
-    compile_command,
-    explain_command,
-    list_command,
-    lower_command,
-    peak_command,
-    regress_command,
-    regress_history_command,
-    report_command,
-    run_command,
-    schema_command,
-    show_command,
-    sweep_command,
-    tasks_command,
-    tune_command,
-)
-from .output_paths import check_paths
+from .commands import COMMANDS, REGRESS_HISTORY, command_module
 
 _DESCRIPTION = """\
 tdsched: say *how* a linalg workload is computed, as a schedule recipe (YAML or Python),
@@ -71,11 +50,13 @@ def _version() -> str:
     except importlib.metadata.PackageNotFoundError:  # run from a checkout, not installed
         ours = "unknown"
     python = ".".join(map(str, sys.version_info[:3]))
-    return f"tdsched {ours} (IREE {iree.compiler.version.VERSION}, Python {python})"
+    return f"tdsched {ours} (IREE {iree_compiler_version()}, Python {python})"
 
 
-def make_parser() -> argparse.ArgumentParser:
-    """The argument parser (exposed for docs and tests)."""
+def make_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser (exposed for docs and tests): every command's, or with
+    ``only``, that command's alone (what parsing its command line needs, without
+    importing the others)."""
     parser = argparse.ArgumentParser(
         prog="tdsched",
         description=_DESCRIPTION,
@@ -92,53 +73,39 @@ def make_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    for command in COMMANDS.values():
-        command.add_parser(sub)
+    for name in (only,) if only else COMMANDS:
+        command_module(name).add_parser(sub)
     return parser
-
-
-class Command(Protocol):
-    """What each command's module offers (see :data:`COMMANDS`)."""
-
-    def add_parser(self, sub: Any) -> None: ...
-
-    def run(self, args: argparse.Namespace) -> int: ...
-
-
-COMMANDS: dict[str, Command] = {
-    "show": show_command,
-    "apply": apply_command,
-    "explain": explain_command,
-    "compile": compile_command,
-    "run": run_command,
-    "sweep": sweep_command,
-    "report": report_command,
-    "regress": regress_command,
-    regress_history_command.NAME: regress_history_command,
-    "lower": lower_command,
-    "schema": schema_command,
-    "list": list_command,
-    "peak": peak_command,
-    "tasks": tasks_command,
-    "tune": tune_command,
-    "check": check_command,
-}
-"""Every command's module, in the order ``tdsched --help`` lists them. Each has
-``add_parser(sub)``, which adds its parser to argparse's subparsers, and ``run(args)``,
-which turns the parsed Namespace into the typed request of the layer below, runs it and
-returns the exit status."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tdsched`` console script."""
-    parser = make_parser()
+    words = _routed(sys.argv[1:] if argv is None else list(argv))
+    named = _command_named(words)
+    if named is None and "--version" in words:
+        print(_version())  # what argparse's version action prints, without the parsers
+        return 0
+    # Shell completion needs every command's options; a command line needs its own.
+    completing = "_ARGCOMPLETE" in os.environ
+    parser = make_parser(None if completing else named)
     argcomplete.autocomplete(parser)
-    args = parser.parse_args(_routed(sys.argv[1:] if argv is None else list(argv)))
+    args = parser.parse_args(words)
+    return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the parsed command; errors a user can fix become one line and exit status 2."""
+    # The layers below, imported once a command is known to run.
+    from tdsched.targets.compiler import VERBOSE_ENV, CompileError
+    from tdsched.targets.runtime import DeviceError
+
+    from .output_paths import check_paths
+
     if args.verbose:
         os.environ[VERBOSE_ENV] = "1"
     try:
         check_paths(args)
-        return COMMANDS[args.command].run(args)
+        return command_module(args.command).run(args)
     # RecipeError, ScheduleError and workload errors are ValueErrors.
     except (ValueError, CompileError, DeviceError) as exc:
         print(f"tdsched: error: {exc}", file=sys.stderr)
@@ -158,8 +125,16 @@ def _routed(argv: list[str]) -> list[str]:
     commands = [i for i, word in enumerate(argv) if not word.startswith("-")]
     if commands and argv[commands[0] : commands[0] + 2] == ["regress", "history"]:
         at = commands[0]
-        return [*argv[:at], regress_history_command.NAME, *argv[at + 2 :]]
+        return [*argv[:at], REGRESS_HISTORY, *argv[at + 2 :]]
     return argv
+
+
+def _command_named(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names (its first word that is not an option), where that is
+    one of :data:`COMMANDS`; ``None`` otherwise (none, a misspelt one, or ``-v``'s
+    place taken by a value), and then every command's parser is built."""
+    words = [word for word in argv if not word.startswith("-")]
+    return words[0] if words and words[0] in COMMANDS else None
 
 
 if __name__ == "__main__":

@@ -16,10 +16,10 @@ from ..regress.change_points import ALPHA, MIN_CHANGE, PENALTY, Settings
 from ..regress.history_plot import plot_series
 from ..regress.history_report import analyse, check_since, text
 from .args import positive_float
+from .commands import REGRESS_HISTORY
 from .output_paths import reads, writes
 
-NAME = "regress-history"
-"""The parser's name among the subcommands (hidden from ``tdsched --help``)."""
+NAME = REGRESS_HISTORY
 
 DESCRIPTION = """\
 Find the change points in a gate history that 'tdsched regress BASELINE --record
