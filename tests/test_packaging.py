@@ -32,7 +32,7 @@ def checkout_files() -> set[str]:
 
 @pytest.mark.process
 def test_wheel_holds_every_module_and_recipe(tmp_path: Path) -> None:
-    # Build from a copy: setuptools keeps a build/ folder whose stale files could fill a gap.
+    # Build from a copy of the checkout's sources (nothing else of the checkout can reach it).
     source = tmp_path / "source"
     for name in (*SOURCE_FOLDERS, PACKAGE_FOLDER, "pyproject.toml", "setup.py", "README.md"):
         if not (REPO / name).exists():
@@ -51,6 +51,8 @@ def test_wheel_holds_every_module_and_recipe(tmp_path: Path) -> None:
     assert "tdsched/transform_lib/graph/__init__.py" in names
     assert "tdsched/__main__.py" in names
     assert not any(name.startswith(("tests/", "tdsched/tests/")) for name in names)
+    # setuptools built in a temporary folder: `pip install .` leaves the checkout as it was.
+    assert sorted(p.name for p in source.iterdir() if p.name.startswith("build")) == []
 
 
 @pytest.mark.process
