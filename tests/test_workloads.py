@@ -97,7 +97,7 @@ def test_constant_weights_leave_only_the_activations_as_arguments() -> None:
         ),
         ("matmul", {"M": 0, "N": 4, "K": 4}, "M must be a positive integer"),
         ("matmul", {"M": 4, "N": 4, "K": 4, "dtype": "i4"}, "dtype 'i4' is not supported"),
-        ("matmul", {"M": 4, "N": 4}, "bad arguments"),
+        ("matmul", {"M": 4, "N": 4}, "argument 'K' is required"),
         ("gemm", {}, "unknown generator 'gemm'; available: matmul"),
     ],
 )

@@ -39,7 +39,7 @@ build, reference and peer sees the same weights."""
 @dataclass(frozen=True)
 class _Arguments:
     """A generated function's tensor arguments (name -> shape, in order), those in
-    ``constants`` defined in its body instead (see :data:`WEIGHTS`)."""
+    ``constants`` defined in its body instead."""
 
     name: str
     shapes: dict[str, tuple[int, ...]]
@@ -106,7 +106,7 @@ class _Arguments:
 
 def matmul(M: int, N: int, K: int, dtype: str = "f32", weights: str = "input") -> Workload:
     """C = A @ B with A: MxK, B: KxN (fill + linalg.matmul); ``weights``: B is an
-    argument (``input``) or a constant (see :data:`WEIGHTS`)."""
+    argument (``input``) or a constant."""
     _check("matmul", dtype, M=M, N=N, K=K)
     t = dtype
     args = _Arguments.of("matmul", weights, t, {"a": (M, K), "b": (K, N)}, {"b"})
@@ -133,7 +133,7 @@ def matmul_bias_relu(
     M: int, N: int, K: int, dtype: str = "f32", weights: str = "input"
 ) -> Workload:
     """relu(A @ B + bias) with bias: N broadcast along rows, as one elementwise generic;
-    ``weights``: B and bias are arguments (``input``) or constants (see :data:`WEIGHTS`)."""
+    ``weights``: B and bias are arguments (``input``) or constants."""
     _check("matmul_bias_relu", dtype, M=M, N=N, K=K)
     t = dtype
     shapes = {"a": (M, K), "b": (K, N), "bias": (N,)}
@@ -213,8 +213,7 @@ def conv2d_nhwc(
     weights: str = "input",
 ) -> Workload:
     """2-D convolution, NHWC input, HWCF filter, zero padding ``pad`` on H and W, the same
-    ``stride`` on both; ``weights``: the filter is an argument (``input``) or a constant
-    (see :data:`WEIGHTS`)."""
+    ``stride`` on both; ``weights``: the filter is an argument (``input``) or a constant."""
     _check("conv2d_nhwc", dtype, N=N, H=H, W=W, C=C, F=F, KH=KH, KW=KW, stride=stride)
     if pad < 0:
         raise WorkloadError(f"conv2d_nhwc: pad must be >= 0, got {pad}")
