@@ -66,6 +66,52 @@ def test_conv_stride_dilation_asymmetric_padding_matches_reference(layout: str) 
     _check_on(m)
 
 
+def _grouped_model(layout: str) -> Model:
+    """A depthwise 3x3 conv (one filter per channel), a depthwise conv with a channel
+    multiplier of 2, and a strided conv of 2 groups."""
+    m = Model("grouped", _image(layout, 4, 9, 8), layout=layout)
+    depthwise = m.conv2d(m.input, 4, kernel=3, padding=1, groups=4, name="dw")
+    doubled = m.conv2d(depthwise, 8, kernel=3, padding=1, groups=4, bias=False, name="dw2")
+    m.output(m.conv2d(doubled, 6, kernel=(3, 2), stride=2, padding=1, groups=2, name="g2"))
+    return m
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.usefixtures("iree")
+def test_grouped_and_depthwise_convs_match_reference(layout: str) -> None:
+    m = _grouped_model(layout)
+    assert [layer.weight.shape for layer in m.layers if layer.weight is not None] == [
+        (4, 1, 3, 3),
+        (8, 1, 3, 3),
+        (6, 4, 3, 2),
+    ]
+    text = m.to_linalg()
+    # NCHW's depthwise conv is a grouped one: IREE builds depthwise_conv_2d_nchw_chw wrong
+    # for Vulkan.
+    depthwise = {"NCHW": 0, "NHWC": 1}[layout]
+    grouped = "conv_2d_ngchw_gfchw" if layout == "NCHW" else "conv_2d_nhwgc_gfhwc"
+    assert text.count("linalg.depthwise_conv_2d_nhwc_hwc") == depthwise
+    assert text.count(f"linalg.{grouped}") == 3 - depthwise
+    _check_on(m)
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_grouped_convs_match_reference_on_vulkan(vulkan: None, layout: str) -> None:
+    _check_on(_grouped_model(layout), target="vulkan")
+
+
+def test_grouped_convs_export_to_onnx_with_their_groups() -> None:
+    from onnx.reference import ReferenceEvaluator
+
+    m = _grouped_model("NCHW")
+    proto = m.to_onnx()
+    groups = [a.i for n in proto.graph.node for a in n.attribute if a.name == "group"]
+    assert groups == [4, 4, 2]
+    x = _inputs(m)
+    (got,) = ReferenceEvaluator(proto).run(None, {"input": x[0]})
+    np.testing.assert_allclose(got, m.reference(x)[0], atol=1e-5, rtol=1e-5)
+
+
 @pytest.mark.usefixtures("iree")
 def test_max_pool_pads_with_minus_infinity() -> None:
     """All inputs negative: a zero padding would win the max at the borders."""
@@ -283,7 +329,11 @@ BAD: list[tuple[Callable[[Model], object], str]] = [
     (lambda m: m.conv2d(m.input, 4, kernel=0), "kernel must be an int or a pair (h, w) of ints"),
     (lambda m: m.conv2d(m.input, 4, padding=(1, 2, 3)), "padding must be an int, a pair (h, w)"),
     (lambda m: m.conv2d(m.input, 4, kernel=9), "output size 0x0 < 1"),
-    (lambda m: m.conv2d(m.input, 4, groups=2), "groups=2 is not supported; use groups=1"),
+    (
+        lambda m: m.conv2d(m.input, 4, groups=2),
+        "groups must be an int >= 1 that divides both the input channels (3) and "
+        "out_channels (4), got 2",
+    ),
     (lambda m: m.conv2d(OTHER.input, 4), "belongs to model 'other', not 'net'"),
     (lambda m: m.max_pool(m.input, 2, padding=2), "must be smaller than the kernel"),
     (lambda m: m.avg_pool(m.input, 2, ceil_mode=True), "ceil_mode is not supported"),

@@ -104,20 +104,30 @@ class Model:
         name: str | None = None,
         attrs: Mapping[str, AttrValue] | None = None,
     ) -> Tensor:
-        """2-D convolution with a ``[F, C, KH, KW]`` weight and an optional bias ``[F]``."""
+        """2-D convolution with a ``[F, C / groups, KH, KW]`` weight and an optional bias
+        ``[F]``. ``groups`` splits the input and output channels into that many groups,
+        each convolved with its own filters; ``groups`` = C = F is a depthwise
+        convolution."""
         name, checked = self._begin("conv2d", name, attrs)
         n, c, h, w = self._image(name, x)
-        if groups != 1:
-            raise fail(f"layer {name!r}", f"groups={groups} is not supported; use groups=1")
         if not _is_int(out_channels) or out_channels < 1:
             raise fail(f"layer {name!r}", f"out_channels must be an int >= 1, got {out_channels!r}")
+        if not _is_int(groups) or groups < 1 or c % groups or out_channels % groups:
+            raise fail(
+                f"layer {name!r}",
+                f"groups must be an int >= 1 that divides both the input channels ({c}) and "
+                f"out_channels ({out_channels}), got {groups!r}",
+            )
         window = self._window(name, kernel, stride, padding, dilation)
         oh, ow = self._output_size(name, window, h, w)
-        fan_in = c * window.kernel[0] * window.kernel[1]
-        weight = self._uniform((out_channels, c, *window.kernel), math.sqrt(6.0 / fan_in))
+        fan_in = c // groups * window.kernel[0] * window.kernel[1]
+        weight_shape = (out_channels, c // groups, *window.kernel)
+        weight = self._uniform(weight_shape, math.sqrt(6.0 / fan_in))
         b = self._uniform((out_channels,), 1.0 / math.sqrt(fan_in)) if bias else None
         shape = image_shape(self.layout, n, out_channels, oh, ow)
-        return self._record(name, "conv2d", (x,), shape, checked, window, weight, b)
+        return self._record(
+            name, "conv2d", (x,), shape, checked, window, weight, b, groups=int(groups)
+        )
 
     def relu(
         self, x: Tensor, *, name: str | None = None, attrs: Mapping[str, AttrValue] | None = None
@@ -398,10 +408,13 @@ class Model:
         weight: np.ndarray | None = None,
         bias: np.ndarray | None = None,
         count_include_pad: bool = True,
+        groups: int = 1,
     ) -> Tensor:
         """Append the layer and return its output tensor."""
         out = Tensor(shape, self, name)
-        layer = Layer(name, kind, inputs, out, attrs, window, weight, bias, count_include_pad)
+        layer = Layer(
+            name, kind, inputs, out, attrs, window, weight, bias, count_include_pad, groups
+        )
         self._layers.append(layer)
         return out
 

@@ -144,7 +144,9 @@ class Tensor:
 class Layer:
     """One layer: its inputs and output, user attributes and parameters.
 
-    Weights are canonical: conv ``[F, C, KH, KW]``, linear ``[out, in]``, biases ``[F]``.
+    Weights are canonical: conv ``[F, C / groups, KH, KW]`` (as ONNX and PyTorch hold
+    them: output channel ``f`` belongs to group ``f // (F / groups)``), linear
+    ``[out, in]``, biases ``[F]``.
     """
 
     name: str
@@ -156,6 +158,9 @@ class Layer:
     weight: np.ndarray | None = field(default=None, repr=False)
     bias: np.ndarray | None = field(default=None, repr=False)
     count_include_pad: bool = True
+    groups: int = 1
+    """A conv2d's groups: input and output channels split into that many groups, each
+    convolved with its own filters (``groups`` = channels: a depthwise convolution)."""
 
     @property
     def input_shapes(self) -> list[tuple[int, ...]]:
@@ -178,6 +183,8 @@ class Layer:
             params["bias"] = self.bias is not None
         if self.type == "avg_pool":
             params["count_include_pad"] = self.count_include_pad
+        if self.groups != 1:
+            params["groups"] = self.groups
         return params
 
     def sliding_window(self) -> Window:

@@ -49,14 +49,24 @@ def _patches(x: np.ndarray, window: Window, fill: float) -> Iterator[tuple[int, 
 
 def _conv2d(layer: Layer, args: list[np.ndarray], layout: Layout) -> np.ndarray:
     weight, bias = layer.weights()
-    w = weight.astype(np.float64)
-    out: np.ndarray = np.add.reduce(
-        [
-            np.einsum("nchw,fc->nfhw", patch, w[:, :, i, j])
-            for i, j, patch in _patches(args[0], layer.sliding_window(), 0.0)
-        ]
-    )
+    g = layer.groups
+    f, cg = weight.shape[:2]
+    # Group gi's output channels [gi * f/g, (gi + 1) * f/g) read its input channels
+    # [gi * cg, (gi + 1) * cg).
+    w = weight.astype(np.float64).reshape(g, f // g, cg, *weight.shape[2:])
+    grouped = [
+        np.einsum("ngchw,gfc->ngfhw", _split(patch, g), w[..., i, j])
+        for i, j, patch in _patches(args[0], layer.sliding_window(), 0.0)
+    ]
+    total = np.add.reduce(grouped)
+    out: np.ndarray = total.reshape(total.shape[0], f, *total.shape[3:])
     return out if bias is None else out + bias.astype(np.float64)[None, :, None, None]
+
+
+def _split(patch: np.ndarray, groups: int) -> np.ndarray:
+    """An NCHW patch with its channels split into ``groups``: ``[N, G, C / G, H, W]``."""
+    n, c, h, w = patch.shape
+    return patch.reshape(n, groups, c // groups, h, w)
 
 
 def _max_pool(layer: Layer, args: list[np.ndarray], layout: Layout) -> np.ndarray:

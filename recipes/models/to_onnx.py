@@ -93,7 +93,7 @@ def _window_attributes(layer: Layer) -> dict[str, Any]:
 
 def _conv(layer: Layer) -> NodeSpec:
     dilations = list(layer.sliding_window().dilation)
-    return "Conv", {**_window_attributes(layer), "dilations": dilations, "group": 1}
+    return "Conv", {**_window_attributes(layer), "dilations": dilations, "group": layer.groups}
 
 
 def _avg_pool(layer: Layer) -> NodeSpec:
