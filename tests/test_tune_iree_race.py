@@ -255,7 +255,7 @@ def test_the_configuration_recipe_builds_iree_s_pipeline_with_its_flags_and_is_r
     args = ["run", str(outcome.recipe), "--threads", "1", "--repeats", "1", "--json", "--peers"]
     assert main(args) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["status"] == "ok" and report["reference"] == "iree-default"
+    assert report["status"] == "ok" and report["reference"] == "numpy-ir-evaluator"
     assert "--iree-opt-data-tiling" in report["compile_command"]
     peers = {p["name"]: p for p in report["peers"]}
     assert peers["iree-data-tiling"]["status"] == "ok"

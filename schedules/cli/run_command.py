@@ -145,6 +145,8 @@ def print_report(report: RunReport) -> None:
     print(status)
     if report.baseline_check is not None:
         print(f"checked  {_baseline_check_line(report)}")
+    if report.reference_note:
+        print(f"checked  against {report.reference} only: {report.reference_note}")
     if report.shape_entry:
         print(f"shapes   {report.shape_entry['description']}")
     for applied in report.applied or ["nothing: IREE's own pipeline builds every dispatch"]:

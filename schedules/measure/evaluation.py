@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 from tdsched.targets import Target, make_target
 from tdsched.targets.compiler import CompileError, CompileResult
+from tdsched.targets.ir_eval import EvalError, evaluate
+from tdsched.targets.ir_eval.cost import EvalCost, evaluation_cost
 from tdsched.targets.result_check import compare_result
 from tdsched.targets.runtime import DeviceError, LoadedModule, configure_threads, keep_freed_memory
 from tdsched.targets.workload import random_inputs
@@ -108,13 +110,21 @@ def compile_scheduled(
     return files, compile_plan(p, files, work / f"{stem}.vmfb")
 
 
+IR_EVALUATOR_REFERENCE = "numpy-ir-evaluator"
+"""The reference kind of a workload without its own that the numpy IR evaluator
+(:mod:`tdsched.targets.ir_eval`) runs within :data:`IR_EVALUATOR_LIMIT`: its results."""
+IR_EVALUATOR_LIMIT = EvalCost(element_ops=500_000_000, steps=50_000)
+"""The most work the reference evaluation may take (about 5 s on a 2-core Xeon VM,
+which evaluates about 100 million generic body points a second): a 512x512x512 matmul
+(1.3e8) is evaluated, a 1024^3 one (1.1e9) is not."""
 IREE_DEFAULT_REFERENCE = "iree-default"
-"""The reference kind of a workload without its own on x86: IREE default's results."""
+"""The reference kind of a workload without its own that the evaluator cannot run, on
+x86: IREE default's results."""
 IREE_X86_REFERENCE = "iree-x86"
-"""The reference kind of a workload without its own on a GPU target: the results of
-IREE's default build of it for x86 (llvm-cpu), run on the CPU. IREE's default GPU build
-is not trusted as the reference: on Vulkan (lavapipe) IREE 3.13's own build of a
-512x49x4608 matmul returns zeros for most of its outputs."""
+"""The same on a GPU target: the results of IREE's default build of it for x86
+(llvm-cpu), run on the CPU. IREE's default GPU build is not trusted as the reference: on
+Vulkan (lavapipe) IREE 3.13's own build of a 512x49x4608 matmul returns zeros for most of
+its outputs."""
 
 
 @dataclass(frozen=True)
@@ -126,22 +136,38 @@ class Reference:
     kind: str
     """The workload's own reference (its ``reference_kind``: ``numpy``, or
     ``onnx-reference`` for an ONNX file); for workloads without one (``.mlir`` files),
-    :data:`IREE_X86_REFERENCE` on a GPU target, else :data:`IREE_DEFAULT_REFERENCE`."""
+    :data:`IR_EVALUATOR_REFERENCE` where the evaluator runs it, else
+    :data:`IREE_X86_REFERENCE` on a GPU target and :data:`IREE_DEFAULT_REFERENCE` on x86."""
+    note: str | None = None
+    """Why a workload without its own reference is not checked against the numpy IR
+    evaluator (``None`` where it is, or has a reference of its own)."""
 
     @staticmethod
     def make(p: Plan, baseline: LoadedModule, seed: int, work: Path) -> Reference:
-        """The reference of ``p``'s workload on seeded inputs: its own; else, on a GPU
-        target, IREE's x86 build of it (compiled under ``work``); else ``baseline``'s
-        results (IREE default's build of it)."""
+        """The reference of ``p``'s workload on seeded inputs: its own; else the numpy
+        IR evaluator's results of its module, where the evaluator runs every op of it
+        within :data:`IR_EVALUATOR_LIMIT`; else, on a GPU target, IREE's x86 build of it
+        (compiled under ``work``); else ``baseline``'s results (IREE default's build)."""
         workload = p.workload
         inputs = random_inputs(workload, seed)
         if workload.reference is not None:
             return Reference(inputs, workload.reference(inputs), workload.reference_kind)
+        try:
+            cost = evaluation_cost(workload.mlir, workload.function, workload.name)
+            if cost.within(IR_EVALUATOR_LIMIT):
+                want = evaluate(workload.mlir, workload.function, inputs, workload.name)
+                return Reference(inputs, want, IR_EVALUATOR_REFERENCE)
+            note = (
+                f"too much work for the numpy IR evaluator ({cost.describe()}; its limit "
+                f"is {IR_EVALUATOR_LIMIT.describe()})"
+            )
+        except EvalError as exc:
+            note = str(exc)
         if p.target.is_gpu:
             vmfb = compile_default_workload(workload, make_target("x86"), work)
             on_cpu = LoadedModule(vmfb, "local-sync", workload.function)
-            return Reference(inputs, on_cpu.invoke(inputs), IREE_X86_REFERENCE)
-        return Reference(inputs, baseline.invoke(inputs), IREE_DEFAULT_REFERENCE)
+            return Reference(inputs, on_cpu.invoke(inputs), IREE_X86_REFERENCE, note)
+        return Reference(inputs, baseline.invoke(inputs), IREE_DEFAULT_REFERENCE, note)
 
     @property
     def is_own(self) -> bool:

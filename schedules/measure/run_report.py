@@ -123,6 +123,9 @@ class RunReport:
     error: str | None = None
     max_abs_error: float | None = None
     reference: str | None = None
+    reference_note: str | None = None
+    """Why a workload without its own reference was not checked against the numpy IR
+    evaluator (:attr:`~.evaluation.Reference.note`)."""
     baseline_check: dict[str, Any] | None = None
     """The baseline's results against the workload's own reference (``Check.as_dict``);
     absent when IREE default is the reference."""
@@ -191,6 +194,7 @@ class RunReport:
             "speedup_interval": self.speedup_interval,
             "compile_command": self.compile_command,
             "reference": self.reference,
+            "reference_note": self.reference_note,
             "baseline_check": self.baseline_check,
             "error": self.error,
             "evaluated_by": self.evaluated_by,
@@ -261,6 +265,7 @@ def run(
             compiled, checked = build_and_check(p, work, seed)
             report.compile_command = compiled.command
             report.reference = checked.reference.kind
+            report.reference_note = checked.reference.note
             if checked.baseline_check is not None:
                 report.baseline_check = checked.baseline_check.as_dict()
             report.take(checked.check)

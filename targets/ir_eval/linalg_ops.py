@@ -84,7 +84,7 @@ class _Access:
         out[tuple(where)] = value
 
 
-def _loop_extents(maps: Sequence[CompiledMap], shapes: Sequence[Sequence[int]]) -> list[int]:
+def loop_extents(maps: Sequence[CompiledMap], shapes: Sequence[Sequence[int]]) -> list[int]:
     """Each loop dim's extent, from the operand dims indexed by that loop dim alone."""
     n_loops = maps[0].n_dims
     extents: list[int | None] = [None] * n_loops
@@ -115,7 +115,7 @@ def _generic(interp: Interpreter, op: Any, env: Env) -> Sequence[Value]:
     maps = [compile_map(ir.AffineMapAttr(a).value) for a in op.indexing_maps]
     reductions = [d for d, t in enumerate(op.iterator_types) if "reduction" in str(t)]
     shapes = [np.shape(x) for x in (*inputs, *outputs)]
-    extents = _loop_extents(maps, shapes)
+    extents = loop_extents(maps, shapes)
     parallel = [d for d in range(len(extents)) if d not in reductions]
     loop_indices: list[Any] = [index(0)] * len(extents)
     for k, d in enumerate(parallel):
