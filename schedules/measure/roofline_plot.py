@@ -230,23 +230,39 @@ def place_label(
     offsets: Sequence[tuple[float, float]],
     **style: Any,
 ) -> None:
-    """Write ``text`` by ``anchor`` at the first of ``offsets`` (points) where it
-    overlaps nothing in ``taken`` (the last one when every offset does), and add its box
-    to ``taken``. ``style``: more ``annotate`` arguments (font size, colour)."""
+    """Write ``text`` by ``anchor`` at the first of ``offsets`` (points) where it stays
+    inside the axes and overlaps nothing in ``taken``; where every offset overlaps
+    something, at the first that stays inside the axes (a label past the plot's edge is
+    cut off in the PNG), else the last. Adds its box to ``taken``. ``style``: more
+    ``annotate`` arguments (font size, colour)."""
+    inside = ax.get_window_extent()
+    fits: list[tuple[float, float]] = []
     for dx, dy in offsets:
-        label = ax.annotate(
-            text,
-            anchor,
-            xytext=(dx, dy),
-            textcoords="offset points",
-            ha="left" if dx >= 0 else "right",
-            **style,
-        )
+        label = _annotate(ax, text, anchor, (dx, dy), style)
         box = label.get_window_extent()
-        if not any(box.overlaps(other) for other in taken) or (dx, dy) == offsets[-1]:
-            taken.append(box)
-            return
         label.remove()
+        if inside.contains(box.x0, box.y0) and inside.contains(box.x1, box.y1):
+            if not any(box.overlaps(other) for other in taken):
+                fits = [(dx, dy)]
+                break
+            fits.append((dx, dy))
+    chosen = fits[0] if fits else offsets[-1]
+    taken.append(_annotate(ax, text, anchor, chosen, style).get_window_extent())
+
+
+def _annotate(
+    ax: Axes, text: str, anchor: tuple[float, float], offset: tuple[float, float], style: Any
+) -> Any:
+    """``text`` at ``offset`` points from ``anchor``: left-aligned to its right, right-
+    aligned to its left."""
+    return ax.annotate(
+        text,
+        anchor,
+        xytext=offset,
+        textcoords="offset points",
+        ha="left" if offset[0] >= 0 else "right",
+        **style,
+    )
 
 
 def _number_points(ax: Axes, points: Sequence[DispatchPair]) -> None:
