@@ -1,0 +1,68 @@
+"""The docs' ``$ tdsched ...`` samples (``docs_samples``): each says whether the docs test
+runs it, and each one it runs prints what the docs show, without writing into the
+repository."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+
+import pytest
+from docs_samples import MARKER, REPO, Sample, doc_pages, mismatch, samples
+
+ALL = [sample for page in doc_pages() for sample in samples(page)]
+RUN = [sample for sample in ALL if sample.extra_args is not None]
+
+
+def test_every_sample_says_whether_the_docs_test_runs_it() -> None:
+    unmarked = [s.name for s in ALL if not MARKER.match(s.marker or "")]
+    assert not unmarked, (
+        "these samples need a line '<!-- docs-sample: run [ARGS] -->' or "
+        f"'<!-- docs-sample: not run: WHY -->' before them (tests/docs_samples.py): {unmarked}"
+    )
+    assert len(RUN) >= 12
+
+
+def _changed_files() -> str:
+    """What ``git status`` says of the checkout (files a command wrote show up)."""
+    done = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout
+
+
+@pytest.mark.usefixtures("iree")
+@pytest.mark.parametrize("sample", RUN, ids=[s.name for s in RUN])
+def test_a_sample_prints_what_the_docs_show(sample: Sample) -> None:
+    before = _changed_files()
+    status = None
+    for step in sample.steps:
+        if step.command == "echo $?":
+            assert step.shown == [str(status)], f"{sample.name}: exit status {status}"
+            continue
+        words = shlex.split(step.command)
+        quiet = "2>/dev/null" in words
+        words = [w for w in words if w != "2>/dev/null"] + shlex.split(sample.extra_args or "")
+        done = subprocess.run(
+            [sys.executable, "-m", "tdsched.schedules.cli.main", *words[1:]],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL if quiet else subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},  # as a terminal interleaves them
+            timeout=900,
+            check=False,
+        )
+        status = done.returncode
+        problem = mismatch(step.shown, done.stdout.splitlines())
+        assert problem is None, (
+            f"{sample.name}: `{step.command}` no longer prints what the docs show, {problem}. "
+            f"It printed:\n{done.stdout}"
+        )
+    assert _changed_files() == before, f"{sample.name} wrote into the repository"
