@@ -24,7 +24,8 @@ import iree.compiler.version
 from tdsched.schedules.compile.pipeline import plan
 from tdsched.schedules.compile.step_trace import trace
 from tdsched.schedules.compile.step_views import explain_text
-from tdsched.schedules.frontends.loading import load, shipped_recipe_names
+from tdsched.schedules.frontends.loading import load
+from tdsched.schedules.frontends.shipped import shipped_recipe_names
 from tdsched.schedules.measure.machine_peak import cpu_description
 
 

@@ -49,7 +49,8 @@ from typing import Any
 from tdsched.schedules.compile.build_target import BuildTarget
 from tdsched.schedules.dsl.params import parse_override
 from tdsched.schedules.dsl.space import Point
-from tdsched.schedules.frontends.loading import find_recipe, load
+from tdsched.schedules.frontends.loading import load
+from tdsched.schedules.frontends.shipped import find_recipe
 from tdsched.schedules.measure.request import Request
 from tdsched.schedules.sweep.compile_and_bench import Bench
 from tdsched.schedules.sweep.cost_model import Featurizer, LearnedModel, ModelGuided

@@ -14,7 +14,8 @@ from tdsched.recipes import RECIPES_DIR
 from tdsched.schedules.compile.build_target import BuildTarget
 from tdsched.schedules.compile.pipeline import plan
 from tdsched.schedules.compile.step_trace import StepTrace, trace
-from tdsched.schedules.frontends.loading import load, shipped_recipe_names
+from tdsched.schedules.frontends.loading import load
+from tdsched.schedules.frontends.shipped import shipped_recipe_names
 from tdsched.transform_lib.loop_nest import loop_nest, render
 
 pytestmark = pytest.mark.usefixtures("iree")

@@ -15,8 +15,9 @@ from cli_process import tdsched
 from tdsched.schedules.base.errors import RecipeError
 from tdsched.schedules.compile.build_folders import write_compile_script
 from tdsched.schedules.compile.pipeline import plan
-from tdsched.schedules.frontends.loading import load, shipped_recipe_names
+from tdsched.schedules.frontends.loading import load
 from tdsched.schedules.frontends.recipe_trust import Trust, flag_problem
+from tdsched.schedules.frontends.shipped import shipped_recipe_names
 from tdsched.schedules.frontends.yaml_frontend import parse_recipe
 
 RECIPE = """\

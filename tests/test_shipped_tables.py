@@ -18,7 +18,8 @@ import pytest
 from tdsched.schedules.compile.build_target import BuildTarget
 from tdsched.schedules.compile.pipeline import plan
 from tdsched.schedules.dsl.shape_table import ShapeEntry
-from tdsched.schedules.frontends.loading import load, shipped_recipe_names
+from tdsched.schedules.frontends.loading import load
+from tdsched.schedules.frontends.shipped import shipped_header, shipped_recipe_names
 from tdsched.schedules.measure.run_report import run
 from tdsched.targets.cpu_isa import host_isa
 from tdsched.targets.cpu_model import host_cpu_model
@@ -156,3 +157,17 @@ def test_every_shape_of_a_table_is_correct_on_vulkan(
     assert choice is not None and choice.how == "exact", choice
     report = run(p, time_it=False)
     assert report.status == "ok", report
+
+
+def test_each_shipped_recipes_header_is_what_building_it_gives() -> None:
+    # `tdsched list` reads headers without building the recipes: they must agree.
+    for name in shipped_recipe_names():
+        header = shipped_header(name)
+        recipe = load(name)
+        assert header is not None, name
+        assert (header.name, header.targets, header.description) == (
+            recipe.name,
+            recipe.targets,
+            recipe.description,
+        ), name
+        assert header.sweepable == bool(recipe.space.axes), name

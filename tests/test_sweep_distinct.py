@@ -9,7 +9,8 @@ from collections.abc import Hashable
 from tdsched.schedules.compile.build_target import BuildTarget
 from tdsched.schedules.dsl.build_names import build_values
 from tdsched.schedules.dsl.space import Point
-from tdsched.schedules.frontends.loading import find_recipe, load
+from tdsched.schedules.frontends.loading import load
+from tdsched.schedules.frontends.shipped import find_recipe
 from tdsched.schedules.measure.request import Request
 from tdsched.schedules.sweep.candidates import content_key, plan_point
 from tdsched.schedules.sweep.distinct import (

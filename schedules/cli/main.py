@@ -95,21 +95,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     """Run the parsed command; errors a user can fix become one line and exit status 2."""
-    # The layers below, imported once a command is known to run.
-    from tdsched.targets.compiler import VERBOSE_ENV, CompileError
-    from tdsched.targets.runtime import DeviceError
-
     from .output_paths import check_paths
 
     if args.verbose:
+        from tdsched.targets.compiler import VERBOSE_ENV
+
         os.environ[VERBOSE_ENV] = "1"
     try:
         check_paths(args)
         return command_module(args.command).run(args)
-    # RecipeError, ScheduleError and workload errors are ValueErrors.
-    except (ValueError, CompileError, DeviceError) as exc:
-        print(f"tdsched: error: {exc}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         print("tdsched: interrupted", file=sys.stderr)
         return 130
@@ -117,6 +111,21 @@ def _run(args: argparse.Namespace) -> int:
         # The reader went away (`tdsched report DB --csv - | head`): stop quietly.
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (Python flushes stdout at exit)
         return 0
+    except Exception as exc:
+        if not _user_error(exc):
+            raise
+        print(f"tdsched: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _user_error(exc: Exception) -> bool:
+    """Whether ``exc`` is one a user can fix, said in one line: RecipeError,
+    ScheduleError and workload errors (ValueErrors), a failed compile, a missing device.
+    (The compiler and runtime modules are imported only here, once something failed.)"""
+    from tdsched.targets.compiler import CompileError
+    from tdsched.targets.runtime import DeviceError
+
+    return isinstance(exc, ValueError | CompileError | DeviceError)
 
 
 def _routed(argv: list[str]) -> list[str]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..base.errors import RecipeError
-from ..frontends.loading import find_recipe
+from ..frontends.shipped import find_recipe
 
 _WRITTEN = "_tdsched_written"
 _READ = "_tdsched_read"

@@ -12,7 +12,8 @@ from tdsched.targets.target import TARGET_NAMES
 
 from ..compile.pipeline import Plan, plan
 from ..dsl.params import parse_override
-from ..frontends.loading import load, shipped_recipe_names
+from ..frontends.loading import load
+from ..frontends.shipped import shipped_recipe_names
 from .args import (
     add_cpu_options,
     add_gpu_option,

@@ -5,34 +5,14 @@ from __future__ import annotations
 import runpy
 from pathlib import Path
 
-from tdsched.recipes import RECIPES_DIR
 from tdsched.recipes.workloads.user_code import describe_failure, failing_line
 
 from ..base.errors import RecipeError, Where
 from ..base.files import read_user_text
 from ..dsl.recipe import Recipe
 from .recipe_trust import UNTRUSTED, Trust
+from .shipped import find_recipe
 from .yaml_frontend import load_recipe as load_yaml
-
-
-def find_recipe(spec: str) -> Path:
-    """A recipe path: ``spec`` itself, or a shipped recipe's name (``matmul_x86``)."""
-    path = Path(spec)
-    if path.exists():
-        return path
-    for suffix in ("", ".yaml", ".py"):
-        shipped = RECIPES_DIR / f"{spec}{suffix}"
-        if shipped.is_file():
-            return shipped
-    names = shipped_recipe_names()
-    raise RecipeError(Where(spec), f"no such recipe file; shipped recipes: {', '.join(names)}")
-
-
-def shipped_recipe_names() -> list[str]:
-    """The names of the shipped recipes (YAML first, then Python), each sorted."""
-    return sorted(p.stem for p in RECIPES_DIR.glob("*.yaml")) + sorted(
-        p.stem for p in RECIPES_DIR.glob("*.py") if not p.name.startswith("_")
-    )
 
 
 def load(spec: str, trust: Trust = UNTRUSTED) -> Recipe:

@@ -68,7 +68,7 @@ from ..dsl.steps import (
     step_info,
 )
 from ..dsl.values import ROOT, IntOrParam, MatchSpec
-from .loading import find_recipe
+from .shipped import find_recipe
 from .yaml_frontend import load_shape_table
 
 AttributeSpec = Sequence[str] | Mapping[str, AttrValue]

@@ -17,8 +17,9 @@ import os
 from pathlib import Path
 
 from ..base.errors import RecipeError, Where
-from ..frontends.loading import find_recipe, load
+from ..frontends.loading import load
 from ..frontends.recipe_trust import UNTRUSTED, Trust
+from ..frontends.shipped import find_recipe
 from ..sweep.freeze import read_provenance
 from .baseline_file import BaselineFile, Entry, Settings, load_baseline
 

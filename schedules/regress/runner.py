@@ -19,8 +19,9 @@ from typing import Any
 from ..base.errors import RecipeError
 from ..base.files import write_atomically
 from ..compile.pipeline import plan
-from ..frontends.loading import find_recipe, load
+from ..frontends.loading import load
 from ..frontends.recipe_trust import UNTRUSTED, Trust
+from ..frontends.shipped import find_recipe
 from ..measure.request import Request
 from .baseline_file import BaselineFile, Entry, Settings, dump
 from .isolation import measure_isolated

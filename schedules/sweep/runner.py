@@ -33,8 +33,9 @@ from ..base.errors import RecipeError, Where
 from ..compile.build_target import RECIPE_DEFAULT, BuildTarget
 from ..dsl.recipe import Recipe
 from ..dsl.space import Enumeration, ParamValue, Point, SearchSpace
-from ..frontends.loading import find_recipe, load
+from ..frontends.loading import load
 from ..frontends.recipe_trust import UNTRUSTED, Trust
+from ..frontends.shipped import find_recipe
 from ..measure.machine_peak import cpu_description
 from ..measure.request import Request
 from ..measure.status import BUILD_FAILURES
