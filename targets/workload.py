@@ -46,6 +46,10 @@ class Workload:
     dtype (numpy's ``a @ b`` on OpenBLAS for a matmul): ``tdsched run --peers`` times it
     as the ``numpy`` peer. A workload file that is one matmul gets ``a @ b``
     (:mod:`.matmul_peer`). ``None`` where numpy has no equivalent a user would pick.
+    ``onnx`` gives the workload as an ONNX model's bytes, where a user would run that with
+    onnxruntime instead (an ONNX file; a builder model, exported): ``tdsched run --peers``
+    times it as the ``onnxruntime`` peer. It takes the model's inputs in the function's
+    argument order and returns its outputs in the function's result order.
     """
 
     name: str
@@ -54,6 +58,7 @@ class Workload:
     reference: Reference | None = None
     peer: Reference | None = None
     reference_kind: str = NUMPY_REFERENCE
+    onnx: Callable[[], bytes] | None = None
 
 
 def load_mlir_file(path: str | Path, function: str | None = None) -> Workload:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 from cli_process import tdsched
-from tdsched.schedules.measure.peers import IREE_PEERS, NUMPY, peer_names
+from onnx_models import mlp_model
+from tdsched.schedules.measure.peers import IREE_PEERS, NUMPY, ONNXRUNTIME, peer_names
 from tdsched.targets.target import make_target
 
 SIZE = {"M": 128, "N": 96, "K": 64}
@@ -22,6 +23,28 @@ def test_iree_peers_are_cpu_only_and_numpy_needs_an_equivalent() -> None:
     assert peer_names(make_target("x86"), True) == [*IREE_PEERS, NUMPY]
     assert peer_names(make_target("x86"), False) == list(IREE_PEERS)
     assert peer_names(make_target("vulkan"), True) == [NUMPY]
+    # onnxruntime (installed with tdsched[onnx], as the test extra is) for ONNX models on CPUs
+    assert peer_names(make_target("x86"), False, True) == [*IREE_PEERS, ONNXRUNTIME]
+    assert peer_names(make_target("vulkan"), False, True) == []
+
+
+@pytest.mark.usefixtures("iree")
+def test_an_onnx_model_is_timed_against_onnxruntime(tmp_path: Path) -> None:
+    mlp_model(tmp_path / "mlp.onnx")
+    recipe = tmp_path / "mlp.yaml"
+    recipe.write_text(
+        "name: mlp\ndescription: IREE's pipeline on an ONNX file\n"
+        "workload: {file: mlp.onnx}\ntargets: [x86]\nkernels: []\n"
+    )
+    args = ["--peers", "--json", "--repeats", "2", "--threads", "1"]
+    report = json.loads(tdsched("run", str(recipe), *args).stdout)
+    assert report["status"] == "ok" and report["reference"] == "onnx-reference", report
+    peers = {peer["name"]: peer for peer in report["peers"]}
+    assert list(peers) == [*IREE_PEERS, ONNXRUNTIME]
+    ort = peers[ONNXRUNTIME]
+    assert ort["status"] == "ok" and ort["max_abs_error"] < 1e-4, ort
+    # Timed in a block of its own, like numpy: the ratio of the medians.
+    assert ort["speedup"] == pytest.approx(ort["time_ms"]["median"] / report["time_ms"]["median"])
 
 
 @pytest.mark.usefixtures("iree")

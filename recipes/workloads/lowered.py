@@ -10,8 +10,10 @@ same lowered module.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import inspect
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -46,12 +48,22 @@ def model_workload(
     it with IREE's ONNX import; the reference is the builder's numpy forward pass either way.
     """
     built = build_model(model, args, base)
+    exported = _exported(built)
     if via == "builder":
-        return built.workload()
+        return dataclasses.replace(built.workload(), onnx=exported)
     if via != "onnx":
         raise WorkloadError(f"unknown route {via!r}; use one of {', '.join(ROUTES)}")
     text = lower_onnx(built.to_onnx(), f"{built.name} (exported to ONNX)")
-    return workload_from_text(text, built.name, built.name, None, built.reference)
+    workload = workload_from_text(text, built.name, built.name, None, built.reference)
+    return dataclasses.replace(workload, onnx=exported)
+
+
+def _exported(built: Model) -> Callable[[], bytes] | None:
+    """The model exported to ONNX, made when asked (the onnxruntime peer); ``None`` for an
+    NHWC model, which ONNX's ops cannot hold."""
+    if built.layout != "NCHW":
+        return None
+    return lambda: bytes(built.to_onnx().SerializeToString())
 
 
 def build_model(model: str, args: dict[str, int | str], base: Path | None = None) -> Model:
@@ -121,9 +133,10 @@ def file_workload(path: Path, function: str | None = None, fmt: FileFormat = "au
     fmt = _format_of(path, fmt)
     if fmt == "onnx":
         lowered = import_onnx(path, str(path))
-        return workload_from_text(
+        workload = workload_from_text(
             lowered.text, str(path), path.stem, function, lowered.reference, ONNX_REFERENCE
         )
+        return dataclasses.replace(workload, onnx=path.read_bytes)
     text = read_text(path)
     if fmt == "tosa" or (fmt == "auto" and looks_like_tosa(text)):
         text = lower_tosa(text, str(path))

@@ -9,20 +9,26 @@ in the same run (``tdsched run --peers``).
 * ``numpy``: the workload's numpy equivalent at its own dtype (OpenBLAS for a matmul),
   where one exists (:attr:`~tdsched.targets.workload.Workload.peer`), limited to the
   run's thread count.
+* ``onnxruntime``: the workload's ONNX model (:attr:`~tdsched.targets.workload.Workload.onnx`:
+  an ONNX file, or a builder model exported) in an onnxruntime session on its CPU
+  execution provider, all graph optimizations on, its intra-op thread pool of the run's
+  thread count (CPU targets, where onnxruntime is installed: ``tdsched[onnx]``).
 
 Each peer's results are compared with the reference first, like the schedule's: a peer
 that computes something else is reported ``wrong`` and not timed. A peer that does not
 build is reported with the compiler's first error line, and the run goes on.
 
-The IREE peers are timed interleaved with the schedule and IREE default. numpy is timed
-in a block of its own right after them (``interleaved=False``): OpenBLAS's worker
-threads spin for milliseconds after each call and IREE's workers take the cores between
-calls, so with more than one thread, interleaving the two runtimes slowed each by up to
-160x at small sizes, at random (measured on a 2-core VM).
+The IREE peers are timed interleaved with the schedule and IREE default. numpy and
+onnxruntime are each timed in a block of their own right after them
+(``interleaved=False``): OpenBLAS's worker threads spin for milliseconds after each call
+(as onnxruntime's do) and IREE's workers take the cores between calls, so with more than
+one thread, interleaving the two runtimes slowed each by up to 160x at small sizes, at
+random (measured on a 2-core VM).
 """
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +49,7 @@ IREE_PEERS: dict[str, tuple[str, ...]] = {
 }
 """CPU peers: name → iree-compile flags added to the target's flags."""
 NUMPY = "numpy"
+ONNXRUNTIME = "onnxruntime"
 
 
 @dataclass(frozen=True)
@@ -57,10 +64,13 @@ class PeerBuild:
     """Timed interleaved with the IREE builds (else in a block of its own after them)."""
 
 
-def peer_names(target: Target, has_numpy: bool) -> list[str]:
-    """The peers ``tdsched run --peers`` times for ``target``."""
+def peer_names(target: Target, has_numpy: bool, has_onnx: bool = False) -> list[str]:
+    """The peers ``tdsched run --peers`` times for ``target`` (``has_numpy``: the
+    workload has a numpy equivalent; ``has_onnx``: an ONNX model)."""
     names = [] if target.is_gpu else list(IREE_PEERS)
-    return names + ([NUMPY] if has_numpy else [])
+    names += [NUMPY] if has_numpy else []
+    ort = has_onnx and not target.is_gpu and importlib.util.find_spec("onnxruntime") is not None
+    return names + ([ONNXRUNTIME] if ort else [])
 
 
 def build_peers(p: Plan, reference: Reference, work: Path, threads: int) -> list[PeerBuild]:
@@ -70,9 +80,12 @@ def build_peers(p: Plan, reference: Reference, work: Path, threads: int) -> list
     process is the run's own: numpy's BLAS stays limited to ``threads`` threads after.
     """
     builds = []
-    for name in peer_names(p.target, p.workload.peer is not None):
+    workload = p.workload
+    for name in peer_names(p.target, workload.peer is not None, workload.onnx is not None):
         if name == NUMPY:
             builds.append(_numpy_peer(p, reference, threads))
+        elif name == ONNXRUNTIME:
+            builds.append(_onnxruntime_peer(p, reference, threads))
         else:
             builds.append(_iree_peer(p, name, reference, work))
     return builds
@@ -104,3 +117,41 @@ def _numpy_peer(p: Plan, reference: Reference, threads: int) -> PeerBuild:
         peer(inputs)
 
     return PeerBuild(NUMPY, check, run, interleaved=False)
+
+
+def _onnxruntime_peer(p: Plan, reference: Reference, threads: int) -> PeerBuild:
+    """The workload's ONNX model in an onnxruntime session (module docstring), fed the
+    reference inputs by the model's input order."""
+    import onnxruntime as ort  # an optional dependency: tdsched[onnx]
+
+    model = p.workload.onnx
+    assert model is not None
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 3  # errors only: its warnings would end up in the report
+    try:
+        session = ort.InferenceSession(model(), options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # onnxruntime raises its own types for models it refuses
+        return PeerBuild(ONNXRUNTIME, Check(Status.COMPILE_FAILED, error=_first_line(exc)))
+    names = [i.name for i in session.get_inputs()]
+    feeds = {name: np.ascontiguousarray(x) for name, x in zip(names, reference.inputs, strict=True)}
+    try:
+        got = session.run(None, feeds)
+    except Exception as exc:
+        return PeerBuild(ONNXRUNTIME, Check(Status.RUN_FAILED, error=_first_line(exc)))
+    check = compare_outputs(got, reference.want, p.recipe.tolerance)
+    if check.status is not Status.OK:
+        return PeerBuild(ONNXRUNTIME, check)
+
+    def run() -> None:
+        session.run(None, feeds)
+
+    return PeerBuild(ONNXRUNTIME, check, run, interleaved=False)
+
+
+def _first_line(exc: Exception) -> str:
+    """onnxruntime's error, its first line, named."""
+    text = str(exc).strip()
+    return f"onnxruntime: {text.splitlines()[0] if text else type(exc).__name__}"
