@@ -171,6 +171,21 @@ def test_schedules_that_beat_every_configuration_are_kept(tmp_path: Path) -> Non
     assert outcome.recipe.read_text() == before and not (tmp_path / "mm.schedules.yaml").exists()
 
 
+def test_onnxruntime_is_shown_beside_the_configurations_but_not_raced(tmp_path: Path) -> None:
+    outcome = _tuned(tmp_path)
+    first = _report(1.2)
+    runs = {
+        "mm.tuned.yaml": _report(1.2, {"iree-data-tiling": 1.1, DTUK: 1.05, "onnxruntime": 0.5}),
+        f"mm.{DTUK}.yaml": _report(1.2, {DTUK: 1.01}),
+    }
+    race = race_iree_configurations(outcome, first, _peers_runs(runs, []), _runs(first, []))
+    assert race.configuration is None and race.report is first  # onnxruntime is faster
+    assert race.line is not None and race.line.startswith(
+        "iree     the schedules run 1.20x IREE default, 1.10x IREE data tiling, 1.05x IREE "
+        "data tiling + microkernels, 0.50x onnxruntime (a peer, not raced); with the flags"
+    )
+
+
 def test_a_configuration_within_noise_of_the_schedules_does_not_replace_them(
     tmp_path: Path,
 ) -> None:

@@ -41,7 +41,7 @@ import yaml
 
 from ..base.files import write_atomically
 from ..frontends.yaml_writer import recipe_yaml
-from ..measure.peers import IREE_PEERS
+from ..measure.peers import IREE_PEERS, ONNXRUNTIME
 from ..measure.run_report import PeerResult, RunReport
 from ..measure.status import Status
 from .outcome import TuneOutcome
@@ -150,6 +150,9 @@ def _race(outcome: TuneOutcome, report: RunReport, with_peers: Check, check: Che
     line = "iree     the schedules run " + ", ".join(
         f"{ratio:.2f}x {LABELS[other]}" for other, ratio in standings.items()
     )
+    onnxruntime = next((p for p in raced.peers or [] if p.name == ONNXRUNTIME and _timed(p)), None)
+    if onnxruntime is not None:  # what the user has, shown; not a build the recipe can take
+        line += f", {_speedup(onnxruntime):.2f}x onnxruntime (a peer, not raced)"
     # Times relative to the schedules': a configuration's is the schedules' speedup over
     # it; the schedules with the flags of the fastest flagged one, F, take F's time over
     # their speedup over F (measured in a run of their own).
