@@ -4,7 +4,8 @@ size of its grid, 1 and 2 threads.
 For each point it runs ``tdsched run RECIPE --peers --json`` in a process of its own
 (IREE fixes the thread count when a device is created), which builds, checks and times
 in one interleaved run: the scheduled build, IREE default, IREE data tiling with and
-without microkernels, and numpy where the workload has an equivalent; GFLOP/s come with
+without microkernels, numpy where the workload has an equivalent, and onnxruntime for
+models (where it is installed: ``tdsched[onnx]``); GFLOP/s come with
 the share of the machine's measured FMA peak (``tdsched peak``). Output: one JSON object
 (every point, the machine, the peak) and, with ``--markdown``, the tables that
 ``docs/benchmarks.md#peers`` shows (``--update-docs`` rewrites that section in place).
@@ -176,6 +177,9 @@ def summary(points: list[dict[str, Any]], threads: int) -> dict[str, Any]:
         ),
         "geomean_vs_numpy": geomean(numpy),
         "slower_than_numpy": sorted(p["case"] for p in ok if (p["vs"].get("numpy") or 2) < 1),
+        "slower_than_onnxruntime": sorted(
+            p["case"] for p in ok if (p["vs"].get("onnxruntime") or 2) < 1
+        ),
     }
 
 
@@ -209,11 +213,12 @@ def markdown(result: dict[str, Any]) -> str:
             f"{_ratio(s['geomean_vs_default'])} "
             f"vs IREE default, {_ratio(s['geomean_vs_best_data_tiling'])} vs IREE data "
             f"tiling (its faster variant), {_ratio(s['geomean_vs_numpy'])} vs numpy; "
-            f"{len(s['slower_than_default'])} of {s['ok']} points slower than IREE default.",
+            f"{len(s['slower_than_default'])} of {s['ok']} points slower than IREE default; "
+            f"slower than onnxruntime: {', '.join(s['slower_than_onnxruntime']) or 'none'}.",
             "",
             "| case | status | GFLOP/s | % FMA peak | vs default | vs data tiling | "
-            "vs data tiling + ukernels | vs numpy |",
-            "|---|---|---|---|---|---|---|---|",
+            "vs data tiling + ukernels | vs numpy | vs onnxruntime |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         for p in result["points"]:
             if p["threads"] != threads:
@@ -224,7 +229,8 @@ def markdown(result: dict[str, Any]) -> str:
             lines.append(
                 f"| {p['case']} | {p['status']} | {gflops} | {peak} | "
                 f"{_ratio(p.get('speedup_vs_default'))} | {_ratio(vs.get('iree-data-tiling'))} | "
-                f"{_ratio(vs.get('iree-data-tiling-ukernels'))} | {_ratio(vs.get('numpy'))} |"
+                f"{_ratio(vs.get('iree-data-tiling-ukernels'))} | {_ratio(vs.get('numpy'))} | "
+                f"{_ratio(vs.get('onnxruntime'))} |"
             )
         lines.append("")
     return "\n".join(lines)
