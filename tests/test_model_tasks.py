@@ -137,6 +137,8 @@ def test_tasks_command_groups_and_weighs_an_onnx_model(
     shares = [task["share"] for task in found["tasks"]]
     assert shares == sorted(shares, reverse=True) and 0 < sum(shares) <= 1.0
     assert found["call_ms"]["median"] > 0
+    # onnxruntime (the test extra installs it) on the same model, for comparison.
+    assert found["onnxruntime_ms"]["median"] > 0
 
 
 def test_tasks_command_without_timing_on_each_target(

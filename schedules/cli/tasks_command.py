@@ -12,11 +12,13 @@ import yaml
 from tdsched.targets.compiler import check_gpu
 from tdsched.targets.dispatch_profile import ProfileError
 from tdsched.targets.target import TARGET_NAMES, run_conditions
-from tdsched.targets.workload import check_memory
+from tdsched.targets.timing import Timing, time_interleaved
+from tdsched.targets.workload import Workload, check_memory, random_inputs
 from tdsched.transform_lib.census import StructuredOp, read_census
 
 from ..base.text_table import aligned
 from ..compile.pipeline import census_output
+from ..measure.peers import onnxruntime_available, onnxruntime_call
 from ..tune.task_match import Ambiguous, ModelOps, kernel_match
 from ..tune.tasks import ModelTasks, Task, extract_tasks
 from .args import (
@@ -108,14 +110,16 @@ def run(args: argparse.Namespace) -> int:
     except ProfileError as exc:
         raise ValueError(f"{args.model}: cannot profile IREE default's build: {exc}") from exc
     matches = task_matches(found, read_census(census), by_kind=target.is_gpu) if args.match else {}
+    ort = onnxruntime_ms(workload, threads, args.rounds, args.seed) if time_it else None
     if args.json:
         document = found.as_dict()
+        document["onnxruntime_ms"] = ort.as_dict() if ort else None
         for task in document["tasks"]:
             if task["name"] in matches:
                 task["match"] = matches[task["name"]]
         print(json.dumps(document, indent=2))
         return 0
-    print("\n".join(task_lines(found)))
+    print("\n".join(task_lines(found, ort)))
     if args.match:
         for task in found.tasks:
             print(match_lines(task, matches[task.name]))
@@ -142,8 +146,21 @@ def task_matches(
     return matches
 
 
-def task_lines(found: ModelTasks) -> list[str]:
-    """The heading and the table of ``tdsched tasks``."""
+def onnxruntime_ms(
+    workload: Workload, threads: int | None, rounds: int, seed: int
+) -> Timing | None:
+    """onnxruntime's time per call of the model on seeded inputs, as ``run --peers`` runs
+    it, ``rounds`` timed calls; ``None`` on a GPU target (``threads`` None), for a
+    workload with no ONNX model, or without onnxruntime."""
+    if threads is None or workload.onnx is None or not onnxruntime_available():
+        return None
+    call = onnxruntime_call(workload.onnx(), random_inputs(workload, seed), threads)
+    return time_interleaved({"onnxruntime": call}, repeats=rounds)["onnxruntime"]
+
+
+def task_lines(found: ModelTasks, onnxruntime: Timing | None = None) -> list[str]:
+    """The heading and the table of ``tdsched tasks`` (``onnxruntime``: its time per
+    call of the model, for the heading)."""
     where = run_conditions(found.target, found.threads)
     heading = (
         f"tasks of {found.workload} on {where}: {found.dispatch_count} dispatches, "
@@ -152,8 +169,11 @@ def task_lines(found: ModelTasks) -> list[str]:
     if found.call_ms is not None and found.in_dispatches is not None:
         heading += (
             f" (IREE default: {found.call_ms.median:.3f} ms per call, "
-            f"{found.in_dispatches:.0%} of it in dispatches)"
+            f"{found.in_dispatches:.0%} of it in dispatches"
         )
+        if onnxruntime is not None:
+            heading += f"; onnxruntime: {onnxruntime.median:.3f} ms per call"
+        heading += ")"
     header = ["task", "kind", "root op (loop bounds)", "dtype", "epilogue", "runs", "root layers"]
     timed = found.call_ms is not None
     if timed:

@@ -29,6 +29,7 @@ random (measured on a 2-core VM).
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,7 +70,7 @@ def peer_names(target: Target, has_numpy: bool, has_onnx: bool = False) -> list[
     workload has a numpy equivalent; ``has_onnx``: an ONNX model)."""
     names = [] if target.is_gpu else list(IREE_PEERS)
     names += [NUMPY] if has_numpy else []
-    ort = has_onnx and not target.is_gpu and importlib.util.find_spec("onnxruntime") is not None
+    ort = has_onnx and not target.is_gpu and onnxruntime_available()
     return names + ([ONNXRUNTIME] if ort else [])
 
 
@@ -122,23 +123,14 @@ def _numpy_peer(p: Plan, reference: Reference, threads: int) -> PeerBuild:
 def _onnxruntime_peer(p: Plan, reference: Reference, threads: int) -> PeerBuild:
     """The workload's ONNX model in an onnxruntime session (module docstring), fed the
     reference inputs by the model's input order."""
-    import onnxruntime as ort  # an optional dependency: tdsched[onnx]
-
     model = p.workload.onnx
     assert model is not None
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.log_severity_level = 3  # errors only: its warnings would end up in the report
     try:
-        session = ort.InferenceSession(model(), options, providers=["CPUExecutionProvider"])
+        call = onnxruntime_call(model(), reference.inputs, threads)
     except Exception as exc:  # onnxruntime raises its own types for models it refuses
         return PeerBuild(ONNXRUNTIME, Check(Status.COMPILE_FAILED, error=_first_line(exc)))
-    names = [i.name for i in session.get_inputs()]
-    feeds = {name: np.ascontiguousarray(x) for name, x in zip(names, reference.inputs, strict=True)}
     try:
-        got = session.run(None, feeds)
+        got = call()
     except Exception as exc:
         return PeerBuild(ONNXRUNTIME, Check(Status.RUN_FAILED, error=_first_line(exc)))
     check = compare_outputs(got, reference.want, p.recipe.tolerance)
@@ -146,9 +138,37 @@ def _onnxruntime_peer(p: Plan, reference: Reference, threads: int) -> PeerBuild:
         return PeerBuild(ONNXRUNTIME, check)
 
     def run() -> None:
-        session.run(None, feeds)
+        call()
 
     return PeerBuild(ONNXRUNTIME, check, run, interleaved=False)
+
+
+def onnxruntime_call(
+    model: bytes, inputs: Sequence[np.ndarray], threads: int
+) -> Callable[[], list[np.ndarray]]:
+    """A call of ONNX ``model`` on ``inputs`` (in its inputs' order) in an onnxruntime
+    session as the peer runs it (module docstring), returning its outputs. Raises
+    onnxruntime's errors for a model it refuses; ImportError without onnxruntime."""
+    import onnxruntime as ort  # an optional dependency: tdsched[onnx]
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 3  # errors only: its warnings would end up in the report
+    session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    feeds = {name: np.ascontiguousarray(x) for name, x in zip(names, inputs, strict=True)}
+
+    def call() -> list[np.ndarray]:
+        return list(session.run(None, feeds))
+
+    return call
+
+
+def onnxruntime_available() -> bool:
+    """Whether onnxruntime is installed (``tdsched[onnx]``)."""
+    return importlib.util.find_spec("onnxruntime") is not None
 
 
 def _first_line(exc: Exception) -> str:
