@@ -155,7 +155,11 @@ def onnxruntime_ms(
     if threads is None or workload.onnx is None or not onnxruntime_available():
         return None
     call = onnxruntime_call(workload.onnx(), random_inputs(workload, seed), threads)
-    return time_interleaved({"onnxruntime": call}, repeats=rounds)["onnxruntime"]
+
+    def run() -> None:
+        call()
+
+    return time_interleaved({"onnxruntime": run}, repeats=rounds)["onnxruntime"]
 
 
 def task_lines(found: ModelTasks, onnxruntime: Timing | None = None) -> list[str]:
