@@ -15,6 +15,9 @@ histories, and 60 points of noise alone without a change point in at least 9 of 
 
     python benchmarks/change_points.py HISTORY.db --entry mm.yaml --commit d1fe1b4 \
         --trials 200 --out benchmarks/results/change_points_cascadelake.json
+
+Without ``--entry``, every entry with at least 10 runs at the commit is measured, and a
+Markdown row per entry (noise, step found, noise alone without a change) goes to stderr.
 """
 
 from __future__ import annotations
@@ -32,19 +35,25 @@ from tdsched.schedules.regress.change_points import Settings, change_points
 from tdsched.schedules.regress.history import read_series
 
 
-def noise_sample(history: Path, entry: str, commit: str | None) -> list[float]:
-    """The entry's speedups at ``commit`` (all runs when None), as ratios to their median."""
-    chosen = [
-        p.median
-        for (label, _machine), points in read_series(history).items()
-        if entry in label
-        for p in points
-        if p.median and (commit is None or (p.run.git_commit or "").startswith(commit))
-    ]
-    if len(chosen) < 10:
-        sys.exit(f"{history}: {len(chosen)} runs of {entry!r} at {commit}; record at least 10")
-    middle = statistics.median(chosen)
-    return [value / middle for value in chosen]
+def noise_samples(history: Path, entry: str | None, commit: str | None) -> dict[str, list[float]]:
+    """Each series' speedups at ``commit`` (all runs when None), as ratios to their
+    median, by entry label: the series whose label holds ``entry`` (every series when
+    None) with at least 10 such runs."""
+    samples = {}
+    for (label, _machine), points in read_series(history).items():
+        if entry is not None and entry not in label:
+            continue
+        chosen = [
+            p.median
+            for p in points
+            if p.median and (commit is None or (p.run.git_commit or "").startswith(commit))
+        ]
+        if len(chosen) >= 10:
+            middle = statistics.median(chosen)
+            samples[label] = [value / middle for value in chosen]
+    if not samples:
+        sys.exit(f"{history}: no series of {entry or 'any entry'} has 10 runs at {commit}")
+    return samples
 
 
 def trial(
@@ -62,7 +71,9 @@ def trial(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("history", type=Path)
-    parser.add_argument("--entry", required=True, help="text in the entry's label")
+    parser.add_argument(
+        "--entry", help="text in the entry's label (default: every entry with 10 runs)"
+    )
     parser.add_argument("--commit", help="only runs recorded at this commit (prefix)")
     parser.add_argument("--runs", type=int, default=60)
     parser.add_argument("--at", type=int, default=30)
@@ -72,30 +83,43 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    noise = noise_sample(args.history, args.entry, args.commit)
     rng = np.random.default_rng(args.seed)
-    found = sum(trial(noise, rng, args, step=True) for _ in range(args.trials))
-    quiet = sum(trial(noise, rng, args, step=False) for _ in range(args.trials))
-    logs = np.log(noise)
+    rows = []
+    for label, noise in noise_samples(args.history, args.entry, args.commit).items():
+        found = sum(trial(noise, rng, args, step=True) for _ in range(args.trials))
+        quiet = sum(trial(noise, rng, args, step=False) for _ in range(args.trials))
+        logs = np.log(noise)
+        rows.append(
+            {
+                "entry": label,
+                "noise": {
+                    "runs": len(noise),
+                    "std_of_log": float(logs.std()),
+                    "min": min(noise),
+                    "max": max(noise),
+                },
+                "step_found": found / args.trials,
+                "noise_without_change": quiet / args.trials,
+            }
+        )
     result = {
         "benchmark": "change_points",
         "command": " ".join(sys.argv),
         "cpu": cpu_description(),
         "python": platform.python_version(),
-        "noise": {
-            "runs": len(noise),
-            "std_of_log": float(logs.std()),
-            "min": min(noise),
-            "max": max(noise),
-        },
         "settings": vars(Settings()),
         "trials": args.trials,
         "step": {"size": args.step, "at": args.at, "of": args.runs, "within": args.within},
-        "step_found": found / args.trials,
-        "noise_without_change": quiet / args.trials,
+        "entries": rows,
     }
     text = json.dumps(result, indent=2)
     print(text)
+    for row in rows:
+        print(
+            f"| {row['entry']} | {row['noise']['std_of_log']:.1%} | {row['step_found']:.1%} | "
+            f"{row['noise_without_change']:.1%} |",
+            file=sys.stderr,
+        )
     if args.out:
         args.out.write_text(text + "\n")
 
