@@ -12,7 +12,9 @@ from tdsched.schedules.dsl.space import Point
 from tdsched.schedules.frontends.loading import load
 from tdsched.schedules.frontends.shipped import find_recipe
 from tdsched.schedules.measure.request import Request
+from tdsched.schedules.measure.status import Status
 from tdsched.schedules.sweep.candidates import content_key, plan_point
+from tdsched.schedules.sweep.database import Result
 from tdsched.schedules.sweep.distinct import (
     SAME_BUILD,
     build_signature,
@@ -21,6 +23,7 @@ from tdsched.schedules.sweep.distinct import (
 )
 from tdsched.schedules.sweep.messages import SweepContext
 from tdsched.schedules.sweep.runner import _narrowed
+from tdsched.schedules.sweep.table import ranked_table, result_json
 from tdsched.targets.cpu_model import BuildCpu
 
 SHAPE = {"M": 128, "N": 128, "K": 128}
@@ -52,6 +55,23 @@ def test_packed_points_that_differ_in_row_major_tiles_are_one_candidate() -> Non
     names = ("TM", "TN", "TK", "RN")
     tiles = [tuple(distinct.as_params(p)[n] for n in names) for p in layouts["rowmajor"]]
     assert len(tiles) == len(set(tiles)) > 1
+    # What each kept candidate's build ignores, for the tables to show as '-'.
+    for point in layouts["rowmajor"]:
+        assert set(distinct.ignored[point]) == {"UNPACK", "M0", "N0"}
+    for point in layouts["packed"]:
+        assert set(distinct.ignored[point]) >= {"TM", "TN", "RN"}
+        assert not {"LAYOUT", "UNPACK", "M0", "N0"} & set(distinct.ignored[point])
+
+
+def test_the_table_shows_what_a_candidate_ignores_as_a_dash() -> None:
+    names = ["LAYOUT", "TM", "M0"]
+    rowmajor = Result("k1", "mm", "x86", {"LAYOUT": "rowmajor", "TM": 64, "M0": 8}, Status.OK)
+    packed = Result("k2", "mm", "x86", {"LAYOUT": "packed", "TM": 8, "M0": 16}, Status.OK)
+    ignored = {("rowmajor", 64, 8): ("M0",), ("packed", 8, 16): ("TM",)}
+    rows = ranked_table([rowmajor, packed], [], names, 5, None, ignored).splitlines()
+    assert rows[1].split()[:4] == ["1", "rowmajor", "64", "-"]
+    assert rows[2].split()[:4] == ["2", "packed", "-", "16"]
+    assert result_json(packed, None, names, ignored)["ignored"] == ["TM"]
 
 
 def test_points_with_one_signature_build_the_same_module_and_others_do_not() -> None:

@@ -639,7 +639,9 @@ def _summary(
         lines.append(f"{reused}; --rebench times them again")
     if outcome.timed or outcome.baseline_ms:
         lines.append(baseline_line(outcome.baseline_ms))
-    lines.append(ranked_table(outcome.ranked, outcome.failed, e.names, top, outcome.decision))
+    lines.append(
+        ranked_table(outcome.ranked, outcome.failed, e.names, top, outcome.decision, e.ignored)
+    )
     if outcome.ranked:
         lines.append(decision_line(outcome.decision, outcome.results, e.names))
     incumbent = outcome.incumbent_line()
@@ -680,9 +682,11 @@ def _as_json(outcome: SweepOutcome, best_file: Path | None) -> dict[str, Any]:
         "elapsed_s": outcome.elapsed_s,
         "baseline_ms": outcome.baseline_ms,
         "drift": outcome.drift,
-        "ranked": [result_json(r, outcome.decision) for r in outcome.ranked],
+        "ranked": [result_json(r, outcome.decision, e.names, e.ignored) for r in outcome.ranked],
         "failed": [r.as_dict() for r in outcome.failed],
-        "best": result_json(outcome.ranked[0], outcome.decision) if outcome.ranked else None,
+        "best": result_json(outcome.ranked[0], outcome.decision, e.names, e.ignored)
+        if outcome.ranked
+        else None,
         "decision": decision_json(outcome.decision, outcome.results, e.names),
         "best_recipe": str(best_file) if best_file else None,
         "reused_from": {str(sweep): n for sweep, n in outcome.reused_from.items()},

@@ -57,6 +57,10 @@ class Enumeration:
     pruned: tuple[tuple[str, int], ...]
     """(reason, count) per constraint that removed candidates, in constraint order; a
     candidate is counted under the first constraint it fails."""
+    ignored: Mapping[Point, tuple[str, ...]] = field(default_factory=dict)
+    """The swept parameters a valid point's build does not read, where some do not
+    (:func:`~tdsched.schedules.sweep.distinct.distinct_builds`): its values there are
+    those of the first of the points that build the same module."""
 
     def as_params(self, point: Point) -> dict[str, ParamValue]:
         return dict(zip(self.names, point, strict=True))

@@ -87,20 +87,30 @@ def distinct_builds(
     machine: BuildMachine | None = None,
 ) -> Enumeration:
     """``enumeration`` with one point per build signature (the first), and a pruning
-    line for the others. A recipe without ``when`` conditions is returned as it is: all
-    of its parameters reach its one way."""
+    line for the others. Each point kept names the swept parameters its build ignores:
+    those in which the points of its signature differ (``Enumeration.ignored``). A
+    recipe without ``when`` conditions is returned as it is: all of its parameters reach
+    its one way."""
     if not has_conditions(recipe):
         return enumeration
-    seen: set[Hashable] = set()
-    kept: list[Point] = []
+    groups: dict[Hashable, list[Point]] = {}
     for point in enumeration.valid:
         values = {**fixed, **enumeration.as_params(point)}
         signature = build_signature(recipe, values, target, threads, machine)
-        if signature not in seen:
-            seen.add(signature)
-            kept.append(point)
+        groups.setdefault(signature, []).append(point)
+    kept = tuple(points[0] for points in groups.values())
     same = len(enumeration.valid) - len(kept)
     if not same:
         return enumeration
+    ignored = {
+        points[0]: names
+        for points in groups.values()
+        if (names := _varying(enumeration.names, points))
+    }
     pruned = (*enumeration.pruned, (SAME_BUILD, same))
-    return Enumeration(enumeration.names, tuple(kept), enumeration.total, pruned)
+    return Enumeration(enumeration.names, kept, enumeration.total, pruned, ignored)
+
+
+def _varying(names: tuple[str, ...], points: list[Point]) -> tuple[str, ...]:
+    """The parameters in which ``points`` (one build) take more than one value."""
+    return tuple(n for i, n in enumerate(names) if len({p[i] for p in points}) > 1)

@@ -103,6 +103,16 @@ class SweepData:
         return [r for r in self.results if not r.ok]
 
     @property
+    def ignored(self) -> dict[tuple[Any, ...], tuple[str, ...]]:
+        """The swept parameters each candidate's build ignores, by point
+        (:attr:`~tdsched.schedules.dsl.space.Enumeration.ignored`, recorded with the
+        space; empty for sweeps recorded before it was)."""
+        return {
+            tuple(entry["point"]): tuple(entry["names"])
+            for entry in self.sweep.space.get("ignored", [])
+        }
+
+    @property
     def names(self) -> list[str]:
         """The swept parameters, in the space's order."""
         return [str(n) for n in self.sweep.space.get("names", [])]
@@ -198,7 +208,7 @@ def work_line(data: SweepData) -> str | None:
 
 def text_report(data: SweepData, top: int) -> str:
     """The header, then the ranked table of the best ``top`` and the failures."""
-    table = ranked_table(data.ranked, data.failed, data.names, top, data.decision)
+    table = ranked_table(data.ranked, data.failed, data.names, top, data.decision, data.ignored)
     lines = [*header_lines(data), "", table]
     if data.ranked:
         lines.append(decision_line(data.decision, data.results, data.names))
@@ -285,9 +295,9 @@ def as_json(data: SweepData) -> dict[str, Any]:
         "drift": data.drift,
         "reused_from": {str(sweep): n for sweep, n in data.reused_from.items()},
         "work": s.work.as_dict() if s.work else None,
-        "ranked": [result_json(r, data.decision) for r in ranked],
+        "ranked": [result_json(r, data.decision, data.names, data.ignored) for r in ranked],
         "failed": [r.as_dict() for r in data.failed],
-        "best": result_json(ranked[0], data.decision) if ranked else None,
+        "best": result_json(ranked[0], data.decision, data.names, data.ignored) if ranked else None,
         "decision": decision_json(data.decision, data.results, data.names),
     }
 

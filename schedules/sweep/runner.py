@@ -460,6 +460,10 @@ class Sweep:
                 "total": self.enumeration.total,
                 "valid": len(self.enumeration.valid),
                 "pruned": [list(p) for p in self.enumeration.pruned],
+                "ignored": [
+                    {"point": list(point), "names": list(names)}
+                    for point, names in self.enumeration.ignored.items()
+                ],
             },
         )
 

@@ -44,6 +44,7 @@ def ranked_table(
     names: Sequence[str],
     top: int,
     decision: Decision | None,
+    ignored: Mapping[tuple[Any, ...], tuple[str, ...]] | None = None,
 ) -> str:
     """The best ``top`` correct candidates, then a line per failure kind.
 
@@ -52,7 +53,9 @@ def ranked_table(
     the race's speedup and interval, how the candidate ended the race (``best``: the
     decision's best, the race's winner or the recipe's own values it kept;
     ``close``: not separable from the best; ``out@R``: clearly slower, dropped after
-    round R; ``-``: did not race), and the largest error against the reference.
+    round R; ``-``: did not race), and the largest error against the reference. A
+    parameter the candidate's build does not read (``ignored``: by point, from
+    :attr:`~tdsched.schedules.dsl.space.Enumeration.ignored`) shows as ``-``.
     """
     header = ["#", *names, "ms", "base_ms", "screened [95%]", "raced [95%]", "race", "max_err"]
     rows = []
@@ -61,7 +64,7 @@ def ranked_table(
         rows.append(
             [
                 str(i + 1),
-                *(str(r.params.get(n, "")) for n in names),
+                *(_value(r, n, names, ignored) for n in names),
                 _fmt(r.time_ms, ".4g"),
                 _fmt(r.baseline_ms, ".4g"),
                 _screened(r),
@@ -78,7 +81,8 @@ def ranked_table(
         kinds.setdefault(r.status, []).append(r)
     for status, results in sorted(kinds.items()):
         example = results[0]
-        params = ", ".join(f"{n}={example.params.get(n)}" for n in names)
+        skip = ignored_by(example, names, ignored)
+        params = ", ".join(f"{n}={example.params.get(n)}" for n in names if n not in skip)
         lines.append(f"{status}: {len(results)} (e.g. {params}: {cause(example.error)})")
     return "\n".join(lines)
 
@@ -142,12 +146,44 @@ def decision_line(
     return "race: " + decision.describe(lambda key: label(by_key.get(key), names))
 
 
-def result_json(result: Result, decision: Decision | None) -> dict[str, Any]:
+def result_json(
+    result: Result,
+    decision: Decision | None,
+    names: Sequence[str] = (),
+    ignored: Mapping[tuple[Any, ...], tuple[str, ...]] | None = None,
+) -> dict[str, Any]:
     """A result as JSON, with its standing in the sweep's race (``race``: place, speedup
     ``[median, low, high]``, rounds, eliminated_after, behind_leader; None if it did not
-    race)."""
+    race) and the swept parameters its build ignores (``ignored``, see
+    :func:`ranked_table`)."""
     standing = decision.standing(result.key) if decision else None
-    return {**result.as_dict(), "race": standing.as_dict() if standing else None}
+    return {
+        **result.as_dict(),
+        "race": standing.as_dict() if standing else None,
+        "ignored": list(ignored_by(result, names, ignored)),
+    }
+
+
+def ignored_by(
+    result: Result,
+    names: Sequence[str],
+    ignored: Mapping[tuple[Any, ...], tuple[str, ...]] | None,
+) -> tuple[str, ...]:
+    """The swept parameters ``result``'s build does not read: ``ignored`` by the point its
+    parameters (``names``, in order) make; none when unknown."""
+    if not ignored:
+        return ()
+    return ignored.get(tuple(result.params.get(n) for n in names), ())
+
+
+def _value(
+    result: Result,
+    name: str,
+    names: Sequence[str],
+    ignored: Mapping[tuple[Any, ...], tuple[str, ...]] | None,
+) -> str:
+    """The candidate's value of ``name`` for the table: ``-`` where its build ignores it."""
+    return "-" if name in ignored_by(result, names, ignored) else str(result.params.get(name, ""))
 
 
 def decision_json(
