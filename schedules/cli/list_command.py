@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from ..base.errors import RecipeError
 from ..base.text_table import aligned
-from ..frontends.shipped import shipped_header, shipped_recipe_names
+from ..frontends.shipped import RecipeHeader, shipped_header, shipped_recipe_names
 
 
 def add_parser(sub: Any) -> None:
@@ -24,20 +23,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON list")
 
 
-@dataclass(frozen=True)
-class ShippedRecipe:
-    """One line of ``tdsched list``."""
-
-    name: str
-    targets: tuple[str, ...]
-    sweepable: bool
-    description: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "targets": list(self.targets)}
-
-
-def shipped_recipes() -> list[ShippedRecipe]:
+def shipped_recipes() -> list[RecipeHeader]:
     """Every shipped recipe, from its header (:mod:`..frontends.shipped`: the recipe is
     not built, so a mistake past its header shows when it is used); a recipe without a
     readable header is built, and one that cannot be says why in its description."""
@@ -50,13 +36,13 @@ def shipped_recipes() -> list[ShippedRecipe]:
 
                 recipe = load(name)
                 found.append(
-                    ShippedRecipe(name, recipe.targets, bool(recipe.space.axes), recipe.description)
+                    RecipeHeader(name, recipe.targets, bool(recipe.space.axes), recipe.description)
                 )
                 continue
         except RecipeError as exc:
-            found.append(ShippedRecipe(name, (), False, f"cannot load: {exc}"))
+            found.append(RecipeHeader(name, (), False, f"cannot load: {exc}"))
             continue
-        found.append(ShippedRecipe(name, header.targets, header.sweepable, header.description))
+        found.append(dataclasses.replace(header, name=name))  # listed by its file's name
     return found
 
 

@@ -10,8 +10,10 @@ whether it calls ``.space(...)``. A Python recipe written otherwise has no heade
 from __future__ import annotations
 
 import ast
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 from tdsched.recipes import RECIPES_DIR
@@ -51,6 +53,9 @@ class RecipeHeader:
     sweepable: bool
     """Whether it declares a sweep space."""
     description: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "targets": list(self.targets)}
 
 
 def shipped_header(name: str) -> RecipeHeader | None:
