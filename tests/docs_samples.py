@@ -13,7 +13,8 @@ the command before). The line before the block says how the docs test treats it:
 Output is compared by shape: numbers become ``#`` (timings and errors differ from machine
 to machine, their places do not) and runs of spaces one space. A line ``...`` in the
 sample stands for any lines; a line ending in ``...`` for any line starting as it does.
-Every other line the command prints must be in the sample, in order.
+Every other line the command prints must be in the sample, in order (the checkout's path
+shown relative, as the docs show shipped recipes).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ def test_every_sample_says_whether_the_docs_test_runs_it() -> None:
         "these samples need a line '<!-- docs-sample: run [ARGS] -->' or "
         f"'<!-- docs-sample: not run: WHY -->' before them (tests/docs_samples.py): {unmarked}"
     )
-    assert len(RUN) >= 12
+    assert len(RUN) >= 10
 
 
 def _changed_files() -> str:
@@ -60,7 +60,9 @@ def test_a_sample_prints_what_the_docs_show(sample: Sample) -> None:
             check=False,
         )
         status = done.returncode
-        problem = mismatch(step.shown, done.stdout.splitlines())
+        # A shipped recipe is named by where it is installed: the docs show the checkout's.
+        printed = done.stdout.replace(f"{REPO}/", "").splitlines()
+        problem = mismatch(step.shown, printed)
         assert problem is None, (
             f"{sample.name}: `{step.command}` no longer prints what the docs show, {problem}. "
             f"It printed:\n{done.stdout}"
