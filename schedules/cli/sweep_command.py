@@ -643,7 +643,7 @@ def _summary(
         ranked_table(outcome.ranked, outcome.failed, e.names, top, outcome.decision, e.ignored)
     )
     if outcome.ranked:
-        lines.append(decision_line(outcome.decision, outcome.results, e.names))
+        lines.append(decision_line(outcome.decision, outcome.results, e.names, e.ignored))
     incumbent = outcome.incumbent_line()
     if incumbent is not None:
         lines.append(incumbent)

@@ -211,7 +211,7 @@ def text_report(data: SweepData, top: int) -> str:
     table = ranked_table(data.ranked, data.failed, data.names, top, data.decision, data.ignored)
     lines = [*header_lines(data), "", table]
     if data.ranked:
-        lines.append(decision_line(data.decision, data.results, data.names))
+        lines.append(decision_line(data.decision, data.results, data.names, data.ignored))
     return "\n".join(lines)
 
 

@@ -129,21 +129,30 @@ def reuse_line(counts: Mapping[int, int]) -> str | None:
     return f"reused {total} results measured by other sweeps ({sources}; shown with their numbers)"
 
 
-def label(result: Result | None, names: Sequence[str]) -> str:
-    """A candidate by its swept parameters: ``TM=32, TN=128``."""
+def label(
+    result: Result | None,
+    names: Sequence[str],
+    ignored: Mapping[tuple[Any, ...], tuple[str, ...]] | None = None,
+) -> str:
+    """A candidate by the swept parameters its build reads: ``TM=32, TN=128``."""
     if result is None:
         return "?"
-    return ", ".join(f"{n}={result.params.get(n)}" for n in names) or result.key[:12]
+    skip = ignored_by(result, names, ignored)
+    shown = [f"{n}={result.params.get(n)}" for n in names if n not in skip]
+    return ", ".join(shown) or result.key[:12]
 
 
 def decision_line(
-    decision: Decision | None, results: Sequence[Result], names: Sequence[str]
+    decision: Decision | None,
+    results: Sequence[Result],
+    names: Sequence[str],
+    ignored: Mapping[tuple[Any, ...], tuple[str, ...]] | None = None,
 ) -> str:
     """How the best was picked, for people (or why there is no race to show)."""
     if decision is None:
         return "no race was run: the best is a screening measurement ('sweep --resume' races)"
     by_key = {r.key: r for r in results}
-    return "race: " + decision.describe(lambda key: label(by_key.get(key), names))
+    return "race: " + decision.describe(lambda key: label(by_key.get(key), names, ignored))
 
 
 def result_json(
