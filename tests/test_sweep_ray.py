@@ -89,7 +89,8 @@ def test_ray_sweep_records_what_it_measured(
     assert baselines == report["baseline_ms"] and set(baselines) == {"start", "end"}
     for row in report["ranked"]:
         result = recorded[row["key"]]
-        assert {k: v for k, v in row.items() if k != "race"} == result.as_dict()
+        shown = {k: v for k, v in row.items() if k not in ("race", "ignored")}
+        assert shown == result.as_dict() and isinstance(row["ignored"], list)
         assert result.status == "ok" and result.max_abs_error is not None
         # IREE default is timed interleaved with each candidate: its own denominator.
         assert result.baseline_ms is not None and result.time_ms is not None
