@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tdsched.targets.cpu_model import host_cpu_model
 from tdsched.targets.target import TARGET_NAMES
 
 from ..regress.adding import with_added
@@ -48,6 +49,12 @@ or it has no expected_speedup yet. --update re-blesses: each entry measured clea
 precisely gets its measured speedup (and its numerics tolerance) written back; one
 measured slower than IREE default (below 1.0x) is not blessed but fails as "slower",
 unless --allow-slower is given.
+
+A speedup depends on the CPU it is measured on, so expectations are kept per CPU (LLVM's
+name for this machine's, e.g. cascadelake, znver5): an entry gates against the one blessed
+on this CPU (its 'by_cpu' expectation) and falls back to its own expected_speedup on a CPU
+it was never blessed on. --update on a CPU other than the one the entry's own expectation
+was blessed on adds a 'by_cpu' expectation for this CPU and keeps the other.
 
 exit status: 0 all passed (or blessed); {EXIT_FAILED} a failure (with --update, also an entry
 slower than IREE default without --allow-slower); {EXIT_INCONCLUSIVE} no failure but something
@@ -220,6 +227,7 @@ def run(args: argparse.Namespace) -> int:
             )
             return 0
     baseline = load_baseline(args.baseline)
+    machine = host_cpu_model()
     try:
         results = run_baseline(
             baseline,
@@ -231,6 +239,7 @@ def run(args: argparse.Namespace) -> int:
             time_cap_s=args.time_cap,
             on_result=_progress,
             trust=trust_from(args),
+            machine=machine,
         )
     except BaseException:  # bad input or Ctrl-C: say the added entries are in the file
         if added:
@@ -250,11 +259,14 @@ def run(args: argparse.Namespace) -> int:
     _warn_slower(results)
     blessed = sum(r.verdict.status is GateStatus.BLESSED for r in results)
     if blessed:
-        write_baseline(blessed_file(baseline, results))
-        print(f"regress: wrote {args.baseline} ({_entries(blessed)} blessed)", file=sys.stderr)
+        write_baseline(blessed_file(baseline, results, machine))
+        on = f" on {machine}" if machine else " on a CPU tdsched cannot name"
+        print(f"regress: wrote {args.baseline} ({_entries(blessed)} blessed{on})", file=sys.stderr)
     elif args.update:
         print(_unblessed_line(args.baseline, added), file=sys.stderr)
-    print(as_json(results, str(args.baseline), args.update) if args.json else table(results))
+    print(
+        as_json(results, str(args.baseline), args.update, machine) if args.json else table(results)
+    )
     if args.markdown:
         text = markdown(results)
         if args.markdown == "-":

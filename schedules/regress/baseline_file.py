@@ -11,8 +11,20 @@ A YAML (or JSON) file meant to be committed next to the recipes it gates::
         expected_speedup: 1.42        # vs IREE default, measured in the same run
         tolerance: 0.3                # optional: fail below 1.42 x (1 - 0.3)
         numerics: {atol: 1.0e-3, rtol: 1.0e-4}
-        blessed: {interval: [1.38, 1.46], rounds: 12, iree: 3.13.0, date: 2026-11-21}
+        blessed: {interval: [1.38, 1.46], rounds: 12, iree: 3.13.0, date: 2026-11-21,
+                  cpu: znver5}
+        by_cpu:                       # expectations blessed on other CPUs (--update)
+          cascadelake:
+            expected_speedup: 1.21
+            blessed: {interval: [1.18, 1.25], rounds: 9, iree: 3.13.0, date: 2026-11-29,
+                      cpu: cascadelake}
         note: free text, kept by --update (comments inside entries are not)
+
+A speedup over IREE default is a property of the CPU it is measured on as much as of the
+schedule (a softmax table entry tuned on Zen 5 runs 2.0x there and 1.3-1.7x on a
+Cascade Lake Xeon), so an entry gates against the expectation blessed on the machine's own
+CPU (``by_cpu``, keyed by LLVM's name for it) and falls back to its own ``expected_speedup``
+on a CPU it was never blessed on; see :meth:`Entry.on_machine` and :meth:`Entry.blessed_on`.
 
 Loading validates every field (errors are ``file:line: field: problem``); :func:`dump`
 writes one deterministic layout so re-blessing changes only the lines that changed.
@@ -83,6 +95,14 @@ POSITIVE_SETTINGS = ("time_cap_s", "threads")
 
 
 @dataclass(frozen=True)
+class CpuExpectation:
+    """What an entry was blessed at on one CPU other than its own blessing's."""
+
+    expected_speedup: float
+    blessed: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
 class Entry:
     """One gated (recipe, target, parameters) and what it is expected to achieve."""
 
@@ -107,7 +127,35 @@ class Entry:
     """What the blessing measurement saw (interval, rounds, IREE version, date)."""
     note: str | None = None
     """Free text kept across ``--update`` (comments inside the file are not)."""
+    by_cpu: dict[str, CpuExpectation] = field(default_factory=dict)
+    """Expectations blessed on other CPUs, by the LLVM name of the CPU measured on
+    (``cascadelake``), not the one built for (``cpu``)."""
+    gated_on: str | None = field(default=None, compare=False)
+    """Set by :meth:`on_machine`: the ``by_cpu`` key ``expected_speedup`` was taken
+    from (``None``: the entry's own)."""
     where: Where = field(default_factory=Where, compare=False)
+
+    def on_machine(self, machine: str | None) -> Entry:
+        """This entry as gated on a machine whose CPU LLVM names ``machine`` (``None``:
+        unknown): its ``by_cpu`` expectation for that CPU, else its own."""
+        mine = self.by_cpu.get(machine) if machine is not None else None
+        if mine is None:
+            return self
+        return dataclasses.replace(
+            self, expected_speedup=mine.expected_speedup, blessed=mine.blessed, gated_on=machine
+        )
+
+    def blessed_on(self, machine: str | None, speedup: float, blessed: dict[str, Any]) -> Entry:
+        """This entry with ``speedup`` (measured on CPU ``machine``, described by
+        ``blessed``) as its expectation there: its own when it has none yet, when its own
+        was blessed on that CPU, or when the CPU is unknown; else ``by_cpu[machine]``, so
+        blessing on a second kind of machine keeps the first's expectation (an own
+        blessing that names no CPU counts as another CPU's)."""
+        own = self.blessed or {}
+        if self.expected_speedup is None or machine is None or own.get("cpu") == machine:
+            return dataclasses.replace(self, expected_speedup=speedup, blessed=blessed)
+        by_cpu = dict(self.by_cpu) | {machine: CpuExpectation(speedup, blessed)}
+        return dataclasses.replace(self, by_cpu=dict(sorted(by_cpu.items())))
 
     def build(self, threads: int = DEFAULT_THREADS) -> BuildTarget:
         """The build this entry gates, run on ``threads`` CPU threads (the settings')."""
@@ -175,6 +223,7 @@ ENTRY_FIELDS = {
     "expected_speedup": "speedup vs IREE default when blessed (written by --update)",
     "numerics": "{atol, rtol} for the check against the reference",
     "blessed": "what the blessing run measured (written by --update)",
+    "by_cpu": "{CPU: {expected_speedup, blessed}} blessed on other CPUs (written by --update)",
     "note": "free text about the entry, kept by --update",
     **SETTINGS_FIELDS,
 }
@@ -248,9 +297,7 @@ def _settings(node: Node, fields: dict[str, Node] | None = None) -> dict[str, fl
 def _entry(node: Node) -> Entry:
     f = node.mapping(ENTRY_FIELDS, ("recipe",))
     target = optional(f, "target", lambda n: n.choice(TARGET_NAMES), None)
-    expected = optional(f, "expected_speedup", Node.number, None)
-    if expected is not None and expected <= 0:
-        raise f["expected_speedup"].fail(f"expected a positive speedup, got {expected}")
+    expected = optional(f, "expected_speedup", _positive_speedup, None)
     return Entry(
         recipe=f["recipe"].text(),
         target=target,
@@ -262,8 +309,32 @@ def _entry(node: Node) -> Entry:
         overrides=_settings(node, {k: v for k, v in f.items() if k in SETTINGS_FIELDS}),
         blessed=_plain(f["blessed"]) if "blessed" in f else None,
         note=optional(f, "note", Node.text, None),
+        by_cpu=_by_cpu(f["by_cpu"]) if "by_cpu" in f else {},
         where=node.where,
     )
+
+
+CPU_EXPECTATION_FIELDS = {
+    "expected_speedup": "speedup vs IREE default on this CPU",
+    "blessed": "what the blessing run on this CPU measured",
+}
+
+
+def _by_cpu(node: Node) -> dict[str, CpuExpectation]:
+    expectations = {}
+    for cpu, item in node.entries("CPU: {expected_speedup, blessed}").items():
+        f = item.mapping(CPU_EXPECTATION_FIELDS, ("expected_speedup",))
+        expected = _positive_speedup(f["expected_speedup"])
+        blessed = _plain(f["blessed"]) if "blessed" in f else None
+        expectations[cpu] = CpuExpectation(expected, blessed)
+    return expectations
+
+
+def _positive_speedup(node: Node) -> float:
+    value = node.number()
+    if value <= 0:
+        raise node.fail(f"expected a positive speedup, got {value}")
+    return value
 
 
 def _params(node: Node) -> dict[str, ParamValue]:
@@ -317,6 +388,12 @@ def _entry_document(entry: Entry) -> dict[str, Any]:
         document["numerics"] = dict(entry.numerics)
     if entry.blessed is not None:
         document["blessed"] = entry.blessed
+    if entry.by_cpu:
+        document["by_cpu"] = {
+            cpu: {"expected_speedup": e.expected_speedup}
+            | ({"blessed": e.blessed} if e.blessed is not None else {})
+            for cpu, e in entry.by_cpu.items()
+        }
     if entry.note is not None:
         document["note"] = entry.note
     return document

@@ -11,6 +11,7 @@ from tdsched.targets.target import TARGET_NAMES
 
 from ..frontends.schema import closed_object
 from .baseline_file import (
+    CPU_EXPECTATION_FIELDS,
     ENTRY_FIELDS,
     FILE_FIELDS,
     FLOAT_SETTINGS,
@@ -55,6 +56,17 @@ def baseline_schema() -> JSON:
                 },
             ),
             "blessed": {"type": "object"},
+            "by_cpu": {
+                "type": "object",
+                "additionalProperties": closed_object(
+                    CPU_EXPECTATION_FIELDS,
+                    {
+                        "expected_speedup": {"type": "number", "exclusiveMinimum": 0},
+                        "blessed": {"type": "object"},
+                    },
+                    required=("expected_speedup",),
+                ),
+            },
             "note": {"type": "string"},
             **settings,
         },

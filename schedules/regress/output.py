@@ -29,7 +29,10 @@ def _speedup(result: EntryResult) -> str:
 
 def _gate(result: EntryResult) -> str:
     expected = result.entry.expected_speedup
-    return "-" if expected is None else ">= " + gate_text(expected, result.settings)
+    if expected is None:
+        return "-"
+    where = result.entry.gated_on
+    return ">= " + gate_text(expected, result.settings) + (f" on {where}" if where else "")
 
 
 def _rounds(result: EntryResult) -> str:
@@ -96,10 +99,15 @@ def markdown(results: Sequence[EntryResult], title: str = "tdsched regress") -> 
     return "\n".join(lines) + "\n"
 
 
-def as_json(results: Sequence[EntryResult], baseline: str, updated: bool) -> str:
+def as_json(
+    results: Sequence[EntryResult], baseline: str, updated: bool, machine: str | None
+) -> str:
+    """The run as one JSON document (``machine``: LLVM's name for this machine's CPU,
+    which picks the entries' ``by_cpu`` expectations)."""
     document: dict[str, Any] = {
         "baseline": baseline,
         "updated": updated,
+        "machine_cpu": machine,
         "summary": summary_line(results),
         "exit_status": exit_status(results),
         "entries": [r.as_dict() for r in results],

@@ -54,6 +54,7 @@ class EntryResult:
             "status": str(self.verdict.status),
             "reason": self.verdict.reason,
             "expected_speedup": self.entry.expected_speedup,
+            "expected_on": self.entry.gated_on,
             "gate": self.gate,
             "tolerance": self.settings.tolerance,
             "measurement": self.measurement.to_json(),
@@ -99,6 +100,7 @@ def run_baseline(
     time_cap_s: float | None = None,
     on_result: Callable[[EntryResult], None] = lambda result: None,
     trust: Trust = UNTRUSTED,
+    machine: str | None = None,
 ) -> list[EntryResult]:
     """Measure and judge entries, one at a time, each in its own process.
 
@@ -110,7 +112,9 @@ def run_baseline(
     ``time_cap_s`` overrides every entry's cap; ``on_result`` sees each result as soon
     as it is known (progress output); ``trust``: what the command line granted the
     entries' recipe files (:mod:`..recipe_trust`); ``allow_slower``: with ``update``,
-    bless entries measured slower than IREE default too (:func:`~.verdict.judge`).
+    bless entries measured slower than IREE default too (:func:`~.verdict.judge`);
+    ``machine``: the LLVM name of this machine's CPU, whose ``by_cpu`` expectations gate
+    (:meth:`~.baseline_file.Entry.on_machine`).
     """
     chosen = [e for e in baseline.entries if not labels or any(t in e.label for t in labels)]
     selected = [e for e in chosen if target in (None, entry_target(baseline, e, trust))]
@@ -123,7 +127,7 @@ def run_baseline(
             recipe = baseline.resolve_recipe(entry)
             result = measure_entry(
                 recipe,
-                entry,
+                entry.on_machine(machine),
                 settings,
                 Path(cache),
                 bless=update,
@@ -174,29 +178,30 @@ def measure_entry(
     return EntryResult(entry, settings, measurement, verdict)
 
 
-def blessed_file(baseline: BaselineFile, results: Sequence[EntryResult]) -> BaselineFile:
-    """``baseline`` with every blessed entry's expectation replaced by its measurement
-    (its numerics tolerance written out); other entries unchanged."""
+def blessed_file(
+    baseline: BaselineFile, results: Sequence[EntryResult], machine: str | None
+) -> BaselineFile:
+    """``baseline`` with every blessed entry's expectation on CPU ``machine`` (the one
+    measured on) replaced by its measurement, as :meth:`~.baseline_file.Entry.blessed_on`
+    places it, and its numerics tolerance written out; other entries unchanged."""
     today = datetime.date.today().isoformat()
-    replaced: dict[int, Entry] = {}
-    for result in results:
-        if result.verdict.status is not GateStatus.BLESSED:
+    replaced: dict[tuple[str, str | None, str | None, str | None, str], Entry] = {}
+    blessed = [r for r in results if r.verdict.status is GateStatus.BLESSED]
+    for entry in baseline.entries:
+        result = next((r for r in blessed if r.entry.identity == entry.identity), None)
+        if result is None:
             continue
         m = result.measurement
         assert m.speedup is not None and m.numerics is not None
-        entry = result.entry
-        replaced[id(entry)] = dataclasses.replace(
-            entry,
-            expected_speedup=round(m.speedup.median, 3),
-            numerics=m.numerics,
-            blessed={
-                "interval": [round(m.speedup.low, 3), round(m.speedup.high, 3)],
-                "rounds": m.speedup.rounds,
-                "iree": m.iree_version,
-                "date": today,
-            },
-        )
-    entries = tuple(replaced.get(id(e), e) for e in baseline.entries)
+        description: dict[str, Any] = {
+            "interval": [round(m.speedup.low, 3), round(m.speedup.high, 3)],
+            "rounds": m.speedup.rounds,
+            "iree": m.iree_version,
+            "date": today,
+        } | ({"cpu": machine} if machine is not None else {})
+        on_cpu = entry.blessed_on(machine, round(m.speedup.median, 3), description)
+        replaced[entry.identity] = dataclasses.replace(on_cpu, numerics=m.numerics)
+    entries = tuple(replaced.get(e.identity, e) for e in baseline.entries)
     return dataclasses.replace(baseline, entries=entries)
 
 
