@@ -727,11 +727,13 @@ def _tune_one_task(
     model_text: str, kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> dict[str, object]:
     """Tune a linalg model for half a minute on 1 thread; its one task of ``kind`` must
-    have a template whose every candidate (4 at least) matched IREE default, and the
-    model recipe must be right. Returns the task's template recipe."""
+    have a template whose every candidate (4 at least: one wave of --jobs 4, what a
+    budget the other steps use up still gives it) matched IREE default, and the model
+    recipe must be right. Returns the task's template recipe."""
     model = tmp_path / "model.mlir"
     model.write_text(model_text)
     args = ["tune", str(model), "--threads", "1", "--budget", "0.5", "--round-size", "4"]
+    args += ["--jobs", "4"]
     assert main([*args, "--repeats", "3", "--out", str(tmp_path / "m.tune"), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["run"]["status"] == "ok"
@@ -802,13 +804,12 @@ def test_tune_writes_a_model_recipe_that_is_correct_and_a_rerun_reuses_it(
     tuned = [t for t in by_task.values() if t["recipe"]]
     assert tuned, "no task got a template"
     assert all(Path(t["recipe"]).exists() for t in tuned)
-    # The budget reaches the task with the most time; on a slow machine it may run out
-    # before a later one, which must then say so rather than claim it lost. (A task's
-    # first round is whole: --round-size candidates.)
-    swept = [t for t in tuned if t["candidates"] >= 4]
-    assert swept and swept[0] == tuned[0]
-    for t in tuned:
-        assert t in swept or "budget ran out before its first round" in t["reason"]
+    # Half a minute is less than the graph race, the profile and the checks after the
+    # sweeps take: every task with a template still gets a first round, of at least
+    # one wave of compiles (--jobs, one per core), and the budget line says so.
+    state = json.loads((out / "tune-state.json").read_text())
+    assert all(state["tasks"][t["task"]]["rounds"] >= 1 for t in tuned)
+    assert all(t["candidates"] >= 1 for t in tuned)
     # block1's convs form one task although conv2's epilogue adds the residual.
     block1 = [t for t in by_task.values() if "block1.conv2" in t["layers"]]
     assert len(block1) == 1 and block1[0]["recipe"], block1
@@ -825,7 +826,7 @@ def test_tune_writes_a_model_recipe_that_is_correct_and_a_rerun_reuses_it(
         assert by_task[kernel["name"]]["kept"] == "schedule"
     assert [t["task"] for t in recipe["provenance"]["tasks"]] == list(by_task)
     # The budget is spent: a second run sweeps nothing and takes up what the first found.
-    state = json.loads((out / "tune-state.json").read_text())
+    assert state["spent_s"] >= 30 and state["after_s"] > 0 and state["profile_s"] > 0
     assert len(state["history"]) == sum(t["rounds"] for t in state["tasks"].values())
     assert main([*args[:-1], "--no-check", "--json"]) == 0
     second = json.loads(capsys.readouterr().out)

@@ -8,6 +8,7 @@ import dataclasses
 import json
 import os
 import sys
+import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -26,12 +27,13 @@ from ..measure.run_report import RunReport, RunRequest, run_recipe
 from ..measure.status import Status
 from ..sweep.executors import EXECUTORS
 from ..tune.blame import UNBLAMED, blame_packed, blame_schedules
+from ..tune.budget import Budget
 from ..tune.iree_race import race_iree_configurations
 from ..tune.outcome import TuneOutcome
 from ..tune.plot import plot_tune
 from ..tune.races import ModelRewrites, race_layouts, race_model_rewrites
 from ..tune.scheduler import tune
-from ..tune.state import read_state
+from ..tune.state import read_state, record_finish
 from ..tune.tuning import TuneOptions
 from .args import build_target_from, fraction, minutes, positive_int, run_command
 from .lower_command import lower, model_args
@@ -47,7 +49,7 @@ when the model runs correct and 1.02x faster with it. One that loses on every
 convolution is raced again per group of identical convolutions, selected by layer. A
 run within 10% of that bar is a close call, decided on the medians of three runs of
 each side. The `graph` lines say what was raced and kept (OUT/graph-race.json keeps the
-decision for later runs; this race is outside --budget).
+decision for later runs; its time counts in --budget).
 
 The model's tasks (as `tdsched tasks` lists them) are weighed by a profile of IREE's
 default build. Each task with a share of at least --min-share becomes a workload of its
@@ -55,7 +57,17 @@ own and a template recipe under OUT/tasks/ (kept if it is there: edit it to chan
 schedule or its space). The tasks are swept in rounds of --round-size candidates, each
 candidate checked against IREE's default build of the task and timed against it: every
 task once, most time first, then the task whose next round promises the most time per
-call. The budget is wall time; a round never starts past it.
+call.
+
+--budget is wall time of the whole command, every step above and below included: the
+graph race and the profile have run when the sweeps start, the steps after the sweeps
+are estimated (6x the profile's time on a first run, then what the last run into OUT
+measured), and the sweeps get the rest, printed before them as the `budget` line.
+Every task with a template gets a first round, of at least one wave of --jobs
+compiles, untried tasks sharing the sweeps' time equally; a later round never starts
+once the sweeps' time is spent, and a round compiles no candidate past its share (the
+compiles in flight finish). A budget smaller than the steps before and after the
+sweeps plus one wave per task is overrun by that much, and the `budget` line says so.
 
 On x86 a task's template is a kernel schedule (and, for a matmul, the packed mmt4d
 layout); on --target vulkan it is a lowering config for IREE's own pipeline, for
@@ -104,8 +116,9 @@ def add_parser(sub: Any) -> None:
         type=minutes,
         default=30.0,
         metavar="MINUTES",
-        help="wall time for the sweeps in minutes, the total over every run into --out: "
-        "a re-run spends only what is left (default 30)",
+        help="wall time of the whole command in minutes (graph race, profile, sweeps and "
+        "the checks after them), the total over every run into --out: a re-run spends "
+        "only what is left (default 30)",
     )
     out = p.add_argument(
         "--out",
@@ -172,6 +185,7 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Tune ``args.model``. Exit 0 when the model recipe ran correct (or --no-check), 1
     when it came out wrong or failed."""
+    budget = Budget(args.budget * 60)  # the whole command's wall time
     if args.plot is not None:
         require_matplotlib()  # before the tune, not after it
     out: Path = args.out or Path(f"{Path(args.model.partition(':')[0]).stem}.tune")
@@ -211,8 +225,9 @@ def run(args: argparse.Namespace) -> int:
     for line in rewrites.lines:
         progress(f"tune: {line}")
     outcome = tune(
-        rewrites.workload, spec, out, options, progress, rewrites.steps, rewrites.speedup
+        rewrites.workload, spec, out, options, progress, budget, rewrites.steps, rewrites.speedup
     )
+    sweeps_ended = time.monotonic()
     check = None if args.no_check else timed
     numerics = partial(run_recipe, dataclasses.replace(runs, time_it=False))
     with_peers = partial(run_recipe, dataclasses.replace(runs, peers=True))
@@ -228,6 +243,8 @@ def run(args: argparse.Namespace) -> int:
             progress("tune: racing the model recipe against IREE's one-flag configurations")
         iree = race_iree_configurations(outcome, report, with_peers if check else None, check)
         report = iree.report
+    record_finish(out, budget.spent(), time.monotonic() - sweeps_ended)
+    outcome.spent_s, outcome.this_run_s = budget.spent(), budget.elapsed()
     if args.plot is not None:
         where = run_conditions(outcome.tasks.target, outcome.tasks.threads)
         title = f"tdsched tune of {outcome.tasks.workload} on {where}"

@@ -13,9 +13,12 @@
    the largest expected gain, in the manner of Ansor's task scheduler: its time per call
    in the model, divided by its best speedup so far, times the relative gain its last
    round found (at least ``MIN_GAIN`` divided by the rounds it has had, so a task that
-   stopped improving yields to the others). A round never starts past the budget; a
-   task's first round is whole, a later one compiles no candidate once the budget has run
-   out (compiles in flight finish; what compiled is timed and raced). A
+   stopped improving yields to the others). The budget is wall time of the whole
+   command (:mod:`.budget`): the sweeps get what the steps before them took and the
+   steps after them are estimated to take leave. Each untried task's first round gets
+   an equal share of that (at least one wave of compiles), a later round never starts
+   once it is spent, and a round compiles no candidate past its share (compiles in
+   flight finish; what compiled is timed and raced). A
    task's best candidate is its latest race's winner, and its speedup the median of
    every race that candidate ran in (one noisy race moves it only that far).
 4. **One frozen recipe for the model** (``OUT/<model>.tuned.yaml``): the model's
@@ -35,9 +38,10 @@ convolutions as matmuls); its tasks are then the rewritten model's, and the grap
 that rewrote it start every model recipe.
 
 The budget is the total over every run into ``OUT`` (:mod:`.state`, saved after
-each round): re-running a finished tune sweeps nothing, a larger budget spends only the
-difference, and a tune stopped at any point loses only the round in flight, whose
-candidates already recorded in the database are reused without compiling or timing them.
+each round and when the command ends): re-running a finished tune sweeps nothing, a
+larger budget spends only the difference, and a tune stopped at any point loses only
+the round in flight, whose candidates already recorded in the database are reused
+without compiling or timing them.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ from ..compile.pipeline import census_output
 from ..sweep.database import ResultsDB
 from ..sweep.executors import make_executor
 from ..sweep.runner import Sweep, SweepOptions
+from .budget import Budget
 from .model_recipe import ModelSpec, packable, write_model_recipe
 from .outcome import TuneOutcome, estimated_speedup
 from .prepare import prepare
@@ -73,20 +78,23 @@ def tune(
     out: Path,
     options: TuneOptions,
     progress: Progress,
+    budget: Budget,
     graph: Sequence[Mapping[str, Any]] = (),
     graph_speedup: float = 1.0,
 ) -> TuneOutcome:
     """Tune ``workload`` (written into the model recipe as ``workload_spec``, paths
-    relative to ``out``) into ``out``; see the module docstring. ``graph``: the steps
+    relative to ``out``) into ``out``; see the module docstring. ``budget``: started
+    with the command (its ``total_s`` is ``options.budget_s``); ``graph``: the steps
     that made ``workload`` from the model ``workload_spec`` names (they start every model
     recipe), ``graph_speedup`` what they gave IREE's own pipeline."""
-    start = time.monotonic()
     target = options.build.compile_target
     threads = options.build.cpu_threads
     census = census_output(workload.mlir, target)
+    profile_started = time.monotonic()
     tasks = extract_tasks(
         workload, target, threads, rounds=options.rounds, seed=options.seed, census=census
     )
+    profile_s = time.monotonic() - profile_started
     progress(tasks_line(tasks, bool(graph)))
     identity = {"model": workload.name, "target": target.name, "threads": threads}
     if options.build.gpu is not None:  # absent otherwise, so earlier states still hold
@@ -101,23 +109,24 @@ def tune(
     for prepared in tunings:
         resumed = prepared.resume(state.tasks.get(prepared.task.name))
         progress(prepared_line(prepared, resumed))
-    before = state.spent_s
-
-    def spent() -> float:
-        return before + time.monotonic() - start
-
-    if before:
-        progress(f"tune: resumed, {clock(before)} of the {clock(options.budget_s)} budget spent")
+    budget.before_s = state.spent_s
+    budget.plan(profile_s, state.after_per_profile())
+    state.profile_s = profile_s
+    if budget.before_s:
+        progress(
+            f"tune: resumed, {clock(budget.before_s)} of the {clock(options.budget_s)} budget spent"
+        )
+    progress(budget.plan_line(sum(t.tunable for t in tunings), options.jobs))
     db = ResultsDB(out / "tune.db")
     try:
         while (tuning := _next(tunings)) is not None:
-            if spent() >= options.budget_s:
+            untried = sum(t.tunable and t.rounds == 0 for t in tunings)
+            # a task's first round is owed only by a run given budget of its own: a re-run
+            # with the budget spent sweeps nothing, a task templated since included
+            if budget.over() and (not untried or budget.before_s >= budget.total_s):
                 break
-            # a task's first round is whole (what the task is worth is known after it);
-            # later rounds end with the budget
-            deadline = start + options.budget_s - before if tuning.rounds else None
-            _round(tuning, db, options, deadline)
-            state.spent_s = spent()
+            _round(tuning, db, options, budget.round_end(untried))
+            state.spent_s = budget.spent()
             state.tasks = {t.task.name: t.state() for t in tunings if t.recipe is not None}
             estimate = estimated_speedup(tasks, tunings, graph_speedup)
             state.history.append(
@@ -129,9 +138,11 @@ def tune(
                 }
             )
             save_state(out, state)
-            progress(round_line(tuning, estimate, spent(), options))
+            progress(round_line(tuning, estimate, budget.spent(), options))
     finally:
         db.close()
+    state.spent_s = budget.spent()
+    save_state(out, state)
     name = f"{workload.name}_tuned"
     recipe = out / f"{workload.name}.tuned.yaml"
     model = ModelSpec(name, workload_spec, tuple(graph))
@@ -140,14 +151,13 @@ def tune(
     if packable(tunings):
         path = out / f"{workload.name}.packed.yaml"
         packed = (path, write_model_recipe(path, model, tunings, options, packed=True))
-    elapsed = time.monotonic() - start
     return TuneOutcome(
         tasks,
         tunings,
         recipe,
-        spent(),
+        budget.spent(),
         kernels,
-        elapsed,
+        budget.elapsed(),
         packed,
         graph_speedup,
         state.history,

@@ -18,6 +18,11 @@ folder in its place) is refused in one line naming the file and the field
 ``history`` has a line per round, over every run: the budget spent when it ended, the
 task it swept, that task's best speedup and the model's estimated speedup then (what
 ``tdsched tune --plot`` draws). A state written before it existed has none.
+
+``spent_s`` is wall time of whole runs (:mod:`.budget`): after the sweeps it is saved
+with the steps before them, and once the command ends (:func:`record_finish`) with the
+steps after them too, whose time is kept as ``after_s`` beside the profile's
+``profile_s``, so the next run estimates those steps from this machine and model.
 """
 
 from __future__ import annotations
@@ -50,6 +55,17 @@ class TuneState:
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
     history: list[dict[str, Any]] = field(default_factory=list)
     """One entry per round: ``spent_s``, ``task``, ``speedup``, ``estimate``."""
+    profile_s: float | None = None
+    """The last run's profile of IREE's default build of the model, in seconds."""
+    after_s: float | None = None
+    """The last finished run's steps after the sweeps, in seconds."""
+
+    def after_per_profile(self) -> float | None:
+        """The steps after the sweeps in units of the profile, as the last finished run
+        measured them (``None``: no run finished)."""
+        if self.after_s is None or not self.profile_s:
+            return None
+        return self.after_s / self.profile_s
 
 
 class StateError(ValueError):
@@ -74,7 +90,9 @@ def load_state(folder: Path, identity: Mapping[str, Any]) -> tuple[TuneState, st
             "budget starts afresh (the database's candidates are still reused)"
         )
     history = saved.get("history", [])
-    return TuneState(dict(identity), float(saved["spent_s"]), saved["tasks"], history), None
+    state = TuneState(dict(identity), float(saved["spent_s"]), saved["tasks"], history)
+    state.profile_s, state.after_s = saved.get("profile_s"), saved.get("after_s")
+    return state, None
 
 
 def read_state(folder: Path) -> dict[str, Any] | None:
@@ -286,7 +304,7 @@ _ROUND = _fields(
 )
 _STATE = _fields(
     {"version": _INTEGER, "identity": _OBJECT, "spent_s": _SECONDS, "tasks": _values(_TASK)},
-    {"history": _items(_ROUND)},
+    {"history": _items(_ROUND), "profile_s": _SECONDS, "after_s": _SECONDS},
     closed=False,
 )
 
@@ -300,19 +318,34 @@ def save_state(folder: Path, state: TuneState) -> None:
         "tasks": state.tasks,
         "history": state.history,
     }
+    for name in ("profile_s", "after_s"):
+        value = getattr(state, name)
+        if value is not None:
+            document[name] = round(value, 3)
     write_atomically(folder / STATE_FILE, json.dumps(document, indent=1).encode())
+
+
+def record_finish(folder: Path, spent_s: float, after_s: float) -> None:
+    """Record in ``folder``'s state, which this run wrote, that the run ended with
+    ``spent_s`` of the budget spent, ``after_s`` of it on the steps after the sweeps
+    (no file: a run that wrote none)."""
+    _update(folder, {"spent_s": round(spent_s, 3), "after_s": round(after_s, 3)})
 
 
 def record_tasks(folder: Path, tasks: Mapping[str, Mapping[str, Any]]) -> None:
     """Replace the saved states of ``tasks`` (name -> state) in ``folder``'s state file,
     which this run wrote, keeping everything else in it (no file: a tune that ran no
     round and resumed none, whose tasks have nothing to keep)."""
-    path = folder / STATE_FILE
-    if not path.exists():
-        return
-    document = json.loads(path.read_text())
-    document["tasks"].update({name: dict(state) for name, state in tasks.items()})
-    write_atomically(path, json.dumps(document, indent=1).encode())
+    saved = read_state(folder)
+    if saved is not None:
+        _update(folder, {"tasks": saved["tasks"] | {n: dict(s) for n, s in tasks.items()}})
+
+
+def _update(folder: Path, fields: Mapping[str, Any]) -> None:
+    """Set ``fields`` in ``folder``'s state file, keeping the rest (no file: nothing)."""
+    saved = read_state(folder)
+    if saved is not None:
+        write_atomically(folder / STATE_FILE, json.dumps(saved | dict(fields), indent=1).encode())
 
 
 def digest(path: Path) -> str:
