@@ -108,12 +108,13 @@ def test_run_json_reports_status_error_and_speedup() -> None:
     )
     for key in ("max_abs_error", "time_ms", "baseline_ms", "speedup", "iree_version", "threads"):
         assert report[key] is not None, key
-    # the median of per-round ratios, inside its interval, near the ratio of the medians
+    # the median of per-round ratios, inside its interval, and between the ratios the
+    # fastest and slowest timings allow (a loaded machine moves the ratio of the medians
+    # away from it: two rounds measured 2.57x against 0.77x beside a tune)
     low, high = report["speedup_interval"]
     assert low <= report["speedup"] <= high
-    assert report["speedup"] == pytest.approx(
-        report["baseline_ms"]["median"] / report["time_ms"]["median"], rel=0.5
-    )
+    times, baseline = report["time_ms"], report["baseline_ms"]
+    assert baseline["min"] / times["max"] <= report["speedup"] <= baseline["max"] / times["min"]
 
 
 BROKEN = """\
