@@ -130,6 +130,7 @@ def test_python_recipe_names_are_checked_too() -> None:
             "argument --rtol: expected a number >= 0",
         ),
         (["regress", "--time-cap", "0"], "argument --time-cap: expected a number > 0"),
+        (["regress", "--precision", "1"], "--precision: expected a number above 0 and below 1"),
         (
             ["run", "matmul_x86", "--param", f"M={10**20}"],
             f"--param: M={10**20}: M does not fit in 64 bits",

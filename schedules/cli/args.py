@@ -43,6 +43,7 @@ non_negative_int = _number(int, 0, True, "an integer >= 0")
 positive_float = _number(float, 0, False, "a number > 0")
 non_negative_float = _number(float, 0, True, "a number >= 0")
 fraction = _number(float, 0, True, "a number from 0 to 1", high=1)
+open_fraction = _number(float, 0, False, "a number above 0 and below 1", high=math.nextafter(1, 0))
 MINUTES_PER_YEAR = 525_600
 minutes = _number(
     float,

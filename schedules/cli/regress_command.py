@@ -25,7 +25,7 @@ from ..regress.runner import (
     write_baseline,
 )
 from ..regress.verdict import GateStatus, slower_than_default
-from .args import add_trust_options, positive_float, trust_from
+from .args import add_trust_options, open_fraction, positive_float, trust_from
 from .output_paths import reads, recipe_file, writes
 
 DEFAULT_BASELINE = Path("tdsched-baseline.yaml")
@@ -136,6 +136,14 @@ def add_parser(sub: Any) -> None:
         metavar="S",
         help="seconds of timing per entry (overrides)",
     )
+    p.add_argument(
+        "--precision",
+        type=open_fraction,
+        metavar="F",
+        help="stop timing an entry once its speedup's 95%% interval is within F of it "
+        "(overrides; e.g. 0.02 with --record and a larger --time-cap, for a history whose "
+        "noise a small step clears)",
+    )
     record = p.add_argument(
         "--record",
         type=Path,
@@ -236,7 +244,11 @@ def run(args: argparse.Namespace) -> int:
             allow_slower=args.allow_slower,
             labels=args.entry,
             target=args.target,
-            time_cap_s=args.time_cap,
+            overrides={
+                name: value
+                for name, value in (("time_cap_s", args.time_cap), ("precision", args.precision))
+                if value is not None
+            },
             on_result=_progress,
             trust=trust_from(args),
             machine=machine,

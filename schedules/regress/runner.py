@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,7 +97,7 @@ def run_baseline(
     allow_slower: bool = False,
     labels: Sequence[str] = (),
     target: str | None = None,
-    time_cap_s: float | None = None,
+    overrides: Mapping[str, float] | None = None,
     on_result: Callable[[EntryResult], None] = lambda result: None,
     trust: Trust = UNTRUSTED,
     machine: str | None = None,
@@ -109,7 +109,8 @@ def run_baseline(
     Only entries whose label contains one of ``labels`` (all when empty) and that build
     for ``target`` (all when ``None``) are run. Every one is validated first (see
     :func:`entry_target`), so bad input stops the run before anything is measured.
-    ``time_cap_s`` overrides every entry's cap; ``on_result`` sees each result as soon
+    ``overrides`` replace those settings of every entry (``time_cap_s``, ``precision``:
+    the command line's); ``on_result`` sees each result as soon
     as it is known (progress output); ``trust``: what the command line granted the
     entries' recipe files (:mod:`..recipe_trust`); ``allow_slower``: with ``update``,
     bless entries measured slower than IREE default too (:func:`~.verdict.judge`);
@@ -122,8 +123,7 @@ def run_baseline(
     with tempfile.TemporaryDirectory(prefix="tdsched-regress-cache-") as cache:
         for entry in selected:
             settings = entry.settings(baseline.defaults)
-            if time_cap_s is not None:
-                settings = dataclasses.replace(settings, time_cap_s=time_cap_s)
+            settings = dataclasses.replace(settings, **(overrides or {}))
             recipe = baseline.resolve_recipe(entry)
             result = measure_entry(
                 recipe,
