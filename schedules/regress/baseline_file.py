@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -180,8 +181,11 @@ class Entry:
         params = json.dumps(self.params, sort_keys=True)
         return (self.recipe, self.target, self.cpu, self.gpu, params)
 
-    def settings(self, defaults: Settings) -> Settings:
-        return dataclasses.replace(defaults, **self.overrides)  # type: ignore[arg-type]
+    def settings(self, defaults: Settings, command_line: Mapping[str, float] = {}) -> Settings:
+        """The entry's settings: ``defaults`` with its own overrides, then the
+        ``command_line``'s (``--time-cap``, ``--precision``)."""
+        chosen = {**self.overrides, **command_line}
+        return dataclasses.replace(defaults, **chosen)  # type: ignore[arg-type]
 
     def threshold(self, defaults: Settings) -> float | None:
         """The lowest passing speedup (``None`` when not blessed)."""

@@ -122,8 +122,7 @@ def run_baseline(
     results = []
     with tempfile.TemporaryDirectory(prefix="tdsched-regress-cache-") as cache:
         for entry in selected:
-            settings = entry.settings(baseline.defaults)
-            settings = dataclasses.replace(settings, **(overrides or {}))
+            settings = entry.settings(baseline.defaults, overrides or {})
             recipe = baseline.resolve_recipe(entry)
             result = measure_entry(
                 recipe,
