@@ -18,6 +18,9 @@ from pathlib import Path
 ISAS = ("avx512", "avx2", "sse")
 """The vector ISAs entries are told apart by: AVX-512 (``avx512f``), AVX2 with FMA, and
 x86 without either."""
+REGISTER_FILES: dict[str, tuple[int, int]] = {"avx512": (32, 16), "avx2": (16, 8), "sse": (16, 4)}
+"""Per ISA: its vector registers, and the f32 lanes of each (what bounds a register tile:
+its accumulators, plus the operand vectors of one step, must fit)."""
 
 _AVX512_CPUS = frozenset(
     [

@@ -3,6 +3,7 @@ and the machine's measured peak (``tdsched peak``, GFLOP/s and % of peak in ``ru
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 from cli_process import tdsched
 from onnx_models import mlp_model
+from tdsched.schedules.cli.peak_command import vector_line
 from tdsched.schedules.measure.peers import IREE_PEERS, NUMPY, ONNXRUNTIME, peer_names
 from tdsched.targets.target import make_target
 
@@ -128,3 +130,18 @@ def test_a_cached_peak_below_a_measured_rate_is_measured_again(tmp_path: Path) -
     peak = json.loads(proc.stdout)["throughput"]["peak"]
     assert peak["fma_gflops"] > 1 and peak["measured_at"] != stale["measured_at"]
     assert json.loads((tmp_path / "machine_peak.json").read_text())[key] == peak
+
+
+@pytest.mark.parametrize(
+    ("cpu", "features", "line"),
+    [
+        ("haswell", None, "avx2 (haswell): 16 registers of 8 f32"),
+        ("znver4", None, "avx512 (znver4): 32 registers of 16 f32"),
+        ("znver4", "-avx512f", "avx2 (znver4): 16 registers of 8 f32"),
+    ],
+)
+def test_peak_names_the_vector_isa_and_its_register_file(
+    cpu: str, features: str | None, line: str
+) -> None:
+    """What a register tile must fit in (the walkthrough derives its tiles from it)."""
+    assert vector_line(argparse.Namespace(cpu=cpu, cpu_features=features)) == line

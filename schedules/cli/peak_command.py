@@ -6,6 +6,8 @@ import argparse
 import json
 from typing import Any
 
+from tdsched.targets.cpu_isa import REGISTER_FILES
+from tdsched.targets.cpu_model import build_cpu
 from tdsched.targets.target import TARGET_NAMES, make_target
 
 from ..measure.evaluation import prepare_device
@@ -33,6 +35,17 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
+def vector_line(args: argparse.Namespace) -> str | None:
+    """``avx512 (cascadelake): 32 registers of 16 f32``: the vector ISA of an x86 build
+    for ``--cpu`` / ``--cpu-features`` and its register file (None: not x86 SIMD)."""
+    cpu = build_cpu(args.cpu, args.cpu_features)
+    if cpu.isa is None:
+        return None
+    registers, lanes = REGISTER_FILES[cpu.isa]
+    model = f" ({cpu.model})" if cpu.model else ""
+    return f"{cpu.isa}{model}: {registers} registers of {lanes} f32"
+
+
 def run(args: argparse.Namespace) -> int:
     target = make_target(args.target, cpu=args.cpu, cpu_features=args.cpu_features)
     prepare_device(target, args.threads)
@@ -42,6 +55,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     threads = "" if peak.threads is None else f", {peak.threads} thread" + "s" * (peak.threads > 1)
     print(f"device     {peak.target} on {peak.cpu}{threads}")
+    vector = vector_line(args) if args.target == "x86" else None
+    if vector is not None:
+        print(f"vector     {vector}")
     print(f"FMA peak   {peak.fma_gflops:.1f} GFLOP/s (f32)")
     if peak.fma_gflops_by_chains:
         chains = ", ".join(f"{n}: {g:.1f}" for n, g in peak.fma_gflops_by_chains.items())
