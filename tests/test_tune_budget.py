@@ -65,10 +65,14 @@ def test_the_state_keeps_what_the_steps_after_the_sweeps_took(tmp_path: Path) ->
     save_state(tmp_path, state)
     fresh, _ = load_state(tmp_path, identity)
     assert fresh.profile_s == 8.0 and fresh.after_per_profile() is None  # no run finished
-    record_finish(tmp_path, spent_s=160.0, after_s=40.0)
+    record_finish(tmp_path, spent_s=160.0, profile_s=8.0, after_s=40.0)
     finished, _ = load_state(tmp_path, identity)
     assert finished.spent_s == 160.0 and finished.after_per_profile() == pytest.approx(5.0)
     saved = json.loads((tmp_path / "tune-state.json").read_text())
     assert saved["after_s"] == 40.0 and saved["profile_s"] == 8.0
-    record_finish(tmp_path / "none", 1.0, 1.0)  # a run that wrote no state: nothing
+    # --no-check: the steps after the sweeps did not run; the last measured pair is kept
+    record_finish(tmp_path, spent_s=170.0, profile_s=9.0, after_s=None)
+    kept, _ = load_state(tmp_path, identity)
+    assert kept.spent_s == 170.0 and kept.after_per_profile() == pytest.approx(5.0)
+    record_finish(tmp_path / "none", 1.0, 1.0, 1.0)  # a run that wrote no state: nothing
     assert not (tmp_path / "none").exists()

@@ -27,7 +27,7 @@ from ..measure.run_report import RunReport, RunRequest, run_recipe
 from ..measure.status import Status
 from ..sweep.executors import EXECUTORS
 from ..tune.blame import UNBLAMED, blame_packed, blame_schedules
-from ..tune.budget import Budget
+from ..tune.budget import AFTER_PER_PROFILE, Budget
 from ..tune.iree_race import race_iree_configurations
 from ..tune.outcome import TuneOutcome
 from ..tune.plot import plot_tune
@@ -61,7 +61,7 @@ call.
 
 --budget is wall time of the whole command, every step above and below included: the
 graph race and the profile have run when the sweeps start, the steps after the sweeps
-are estimated (6x the profile's time on a first run, then what the last run into OUT
+are estimated ({AFTER}x the profile's time on a first run, then what the last run into OUT
 measured), and the sweeps get the rest, printed before them as the `budget` line.
 Every task with a template gets a first round, of at least one wave of --jobs
 compiles, untried tasks sharing the sweeps' time equally; a later round never starts
@@ -107,7 +107,7 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "tune",
         help="tune a model's tasks within a time budget into one recipe",
-        description=DESCRIPTION,
+        description=DESCRIPTION.format(AFTER=f"{AFTER_PER_PROFILE:g}"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_profiled_model_arguments(p)
@@ -243,7 +243,9 @@ def run(args: argparse.Namespace) -> int:
             progress("tune: racing the model recipe against IREE's one-flag configurations")
         iree = race_iree_configurations(outcome, report, with_peers if check else None, check)
         report = iree.report
-    record_finish(out, budget.spent(), time.monotonic() - sweeps_ended)
+    # with --no-check the steps after the sweeps did not run: nothing to learn from them
+    after_s = None if check is None else time.monotonic() - sweeps_ended
+    record_finish(out, budget.spent(), budget.profile_s, after_s)
     outcome.spent_s, outcome.this_run_s = budget.spent(), budget.elapsed()
     if args.plot is not None:
         where = run_conditions(outcome.tasks.target, outcome.tasks.threads)

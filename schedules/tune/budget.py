@@ -20,7 +20,7 @@ chooses, so they get what the others leave:
   every task instead of going to the first. Later rounds end with the sweeps' share.
 
 A budget smaller than the fixed steps plus one wave per task is overrun by that much;
-the plan line printed before the sweeps says so, with the budget that would be kept.
+the plan line printed before the sweeps says so, with the run's expected length.
 """
 
 from __future__ import annotations

@@ -111,7 +111,6 @@ def tune(
         progress(prepared_line(prepared, resumed))
     budget.before_s = state.spent_s
     budget.plan(profile_s, state.after_per_profile())
-    state.profile_s = profile_s
     if budget.before_s:
         progress(
             f"tune: resumed, {clock(budget.before_s)} of the {clock(options.budget_s)} budget spent"

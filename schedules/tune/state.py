@@ -56,9 +56,10 @@ class TuneState:
     history: list[dict[str, Any]] = field(default_factory=list)
     """One entry per round: ``spent_s``, ``task``, ``speedup``, ``estimate``."""
     profile_s: float | None = None
-    """The last run's profile of IREE's default build of the model, in seconds."""
+    """The profile of IREE's default build of the model in the last finished run that
+    ran the steps after the sweeps, in seconds (written by :func:`record_finish`)."""
     after_s: float | None = None
-    """The last finished run's steps after the sweeps, in seconds."""
+    """That run's steps after the sweeps, in seconds."""
 
     def after_per_profile(self) -> float | None:
         """The steps after the sweeps in units of the profile, as the last finished run
@@ -325,27 +326,33 @@ def save_state(folder: Path, state: TuneState) -> None:
     write_atomically(folder / STATE_FILE, json.dumps(document, indent=1).encode())
 
 
-def record_finish(folder: Path, spent_s: float, after_s: float) -> None:
+def record_finish(folder: Path, spent_s: float, profile_s: float, after_s: float | None) -> None:
     """Record in ``folder``'s state, which this run wrote, that the run ended with
-    ``spent_s`` of the budget spent, ``after_s`` of it on the steps after the sweeps
-    (no file: a run that wrote none)."""
-    _update(folder, {"spent_s": round(spent_s, 3), "after_s": round(after_s, 3)})
+    ``spent_s`` of the budget spent, its profile having taken ``profile_s`` and the steps
+    after the sweeps ``after_s`` (``None``: they did not run, ``--no-check``; the last
+    measured pair is kept). No file: a run that wrote none."""
+    fields = {"spent_s": round(spent_s, 3)}
+    if after_s is not None:
+        fields |= {"profile_s": round(profile_s, 3), "after_s": round(after_s, 3)}
+    _update(folder, lambda saved: fields)
 
 
 def record_tasks(folder: Path, tasks: Mapping[str, Mapping[str, Any]]) -> None:
     """Replace the saved states of ``tasks`` (name -> state) in ``folder``'s state file,
     which this run wrote, keeping everything else in it (no file: a tune that ran no
     round and resumed none, whose tasks have nothing to keep)."""
-    saved = read_state(folder)
-    if saved is not None:
-        _update(folder, {"tasks": saved["tasks"] | {n: dict(s) for n, s in tasks.items()}})
+    _update(
+        folder, lambda saved: {"tasks": saved["tasks"] | {n: dict(s) for n, s in tasks.items()}}
+    )
 
 
-def _update(folder: Path, fields: Mapping[str, Any]) -> None:
-    """Set ``fields`` in ``folder``'s state file, keeping the rest (no file: nothing)."""
+def _update(folder: Path, change: Callable[[dict[str, Any]], Mapping[str, Any]]) -> None:
+    """Set the fields ``change`` gives for the saved state in ``folder``'s state file,
+    keeping the rest (no file: nothing)."""
     saved = read_state(folder)
     if saved is not None:
-        write_atomically(folder / STATE_FILE, json.dumps(saved | dict(fields), indent=1).encode())
+        document = saved | dict(change(saved))
+        write_atomically(folder / STATE_FILE, json.dumps(document, indent=1).encode())
 
 
 def digest(path: Path) -> str:
