@@ -30,9 +30,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from tdsched.schedules.measure.machine_peak import cpu_description
 from tdsched.schedules.regress.change_points import Settings, change_points
 from tdsched.schedules.regress.history import read_series
+from tdsched.targets.cpu_isa import cpu_description
 
 
 def noise_samples(history: Path, entry: str | None, commit: str | None) -> dict[str, list[float]]:

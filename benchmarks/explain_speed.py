@@ -26,7 +26,7 @@ from tdsched.schedules.compile.step_trace import trace
 from tdsched.schedules.compile.step_views import explain_text
 from tdsched.schedules.frontends.loading import load
 from tdsched.schedules.frontends.shipped import shipped_recipe_names
-from tdsched.schedules.measure.machine_peak import cpu_description
+from tdsched.targets.cpu_isa import cpu_description
 
 
 def measure(name: str, target: str, repeats: int) -> dict[str, Any]:

@@ -35,8 +35,7 @@ from typing import Any
 
 import iree.compiler.version
 from docs_sections import add_options, update_section
-from tdsched.schedules.measure.machine_peak import cpu_description
-from tdsched.targets.cpu_isa import vector_isa
+from tdsched.targets.cpu_isa import cpu_description, vector_isa
 
 SQUARE = [128, 256, 512, 1024, 2048]
 FFN = [(128, 3072, 768), (128, 768, 3072), (512, 4096, 1024)]

@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from tdsched.schedules.measure.machine_peak import cpu_description
+from tdsched.targets.cpu_isa import cpu_description
 
 
 def spin() -> None:

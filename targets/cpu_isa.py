@@ -12,6 +12,7 @@ machine's ``/proc/cpuinfo`` flags, an LLVM CPU name from the table below, and
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -113,6 +114,14 @@ def cpuinfo() -> dict[str, str]:
     except OSError:
         pass
     return fields
+
+
+def cpu_description() -> str:
+    """The CPU as /proc/cpuinfo names it (model name, family, model), and its core count."""
+    fields = cpuinfo()
+    name = fields.get("model name", "unknown CPU")
+    family, model = fields.get("cpu family", "?"), fields.get("model", "?")
+    return f"{name} (family {family} model {model}), {os.cpu_count()} cores"
 
 
 @lru_cache(maxsize=1)

@@ -90,3 +90,30 @@ def compare_result(
         max_abs_error=float(np.nan_to_num(diff, nan=np.inf, posinf=np.inf).max(initial=0.0)),
         max_abs_reference=float(finite.max(initial=0.0)),
     )
+
+
+def compare_results(
+    got: list[np.ndarray[Any, Any]],
+    want: list[np.ndarray[Any, Any]],
+    atol: float,
+    rtol: float,
+    undefined: list[np.ndarray[Any, Any]] | None = None,
+) -> tuple[float | None, str | None]:
+    """Every result of a call against its reference by :func:`compare_result`: the
+    largest error (``None`` when it is not finite: a NaN result has no error size) and why
+    the results do not pass (``None`` when they do): a wrong count, or the first result
+    that fails, named by its index when there are several."""
+    if len(got) != len(want):
+        return None, f"{len(got)} results, expected {len(want)}"
+    masks: list[np.ndarray[Any, Any] | None] = list(undefined) if undefined else [None] * len(want)
+    comparisons = [
+        compare_result(g, w, atol, rtol, mask) for g, w, mask in zip(got, want, masks, strict=True)
+    ]
+    largest = max((c.max_abs_error for c in comparisons), default=0.0)
+    worst = largest if np.isfinite(largest) else None
+    for index, c in enumerate(comparisons):
+        problem = c.problem(atol, rtol)
+        if problem is not None:
+            which = f"result #{index}: " if len(comparisons) > 1 else ""
+            return worst, which + problem
+    return worst, None

@@ -7,8 +7,16 @@ the command before). The line before the block says how the docs test treats it:
 * ``<!-- docs-sample: run -->``: run as shown, from the repository's root;
 * ``<!-- docs-sample: run ARGS -->``: run with ``ARGS`` appended to each ``tdsched``
   command (a smaller shape, fewer repeats), the output compared all the same;
-* ``<!-- docs-sample: not run: WHY -->``: shown, not run (it needs a GPU, takes minutes, or
-  needs files of a run before).
+* ``<!-- docs-sample: run in NAME [ARGS] -->``: run in a fresh temporary folder holding a
+  copy of ``docs/samples/NAME/`` (the example's files: a baseline, ``.mlir`` files, a
+  sweep database), so that the sample finds what it names and what it writes stays
+  there; paths under that folder are shown relative to it;
+* ``<!-- docs-sample: not run: WHY -->``: shown, not run (it needs a GPU, or its
+  output depends on more than the machine's numbers).
+
+A block's first command is a ``tdsched`` command; later ones may be another program the
+sample reads a file with (``cat perf.yaml``). Text after `` # `` on a command line is a
+comment.
 
 Output is compared by shape: numbers become ``#`` (timings and errors differ from machine
 to machine, their places do not) and runs of spaces one space. A line ``...`` in the
@@ -24,7 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-MARKER = re.compile(r"^<!-- docs-sample: (run(?: (?P<args>.*?))?|not run: (?P<why>.+?)) -->$")
+SAMPLES = REPO / "docs" / "samples"
+MARKER = re.compile(
+    r"^<!-- docs-sample: (run(?: in (?P<folder>[\w.-]+))?(?: (?P<args>.*?))?"
+    r"|not run: (?P<why>.+?)) -->$"
+)
 _NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 
 
@@ -56,6 +68,14 @@ class Sample:
         if found is None or found.group("why") is not None:
             return None
         return found.group("args") or ""
+
+    @property
+    def folder(self) -> Path | None:
+        """The ``docs/samples/NAME`` folder a ``run in NAME`` sample runs in a copy of."""
+        found = MARKER.match(self.marker or "")
+        if found is None or found.group("folder") is None:
+            return None
+        return SAMPLES / found.group("folder")
 
 
 def doc_pages() -> list[Path]:

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
-from docs_samples import MARKER, REPO, Sample, doc_pages, mismatch, samples
+from docs_samples import MARKER, REPO, SAMPLES, Sample, doc_pages, mismatch, samples
 
 ALL = [sample for page in doc_pages() for sample in samples(page)]
 RUN = [sample for sample in ALL if sample.extra_args is not None]
@@ -25,6 +27,14 @@ def test_every_sample_says_whether_the_docs_test_runs_it() -> None:
     assert len(RUN) >= 10
 
 
+def test_every_sample_folder_exists_and_is_used() -> None:
+    named = {s.folder for s in RUN if s.folder is not None}
+    missing = sorted(str(f) for f in named if not f.is_dir())
+    assert not missing, f"docs samples run in folders that do not exist: {missing}"
+    unused = sorted(p.name for p in SAMPLES.iterdir() if p.is_dir() and p not in named)
+    assert not unused, f"docs/samples folders no sample runs in: {unused}"
+
+
 def _changed_files() -> str:
     """What ``git status`` says of the checkout (files a command wrote show up)."""
     done = subprocess.run(
@@ -37,21 +47,38 @@ def _changed_files() -> str:
     return done.stdout
 
 
+def _command(words: list[str], extra_args: str) -> list[str]:
+    """The program to run for one command line of a sample."""
+    if words[0] != "tdsched":
+        return words  # e.g. `cat perf.yaml`, showing a file the command before wrote
+    return [
+        sys.executable,
+        "-m",
+        "tdsched.schedules.cli.main",
+        *words[1:],
+        *shlex.split(extra_args),
+    ]
+
+
 @pytest.mark.usefixtures("iree")
 @pytest.mark.parametrize("sample", RUN, ids=[s.name for s in RUN])
-def test_a_sample_prints_what_the_docs_show(sample: Sample) -> None:
+def test_a_sample_prints_what_the_docs_show(sample: Sample, tmp_path: Path) -> None:
     before = _changed_files()
+    cwd = REPO
+    if sample.folder is not None:
+        cwd = tmp_path / sample.folder.name
+        shutil.copytree(sample.folder, cwd)
     status = None
     for step in sample.steps:
         if step.command == "echo $?":
             assert step.shown == [str(status)], f"{sample.name}: exit status {status}"
             continue
-        words = shlex.split(step.command)
+        words = shlex.split(step.command, comments=True)
         quiet = "2>/dev/null" in words
-        words = [w for w in words if w != "2>/dev/null"] + shlex.split(sample.extra_args or "")
+        words = [w for w in words if w != "2>/dev/null"]
         done = subprocess.run(
-            [sys.executable, "-m", "tdsched.schedules.cli.main", *words[1:]],
-            cwd=REPO,
+            _command(words, sample.extra_args or ""),
+            cwd=cwd,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL if quiet else subprocess.STDOUT,
             text=True,
@@ -61,7 +88,7 @@ def test_a_sample_prints_what_the_docs_show(sample: Sample) -> None:
         )
         status = done.returncode
         # A shipped recipe is named by where it is installed: the docs show the checkout's.
-        printed = done.stdout.replace(f"{REPO}/", "").splitlines()
+        printed = done.stdout.replace(f"{cwd}/", "").replace(f"{REPO}/", "").splitlines()
         problem = mismatch(step.shown, printed)
         assert problem is None, (
             f"{sample.name}: `{step.command}` no longer prints what the docs show, {problem}. "

@@ -15,10 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tdsched.targets.cpu_isa import cpu_description
 from tdsched.targets.target import DEFAULT_THREADS, make_target
 
 from ..measure.evaluation import prepare_device
-from ..measure.machine_peak import MachinePeak, cpu_description, machine_peak
+from ..measure.machine_peak import MachinePeak, machine_peak
 from ..measure.roofline_plot import PlotError, require_matplotlib
 from ..sweep.database import DatabaseError, ResultsDB, Sweep
 from ..sweep.report import (

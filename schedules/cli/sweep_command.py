@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import json
 import os
+import shlex
 import sys
 import time
 from collections.abc import Sequence
@@ -233,6 +234,29 @@ def add_parser(sub: Any) -> None:
         "the table's key) and write the winners as a shape table; a value that is not a "
         "number keys by a string parameter (M=128,N=3072,K=768,WEIGHTS=constant)",
     )
+    remote = p.add_mutually_exclusive_group()
+    bundle = remote.add_argument(
+        "--bundle",
+        type=Path,
+        metavar="DIR",
+        help="compile the candidates here and write them as a bench bundle into DIR (a new "
+        "folder): the modules, IREE default's build, seeded inputs, reference outputs and "
+        "the runner; nothing is timed here. Run 'python DIR/bench.py' on the machine with "
+        "the device (it needs only iree-base-runtime and numpy), then this command again "
+        "with --import DIR/results.json instead of --bundle (docs/commands/bench.md). "
+        "Strategies grid and random",
+    )
+    writes(p, bundle, folder=True)
+    imported = remote.add_argument(
+        "--import",
+        dest="import_results",
+        type=Path,
+        metavar="RESULTS",
+        help="record the results file a bundle's bench.py wrote into the sweep that wrote "
+        "the bundle (give the --bundle command's recipe, options and --db), then finish "
+        "it: ranked table, best recipe; the candidates do not race (they ran elsewhere)",
+    )
+    reads(p, imported)
     p.add_argument("--top", type=positive_int, default=10, help="rows of the ranked table (10)")
     p.add_argument("--json", action="store_true", help="print one JSON object at the end")
     p.add_argument("--executor", choices=EXECUTORS, default="local", help="default: local")
@@ -304,8 +328,14 @@ def run(args: argparse.Namespace) -> int:
     fixed = dict(parse_override(p) for p in args.param)
     _check_best_out(args)
     if args.shape:
+        if args.bundle or args.import_results:
+            raise ValueError("--bundle and --import sweep one shape: leave out --shape")
         return _sweep_shapes(args, fixed)
     sweep, outcome = _sweep(args, fixed)
+    if outcome.bundle is not None:
+        record = {"sweep": outcome.sweep_id, **outcome.bundle}
+        print(json.dumps(record, indent=2) if args.json else _bundle_summary(outcome, args))
+        return 0
     best_file = _write_best(sweep, outcome, args)
     if args.json:
         print(json.dumps(_as_json(outcome, best_file), indent=2))
@@ -357,6 +387,8 @@ def _sweep(args: argparse.Namespace, fixed: dict[str, Any]) -> tuple[Sweep, Swee
         bench_during_compile=args.bench_during_compile,
         keep_temps=args.keep_temps,
         trust=trust_from(args),
+        bundle=args.bundle,
+        imported=args.import_results,
     )
     db = ResultsDB(args.db)
     try:
@@ -374,6 +406,24 @@ def _sweep(args: argparse.Namespace, fixed: dict[str, Any]) -> tuple[Sweep, Swee
         print(file=sys.stderr)
     _announce_kept(outcome)
     return sweep, outcome
+
+
+def _bundle_summary(outcome: SweepOutcome, args: argparse.Namespace) -> str:
+    """What ``--bundle`` wrote, and the two commands that follow."""
+    assert outcome.bundle is not None
+    folder = Path(outcome.bundle["folder"])
+    failed = f"; {len(outcome.failed)} failed to build (recorded)" if outcome.failed else ""
+    return "\n".join(
+        [
+            f"sweep {outcome.sweep_id}: wrote the bench bundle {folder}: "
+            f"{len(outcome.bundle['builds'])} candidates and IREE default's build, to be "
+            f"checked and timed on the device{failed}",
+            "next, on the machine with the device (pip install iree-base-runtime numpy): "
+            f"python {folder / 'bench.py'}",
+            f"then, here: this tdsched sweep command again with --import "
+            f"{shlex.quote(str(folder / 'results.json'))} in place of --bundle {args.bundle}",
+        ]
+    )
 
 
 def _announce_kept(outcome: SweepOutcome) -> None:
@@ -637,12 +687,24 @@ def _summary(
     reused = reuse_line(outcome.reused_from)
     if reused is not None:
         lines.append(f"{reused}; --rebench times them again")
+    if outcome.device is not None:
+        device = outcome.device
+        on = f"{device['device']}, host CPU {device['cpu']}" if device["device"] else device["cpu"]
+        lines.append(
+            f"measured on {device['driver']} ({on}) by the bench bundle's runner"
+            + (f"; {outcome.unmeasured} builds had no result" if outcome.unmeasured else "")
+        )
     if outcome.timed or outcome.baseline_ms:
         lines.append(baseline_line(outcome.baseline_ms))
     lines.append(
         ranked_table(outcome.ranked, outcome.failed, e.names, top, outcome.decision, e.ignored)
     )
-    if outcome.ranked:
+    if outcome.ranked and outcome.device is not None:
+        lines.append(
+            "no race was run: the bundle's runner screened each candidate in its own rounds "
+            "with IREE default; the best is a screening measurement"
+        )
+    elif outcome.ranked:
         lines.append(decision_line(outcome.decision, outcome.results, e.names, e.ignored))
     incumbent = outcome.incumbent_line()
     if incumbent is not None:

@@ -18,7 +18,7 @@ built from these parts and differ only in how they time.
 
 from __future__ import annotations
 
-import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ from tdsched.targets import Target, make_target
 from tdsched.targets.compiler import CompileError, CompileResult
 from tdsched.targets.ir_eval import EvalError, evaluate
 from tdsched.targets.ir_eval.cost import EvalCost, evaluation_cost
-from tdsched.targets.result_check import compare_result
+from tdsched.targets.result_check import compare_results
 from tdsched.targets.runtime import DeviceError, LoadedModule, configure_threads, keep_freed_memory
 from tdsched.targets.workload import random_inputs
 
@@ -71,21 +71,10 @@ def compare_outputs(
     (:func:`tdsched.targets.result_check.compare_result`: elementwise ``|got - want| <=
     atol + rtol * |want|``); a wrong count or shape, a NaN where the reference has a
     number, or a reference that is undefined (NaN, or marked in ``undefined``) is WRONG,
-    with the first such result's reason."""
-    if len(got) != len(want):
-        return Check(Status.WRONG, error=f"{len(got)} results, expected {len(want)}")
-    masks: list[np.ndarray | None] = list(undefined) if undefined else [None] * len(want)
-    comparisons = [
-        compare_result(g, w, tolerance.atol, tolerance.rtol, mask)
-        for g, w, mask in zip(got, want, masks, strict=True)
-    ]
-    largest = max((c.max_abs_error for c in comparisons), default=0.0)
-    worst = largest if math.isfinite(largest) else None  # a NaN result has no error size
-    for index, c in enumerate(comparisons):
-        problem = c.problem(tolerance.atol, tolerance.rtol)
-        if problem is not None:
-            which = f"result #{index}: " if len(comparisons) > 1 else ""
-            return Check(Status.WRONG, worst, which + problem)
+    with the first such result's reason (:func:`~tdsched.targets.result_check.compare_results`)."""
+    worst, problem = compare_results(got, want, tolerance.atol, tolerance.rtol, undefined)
+    if problem is not None:
+        return Check(Status.WRONG, worst, problem)
     return Check(Status.OK, worst)
 
 
@@ -143,11 +132,13 @@ class Reference:
     evaluator (``None`` where it is, or has a reference of its own)."""
 
     @staticmethod
-    def make(p: Plan, baseline: LoadedModule, seed: int, work: Path) -> Reference:
+    def make(p: Plan, baseline: Callable[[], LoadedModule], seed: int, work: Path) -> Reference:
         """The reference of ``p``'s workload on seeded inputs: its own; else the numpy
         IR evaluator's results of its module, where the evaluator runs every op of it
         within :data:`IR_EVALUATOR_LIMIT`; else, on a GPU target, IREE's x86 build of it
-        (compiled under ``work``); else ``baseline``'s results (IREE default's build)."""
+        (compiled under ``work``); else the results of IREE default's build, which
+        ``baseline`` loads (only then: a bench bundle computes the reference of a GPU
+        target on a machine that may have no GPU)."""
         workload = p.workload
         inputs = random_inputs(workload, seed)
         if workload.reference is not None:
@@ -167,7 +158,7 @@ class Reference:
             vmfb = compile_default_workload(workload, make_target("x86"), work)
             on_cpu = LoadedModule(vmfb, "local-sync", workload.function)
             return Reference(inputs, on_cpu.invoke(inputs), IREE_X86_REFERENCE, note)
-        return Reference(inputs, baseline.invoke(inputs), IREE_DEFAULT_REFERENCE, note)
+        return Reference(inputs, baseline().invoke(inputs), IREE_DEFAULT_REFERENCE, note)
 
     @property
     def is_own(self) -> bool:
@@ -223,7 +214,7 @@ def build_and_check(
     scheduled = LoadedModule(result.output, driver, function)
     baseline = LoadedModule(baseline_vmfb, driver, function)
     tolerance = tolerance or p.recipe.tolerance
-    reference = Reference.make(p, baseline, seed, work)
+    reference = Reference.make(p, lambda: baseline, seed, work)
     got, check = reference.check(scheduled, tolerance)
     baseline_check = reference.check(baseline, tolerance)[1] if reference.is_own else None
     return result, CheckedBuild(

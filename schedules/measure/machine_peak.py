@@ -35,7 +35,7 @@ import iree.compiler.version
 import numpy as np
 from tdsched.recipes.workloads.bandwidth_probe import bandwidth_probe
 from tdsched.recipes.workloads.fma_probe import CHAIN_COUNTS, fma_probe
-from tdsched.targets.cpu_isa import cpuinfo
+from tdsched.targets.cpu_isa import cpu_description, cpuinfo
 from tdsched.targets.runtime import LoadedModule
 from tdsched.targets.target import Target
 from tdsched.targets.timing import time_interleaved
@@ -77,14 +77,6 @@ def cache_dir() -> Path:
     """Where tdsched keeps per-machine measurements."""
     configured = os.environ.get("TDSCHED_CACHE_DIR")
     return Path(configured) if configured else Path.home() / ".cache" / "tdsched"
-
-
-def cpu_description() -> str:
-    """The CPU as /proc/cpuinfo names it (model name, family, model), and its core count."""
-    fields = cpuinfo()
-    name = fields.get("model name", "unknown CPU")
-    family, model = fields.get("cpu family", "?"), fields.get("model", "?")
-    return f"{name} (family {family} model {model}), {os.cpu_count()} cores"
 
 
 PROBE_METHOD = 3

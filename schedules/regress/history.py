@@ -21,8 +21,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import iree.compiler.version
+from tdsched.targets.cpu_isa import cpu_description
 
-from ..measure.machine_peak import cpu_description
 from .runner import EntryResult
 
 SCHEMA = """

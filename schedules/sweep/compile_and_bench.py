@@ -115,7 +115,9 @@ class Bench:
         prepare_device(p.target, context.request.build.run_threads)
         self.baseline = LoadedModule(Path(context.baseline_artifact), self.driver, self.function)
         with tempfile.TemporaryDirectory(prefix="tdsched-reference-") as tmp:
-            self.reference = Reference.make(p, self.baseline, context.request.seed, Path(tmp))
+            self.reference = Reference.make(
+                p, lambda: self.baseline, context.request.seed, Path(tmp)
+            )
         self.inputs = self.reference.inputs
 
     def time_baseline(self) -> dict[str, float | int]:

@@ -254,7 +254,7 @@ class SweepWork:
     traffic_bytes: int
     """Compulsory traffic: every argument read once, every result written once."""
     machine: str
-    """The machine the sweep ran on (:func:`~..machine_peak.cpu_description`): a peak
+    """The machine the sweep ran on (:func:`~tdsched.targets.cpu_isa.cpu_description`): a peak
     measured on another one does not bound these candidates."""
 
     @property
@@ -437,6 +437,21 @@ class ResultsDB:
             self._conn.execute(
                 "UPDATE sweeps SET status='done', finished=? WHERE id=?", (time.time(), sweep_id)
             )
+
+    def record_bundle(self, sweep_id: int, bundle: Mapping[str, Any]) -> None:
+        """Record the bench bundle a sweep wrote (:mod:`.bundle`), replacing an earlier one."""
+        with self._transaction():
+            self._conn.execute(
+                "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                (f"bundle:{sweep_id}", json.dumps(dict(bundle), sort_keys=True)),
+            )
+
+    def bundle(self, sweep_id: int) -> dict[str, Any] | None:
+        """The bench bundle sweep ``sweep_id`` wrote last (None: it wrote none)."""
+        row = self._conn.execute(
+            "SELECT value FROM meta WHERE key=?", (f"bundle:{sweep_id}",)
+        ).fetchone()
+        return json.loads(row[0]) if row else None
 
     def unfinished_sweep(self, signature: str) -> Sweep | None:
         """The newest sweep with this signature that never finished (for ``--resume``)."""

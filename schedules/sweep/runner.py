@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import iree.compiler.version
+from tdsched.targets.cpu_isa import cpu_description
 from tdsched.targets.timing import Interval
 from tdsched.targets.workload import Workload, traffic_bytes
 from tdsched.transform_lib.work import count_work_of_text
@@ -36,9 +37,9 @@ from ..dsl.space import Enumeration, ParamValue, Point, SearchSpace
 from ..frontends.loading import load
 from ..frontends.recipe_trust import UNTRUSTED, Trust
 from ..frontends.shipped import find_recipe
-from ..measure.machine_peak import cpu_description
 from ..measure.request import Request
-from ..measure.status import BUILD_FAILURES
+from ..measure.status import BUILD_FAILURES, Outcome
+from .bundle import BundledBuild, read_results, write_bundle
 from .candidates import baseline_key, content_key, plan_point, result_key
 from .cost_model import Featurizer, LearnedModel, ModelGuided, learned_model_available
 from .database import Result, ResultsDB, SweepWork, measured_by_others
@@ -57,6 +58,14 @@ separate from its leader); the race cuts it to ``--race`` after its first rounds
 
 class SweepError(ValueError):
     """The sweep cannot go on (IREE default does not build or run here)."""
+
+
+@dataclass(frozen=True)
+class Imported:
+    """A bench bundle's results file, read for the sweep ``id`` that wrote the bundle."""
+
+    id: int
+    data: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -92,6 +101,12 @@ class SweepOptions:
     compiled in waves of ``jobs``, a wave in flight finishes (and the first always runs),
     and what compiled is timed and raced (tune's rounds end with its budget). None: no
     deadline."""
+    bundle: Path | None = None
+    """Compile the candidates and write them as a bench bundle into this folder instead
+    of timing them here (:mod:`.bundle`); the sweep stays open for ``imported``."""
+    imported: Path | None = None
+    """Record the results file of the bundle this sweep wrote (run elsewhere by its
+    ``bench.py``), then finish the sweep as one timed here, without a race."""
 
 
 @dataclass
@@ -127,6 +142,12 @@ class SweepOutcome:
     sweep read back from the database)."""
     incumbent_key: str | None = None
     """The result key of the incumbent's candidate, once planned."""
+    bundle: dict[str, Any] | None = None
+    """With ``--bundle``: the bundle written (:func:`.bundle.write_bundle`'s record)."""
+    device: dict[str, str] | None = None
+    """With ``--import``: the machine and device the results were measured on."""
+    unmeasured: int = 0
+    """With ``--import``: builds of the bundle the results file has no outcome for."""
 
     def incumbent_line(self) -> str | None:
         """Where the recipe's own values ranked (:meth:`.Incumbent.line`)."""
@@ -256,6 +277,11 @@ class Sweep:
         self.executor = executor
         self.progress = progress or (lambda event, state: None)
         self.options = options = resolve_cost_model(options)
+        if (options.bundle or options.imported) and options.strategy not in ("grid", "random"):
+            raise SweepError(
+                f"--bundle and --import take --strategy grid or random, not {options.strategy}: "
+                "the other strategies choose each batch from the times of the batch before"
+            )
         self.build = options.build.resolved(self.recipe.targets[0])
         """What the candidates are built for, the target known."""
         self.target = self.build.name
@@ -312,6 +338,8 @@ class Sweep:
         compile worker busy, small enough that results (and best-so-far) come steadily."""
         self._artifacts: dict[str, Path] = {}
         """result key → the compiled candidate (shared by keys that differ in threads)."""
+        self._bundled: list[BenchJob] = []
+        """With ``--bundle``: the compiled candidates that go into it."""
 
     # -- planning -------------------------------------------------------------------
 
@@ -369,7 +397,8 @@ class Sweep:
 
     def run(self) -> SweepOutcome:
         start = time.monotonic()
-        sweep_id = self._open()
+        imported = self._read_import() if self.options.imported else None
+        sweep_id = imported.id if imported else self._open()
         o = self.options
         outcome = SweepOutcome(
             sweep_id,
@@ -390,6 +419,24 @@ class Sweep:
         if self.db.sweep(sweep_id).work is None:
             assert self._workload is not None
             self.db.record_work(sweep_id, _work(self._workload))
+        if imported:
+            self._record_import(imported.data, outcome)
+        else:
+            self._compile_and_time(sweep_id, history, outcome)
+        if self.options.bundle is None:
+            self.db.finish_sweep(sweep_id)
+        outcome.results = self.db.results(sweep_id)
+        outcome.baseline_ms = self.db.baselines(sweep_id) or outcome.baseline_ms
+        recorded = self.db.sweep(sweep_id).decision
+        outcome.decision = Decision.from_dict(recorded) if recorded else None
+        outcome.elapsed_s = time.monotonic() - start
+        return outcome
+
+    def _compile_and_time(
+        self, sweep_id: int, history: dict[Point, float | None], outcome: SweepOutcome
+    ) -> None:
+        """Propose, compile and time (or, with ``--bundle``, write the bundle) batch by
+        batch, then race the leaders."""
         self.executor.start(self.context)
         try:
             while not outcome.cut and (batch := self.strategy.propose(history)):
@@ -399,19 +446,84 @@ class Sweep:
                     if self._past_deadline():
                         outcome.cut = True
                         break
-            if outcome.timed or self.db.sweep(sweep_id).decision is None:
+            if self.options.bundle is not None:
+                self._write_bundle(sweep_id, outcome)
+            elif outcome.timed or self.db.sweep(sweep_id).decision is None:
                 # A resumed sweep may have been stopped in its race, after every candidate
                 # was recorded: finish it, never report a best that did not race.
                 outcome.raced = self._finish_timing(sweep_id, outcome.incumbent_key)
         finally:
             self.executor.close()
-        self.db.finish_sweep(sweep_id)
-        outcome.results = self.db.results(sweep_id)
-        outcome.baseline_ms = self.db.baselines(sweep_id) or outcome.baseline_ms
-        recorded = self.db.sweep(sweep_id).decision
-        outcome.decision = Decision.from_dict(recorded) if recorded else None
-        outcome.elapsed_s = time.monotonic() - start
-        return outcome
+
+    def _write_bundle(self, sweep_id: int, outcome: SweepOutcome) -> None:
+        """The compiled candidates, IREE default's build and the reference as a bench
+        bundle in ``options.bundle``, recorded with the sweep (which stays open)."""
+        assert self.options.bundle is not None
+        if not self._bundled:
+            raise SweepError("no candidate compiled, so there is nothing to bundle")
+        self._default_built()
+        builds = [
+            BundledBuild(j.key, j.params, Path(j.artifact), self._compile_s.get(j.key))
+            for j in self._bundled
+        ]
+        origin = {
+            "recipe": self.recipe.name,
+            "target": self.target,
+            "sweep": sweep_id,
+            "database": str(self.db.path.resolve()),
+        }
+        plan = plan_point(self.recipe, self.context, {})
+        baseline = Path(self.context.baseline_artifact)
+        record = write_bundle(self.options.bundle, builds, baseline, plan, self.context, origin)
+        self.db.record_bundle(sweep_id, record)
+        outcome.bundle = record
+
+    def _read_import(self) -> Imported:
+        """The results file ``options.imported``, checked against the sweep it names: one
+        this database holds, still open, with this command's recipe and options, and the
+        bundle that sweep wrote."""
+        assert self.options.imported is not None
+        data = read_results(self.options.imported, self.db)
+        sweep = self.db.sweep(data["origin"]["sweep"])
+        if sweep.signature != self.signature():
+            raise SweepError(
+                f"--import {self.options.imported}: these are results of sweep {sweep.id} "
+                f"({sweep.recipe} on {sweep.target}, {sweep.strategy}), which this command "
+                "does not describe: give --import the recipe and options of the --bundle "
+                "command"
+            )
+        if sweep.status == "done":
+            raise SweepError(
+                f"--import {self.options.imported}: sweep {sweep.id} is finished (its results "
+                "were imported already); 'tdsched report' shows it"
+            )
+        return Imported(sweep.id, data)
+
+    def _record_import(self, data: dict[str, Any], outcome: SweepOutcome) -> None:
+        """Record each build's outcome from the results ``data`` and IREE default's
+        times, as a sweep records what it timed, and the device they were measured on."""
+        sweep_id = outcome.sweep_id
+        recorded = self.db.bundle(sweep_id)
+        assert recorded is not None
+        builds = recorded["builds"]
+        for entry in data["results"]:
+            key, build = entry["key"], builds[entry["key"]]
+            self._compile_s[key] = build["compile_s"]
+            job = BenchJob(key, build["params"], build["artifact"])
+            measured = BenchOutcome(key, Outcome.from_dict(entry["outcome"]), entry["timing_s"])
+            result = self._bench_result(job, measured)
+            self.db.record(result, sweep_id)
+            outcome.timed += 1
+            self._done("timed" if result.ok else "failed", result)
+        for phase, timing in data["baseline"].items():
+            self.db.record_baseline(sweep_id, phase, timing)
+        outcome.device = data["device"]
+        outcome.unmeasured = len(set(builds) - {entry["key"] for entry in data["results"]})
+        self.db.record_bundle(sweep_id, {**recorded, "device": data["device"]})
+        work = self.db.sweep(sweep_id).work
+        if work is not None and data["device"]["driver"] in ("local-task", "local-sync"):
+            # the CPU the candidates ran on bounds them (report's roofline), not this one
+            self.db.record_work(sweep_id, replace(work, machine=data["device"]["cpu"]))
 
     def _past_deadline(self) -> bool:
         deadline = self.options.deadline
@@ -513,14 +625,18 @@ class Sweep:
                 self.db.record(result, sweep_id)
                 history[points[job.key]] = None
                 self._done("failed", result)
-            elif self.options.bench_during_compile:
+            elif self.options.bench_during_compile and self.options.bundle is None:
                 self._time(
                     BenchJob(job.key, job.params, job.artifact), sweep_id, history, points, outcome
                 )
             else:
                 ready.append(BenchJob(job.key, job.params, job.artifact))
         for bench in ready:
-            self._time(bench, sweep_id, history, points, outcome)
+            if self.options.bundle is not None:
+                self._bundled.append(bench)  # timed on the device, from the bundle
+                history[points[bench.key]] = None
+            else:
+                self._time(bench, sweep_id, history, points, outcome)
         for point in same_build:
             key = self._keys[point]
             history[point] = history[points[key]]
@@ -530,9 +646,11 @@ class Sweep:
                 self._done("reused", recorded)
 
     def _reusable(self, recorded: Result) -> bool:
-        """Whether a recorded result stands: always, unless --rebench asks to time again
-        (a candidate that failed to compile stays failed: compiles are deterministic)."""
-        return not self.options.rebench or recorded.status in BUILD_FAILURES
+        """Whether a recorded result stands: always, unless --rebench asks to time again or
+        the candidates go into a bundle, to be timed on another device (a candidate that
+        failed to compile stays failed: compiles are deterministic)."""
+        again = self.options.rebench or self.options.bundle is not None
+        return not again or recorded.status in BUILD_FAILURES
 
     def _time(
         self,
@@ -700,7 +818,9 @@ def _narrowed(recipe: Recipe, fixed: dict[str, ParamValue]) -> SearchSpace:
 def recorded_options(options: SweepOptions) -> dict[str, Any]:
     """The options as the database records them: the build's settings (target, cpu,
     cpu_features, gpu, threads) at the top level, as every sweep has recorded them (the
-    deadline, an instant of this process's clock, is not recorded)."""
+    deadline, an instant of this process's clock, is not recorded, nor the bundle's
+    folder and results file: the database records the bundle itself)."""
     data = dataclasses.asdict(options)
-    data.pop("deadline")
+    for local in ("deadline", "bundle", "imported"):
+        data.pop(local)
     return {**data.pop("build"), **data}
