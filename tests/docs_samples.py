@@ -14,8 +14,8 @@ the command before). The line before the block says how the docs test treats it:
 * ``<!-- docs-sample: not run: WHY -->``: shown, not run (it needs a GPU, or its
   output depends on more than the machine's numbers).
 
-A block's first command is a ``tdsched`` command; later ones may be another program the
-sample reads a file with (``cat perf.yaml``). Text after `` # `` on a command line is a
+A block's first command is a ``tdsched`` command; later ones may be another program (``cat
+perf.yaml`` shows a file the command before wrote; ``python`` is the tests' Python). Text after `` # `` on a command line is a
 comment.
 
 Output is compared by shape: numbers become ``#`` (timings and errors differ from machine

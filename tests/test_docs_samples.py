@@ -49,6 +49,8 @@ def _changed_files() -> str:
 
 def _command(words: list[str], extra_args: str) -> list[str]:
     """The program to run for one command line of a sample."""
+    if words[0] == "python":
+        return [sys.executable, *words[1:]]  # a script the sample wrote (a bundle's bench.py)
     if words[0] != "tdsched":
         return words  # e.g. `cat perf.yaml`, showing a file the command before wrote
     return [

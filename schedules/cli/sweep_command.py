@@ -331,6 +331,10 @@ def run(args: argparse.Namespace) -> int:
         if args.bundle or args.import_results:
             raise ValueError("--bundle and --import sweep one shape: leave out --shape")
         return _sweep_shapes(args, fixed)
+    if args.import_results and not args.db.is_file():
+        raise ValueError(
+            f"--import: there is no database {args.db}; give the --db of the --bundle command"
+        )
     sweep, outcome = _sweep(args, fixed)
     if outcome.bundle is not None:
         record = {"sweep": outcome.sweep_id, **outcome.bundle}

@@ -72,6 +72,8 @@ class BundledBuild:
     params: dict[str, Any]
     artifact: Path
     compile_s: float | None
+    shown: dict[str, Any]
+    """The parameters its build reads (those a ``when`` left unused are not shown)."""
 
 
 def check_bundle_folder(folder: Path) -> None:
@@ -136,7 +138,7 @@ def write_bundle(
             },
         },
         "baseline": _entry("baseline", "builds/baseline.vmfb", {}, folder),
-        "builds": [_entry(b.key, files[b.key], b.params, folder) for b in builds],
+        "builds": [_entry(b.key, files[b.key], b.shown, folder) for b in builds],
     }
     manifest["bundle"] = bundle_key(manifest)
     write_atomically(folder / MANIFEST, (json.dumps(manifest, indent=1) + "\n").encode())

@@ -462,8 +462,15 @@ class Sweep:
         if not self._bundled:
             raise SweepError("no candidate compiled, so there is nothing to bundle")
         self._default_built()
+        ignored = {key: self.enumeration.ignored.get(p, ()) for p, key in self._keys.items()}
         builds = [
-            BundledBuild(j.key, j.params, Path(j.artifact), self._compile_s.get(j.key))
+            BundledBuild(
+                j.key,
+                j.params,
+                Path(j.artifact),
+                self._compile_s.get(j.key),
+                {k: v for k, v in j.params.items() if k not in ignored.get(j.key, ())},
+            )
             for j in self._bundled
         ]
         origin = {
