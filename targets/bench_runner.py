@@ -45,6 +45,7 @@ import iree.runtime.version
 import numpy as np
 
 from .cpu_isa import cpu_description
+from .racing import RaceSettings, entrants, run_race
 from .result_check import compare_results
 from .runtime import (
     DeviceError,
@@ -53,7 +54,7 @@ from .runtime import (
     cpu_driver,
     keep_freed_memory,
 )
-from .timing import RoundTimer, Timing, speedup, time_interleaved
+from .timing import Interval, RoundTimer, Timing, speedup, time_interleaved
 
 MANIFEST = "manifest.json"
 BUNDLE_FORMAT = "tdsched-bench-bundle"
@@ -100,6 +101,10 @@ class Manifest:
     """Rounds per candidate, each the candidate then IREE default (or back)."""
     sample_s: float
     """Seconds of back-to-back calls per timed sample."""
+    race: dict[str, Any]
+    """How the leaders race after screening: :class:`~.racing.RaceSettings`' fields,
+    ``field`` (at most this many enter) and ``incumbent`` (a key that races whatever
+    its screening: the recipe's own values, or None)."""
     inputs: str
     reference: str
     data_sha256: dict[str, str]
@@ -139,6 +144,7 @@ class Manifest:
                 tolerance=data["tolerance"],
                 repeats=int(data["timing"]["repeats"]),
                 sample_s=float(data["timing"]["sample_s"]),
+                race=data["race"],
                 inputs=data["data"]["inputs"],
                 reference=data["data"]["reference"],
                 data_sha256=data["data"]["sha256"],
@@ -328,6 +334,25 @@ class Runner:
             return _outcome("run_failed", str(exc))
         return _outcome("ok", None, worst, timer.samples)
 
+    def race(self, results: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """Race the screened leaders as a local sweep does (:mod:`.racing`); the race's
+        result and who could not enter, or None when no build was right."""
+        screened = [
+            (r["key"], Interval.from_list(r["outcome"]["speedup"]))
+            for r in results
+            if r["outcome"]["status"] == "ok" and r["outcome"]["speedup"]
+        ]
+        if not screened:
+            return None
+        settings = dict(self.manifest.race)
+        field, incumbent = settings.pop("field"), settings.pop("incumbent")
+        racing, left_out = entrants(screened, field, incumbent)
+        builds = {b.key: b for b in self.manifest.builds}
+        runners = {key: self.load(builds[key]).timing_runner(self.inputs) for key in racing}
+        baseline = self.baseline.timing_runner(self.inputs)
+        result = run_race(runners, baseline, RaceSettings(**settings))
+        return {"result": result.as_dict(), "left_out": left_out}
+
 
 def run_bundle(folder: Path, out: Path, say: Callable[[str], None] = print) -> dict[str, Any]:
     """Check and time every build of the bundle in ``folder`` into the results file
@@ -364,6 +389,11 @@ def run_bundle(folder: Path, out: Path, say: Callable[[str], None] = print) -> d
         count = f"[{index}/{len(manifest.builds)}]"
         say(f"bench: {count} {outcome['status']:<10} {_label(build)}: {shown}")
     results.data["baseline"]["end"] = runner.time_baseline()
+    if results.data.get("race") is None:
+        say("bench: racing the leaders against each other and IREE default")
+        results.data["race"] = runner.race(results.data["results"])
+        if results.data["race"] is not None:
+            say(f"bench: race {results.data['race']['result']['verdict']}")
     results.data["finished"] = _now()
     results.save()
     say(f"bench: wrote {out}")

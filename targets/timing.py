@@ -10,7 +10,7 @@ A speedup is always :func:`speedup`: the median of per-round ratios (each round'
 samples were taken moments apart, so drift in the machine's speed cancels) with its
 distribution-free interval. Its policies differ only in how many rounds they take:
 a fixed number (``run``, a sweep's screening), a race that drops the slow
-(:mod:`tdsched.schedules.sweep.racing`), or until decided (:func:`time_ratio`).
+(:mod:`tdsched.targets.racing`), or until decided (:func:`time_ratio`).
 """
 
 from __future__ import annotations

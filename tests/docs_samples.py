@@ -18,8 +18,8 @@ A block's first command is a ``tdsched`` command; later ones may be another prog
 perf.yaml`` shows a file the command before wrote; ``python`` is the tests' Python). Text after `` # `` on a command line is a
 comment.
 
-Output is compared by shape: numbers become ``#`` (timings and errors differ from machine
-to machine, their places do not) and runs of spaces one space. A line ``...`` in the
+Output is compared by shape: numbers, with their sign, become ``#`` (timings and errors
+differ from machine to machine, their places do not) and runs of spaces one space. A line ``...`` in the
 sample stands for any lines; a line ending in ``...`` for any line starting as it does.
 Every other line the command prints must be in the sample, in order (the checkout's path
 shown relative, as the docs show shipped recipes).
@@ -37,7 +37,7 @@ MARKER = re.compile(
     r"^<!-- docs-sample: (run(?: in (?P<folder>[\w.-]+))?(?: (?P<args>.*?))?"
     r"|not run: (?P<why>.+?)) -->$"
 )
-_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 
 
 @dataclass

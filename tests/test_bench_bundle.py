@@ -70,7 +70,7 @@ def test_a_bundle_is_timed_by_its_own_runner_and_imported_into_its_sweep(
 
     ran = _bench(bundle)
     assert ran.returncode == 0, ran.stderr
-    assert "bench: [2/2] ok" in ran.stdout
+    assert "bench: [2/2] ok" in ran.stdout and "bench: race " in ran.stdout
     results = json.loads((bundle / "results.json").read_text())
     assert results["bundle"] == manifest["bundle"]
     assert {r["outcome"]["status"] for r in results["results"]} == {"ok"}
@@ -81,7 +81,8 @@ def test_a_bundle_is_timed_by_its_own_runner_and_imported_into_its_sweep(
     assert main(_sweep(target, db, "--import", str(bundle / "results.json"))) == 0
     out = capsys.readouterr().out
     assert "2 timed, 0 failed" in out and "by the bench bundle's runner" in out
-    assert "no race was run: the bundle's runner screened each candidate" in out
+    assert "race: " in out  # the race the runner ran, as a local sweep shows it
+    assert results["race"]["result"]["standings"]
     best = tmp_path / f"{SWEEPS[target][0]}.{target}.best.yaml"
     assert best.is_file() and "best recipe:" in out
     opened = ResultsDB(db)
@@ -91,6 +92,8 @@ def test_a_bundle_is_timed_by_its_own_runner_and_imported_into_its_sweep(
     opened.close()
     for entry in results["results"]:
         assert measured[entry["key"]].speedup == entry["outcome"]["speedup"][0]
+    for standing in results["race"]["result"]["standings"]:
+        assert measured[standing["key"]].confirmed_speedup == standing["speedup"][0]
 
     # imported once: a second import is refused, naming the sweep
     assert main(_sweep(target, db, "--import", str(bundle / "results.json"))) == 2

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from tdsched.schedules.sweep.racing import (
+from tdsched.targets.racing import (
     BASELINE,
     Decision,
     Race,

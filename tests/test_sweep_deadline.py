@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from tdsched.schedules.sweep.database import ResultsDB
 from tdsched.schedules.sweep.executors import make_executor
-from tdsched.schedules.sweep.racing import RaceSettings
+from tdsched.targets.racing import RaceSettings
 from tdsched.schedules.sweep.runner import Sweep, SweepOptions
 
 pytestmark = pytest.mark.usefixtures("iree")

@@ -15,6 +15,7 @@ from typing import Any
 
 import iree.compiler.version
 from tdsched.targets.cpu_model import BuildCpu
+from tdsched.targets.racing import RaceSettings
 from tdsched.targets.target import (
     BuildGpu,
     BuildMachine,
@@ -32,7 +33,6 @@ from ..sweep.distinct import parameters_read
 from ..sweep.executor import Executor, Limits
 from ..sweep.executors import EXECUTORS, make_executor
 from ..sweep.freeze import frozen_suffixes, recorded_sweep, write_frozen, write_shape_table
-from ..sweep.racing import RaceSettings
 from ..sweep.runner import COST_MODELS, Sweep, SweepOptions, SweepOutcome, SweepState
 from ..sweep.strategies import STRATEGIES
 from ..sweep.table import (
@@ -252,9 +252,10 @@ def add_parser(sub: Any) -> None:
         dest="import_results",
         type=Path,
         metavar="RESULTS",
-        help="record the results file a bundle's bench.py wrote into the sweep that wrote "
-        "the bundle (give the --bundle command's recipe, options and --db), then finish "
-        "it: ranked table, best recipe; the candidates do not race (they ran elsewhere)",
+        help="record the results file a bundle's bench.py wrote (each candidate screened "
+        "and the leaders raced, on the device) into the sweep that wrote the bundle (give "
+        "the --bundle command's recipe, options and --db), then finish it: ranked table, "
+        "race, best recipe",
     )
     reads(p, imported)
     p.add_argument("--top", type=positive_int, default=10, help="rows of the ranked table (10)")
@@ -703,10 +704,10 @@ def _summary(
     lines.append(
         ranked_table(outcome.ranked, outcome.failed, e.names, top, outcome.decision, e.ignored)
     )
-    if outcome.ranked and outcome.device is not None:
+    if outcome.ranked and outcome.device is not None and outcome.decision is None:
         lines.append(
-            "no race was run: the bundle's runner screened each candidate in its own rounds "
-            "with IREE default; the best is a screening measurement"
+            "no race was run: the bundle's runner stopped before its race; the best is a "
+            "screening measurement (run bench.py again with the same --out, then import)"
         )
     elif outcome.ranked:
         lines.append(decision_line(outcome.decision, outcome.results, e.names, e.ignored))

@@ -41,7 +41,7 @@ from ..measure.evaluation import Reference
 from .database import ResultsDB
 from .messages import SweepContext
 
-RUNNER_MODULES = ("bench_runner", "runtime", "timing", "result_check", "cpu_isa")
+RUNNER_MODULES = ("bench_runner", "runtime", "timing", "racing", "result_check", "cpu_isa")
 """The modules of :mod:`tdsched.targets` a bundle carries: the runner and what it imports."""
 RUNNER_PACKAGE = "tdsched_bench"
 LAUNCHER = '''"""Check and time this bench bundle's builds on this machine's device.
@@ -92,6 +92,7 @@ def write_bundle(
     plan: Plan,
     context: SweepContext,
     origin: dict[str, Any],
+    race: dict[str, Any],
 ) -> dict[str, Any]:
     """Write the bundle of ``builds`` (and IREE default's build ``baseline``) into
     ``folder`` for ``plan``'s workload and target; its record for the results database
@@ -129,6 +130,7 @@ def write_bundle(
         "tolerance": {"atol": plan.recipe.tolerance.atol, "rtol": plan.recipe.tolerance.rtol},
         "reference_kind": reference.kind,
         "timing": {"repeats": context.repeats, "sample_s": context.sample_s},
+        "race": race,
         "data": {
             "inputs": "data/inputs.npz",
             "reference": "data/reference.npz",
@@ -145,6 +147,7 @@ def write_bundle(
     return {
         "bundle": manifest["bundle"],
         "folder": str(folder.resolve()),
+        "incumbent": race["incumbent"],
         "builds": {
             b.key: {"params": b.params, "artifact": str(b.artifact), "compile_s": b.compile_s}
             for b in builds

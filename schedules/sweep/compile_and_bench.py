@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from tdsched.targets.racing import BASELINE, RaceResult, RaceSettings, run_race
 from tdsched.targets.runtime import LoadedModule
 from tdsched.targets.timing import RoundTimer, Timing, speedup, time_interleaved
 
@@ -36,7 +37,6 @@ from ..measure.status import Check, Outcome, Status
 from .candidates import plan_point
 from .faults import inject
 from .messages import BenchJob, BenchOutcome, CompileJob, CompileOutcome, RaceJob, SweepContext
-from .racing import BASELINE, RaceResult, RaceSettings, run_race
 
 
 def plan_candidate(context: SweepContext, params: dict[str, ParamValue]) -> Plan:

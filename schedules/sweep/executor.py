@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from tdsched.targets import make_target
+from tdsched.targets.racing import RaceResult
 
 from ..base.child_stderr import ChildStderr
 from ..measure.status import Check, Outcome, Status
@@ -40,7 +41,6 @@ from .messages import (
     from_json,
     to_json,
 )
-from .racing import RaceResult
 
 
 @dataclass(frozen=True)

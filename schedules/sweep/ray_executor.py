@@ -36,6 +36,7 @@ from types import ModuleType
 from typing import Any
 
 import iree.compiler.version
+from tdsched.targets.racing import RaceResult
 from tdsched.targets.target import TARGET_NAMES
 
 from ..base.files import write_atomically
@@ -52,7 +53,6 @@ from .messages import (
     RaceJob,
     SweepContext,
 )
-from .racing import RaceResult
 
 BASELINE_KEY = "baseline"
 CLOSE_S = 30.0

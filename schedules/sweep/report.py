@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from tdsched.targets.racing import Decision
+
 from ..base.text_table import aligned
 from .database import Result, Sweep, drift, measured_by_others
-from .racing import Decision
 from .runner import rank
 from .table import (
     baseline_line,

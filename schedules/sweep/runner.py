@@ -26,6 +26,7 @@ from typing import Any
 
 import iree.compiler.version
 from tdsched.targets.cpu_isa import cpu_description
+from tdsched.targets.racing import Decision, RaceResult, RaceSettings, entrants
 from tdsched.targets.timing import Interval
 from tdsched.targets.workload import Workload, traffic_bytes
 from tdsched.transform_lib.work import count_work_of_text
@@ -48,7 +49,6 @@ from .distinct import distinct_builds
 from .executor import Executor, WorkerError, WorkerFailure
 from .incumbent import Incumbent, find_incumbent
 from .messages import BenchJob, BenchOutcome, CompileJob, CompileOutcome, RaceJob, SweepContext
-from .racing import Decision, RaceSettings, entrants
 from .strategies import Evolutionary, Grid, RandomSample, Strategy
 
 FIELD = 4
@@ -481,7 +481,15 @@ class Sweep:
         }
         plan = plan_point(self.recipe, self.context, {})
         baseline = Path(self.context.baseline_artifact)
-        record = write_bundle(self.options.bundle, builds, baseline, plan, self.context, origin)
+        bundled = {b.key for b in builds}
+        race = {
+            **dataclasses.asdict(self.options.race),
+            "field": FIELD * self.options.race.keep,
+            "incumbent": outcome.incumbent_key if outcome.incumbent_key in bundled else None,
+        }
+        record = write_bundle(
+            self.options.bundle, builds, baseline, plan, self.context, origin, race
+        )
         self.db.record_bundle(sweep_id, record)
         outcome.bundle = record
 
@@ -524,6 +532,11 @@ class Sweep:
             self._done("timed" if result.ok else "failed", result)
         for phase, timing in data["baseline"].items():
             self.db.record_baseline(sweep_id, phase, timing)
+        raced = data.get("race")
+        if raced is not None:
+            race = RaceResult.from_dict(raced["result"])
+            self._record_race(sweep_id, race, raced["left_out"], recorded.get("incumbent"))
+            outcome.raced = True
         outcome.device = data["device"]
         outcome.unmeasured = len(set(builds) - {entry["key"] for entry in data["results"]})
         self.db.record_bundle(sweep_id, {**recorded, "device": data["device"]})
@@ -712,25 +725,27 @@ class Sweep:
         self._default_built()
         self.db.record_baseline(sweep_id, "end", self._time_default())
         settings = self.options.race
-        racing, left_out = entrants(screened, FIELD * settings.keep)
-        if incumbent in dict(screened) and incumbent not in racing:
-            # the recipe's own values race whatever their screening: the race, not a few
-            # screening rounds, decides whether anything beats them
-            racing.append(incumbent)
-            left_out = [key for key in left_out if key != incumbent]
+        racing, left_out = entrants(screened, FIELD * settings.keep, incumbent)
         artifacts = {r.key: str(r.artifact) for r in results if r.key in racing}
         self._note(
             f"racing {len(racing)} candidates against each other and IREE default (the best "
             f"{min(len(racing), settings.keep)} go on after {settings.min_rounds} rounds)"
         )
         race = self.executor.race(RaceJob(artifacts, dataclasses.asdict(settings)))
+        self._record_race(sweep_id, race, left_out, incumbent)
+        return True
+
+    def _record_race(
+        self, sweep_id: int, race: RaceResult, left_out: list[str], incumbent: str | None
+    ) -> None:
+        """The race's standings and the decision it gives (keeping the ``incumbent`` where
+        nothing raced was shown faster)."""
         for standing in race.standings:
             self.db.record_raced(sweep_id, standing.key, standing.speedup.median)
-        screening_s = sum(r.timing_s or 0.0 for r in results)
+        screening_s = sum(r.timing_s or 0.0 for r in self.db.results(sweep_id))
         kept = Decision.keeping(race, incumbent)
         decision = Decision(race, tuple(left_out), screening_s, kept)
         self.db.record_decision(sweep_id, decision.as_dict())
-        return True
 
     # -- records --------------------------------------------------------------------
 

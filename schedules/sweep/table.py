@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tdsched.targets.racing import Decision, Standing
 from tdsched.targets.timing import Interval
 
 from ..base.text_table import aligned
 from .database import Result, drift
-from .racing import Decision, Standing
 
 
 def _fmt(value: float | None, spec: str) -> str:

@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from tdsched.targets.timing import Interval, RoundTimer, Variant
+from .timing import Interval, RoundTimer, Variant
 
 BASELINE = "baseline"
 """The name IREE default runs under in a race's rounds."""
@@ -275,10 +275,14 @@ def run_race(
             return race.result(verdict, time.perf_counter() - start)
 
 
-def entrants(screened: Sequence[tuple[str, Interval]], limit: int) -> tuple[list[str], list[str]]:
+def entrants(
+    screened: Sequence[tuple[str, Interval]], limit: int, incumbent: str | None = None
+) -> tuple[list[str], list[str]]:
     """Who races: the screened candidates (key, speedup interval), best median first,
     whose interval reaches the screening leader's lower bound, at most ``limit`` of
-    them (the field; the race cuts it to its ``keep`` best). Returns (entrants,
+    them (the field; the race cuts it to its ``keep`` best), and the ``incumbent`` (the
+    recipe's own values) when it was screened, whatever its screening: the race, not a
+    few screening rounds, decides whether anything beats it. Returns (entrants,
     left_out): ``left_out`` are candidates that could not be told apart from the leader
     but did not fit in ``limit``."""
     ordered = sorted(screened, key=lambda item: item[1].median, reverse=True)
@@ -286,7 +290,11 @@ def entrants(screened: Sequence[tuple[str, Interval]], limit: int) -> tuple[list
         return [], []
     floor = ordered[0][1].low
     close = [key for key, interval in ordered if interval.high >= floor]
-    return close[:limit], close[limit:]
+    racing, left_out = close[:limit], close[limit:]
+    if incumbent in dict(screened) and incumbent not in racing:
+        racing.append(incumbent)
+        left_out = [key for key in left_out if key != incumbent]
+    return racing, left_out
 
 
 @dataclass(frozen=True)
