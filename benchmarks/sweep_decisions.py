@@ -56,8 +56,8 @@ from tdsched.schedules.sweep.compile_and_bench import Bench
 from tdsched.schedules.sweep.cost_model import Featurizer, LearnedModel, ModelGuided
 from tdsched.schedules.sweep.database import ResultsDB
 from tdsched.schedules.sweep.messages import SweepContext
-from tdsched.targets.racing import BASELINE
 from tdsched.schedules.sweep.strategies import Evolutionary, RandomSample, Strategy
+from tdsched.targets.racing import BASELINE
 from tdsched.targets.runtime import LoadedModule
 from tdsched.targets.timing import Interval, RoundTimer
 

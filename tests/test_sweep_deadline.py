@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from tdsched.schedules.sweep.database import ResultsDB
 from tdsched.schedules.sweep.executors import make_executor
-from tdsched.targets.racing import RaceSettings
 from tdsched.schedules.sweep.runner import Sweep, SweepOptions
+from tdsched.targets.racing import RaceSettings
 
 pytestmark = pytest.mark.usefixtures("iree")
 

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from tdsched.schedules.cli.main import main
 from tdsched.schedules.sweep.database import Result, ResultsDB, SweepWork
-from tdsched.targets.racing import Decision, RaceResult, Standing
 from tdsched.schedules.sweep.report import RESULT_COLUMNS, best_cells, centred_norm
+from tdsched.targets.racing import Decision, RaceResult, Standing
 from tdsched.targets.timing import Interval
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
