@@ -296,7 +296,6 @@ class Runner:
         if manifest.threads is not None:
             configure_threads(manifest.threads)
         keep_freed_memory()
-        self.driver = cpu_driver(manifest.driver, manifest.threads)
         self.inputs = read_arrays(folder / manifest.inputs)
         self.want = read_arrays(folder / manifest.reference)
         self.baseline = self.load(manifest.baseline)
@@ -359,7 +358,8 @@ def run_bundle(folder: Path, out: Path, say: Callable[[str], None] = print) -> d
     ``out`` (going on from what ``out`` holds of this bundle); the results' data."""
     manifest = Manifest.read(folder)
     manifest.verify(folder)
-    results = ResultsFile(out, manifest, describe_device(manifest.driver))
+    driver = cpu_driver(manifest.driver, manifest.threads)  # local-sync on one thread
+    results = ResultsFile(out, manifest, describe_device(driver))
     runner = Runner(folder, manifest)
     device = results.data["device"]
     on = device["device"] or device["cpu"]
