@@ -20,7 +20,8 @@ comment.
 
 Output is compared by shape: numbers, with their sign, become ``#`` (timings and errors
 differ from machine to machine, their places do not) and runs of spaces one space. A line ``...`` in the
-sample stands for any lines; a line ending in ``...`` for any line starting as it does.
+sample stands for any lines; ``...`` within a line for any text there (so a line ending in
+``...`` stands for any line starting as it does).
 Every other line the command prints must be in the sample, in order (the checkout's path
 shown relative, as the docs show shipped recipes).
 """
@@ -120,10 +121,9 @@ def mismatch(shown: list[str], printed: list[str]) -> str | None:
     for line in shown:
         if line.strip() == "...":
             pattern.append(r"(?:[^\n]*\n)*?")
-        elif line.rstrip().endswith("..."):
-            pattern.append(re.escape(shape(line.rstrip()[:-3])) + r"[^\n]*\n")
-        else:
-            pattern.append(re.escape(shape(line)) + r"\n")
+        else:  # "..." within a line: any text there (at its end: any line starting so)
+            parts = [re.escape(shape(part)) for part in line.rstrip().split("...")]
+            pattern.append(r"[^\n]*".join(parts) + r"\n")
     while printed and not printed[-1].strip():  # a blank line at the end is not shown
         printed = printed[:-1]
     text = "".join(shape(line) + "\n" for line in printed)

@@ -60,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"vector     {vector}")
     print(f"FMA peak   {peak.fma_gflops:.1f} GFLOP/s (f32)")
     if peak.fma_gflops_by_chains:
-        chains = ", ".join(f"{n}: {g:.1f}" for n, g in peak.fma_gflops_by_chains.items())
+        measured = sorted(peak.fma_gflops_by_chains.items(), key=lambda item: int(item[0]))
+        chains = ", ".join(f"{n}: {g:.1f}" for n, g in measured)  # by count, as measured
         print(f"           by FMA chains in the probe, GFLOP/s: {chains}")
     print(f"bandwidth  {peak.bandwidth_gbps:.1f} GB/s (streaming triad)")
     print(f"measured   {peak.measured_at} with IREE {peak.iree_version}")
