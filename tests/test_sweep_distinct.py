@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Hashable
+from pathlib import Path
 
+import pytest
+from tdsched.schedules.cli.sweep_command import _progress
 from tdsched.schedules.compile.build_target import BuildTarget
 from tdsched.schedules.dsl.build_names import build_values
 from tdsched.schedules.dsl.space import Point
@@ -14,15 +17,16 @@ from tdsched.schedules.frontends.shipped import find_recipe
 from tdsched.schedules.measure.request import Request
 from tdsched.schedules.measure.status import Status
 from tdsched.schedules.sweep.candidates import content_key, plan_point
-from tdsched.schedules.sweep.database import Result
+from tdsched.schedules.sweep.database import Result, ResultsDB
 from tdsched.schedules.sweep.distinct import (
     SAME_BUILD,
     build_signature,
     distinct_builds,
     parameters_read,
 )
+from tdsched.schedules.sweep.executors import make_executor
 from tdsched.schedules.sweep.messages import SweepContext
-from tdsched.schedules.sweep.runner import _narrowed
+from tdsched.schedules.sweep.runner import Sweep, SweepOptions, _narrowed
 from tdsched.schedules.sweep.table import ranked_table, result_json
 from tdsched.targets.cpu_model import BuildCpu
 
@@ -118,3 +122,26 @@ def test_a_candidate_reads_its_own_layouts_parameters_and_the_conditions() -> No
     assert not {"M0", "N0", "K0"} & direct
     # on Vulkan the direct kernel is left out: its tiles are not read
     assert not {"WH", "RW"} & parameters_read(conv, {"LAYOUT": "direct"}, "vulkan", None)
+
+
+def test_the_progress_line_names_the_leader_by_what_its_build_reads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The live progress line's leader, like the tables, leaves out the swept values its
+    build ignores (a row-major candidate's UNPACK, M0, N0) and the fixed shape."""
+    db = ResultsDB(tmp_path / "s.db")
+    try:
+        sweep = Sweep("matmul_x86", SweepOptions(fixed=SHAPE), db, make_executor("local", 1), 1)
+    finally:
+        db.close()
+    point = next(p for p in sweep.enumeration.valid if sweep.enumeration.ignored.get(p))
+    params = {**SHAPE, **sweep.enumeration.as_params(point)}
+    leader = Result("k", "matmul_x86", "x86", params, Status.OK, speedup=1.1)
+    sweep.state.best, sweep.state.done = leader, 1
+    _progress(quiet=False)("timed", sweep.state)
+    shown = capsys.readouterr().err.split("leader 1.100x (")[1].split(")")[0]
+    ignored = set(sweep.enumeration.ignored[point]) | set(SHAPE)
+    assert shown == ", ".join(
+        f"{n}={params[n]}" for n in sweep.enumeration.names if n not in ignored
+    )
+    assert not {item.split("=")[0] for item in shown.split(", ")} & ignored

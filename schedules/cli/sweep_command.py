@@ -284,7 +284,7 @@ def _progress(quiet: bool) -> Any:
         eta = state.eta_s()
         best = state.best
         best_text = (
-            f"leader {best.speedup:.3f}x ({', '.join(f'{k}={v}' for k, v in best.params.items())})"
+            f"leader {best.speedup:.3f}x ({state.describe(best)})"
             if best and best.speedup
             else "leader -"
         )

@@ -50,6 +50,7 @@ from .executor import Executor, WorkerError, WorkerFailure
 from .incumbent import Incumbent, find_incumbent
 from .messages import BenchJob, BenchOutcome, CompileJob, CompileOutcome, RaceJob, SweepContext
 from .strategies import Evolutionary, Grid, RandomSample, Strategy
+from .table import label
 
 FIELD = 4
 """A race's field is up to this many times ``--race`` candidates (those screening cannot
@@ -202,6 +203,8 @@ class SweepState:
     best: Result | None = None
     started: float = field(default_factory=time.monotonic)
     message: str = ""
+    describe: Callable[[Result], str] = lambda result: result.key
+    """A candidate by the swept parameters its build reads (set by the sweep)."""
 
     def eta_s(self) -> float | None:
         if not self.done:
@@ -328,7 +331,8 @@ class Sweep:
         self.strategy = make_strategy(
             options, self.enumeration, self.space, jobs, defaults, prior, first
         )
-        self.state = SweepState(self.strategy.planned)
+        names, ignored = self.enumeration.names, self.enumeration.ignored
+        self.state = SweepState(self.strategy.planned, describe=lambda r: label(r, names, ignored))
         self._keys: dict[Point, str] = {}
         self._workload: Workload | None = None
         self._compile_s: dict[str, float] = {}
