@@ -67,6 +67,8 @@ def test_a_bundle_is_timed_by_its_own_runner_and_imported_into_its_sweep(
     (sweep,) = opened.sweeps()
     assert sweep.status == "running" and opened.results(sweep.id) == []  # nothing timed
     opened.close()
+    assert main(["report", str(db)]) == 0
+    assert f"its bench bundle {bundle} waits to be run on the device" in capsys.readouterr().out
 
     ran = _bench(bundle)
     assert ran.returncode == 0, ran.stderr
@@ -94,6 +96,9 @@ def test_a_bundle_is_timed_by_its_own_runner_and_imported_into_its_sweep(
         assert measured[entry["key"]].speedup == entry["outcome"]["speedup"][0]
     for standing in results["race"]["result"]["standings"]:
         assert measured[standing["key"]].confirmed_speedup == standing["speedup"][0]
+
+    assert main(["report", str(db)]) == 0  # the report says where it was measured
+    assert f"device    {results['device']['driver']} (" in capsys.readouterr().out
 
     # imported once: a second import is refused, naming the sweep
     assert main(_sweep(target, db, "--import", str(bundle / "results.json"))) == 2

@@ -246,4 +246,4 @@ def _pick(db: ResultsDB, sweep_id: int | None) -> Sweep:
 
 
 def _data(db: ResultsDB, sweep: Sweep) -> SweepData:
-    return SweepData(sweep, db.results(sweep.id), db.baselines(sweep.id))
+    return SweepData(sweep, db.results(sweep.id), db.baselines(sweep.id), db.bundle(sweep.id))

@@ -63,6 +63,9 @@ class SweepData:
     sweep: Sweep
     results: list[Result]
     baselines: dict[str, float]
+    bundle: dict[str, Any] | None = None
+    """The bench bundle the sweep wrote (``sweep --bundle``), with the device its results
+    were measured on once imported; None for a sweep timed here."""
 
     @property
     def decision(self) -> Decision | None:
@@ -155,7 +158,13 @@ def header_lines(data: SweepData) -> list[str]:
     """Sweep metadata: recipe, target, strategy, times, status, space, baselines."""
     s = data.sweep
     status = s.status
-    if status == "running":
+    bundle = data.bundle
+    if status == "running" and bundle is not None:
+        status += (
+            f" (its bench bundle {bundle['folder']} waits to be run on the device and its "
+            "results imported: 'tdsched sweep ... --import RESULTS', docs/commands/bench.md)"
+        )
+    elif status == "running":
         status += " (still running, or interrupted: 'tdsched sweep --resume' continues it)"
     lines = [f"{data.title}, {status}"]
     if s.source:
@@ -182,6 +191,10 @@ def header_lines(data: SweepData) -> list[str]:
     reused = reuse_line(data.reused_from)
     if reused is not None:
         lines.append(reused)
+    if bundle is not None and bundle.get("device"):
+        device = bundle["device"]
+        on = f"{device['device']}, host CPU {device['cpu']}" if device["device"] else device["cpu"]
+        lines.append(f"device    {device['driver']} ({on}), by the bench bundle {bundle['folder']}")
     lines.append(baseline_line(data.baselines))
     work = work_line(data)
     if work is not None:
@@ -296,6 +309,7 @@ def as_json(data: SweepData) -> dict[str, Any]:
         "drift": data.drift,
         "reused_from": {str(sweep): n for sweep, n in data.reused_from.items()},
         "work": s.work.as_dict() if s.work else None,
+        "bundle": data.bundle,
         "ranked": [result_json(r, data.decision, data.names, data.ignored) for r in ranked],
         "failed": [r.as_dict() for r in data.failed],
         "best": result_json(ranked[0], data.decision, data.names, data.ignored) if ranked else None,
