@@ -111,6 +111,9 @@ class Manifest:
     """SHA-256 of the inputs and reference files."""
     baseline: BuildFile
     builds: tuple[BuildFile, ...]
+    peers: tuple[BuildFile, ...] = ()
+    """IREE's other builds of the workload a user could pick instead (x86: data tiling,
+    with and without microkernels), keyed by name; checked and timed like a candidate."""
 
     @staticmethod
     def read(folder: Path) -> Manifest:
@@ -150,6 +153,7 @@ class Manifest:
                 data_sha256=data["data"]["sha256"],
                 baseline=BuildFile(**data["baseline"]),
                 builds=tuple(BuildFile(**b) for b in data["builds"]),
+                peers=tuple(BuildFile(**b) for b in data.get("peers", [])),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise BundleError(f"{path}: incomplete manifest ({type(exc).__name__}: {exc})") from exc
@@ -160,7 +164,7 @@ class Manifest:
             self.inputs: self.data_sha256["inputs"],
             self.reference: self.data_sha256["reference"],
             self.baseline.file: self.baseline.sha256,
-            **{b.file: b.sha256 for b in self.builds},
+            **{b.file: b.sha256 for b in (*self.builds, *self.peers)},
         }
 
     def verify(self, folder: Path) -> None:
@@ -227,6 +231,7 @@ class ResultsFile:
             "baseline_check": None,
             "running": None,
             "results": [],
+            "peers": {},
         }
         if path.exists():
             self._resume(manifest)
@@ -383,11 +388,14 @@ def run_bundle(folder: Path, out: Path, say: Callable[[str], None] = print) -> d
         start = time.perf_counter()
         outcome = runner.bench(build)
         results.record(build.key, outcome, time.perf_counter() - start)
-        shown = (
-            f"{outcome['speedup'][0]:.3f}x IREE default" if outcome["speedup"] else outcome["error"]
-        )
         count = f"[{index}/{len(manifest.builds)}]"
-        say(f"bench: {count} {outcome['status']:<10} {_label(build)}: {shown}")
+        say(f"bench: {count} {outcome['status']:<10} {_label(build)}: {_shown(outcome)}")
+    for peer in manifest.peers:
+        if peer.key not in results.data.setdefault("peers", {}):
+            results.data["peers"][peer.key] = runner.bench(peer)
+            results.save()
+            outcome = results.data["peers"][peer.key]
+            say(f"bench: peer {peer.key}: {outcome['status']}, {_shown(outcome)}")
     results.data["baseline"]["end"] = runner.time_baseline()
     if results.data.get("race") is None:
         say("bench: racing the leaders against each other and IREE default")
@@ -398,6 +406,13 @@ def run_bundle(folder: Path, out: Path, say: Callable[[str], None] = print) -> d
     results.save()
     say(f"bench: wrote {out}")
     return results.data
+
+
+def _shown(outcome: dict[str, Any]) -> str:
+    """An outcome in a progress line: its speedup, or why it has none."""
+    if outcome["speedup"]:
+        return f"{outcome['speedup'][0]:.3f}x IREE default"
+    return str(outcome["error"])
 
 
 def _label(build: BuildFile) -> str:

@@ -75,6 +75,9 @@ def test_a_bundle_is_timed_by_its_own_runner_and_imported_into_its_sweep(
     assert "bench: [2/2] ok" in ran.stdout and "bench: race " in ran.stdout
     results = json.loads((bundle / "results.json").read_text())
     assert results["bundle"] == manifest["bundle"]
+    peers = {"iree-data-tiling", "iree-data-tiling-ukernels"} if target == "x86" else set()
+    assert {p["key"] for p in manifest["peers"]} == set(results["peers"]) == peers
+    assert {p["status"] for p in results["peers"].values()} <= {"ok"}
     assert {r["outcome"]["status"] for r in results["results"]} == {"ok"}
     assert set(results["baseline"]) == {"start", "end"}
     if target == "vulkan":
@@ -84,6 +87,8 @@ def test_a_bundle_is_timed_by_its_own_runner_and_imported_into_its_sweep(
     out = capsys.readouterr().out
     assert "2 timed, 0 failed" in out and "by the bench bundle's runner" in out
     assert "race: " in out  # the race the runner ran, as a local sweep shows it
+    if peers:
+        assert "peers    measured on the device, vs IREE default: iree-data-tiling " in out
     assert results["race"]["result"]["standings"]
     best = tmp_path / f"{SWEEPS[target][0]}.{target}.best.yaml"
     assert best.is_file() and "best recipe:" in out

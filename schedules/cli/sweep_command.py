@@ -714,6 +714,8 @@ def _summary(
     incumbent = outcome.incumbent_line()
     if incumbent is not None:
         lines.append(incumbent)
+    if outcome.peers:
+        lines.append(_peers_line(outcome))
     if best_file is not None:
         lines.append(f"best recipe: {best_file}  ({run_command(best_file, rerun)})")
         best = _best_speedup(outcome)
@@ -726,6 +728,21 @@ def _summary(
     elif not outcome.ranked:
         lines.append("no candidate compiled and matched the reference")
     return "\n".join(lines)
+
+
+def _peers_line(outcome: SweepOutcome) -> str:
+    """IREE's other builds as the device measured them, and the best candidate against the
+    fastest of them (a bundle's import)."""
+    shown = [
+        f"{name} {found.speedup.median:.3f}x" if found.speedup else f"{name} {found.status}"
+        for name, found in outcome.peers.items()
+    ]
+    line = "peers    measured on the device, vs IREE default: " + ", ".join(shown)
+    fastest = max((f.speedup.median for f in outcome.peers.values() if f.speedup), default=None)
+    best = _best_speedup(outcome)
+    if fastest and best:
+        line += f"; the best candidate ({best:.3f}x) is {best / fastest:.2f}x the fastest of them"
+    return line
 
 
 def _as_json(outcome: SweepOutcome, best_file: Path | None) -> dict[str, Any]:

@@ -96,8 +96,7 @@ def _iree_peer(p: Plan, name: str, reference: Reference, work: Path) -> PeerBuil
     try:
         output = compile_unscheduled(p, work, name, IREE_PEERS[name]).output
     except CompileError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else "iree-compile failed"
-        return PeerBuild(name, Check(Status.COMPILE_FAILED, error=first))
+        return PeerBuild(name, Check(Status.COMPILE_FAILED, error=compile_error_line(exc)))
     module = LoadedModule(output, p.target.driver, p.workload.function)
     _, check = reference.check(module, p.recipe.tolerance)
     if check.status is not Status.OK:
@@ -169,6 +168,12 @@ def onnxruntime_call(
 def onnxruntime_available() -> bool:
     """Whether onnxruntime is installed (``tdsched[onnx]``)."""
     return importlib.util.find_spec("onnxruntime") is not None
+
+
+def compile_error_line(exc: CompileError) -> str:
+    """A failed build in one line: the compiler's first."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else "iree-compile failed"
 
 
 def _first_line(exc: Exception) -> str:

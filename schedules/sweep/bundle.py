@@ -93,9 +93,11 @@ def write_bundle(
     context: SweepContext,
     origin: dict[str, Any],
     race: dict[str, Any],
+    peers: dict[str, Path],
 ) -> dict[str, Any]:
-    """Write the bundle of ``builds`` (and IREE default's build ``baseline``) into
-    ``folder`` for ``plan``'s workload and target; its record for the results database
+    """Write the bundle of ``builds`` (and IREE default's build ``baseline``, and the
+    ``peers``: name → IREE's other builds of the workload) into ``folder`` for ``plan``'s
+    workload and target; its record for the results database
     (:meth:`~.database.ResultsDB.record_bundle`). The manifest is written last: a folder
     without one is a bundle cut short."""
     check_bundle_folder(folder)
@@ -105,6 +107,8 @@ def write_bundle(
     for build in builds:
         shutil.copyfile(build.artifact, folder / files[build.key])
     shutil.copyfile(baseline, folder / "builds" / "baseline.vmfb")
+    for name, built in peers.items():
+        shutil.copyfile(built, folder / "builds" / f"peer-{name}.vmfb")
     target = plan.target
     function = plan.workload.function
     with tempfile.TemporaryDirectory(prefix="tdsched-bundle-") as tmp:
@@ -141,6 +145,7 @@ def write_bundle(
         },
         "baseline": _entry("baseline", "builds/baseline.vmfb", {}, folder),
         "builds": [_entry(b.key, files[b.key], b.shown, folder) for b in builds],
+        "peers": [_entry(name, f"builds/peer-{name}.vmfb", {}, folder) for name in peers],
     }
     manifest["bundle"] = bundle_key(manifest)
     write_atomically(folder / MANIFEST, (json.dumps(manifest, indent=1) + "\n").encode())

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import iree.compiler.version
+from tdsched.targets.compiler import CompileError
 from tdsched.targets.cpu_isa import cpu_description
 from tdsched.targets.racing import Decision, RaceResult, RaceSettings, entrants
 from tdsched.targets.timing import Interval
@@ -33,11 +34,13 @@ from tdsched.transform_lib.work import count_work_of_text
 
 from ..base.errors import RecipeError, Where
 from ..compile.build_target import RECIPE_DEFAULT, BuildTarget
+from ..compile.pipeline import Plan, compile_unscheduled
 from ..dsl.recipe import Recipe
 from ..dsl.space import Enumeration, ParamValue, Point, SearchSpace
 from ..frontends.loading import load
 from ..frontends.recipe_trust import UNTRUSTED, Trust
 from ..frontends.shipped import find_recipe
+from ..measure.peers import IREE_PEERS, compile_error_line
 from ..measure.request import Request
 from ..measure.status import BUILD_FAILURES, Outcome
 from .bundle import BundledBuild, read_results, write_bundle
@@ -149,6 +152,9 @@ class SweepOutcome:
     """With ``--import``: the machine and device the results were measured on."""
     unmeasured: int = 0
     """With ``--import``: builds of the bundle the results file has no outcome for."""
+    peers: dict[str, Outcome] = field(default_factory=dict)
+    """With ``--import``: IREE's other builds of the workload as the device measured them
+    (their speedup over IREE default)."""
 
     def incumbent_line(self) -> str | None:
         """Where the recipe's own values ranked (:meth:`.Incumbent.line`)."""
@@ -485,6 +491,7 @@ class Sweep:
         }
         plan = plan_point(self.recipe, self.context, {})
         baseline = Path(self.context.baseline_artifact)
+        peers = self._peer_builds(plan)
         bundled = {b.key for b in builds}
         race = {
             **dataclasses.asdict(self.options.race),
@@ -492,10 +499,28 @@ class Sweep:
             "incumbent": outcome.incumbent_key if outcome.incumbent_key in bundled else None,
         }
         record = write_bundle(
-            self.options.bundle, builds, baseline, plan, self.context, origin, race
+            self.options.bundle, builds, baseline, plan, self.context, origin, race, peers
         )
         self.db.record_bundle(sweep_id, record)
         outcome.bundle = record
+
+    def _peer_builds(self, plan: Plan) -> dict[str, Path]:
+        """IREE's other builds of the workload for a bundle (x86: data tiling, with and
+        without microkernels), beside the sweep's artifacts; one that does not build is
+        left out, with a note."""
+        if plan.target.is_gpu:
+            return {}
+        peers = {}
+        for name, flags in IREE_PEERS.items():
+            try:
+                built = compile_unscheduled(plan, self.db.artifacts, name, flags)
+            except CompileError as exc:
+                self._note(
+                    f"bundle: IREE's {name} build failed, left out: {compile_error_line(exc)}"
+                )
+                continue
+            peers[name] = Path(built.output)
+        return peers
 
     def _read_import(self) -> Imported:
         """The results file ``options.imported``, checked against the sweep it names: one
@@ -542,8 +567,12 @@ class Sweep:
             self._record_race(sweep_id, race, raced["left_out"], recorded.get("incumbent"))
             outcome.raced = True
         outcome.device = data["device"]
+        outcome.peers = {
+            name: Outcome.from_dict(found) for name, found in data.get("peers", {}).items()
+        }
         outcome.unmeasured = len(set(builds) - {entry["key"] for entry in data["results"]})
-        self.db.record_bundle(sweep_id, {**recorded, "device": data["device"]})
+        peers = data.get("peers", {})
+        self.db.record_bundle(sweep_id, {**recorded, "device": data["device"], "peers": peers})
         work = self.db.sweep(sweep_id).work
         if work is not None and data["device"]["driver"] in ("local-task", "local-sync"):
             # the CPU the candidates ran on bounds them (report's roofline), not this one
