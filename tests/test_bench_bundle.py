@@ -158,8 +158,12 @@ def test_the_runner_refuses_a_changed_bundle_and_goes_on_after_a_cut(
     assert _bench(bundle).returncode == 0
     results = json.loads((bundle / "results.json").read_text())
     key = results["results"][1]["key"]
-    cut = {**results, "results": results["results"][:1], "running": key}
+    cut = {**results, "results": results["results"][:1], "running": key, "finished": None}
+    cut["race"] = None
     (bundle / "results.json").write_text(json.dumps(cut))
+    assert main(_sweep("x86", db, "--import", str(bundle / "results.json"))) == 2
+    err = capsys.readouterr().err
+    assert "the runner has not finished (1 of 2 builds measured, no race yet)" in err
     ran = _bench(bundle)
     assert ran.returncode == 0 and f"bench: {key}: crashed in an earlier run" in ran.stdout
     again = json.loads((bundle / "results.json").read_text())

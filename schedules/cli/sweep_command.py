@@ -695,21 +695,13 @@ def _summary(
     if outcome.device is not None:
         device = outcome.device
         on = f"{device['device']}, host CPU {device['cpu']}" if device["device"] else device["cpu"]
-        lines.append(
-            f"measured on {device['driver']} ({on}) by the bench bundle's runner"
-            + (f"; {outcome.unmeasured} builds had no result" if outcome.unmeasured else "")
-        )
+        lines.append(f"measured on {device['driver']} ({on}) by the bench bundle's runner")
     if outcome.timed or outcome.baseline_ms:
         lines.append(baseline_line(outcome.baseline_ms))
     lines.append(
         ranked_table(outcome.ranked, outcome.failed, e.names, top, outcome.decision, e.ignored)
     )
-    if outcome.ranked and outcome.device is not None and outcome.decision is None:
-        lines.append(
-            "no race was run: the bundle's runner stopped before its race; the best is a "
-            "screening measurement (run bench.py again with the same --out, then import)"
-        )
-    elif outcome.ranked:
+    if outcome.ranked:
         lines.append(decision_line(outcome.decision, outcome.results, e.names, e.ignored))
     incumbent = outcome.incumbent_line()
     if incumbent is not None:

@@ -210,6 +210,13 @@ def read_results(path: Path, db: ResultsDB) -> dict[str, Any]:
             f"{sweep_id}'s bundle is {recorded['bundle']} ({recorded['folder']}): run the "
             "runner on the bundle that sweep wrote"
         )
+    if data.get("finished") is None:
+        done = len(data["results"])
+        raise BundleError(
+            f"--import {path}: the runner has not finished ({done} of "
+            f"{len(recorded['builds'])} builds measured, no race yet): run it again with "
+            "the same --out (it goes on where it stopped), then import"
+        )
     unknown = [r["key"] for r in data["results"] if r["key"] not in recorded["builds"]]
     if unknown:
         raise BundleError(

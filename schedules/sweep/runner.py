@@ -150,8 +150,6 @@ class SweepOutcome:
     """With ``--bundle``: the bundle written (:func:`.bundle.write_bundle`'s record)."""
     device: dict[str, str] | None = None
     """With ``--import``: the machine and device the results were measured on."""
-    unmeasured: int = 0
-    """With ``--import``: builds of the bundle the results file has no outcome for."""
     peers: dict[str, Outcome] = field(default_factory=dict)
     """With ``--import``: IREE's other builds of the workload as the device measured them
     (their speedup over IREE default)."""
@@ -570,7 +568,6 @@ class Sweep:
         outcome.peers = {
             name: Outcome.from_dict(found) for name, found in data.get("peers", {}).items()
         }
-        outcome.unmeasured = len(set(builds) - {entry["key"] for entry in data["results"]})
         peers = data.get("peers", {})
         self.db.record_bundle(sweep_id, {**recorded, "device": data["device"], "peers": peers})
         work = self.db.sweep(sweep_id).work
