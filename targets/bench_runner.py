@@ -18,8 +18,8 @@ time them (tolerance, rounds, seconds per sample, threads). The runner
    ``crashed`` instead of being run again.
 
 It imports only iree.runtime, numpy and its sibling modules :mod:`.runtime`,
-:mod:`.timing`, :mod:`.result_check` and :mod:`.cpu_isa` (none of which imports the
-compiler or the MLIR bindings): the bundle carries a copy of the five files as the
+:mod:`.timing`, :mod:`.racing`, :mod:`.result_check` and :mod:`.cpu_isa` (none of which
+imports the compiler or the MLIR bindings): the bundle carries a copy of the six files as the
 package ``tdsched_bench`` with a launcher, ``bench.py``, so ``python DIR/bench.py`` runs on
 a machine with ``pip install iree-base-runtime numpy`` alone. With tdsched installed,
 ``python -m tdsched.bench DIR`` is the same program.
@@ -261,6 +261,8 @@ class ResultsFile:
         self.save()
 
     def save(self) -> None:
+        # write_atomically's way (schedules/base/files.py): the runner imports nothing
+        # from schedules/, so that a bundle can carry it alone
         temporary = self.path.with_name(f".{self.path.name}.tmp")
         temporary.write_text(json.dumps(self.data, indent=1) + "\n")
         os.replace(temporary, self.path)

@@ -4,7 +4,7 @@ machine that has the device, and the results brought back.
 ``tdsched sweep ... --bundle DIR`` compiles the candidates here and :func:`write_bundle`
 writes DIR: the modules, IREE default's build, the seeded inputs and the reference
 outputs computed here, the tolerance and timing plan, and the runner itself
-(:mod:`tdsched.targets.bench_runner` and the four modules it imports, as the package
+(:mod:`tdsched.targets.bench_runner` and the five modules it imports, as the package
 ``tdsched_bench``, with the launcher ``bench.py``), under a manifest of SHA-256 keys. On
 the device's machine ``python DIR/bench.py`` writes ``DIR/results.json``;
 ``tdsched sweep ... --import results.json`` (:func:`read_results`) records those results
