@@ -44,7 +44,12 @@ from tdsched.schedules.tune.state import (
 )
 from tdsched.schedules.tune.task_match import Ambiguous, ModelOps, op_match
 from tdsched.schedules.tune.tasks import ModelTasks, OpSignature, Task
-from tdsched.schedules.tune.templates import NoTemplate, template_for
+from tdsched.schedules.tune.templates import (
+    REGISTER_FIT,
+    NoTemplate,
+    conditions_hold,
+    template_for,
+)
 from tdsched.schedules.tune.tuning import TaskTuning, TuneOptions
 from tdsched.targets import make_target
 from tdsched.targets.timing import Timing
@@ -228,6 +233,67 @@ def test_the_template_is_centred_on_iree_s_tile_sizes() -> None:
     assert "W3 % RW == 0" in template.constraints
 
 
+def _nhwc_conv(vector_reduction: tuple[int, ...]) -> ConfiguredDispatch:
+    """A 3x3 NHWC/HWCF conv (loops n, oh, ow, f, kh, kw, c: the window before the
+    channels) with its fill and no epilogue, IREE's vector reduction tile as given."""
+    out = (1, 28, 28, 64)
+    parallel = ("parallel",) * 4
+    levels = {
+        "distribution": (0, 4, 28, 64, 0, 0, 0),
+        "vector_common_parallel": (1, 1, 4, 16, 0, 0, 0),
+        "vector_reduction": vector_reduction,
+    }
+    return ConfiguredDispatch(
+        "t0_dispatch_0",
+        (
+            ConfiguredOp("linalg.fill", out, parallel, (0, 1, 2, 3), {}),
+            ConfiguredOp(
+                "linalg.generic",
+                (1, 28, 28, 64, 3, 3, 64),
+                parallel + ("reduction",) * 3,
+                (0, 1, 2, 3),
+                levels,
+            ),
+        ),
+        root=1,
+        root_reads={},
+        init_is_fill=True,
+        root_inputs=2,
+    )
+
+
+@pytest.mark.parametrize("iree_reduction", [(0, 0, 0, 0, 1, 1, 8), (0, 0, 0, 0, 0, 0, 0)])
+def test_a_conv_is_reduced_along_its_channels_not_its_window(
+    iree_reduction: tuple[int, ...],
+) -> None:
+    """The cache tile and the register tile's reduction step go on the loop IREE
+    vectorizes the reduction along, else the longest: the channels (64), not the window's
+    first loop (3, where a 28x28x64 tune found nothing better than 0.49x IREE)."""
+    template = template_for(TASK, _nhwc_conv(iree_reduction))
+    steps = _docs(template.schedule)
+    assert steps[2]["tile"]["sizes"] == [0, 0, 0, 0, 0, 0, "${TK}"]
+    assert steps[4]["tile"]["sizes"] == [0, 0, 0, 0, 1, 1, "${RK}"]
+    assert template.space["RK"] == [1, 2, 4, 8, 16]
+    assert template.space["TK"] == [32, 64]
+    assert template.parameters["RK"] == (8 if iree_reduction[-1] else 1)
+
+
+def test_the_register_tile_takes_any_row_count_that_fits_the_isa_s_registers() -> None:
+    """RH: every divisor of its dim up to 16 (7 and 14 output pixels of a 28-wide row),
+    kept to the accumulators the ISA's registers hold; IREE's own tile always stays."""
+    template = template_for(TASK, _nhwc_conv((0, 0, 0, 0, 1, 1, 8)))
+    assert template.space["RH"] == [1, 2, 4, 7, 14]
+    fit = template.constraints[-1]
+
+    def holds(rh: int, rw: int, isa: str) -> bool:
+        return conditions_hold([fit], {"RH": rh, "RW": rw, "ISA": isa})
+
+    assert holds(14, 32, "avx512") and not holds(14, 64, "avx512")  # 28 of 32 zmm
+    assert holds(6, 16, "avx2") and not holds(7, 16, "avx2")  # 12 of 16 ymm
+    assert holds(4, 16, "avx2")  # IREE's own 4x16, which fits anyway
+    assert not holds(14, 32, "avx2")
+
+
 def test_without_an_epilogue_the_root_is_named_where_its_op_is_unique() -> None:
     """IREE may re-create the matched op before the strategy runs (a conv whose fill
     follows it, in small_cnn), so fuse_ext names the root instead of taking "the dispatch
@@ -272,13 +338,13 @@ def test_an_elementwise_task_of_one_op_gets_the_elementwise_template() -> None:
         {"cleanup": {"unit_dims": True}},
         {"vectorize": {}},
     ]
-    assert template.constraints == []
+    assert template.constraints == [f"(RH == 1 and RW == 8) or {REGISTER_FIT}"]
     # IREE splitting rows and pixels instead: those are distributed
     gather = _gather()
     op = dataclasses.replace(gather.ops[0], levels={"distribution": (16, 3, 3, 4, 4)})
     rows = template_for(TASK, dataclasses.replace(gather, ops=(op,)))
     assert _docs(rows.schedule)[0]["fuse_ext"]["tile_sizes"] == ["${W0}", 0, 0, "${W3}", "${W4}"]
-    assert rows.constraints == ["W3 % RH == 0", "W4 % RW == 0"]
+    assert rows.constraints[:2] == ["W3 % RH == 0", "W4 % RW == 0"]
 
 
 def test_an_elementwise_task_of_several_ops_has_no_template() -> None:
@@ -400,14 +466,15 @@ def test_a_matmul_task_from_named_layers_may_also_run_packed() -> None:
     assert template.kernel_when == "LAYOUT == 'rowmajor'"
     assert template.compile_flags == ["--iree-llvmcpu-enable-ukernels=none"]
     # Each layout holds the other's parameters at one value: every candidate once.
-    held = template.constraints[-3]
+    held = template.constraints[-4]
     assert held.startswith("LAYOUT == 'rowmajor' or (W0 == 64 and W1 == 64 and RW == 32")
     assert held.endswith("and EPILOGUE == 'buffer')")
-    assert template.constraints[-2] == (
+    assert template.constraints[-3] == (
         "LAYOUT == 'packed' or (M0 == 16 and N0 == 32 and UNPACK == 'separate')"
     )
     # the packed tiles that fit the build's registers (the constraint reads its ISA)
-    assert "ISA == 'avx2' and 64 <= M0 * N0 <= 96" in template.constraints[-1]
+    assert "ISA == 'avx2' and 64 <= M0 * N0 <= 96" in template.constraints[-2]
+    assert template.constraints[-1].endswith(REGISTER_FIT)  # the register tile's, last
     # Without layer names the model recipe could not select its matmuls: kernel only.
     unnamed = template_for(Task("t0", (MATMUL,), dispatches=["d0"]), _matmul())
     assert "LAYOUT" not in unnamed.space and unnamed.graph == []

@@ -9,11 +9,12 @@ pooling, reduction) and at most one elementwise epilogue after it, on x86:
 1. distribute to workgroups with ``fuse_ext`` (tiling the epilogue, or the root where
    there is none, and fusing the rest, the init ``fill`` kept out of reduction loops),
    ``W<d>`` output elements per workgroup along output dim ``d``;
-2. tile the root's first non-unit reduction loop by ``TK`` (a cache tile: the register
-   tiles below sweep one ``TK`` slice of the reduction at a time), then register-tile it
-   to ``RH`` x ``RW`` outputs on its two innermost non-unit output dims (1 along the
-   others), then its first non-unit reduction loop by ``RK`` (the other reduction loops
-   by 1); the init and the epilogue get the same register tile;
+2. tile the root's main reduction loop (:func:`main_reduction`: the one IREE vectorizes
+   the reduction along, else the longest) by ``TK`` (a cache tile: the register tiles
+   below sweep one ``TK`` slice of the reduction at a time), then register-tile it to
+   ``RH`` x ``RW`` outputs on its two innermost non-unit output dims (1 along the
+   others), then its main reduction loop by ``RK`` (the other reduction loops by 1); the
+   init and the epilogue get the same register tile;
 3. fold unit loops and vectorize.
 
 A task with an epilogue has a second way through step 2, ``EPILOGUE: fused``: the
@@ -70,10 +71,21 @@ from ..frontends.step_documents import step_document
 from .tasks import Task
 
 VECTOR_WIDTHS = (4, 8, 16, 32)
-ROW_TILES = (1, 2, 4, 8)
+MAX_ROW_TILE = 16
+"""``RH`` takes every divisor of its dim up to this (6 rows fill AVX2's registers with a
+16-wide ``RW``; a convolution's 7, 14 or 28 output pixels a row take 7 or 14), as far
+as :data:`REGISTER_FIT` allows."""
+REGISTER_FIT = (
+    "(ISA == 'avx2' and RH * max(1, RW // 8) <= 12) or "
+    "(ISA == 'sse' and RH * max(1, RW // 4) <= 12) or "
+    "(ISA != 'avx2' and ISA != 'sse' and RH * max(1, RW // 16) <= 28)"
+)
+"""The register tile's accumulators fit the build's vector registers, four left for the
+operands: 12 of AVX2's and SSE's 16, 28 of AVX-512's 32 (an ISA not known counts as
+AVX-512). IREE's own register tile is kept in the space even where it does not fit."""
 REDUCTION_TILES = (1, 2, 4, 8, 16)
 CACHE_TILES = (32, 64, 128, 256, 512)
-"""The first reduction loop's cache tile (``TK``): the slice of the reduction one pass of
+"""The main reduction loop's cache tile (``TK``): the slice of the reduction one pass of
 register tiles covers, so the operands' panels stay in cache (the whole loop is a value
 too: no cache tile)."""
 CACHE_TILE_DEFAULT = 256
@@ -225,8 +237,10 @@ def template_for(task: Task, dispatch: ConfiguredDispatch, sole: bool = False) -
     # meet the kernel's constraints
     selectable = named or sole
     if root.op in PACKABLE and selectable and conditions_hold(template.constraints, parameters):
-        return with_packed_layout(template, parameters)
-    return template
+        template = with_packed_layout(template, parameters)
+    return dataclasses.replace(
+        template, constraints=[*template.constraints, _register_fit(parameters)]
+    )
 
 
 def elementwise_template(dispatch: ConfiguredDispatch) -> Template:
@@ -252,7 +266,13 @@ def elementwise_template(dispatch: ConfiguredDispatch) -> Template:
         VectorizeStep(),
     ]
     swept: dict[str, list[ParamValue]] = {k: list(v) for k, v in tiles.space.items()}
-    return Template(dict(tiles.defaults), swept, list(tiles.constraints), schedule)
+    constraints = [*tiles.constraints, _register_fit(tiles.defaults)]
+    return Template(dict(tiles.defaults), swept, constraints, schedule)
+
+
+def _register_fit(defaults: Mapping[str, ParamValue]) -> str:
+    """:data:`REGISTER_FIT`, or IREE's own register tile (``defaults``)."""
+    return f"(RH == {defaults['RH']} and RW == {defaults['RW']}) or {REGISTER_FIT}"
 
 
 @dataclass(frozen=True)
@@ -403,7 +423,7 @@ def _space(
     defaults["RW"] = nearest(space["RW"], vector[loops[tiled[-1]]] or 16)
     if len(tiled) > 1:
         rows = out_ranges[tiled[-2]]
-        space["RH"] = [v for v in ROW_TILES if rows % v == 0]
+        space["RH"] = [v for v in range(1, MAX_ROW_TILE + 1) if rows % v == 0]
         defaults["RH"] = nearest(space["RH"], vector[loops[tiled[-2]]] or 1)
     else:
         space["RH"], defaults["RH"] = [1], 1
@@ -412,26 +432,40 @@ def _space(
 
 def _reduction_space(dispatch: ConfiguredDispatch) -> tuple[dict[str, list[int]], dict[str, int]]:
     """``RK`` (the register tile's reduction step) and ``TK`` (the cache tile) of the
-    root's first non-unit reduction loop, with their defaults."""
-    first = _first_reduction(dispatch)
-    if first is None:
+    root's main reduction loop, with their defaults."""
+    along = main_reduction(dispatch)
+    if along is None:
         return {"RK": [1], "TK": [1]}, {"RK": 1, "TK": 1}
     root = dispatch.root_op
     reduction = root.levels.get("vector_reduction", (0,) * len(root.loop_ranges))
-    size = root.loop_ranges[first]
+    size = root.loop_ranges[along]
     rk = [v for v in REDUCTION_TILES if size % v == 0]
     tk = [*(v for v in CACHE_TILES if v < size and size % v == 0), size]
     return {"RK": rk, "TK": tk}, {
-        "RK": nearest(rk, reduction[first] or 1),
+        "RK": nearest(rk, reduction[along] or 1),
         "TK": nearest(tk, CACHE_TILE_DEFAULT),
     }
 
 
-def _first_reduction(dispatch: ConfiguredDispatch) -> int | None:
+def main_reduction(dispatch: ConfiguredDispatch) -> int | None:
+    """The root's reduction loop that the register tile steps through by ``RK`` and the
+    cache tile cuts by ``TK``: the non-unit reduction loop IREE's configuration gives the
+    largest vector reduction tile, else the longest one (the along on a tie); None where
+    every reduction loop is a unit one.
+
+    A convolution's window loops come before its channel loop (NHWC/HWCF: ``kh, kw, c``),
+    and stepping a 3x3 window three rows at a time leaves every other loop scalar: on a
+    28x28x64 3x3 convolution the best such candidate ran 0.49x IREE default, where the
+    channel loop is the one to vectorize the reduction along (as IREE and conv2d_x86's
+    direct kernel do)."""
     root = dispatch.root_op
-    loops = [i for i, it in enumerate(root.iterators) if it == "reduction"]
-    non_unit = [i for i in loops if root.loop_ranges[i] > 1]
-    return non_unit[0] if non_unit else None
+    loops = [
+        i for i, it in enumerate(root.iterators) if it == "reduction" and root.loop_ranges[i] > 1
+    ]
+    if not loops:
+        return None
+    vector = root.levels.get("vector_reduction", (0,) * len(root.loop_ranges))
+    return max(loops, key=lambda i: (vector[i], root.loop_ranges[i], -i))
 
 
 def _steps(
@@ -460,9 +494,9 @@ def _steps(
         main = "root"
     if dispatch.init_is_fill:
         steps.append(ProducerStep(of=main, operand=dispatch.root_inputs, name="init"))
-    first = _first_reduction(dispatch)
+    along = main_reduction(dispatch)
     reduce: list[Any] = [
-        0 if it == "parallel" else ("${RK}" if i == first else 1)
+        0 if it == "parallel" else ("${RK}" if i == along else 1)
         for i, it in enumerate(root.iterators)
     ]
     if dispatch.epilogue:
@@ -482,10 +516,10 @@ def _buffered(
     and the epilogue register-tiled after it, each in loops of its own."""
     root = dispatch.root_op
     steps: list[Step] = []
-    first = _first_reduction(dispatch)
-    if first is not None:
+    along = main_reduction(dispatch)
+    if along is not None:
         cache: list[Any] = [0] * len(root.loop_ranges)
-        cache[first] = "${TK}"
+        cache[along] = "${TK}"
         steps.append(TileStep(target=main, sizes=tuple(cache)))
     steps.append(TileStep(target=main, sizes=tuple(_on_root_loops(dispatch, register))))
     steps.append(TileStep(target=main, sizes=tuple(reduce)))
