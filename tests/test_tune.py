@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -791,16 +792,20 @@ func.func @gather(%x: tensor<16x33x33xf32>) -> tensor<16x3x3x16x16xf32> {
 
 
 def _tune_one_task(
-    model_text: str, kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    model_text: str,
+    kind: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    options: Sequence[str] = (),
 ) -> dict[str, object]:
-    """Tune a linalg model for half a minute on 1 thread; its one task of ``kind`` must
-    have a template whose every candidate (4 at least: one wave of --jobs 4, what a
-    budget the other steps use up still gives it) matched IREE default, and the model
-    recipe must be right. Returns the task's template recipe."""
+    """Tune a linalg model for half a minute on 1 thread (with ``options``); its one task
+    of ``kind`` must have a template whose every candidate (4 at least: one wave of
+    --jobs 4, what a budget the other steps use up still gives it) matched IREE default,
+    and the model recipe must be right. Returns the task's template recipe."""
     model = tmp_path / "model.mlir"
     model.write_text(model_text)
     args = ["tune", str(model), "--threads", "1", "--budget", "0.5", "--round-size", "4"]
-    args += ["--jobs", "4"]
+    args += ["--jobs", "4", *options]
     assert main([*args, "--repeats", "3", "--out", str(tmp_path / "m.tune"), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["run"]["status"] == "ok"
@@ -854,6 +859,21 @@ def test_a_matmul_whose_epilogue_writes_transposed_is_tuned_and_right(
     template: Any = _tune_one_task(TRANSPOSED, "contraction", tmp_path, capsys)
     assert template["space"]["EPILOGUE"] == ["buffer", "fused"]
     assert "RH > 1" in template["constraints"]
+
+
+def test_a_tune_builds_for_the_cpu_it_is_asked_for(
+    iree: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--cpu haswell: the profile, the sweeps and the checks build for an AVX2 CPU (the
+    sweeps record it), and the state is kept for that CPU, apart from the host's."""
+    _tune_one_task(TRANSPOSED, "contraction", tmp_path, capsys, ["--cpu", "haswell"])
+    out = tmp_path / "m.tune"
+    state = json.loads((out / "tune-state.json").read_text())
+    assert state["identity"]["cpu"] == "haswell"
+    db = sqlite3.connect(out / "tune.db")
+    swept = [json.loads(row[0])["cpu"] for row in db.execute("SELECT options FROM sweeps")]
+    db.close()
+    assert swept and set(swept) == {"haswell"}
 
 
 def test_tune_writes_a_model_recipe_that_is_correct_and_a_rerun_reuses_it(

@@ -22,6 +22,7 @@ from ..measure.peers import onnxruntime_available, onnxruntime_call
 from ..tune.task_match import Ambiguous, ModelOps, kernel_match
 from ..tune.tasks import ModelTasks, Task, extract_tasks
 from .args import (
+    add_cpu_options,
     add_gpu_option,
     add_threads_option,
     build_target_from,
@@ -69,12 +70,13 @@ def add_parser(sub: Any) -> None:
 
 def add_profiled_model_arguments(p: argparse.ArgumentParser) -> None:
     """MODEL, how to lower it, and how its IREE default build is profiled: ``--target``,
-    ``--gpu``, ``--threads``, ``--rounds``, ``--seed`` (shared by ``tasks`` and
-    ``tune``)."""
+    ``--cpu``, ``--cpu-features``, ``--gpu``, ``--threads``, ``--rounds``, ``--seed``
+    (shared by ``tasks`` and ``tune``)."""
     add_model_arguments(p)
     p.add_argument(
         "--target", choices=TARGET_NAMES, default="x86", help="target to build for (default x86)"
     )
+    add_cpu_options(p)
     add_gpu_option(p)
     add_threads_option(p)
     p.add_argument(

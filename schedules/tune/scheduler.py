@@ -97,8 +97,12 @@ def tune(
     profile_s = time.monotonic() - profile_started
     progress(tasks_line(tasks, bool(graph)))
     identity = {"model": workload.name, "target": target.name, "threads": threads}
-    if options.build.gpu is not None:  # absent otherwise, so earlier states still hold
+    # absent where not asked for, so earlier states still hold
+    if options.build.gpu is not None:
         identity["gpu"] = options.build.gpu
+    if not target.is_gpu and (options.build.cpu, options.build.cpu_features) != ("host", None):
+        identity["cpu"] = options.build.cpu
+        identity["cpu_features"] = options.build.cpu_features
     state, set_aside = load_state(out, identity)
     if set_aside:
         progress(f"tune: {set_aside}")
