@@ -22,7 +22,7 @@ the run's status, speedups and peers, plus the machine (CPU model, AVX-512), thr
 budget, date and the command lines; a table and the geomeans are printed at the end. A
 tune or run that fails is recorded with its exit status and the tail of its output.
 
-    .venv/bin/python benchmarks/tune_workloads.py [--threads 1] [--budget 2]
+    .venv/bin/python benchmarks/tune_workloads.py [--threads 1] [--cpu host] [--budget 2]
         [--out .build/tune_workloads] [--only mm_768 --only softmax_256x2048]
         [--repeats 9] [--json-out FILE]
 
@@ -200,7 +200,7 @@ def measure(workload: Path, args: argparse.Namespace) -> dict[str, Any]:
     tune = _command(
         [
             *(TDSCHED, "tune", workload, "--threads", args.threads, "--budget", args.budget),
-            *("--out", out_dir, "-q", "--json"),
+            *("--cpu", args.cpu, "--out", out_dir, "-q", "--json"),
         ]
     )
     code, stdout, stderr, seconds = run_command(tune, args.out / f"{name}.tune-log")
@@ -225,7 +225,7 @@ def measure(workload: Path, args: argparse.Namespace) -> dict[str, Any]:
         return row
     run = _command(
         [
-            *(TDSCHED, "run", recipe, "--threads", args.threads, "--peers"),
+            *(TDSCHED, "run", recipe, "--threads", args.threads, "--cpu", args.cpu, "--peers"),
             *("--repeats", args.repeats, "--json"),
         ]
     )
@@ -366,6 +366,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--threads", type=int, default=1, help="threads (default 1)")
     parser.add_argument(
+        "--cpu",
+        default="host",
+        help="LLVM CPU to build for, e.g. haswell: AVX2 code on an AVX-512 machine (default host)",
+    )
+    parser.add_argument(
         "--budget", type=float, default=2.0, help="tune budget per workload, minutes (default 2)"
     )
     parser.add_argument(
@@ -418,6 +423,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "avx512f": has_avx512f(),
         "machine": platform.machine(),
         "threads": args.threads,
+        "build_cpu": args.cpu,
         "budget_minutes": args.budget,
         "repeats": args.repeats,
         "tdsched": str(TDSCHED),
