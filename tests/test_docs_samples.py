@@ -18,6 +18,22 @@ ALL = [sample for page in doc_pages() for sample in samples(page)]
 RUN = [sample for sample in ALL if sample.extra_args is not None]
 
 
+def _gates(sample: Sample) -> bool:
+    """Whether the sample runs a regression gate (``tdsched regress``, not its
+    ``history``), whose verdict (PASS, FAIL, INCONCLUSIVE) depends on timing: such
+    samples run one at a time (the ``serial`` marker)."""
+    for step in sample.steps:
+        words = step.command.split()
+        if words[:2] == ["tdsched", "regress"] and words[2:3] != ["history"]:
+            return True
+    return False
+
+
+RUN_PARAMS = [
+    pytest.param(s, id=s.name, marks=[pytest.mark.serial] if _gates(s) else []) for s in RUN
+]
+
+
 def test_every_sample_says_whether_the_docs_test_runs_it() -> None:
     unmarked = [s.name for s in ALL if not MARKER.match(s.marker or "")]
     assert not unmarked, (
@@ -63,7 +79,7 @@ def _command(words: list[str], extra_args: str) -> list[str]:
 
 
 @pytest.mark.usefixtures("iree")
-@pytest.mark.parametrize("sample", RUN, ids=[s.name for s in RUN])
+@pytest.mark.parametrize("sample", RUN_PARAMS)
 def test_a_sample_prints_what_the_docs_show(
     sample: Sample, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:

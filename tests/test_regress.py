@@ -20,7 +20,8 @@ from tdsched.recipes import RECIPES_DIR
 from tdsched.schedules.cli.main import main
 from tdsched.schedules.regress.history import read_series
 
-pytestmark = pytest.mark.usefixtures("iree")
+# the gates time builds against their blessed speed: one at a time (.ci/test)
+pytestmark = [pytest.mark.usefixtures("iree"), pytest.mark.serial]
 pytest_plugins = ["pytester"]
 
 SIZE = {"M": 128, "N": 128, "K": 128, "LAYOUT": "rowmajor", "TM": 8, "TN": 128, "TK": 64, "RN": 16}

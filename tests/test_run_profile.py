@@ -10,6 +10,9 @@ from typing import Any
 import pytest
 from cli_process import tdsched
 
+# the profile's per-dispatch times are compared with the calls': one at a time (.ci/test)
+pytestmark = pytest.mark.serial
+
 IN_DISPATCHES = 0.15
 """How far the dispatches' times may be from the whole call (see docs/commands/run.md:
 fixed per-call costs, ~60 us here, stay below it for calls of a millisecond or more)."""

@@ -30,6 +30,9 @@ from tdsched.schedules.sweep.ray_executor import (
     worker_error,
 )
 
+# Ray's workers run niced and the tests give them time limits: one at a time (.ci/test)
+pytestmark = pytest.mark.serial
+
 try:
     import ray
 except ImportError:  # pragma: no cover - the test extra installs Ray
