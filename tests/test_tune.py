@@ -295,6 +295,53 @@ def test_the_register_tile_takes_any_row_count_that_fits_the_isa_s_registers() -
     assert not holds(14, 32, "avx2")
 
 
+def _depthwise(filter_loops: tuple[int, ...]) -> ConfiguredDispatch:
+    """A 3x3 depthwise conv (loops n, oh, ow, c, kh, kw) with its fill; its filter read
+    through ``filter_loops`` (NHWC/HWC: kh, kw, c)."""
+    out = (1, 56, 56, 96)
+    parallel = ("parallel",) * 4
+    levels = {
+        "distribution": (0, 4, 56, 32, 0, 0),
+        "vector_common_parallel": (1, 1, 8, 16, 0, 0),
+        "vector_reduction": (0, 0, 0, 0, 1, 3),
+    }
+    conv = ConfiguredOp(
+        "linalg.generic", (1, 56, 56, 96, 3, 3), parallel + ("reduction",) * 2, (0, 1, 2, 3),
+        levels, (None, filter_loops),
+    )  # fmt: skip
+    fill = ConfiguredOp("linalg.fill", out, parallel, (0, 1, 2, 3), {})
+    return ConfiguredDispatch("t0_d", (fill, conv), 1, {}, init_is_fill=True, root_inputs=2)
+
+
+DEPTHWISE = Task("t0", (OpSignature("linalg.generic", (56, 56, 96, 3, 3), "convolution", "f32"),))
+
+
+def test_a_window_op_may_reduce_row_by_row_in_its_1d_form() -> None:
+    """A depthwise conv's only reductions are its window: WINDOW rows tiles the window's
+    rows by 1, names the op and decomposes it (the convolution vectorizer then reuses
+    each input row across the window's columns); WINDOW loops steps by RK as before."""
+    template = template_for(DEPTHWISE, _depthwise((4, 5, 3)))
+    assert template.space["WINDOW"] == ["loops", "rows"]
+    assert template.parameters["WINDOW"] == "loops"
+    steps = _docs(template.schedule)
+    # IREE vectorizes the window's columns (its vector reduction tile 3): RK steps them
+    loops = [step for step in steps if "WINDOW == 'loops'" in str(step)]
+    assert loops == [{"tile": {"sizes": [0, 0, 0, 0, 1, "${RK}"], "when": "WINDOW == 'loops'"}}]
+    rows = [step for step in steps if "WINDOW == 'rows'" in str(step)]
+    assert [next(iter(step)) for step in rows] == ["tile", "specialize", "decompose"]
+    assert rows[0]["tile"]["sizes"] == [0, 0, 0, 0, 1, 0]
+    # the register tile's rows are the output's columns (RW on the channels the filter
+    # reads), so the output row stays 1 for any RH; the unused RK and TK are held
+    assert template.space["RK"] == [1, 3] and template.parameters["RK"] == 3  # IREE's 3
+    held = "WINDOW == 'loops' or (RK == 3 and TK == 3)"
+    assert held in template.constraints
+    # NCHW-like: the filter does not read RW's loop, so RH is the output's rows: one
+    nchw = template_for(DEPTHWISE, _depthwise((4, 5)))
+    assert "WINDOW == 'loops' or (RK == 3 and TK == 3 and RH == 1)" in nchw.constraints
+    # a convolution with channels to reduce has no such way
+    assert "WINDOW" not in template_for(TASK, _nhwc_conv((0, 0, 0, 0, 1, 1, 8))).space
+
+
 def test_without_an_epilogue_the_root_is_named_where_its_op_is_unique() -> None:
     """IREE may re-create the matched op before the strategy runs (a conv whose fill
     follows it, in small_cnn), so fuse_ext names the root instead of taking "the dispatch

@@ -26,6 +26,20 @@ def specialize(target: OpHandle) -> OpHandle:
     return OpHandle(value, f"specialized {target.what}", target.num_loops)
 
 
+def decompose(target: OpHandle) -> OpHandle:
+    """Rewrite a 2-D convolution whose tile has a unit window row and output row (a
+    ``linalg.conv_2d_nhwc_hwcf``, ``linalg.depthwise_conv_2d_nhwc_hwc``, ... tiled so
+    that ``kh`` and ``oh`` are 1) as its 1-D form (``linalg.conv_1d_nwc_wcf``,
+    ``linalg.depthwise_conv_1d_nwc_wc``), which ``vectorize`` lowers with the convolution
+    vectorizer: the window's columns unrolled, each input vector loaded once for them.
+
+    Precondition: a named convolution op (``specialize`` a generic first) with a unit
+    window and output dim; another op is a silenceable failure (the step did not apply).
+    """
+    value = structured.DecomposeOp(target.value).transformed
+    return OpHandle(value, f"1-D form of {target.what}", None)
+
+
 def interchange(target: OpHandle, permutation: Sequence[int]) -> OpHandle:
     """Permute the loops of a ``linalg.generic`` (generalize named ops first)."""
     check_permutation(target, permutation, "interchange")

@@ -33,7 +33,7 @@ from tdsched.transform_lib.lowering_config import (
     op_lowering_config,
 )
 from tdsched.transform_lib.match import OpCriteria, match_ops, producer_of
-from tdsched.transform_lib.op_forms import generalize, interchange, specialize
+from tdsched.transform_lib.op_forms import decompose, generalize, interchange, specialize
 from tdsched.transform_lib.remarks import (
     emit_remark,
     kernel_after_schedule,
@@ -52,6 +52,7 @@ from ..dsl.recipe import KernelSchedule, LoweringConfig, Recipe
 from ..dsl.resolved import as_int, as_ints, criteria_of, payload_criteria, region_criteria
 from ..dsl.steps import (
     CleanupStep,
+    DecomposeStep,
     DispatchRegionStep,
     FuseExtStep,
     FuseIntoStep,
@@ -354,6 +355,9 @@ class _Emitter:
     def _specialize(self, step: SpecializeStep) -> None:
         self._produce(step.target, specialize(self.op(step.target, step.where)), step)
 
+    def _decompose(self, step: DecomposeStep) -> None:
+        self._produce(step.target, decompose(self.op(step.target, step.where)), step)
+
     def _interchange(self, step: InterchangeStep) -> None:
         perm = as_ints(step.permutation, step.where.child("permutation"))
         self._produce(step.target, interchange(self.op(step.target, step.where), perm), step)
@@ -500,6 +504,7 @@ _SCRIPT_EMITTERS: dict[type[Step], Callable[[_Emitter, Any], None]] = {
     FuseExtStep: _Emitter._fuse_ext,
     GeneralizeStep: _Emitter._generalize,
     SpecializeStep: _Emitter._specialize,
+    DecomposeStep: _Emitter._decompose,
     InterchangeStep: _Emitter._interchange,
     VectorizeStep: _Emitter._vectorize,
     CleanupStep: _Emitter._cleanup,

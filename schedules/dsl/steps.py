@@ -337,6 +337,17 @@ class SpecializeStep(StepBase):
     target: str = _target()
 
 
+@register("decompose")
+@dataclass(frozen=True, kw_only=True)
+class DecomposeStep(StepBase):
+    """Rewrite a named 2-D convolution tiled to one window and output row as its 1-D form.
+
+    vectorize lowers the 1-D form with the window unrolled, each input loaded once.
+    """
+
+    target: str = _target()
+
+
 _GRAPH_REWRITE = (
     "this step rewrites the whole module before IREE forms dispatches: put it under 'graph'"
 )

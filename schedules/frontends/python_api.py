@@ -46,6 +46,7 @@ from ..dsl.steps import (
     CollapseDimsStep,
     Conv1x1ToMatmulStep,
     DecomposeSoftmaxStep,
+    DecomposeStep,
     DispatchRegionStep,
     FuseElementwiseExtStep,
     FuseExtStep,
@@ -270,6 +271,12 @@ class OpRef:
     def specialize(self) -> OpRef:
         """Rewrite these generics as named ops where they are one (e.g. ``linalg.matmul``)."""
         self.schedule.add(SpecializeStep, target=self.name)
+        return self
+
+    def decompose(self) -> OpRef:
+        """Rewrite this named 2-D convolution, tiled to one window row and one output row,
+        as its 1-D form (vectorized with the window unrolled)."""
+        self.schedule.add(DecomposeStep, target=self.name)
         return self
 
     def interchange(self, permutation: Sequence[IntOrParam]) -> OpRef:

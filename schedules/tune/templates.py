@@ -25,6 +25,14 @@ one starts (no cache tile: ``TK`` is held at the whole loop). The default,
 epilogue over it. On resnet_block_x86's convolutions on 2 threads the buffer cost
 4-5% (docs/benchmarks.md); on a large-reduction matmul the cache tile can matter more.
 
+A task whose root is a 2-D window op, a depthwise convolution or a pooling (its only
+non-unit reduction loops are the window's rows and columns), has a second way through
+step 2's reduction, ``WINDOW: rows``: the window's rows are tiled by 1, the op is named
+(``specialize``) and made 1-D (``decompose``), so that ``vectorize`` lowers it with the
+convolution vectorizer (the window's columns unrolled, each input row loaded once for
+all of them) instead of a contraction per window position (``WINDOW: loops``, the
+default: ``RK`` over the rows, the columns by 1).
+
 A task whose root is a named ``linalg.matmul`` or ``linalg.batch_matmul`` that a graph
 step can select alone (from named layers, or the model's only op of that name) has a
 second way to run, ``LAYOUT: packed``: the graph step ``mmt4d`` packs it
@@ -58,10 +66,12 @@ from ..dsl.params import referenced_parameters
 from ..dsl.space import ParamValue
 from ..dsl.steps import (
     CleanupStep,
+    DecomposeStep,
     FuseExtStep,
     FuseIntoStep,
     Mmt4dStep,
     ProducerStep,
+    SpecializeStep,
     Step,
     TileStep,
     VectorizeStep,
@@ -108,6 +118,9 @@ PACK_PER_ISA = (
 )
 """AVX2 (16 registers of 8 floats): 8x8 or 6x16; otherwise 8 or 16 rows of 16 or 32."""
 PACK_DEFAULT = {"M0": 16, "N0": 32, "K0": 1}
+WINDOW_WAYS = ("loops", "rows")
+"""How a 2-D window op reduces over its window (module docstring)."""
+WINDOW_KINDS = ("convolution", "pooling")
 EPILOGUE_WAYS = ("buffer", "fused")
 """Where a task's epilogue runs (module docstring): over the workgroup's buffered result,
 or on each register tile."""
@@ -219,7 +232,8 @@ def template_for(task: Task, dispatch: ConfiguredDispatch, sole: bool = False) -
     reduction_space, reduction_defaults = _reduction_space(dispatch)
     space = {**tiles.space, **reduction_space}
     defaults = {**tiles.defaults, **reduction_defaults}
-    schedule = _steps(dispatch, tiles.workgroup, tiles.register)
+    window = _window_rows(task, dispatch)
+    schedule = _steps(dispatch, tiles.workgroup, tiles.register, window)
     constraints = list(tiles.constraints)
     if rh_above_one:
         constraints.append("RH > 1")
@@ -227,6 +241,15 @@ def template_for(task: Task, dispatch: ConfiguredDispatch, sole: bool = False) -
     constraints.append("TK % RK == 0")
     swept: dict[str, list[ParamValue]] = {name: list(values) for name, values in space.items()}
     parameters: dict[str, ParamValue] = dict(defaults)
+    if window is not None:
+        swept["WINDOW"] = list(WINDOW_WAYS)
+        parameters["WINDOW"] = WINDOW_WAYS[0]
+        held = f"RK == {defaults['RK']} and TK == {defaults['TK']}"
+        # decompose needs the output row of the window's row at 1: the register tile
+        # leaves it so where its rows are not that dim (NHWC: RH on the columns, RW on
+        # the channels the filter reads), else only with one row
+        rows = "" if _reads_register_columns(dispatch) else " and RH == 1"
+        constraints.append(f"WINDOW == 'loops' or ({held}{rows})")
     if dispatch.epilogue:
         swept["EPILOGUE"] = list(EPILOGUE_WAYS)
         parameters["EPILOGUE"] = EPILOGUE_WAYS[0]
@@ -440,6 +463,8 @@ def _reduction_space(dispatch: ConfiguredDispatch) -> tuple[dict[str, list[int]]
     reduction = root.levels.get("vector_reduction", (0,) * len(root.loop_ranges))
     size = root.loop_ranges[along]
     rk = [v for v in REDUCTION_TILES if size % v == 0]
+    if size < max(REDUCTION_TILES) and size not in rk:
+        rk.append(size)  # a short loop whole (a 3-wide window: IREE's choice)
     tk = [*(v for v in CACHE_TILES if v < size and size % v == 0), size]
     return {"RK": rk, "TK": tk}, {
         "RK": nearest(rk, reduction[along] or 1),
@@ -468,8 +493,33 @@ def main_reduction(dispatch: ConfiguredDispatch) -> int | None:
     return max(loops, key=lambda i: (vector[i], root.loop_ranges[i], -i))
 
 
+def _window_rows(task: Task, dispatch: ConfiguredDispatch) -> int | None:
+    """The window-row loop of a root that is a 2-D window op (a convolution or pooling
+    whose only non-unit reduction loops are two: the window's rows, then its columns, as
+    linalg orders them), else None."""
+    if task.kind not in WINDOW_KINDS:
+        return None
+    root = dispatch.root_op
+    loops = [
+        i for i, it in enumerate(root.iterators) if it == "reduction" and root.loop_ranges[i] > 1
+    ]
+    return loops[0] if len(loops) == 2 else None
+
+
+def _reads_register_columns(dispatch: ConfiguredDispatch) -> bool:
+    """Whether an input the root reads through plain loops (a filter) reads the loop of
+    the register tile's ``RW`` dim: the channels of an NHWC depthwise convolution, so its
+    ``RH`` dim is the output's columns and its rows stay 1."""
+    root = dispatch.root_op
+    columns = (root.output_loops or ())[-1:]
+    return any(loops is not None and set(columns) <= set(loops) for loops in root.input_loops)
+
+
 def _steps(
-    dispatch: ConfiguredDispatch, workgroup: list[Any], register: list[int | str]
+    dispatch: ConfiguredDispatch,
+    workgroup: list[Any],
+    register: list[int | str],
+    window: int | None = None,
 ) -> list[Step]:
     root = dispatch.root_op
     steps: list[Step] = []
@@ -499,18 +549,38 @@ def _steps(
         0 if it == "parallel" else ("${RK}" if i == along else 1)
         for i, it in enumerate(root.iterators)
     ]
+    reducing = _reduction_steps(dispatch, main, reduce, window)
     if dispatch.epilogue:
-        steps += _when("EPILOGUE == 'buffer'", _buffered(dispatch, main, register, reduce))
-        steps += _when("EPILOGUE == 'fused'", _fused(dispatch, main, register, reduce))
+        steps += _when("EPILOGUE == 'buffer'", _buffered(dispatch, main, register, reducing))
+        steps += _when("EPILOGUE == 'fused'", _fused(dispatch, main, register, reducing))
     else:
-        steps += _buffered(dispatch, main, register, reduce)
+        steps += _buffered(dispatch, main, register, reducing)
     steps.append(CleanupStep(unit_dims=True))
     steps.append(VectorizeStep())
     return steps
 
 
+def _reduction_steps(
+    dispatch: ConfiguredDispatch, main: str, reduce: list[Any], window: int | None
+) -> list[Step]:
+    """The root's reduction below its register tile: ``reduce`` (``RK`` on the main
+    reduction loop, the others by 1); for a 2-D window op also the ``WINDOW: rows`` way
+    (module docstring), each way's steps taken where ``WINDOW`` names it."""
+    stepped: list[Step] = [TileStep(target=main, sizes=tuple(reduce))]
+    if window is None:
+        return stepped
+    rows: list[Any] = [0] * len(dispatch.root_op.loop_ranges)
+    rows[window] = 1
+    one_d: list[Step] = [
+        TileStep(target=main, sizes=tuple(rows)),
+        SpecializeStep(target=main),
+        DecomposeStep(target=main),
+    ]
+    return [*_when("WINDOW == 'loops'", stepped), *_when("WINDOW == 'rows'", one_d)]
+
+
 def _buffered(
-    dispatch: ConfiguredDispatch, main: str, register: list[int | str], reduce: list[Any]
+    dispatch: ConfiguredDispatch, main: str, register: list[int | str], reducing: list[Step]
 ) -> list[Step]:
     """Step 2 over the workgroup's tile: cache tile, register tile, reduction; the init
     and the epilogue register-tiled after it, each in loops of its own."""
@@ -522,7 +592,7 @@ def _buffered(
         cache[along] = "${TK}"
         steps.append(TileStep(target=main, sizes=tuple(cache)))
     steps.append(TileStep(target=main, sizes=tuple(_on_root_loops(dispatch, register))))
-    steps.append(TileStep(target=main, sizes=tuple(reduce)))
+    steps += reducing
     if dispatch.init_is_fill:
         steps.append(TileStep(target="init", sizes=tuple(register)))
     if dispatch.epilogue:
@@ -531,7 +601,7 @@ def _buffered(
 
 
 def _fused(
-    dispatch: ConfiguredDispatch, main: str, register: list[int | str], reduce: list[Any]
+    dispatch: ConfiguredDispatch, main: str, register: list[int | str], reducing: list[Step]
 ) -> list[Step]:
     """Step 2 per register tile of the epilogue: the root and its init fused into it,
     then the root's reduction tiled."""
@@ -541,8 +611,7 @@ def _fused(
     ]
     if dispatch.init_is_fill:
         steps.append(FuseIntoStep(producer="init", loop="registers"))
-    steps.append(TileStep(target=main, sizes=tuple(reduce)))
-    return steps
+    return steps + reducing
 
 
 def _on_root_loops(dispatch: ConfiguredDispatch, per_output: Sequence[Any]) -> list[Any]:
@@ -556,8 +625,11 @@ def _on_root_loops(dispatch: ConfiguredDispatch, per_output: Sequence[Any]) -> l
 
 
 def _when(condition: str, steps: list[Step]) -> list[Step]:
-    """``steps``, each taken only where ``condition`` holds."""
-    return [dataclasses.replace(step, when=condition) for step in steps]
+    """``steps``, each taken only where ``condition`` holds (and its own, if it has one)."""
+    return [
+        dataclasses.replace(step, when=f"{condition} and {step.when}" if step.when else condition)
+        for step in steps
+    ]
 
 
 def pow2_divisors(size: int) -> list[int]:
