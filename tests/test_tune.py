@@ -277,6 +277,17 @@ def test_a_conv_is_reduced_along_its_channels_not_its_window(
     assert template.space["RK"] == [1, 2, 4, 8, 16]
     assert template.space["TK"] == [32, 64]
     assert template.parameters["RK"] == (8 if iree_reduction[-1] else 1)
+    # FILL fused: the register tile in a forall, the fill fused into it, then the
+    # reduction; no cache tile
+    assert template.space["FILL"] == ["apart", "fused"]
+    assert "FILL == 'apart' or TK == 64" in template.constraints
+    fused = [step for step in steps if "FILL == 'fused'" in str(step)]
+    assert fused == [
+        {"tile": {"sizes": [1, 1, "${RH}", "${RW}", 0, 0, 0], "loop": "forall",
+                  "loops": "registers", "when": "FILL == 'fused'"}},
+        {"fuse_into": {"producer": "init", "loop": "registers", "when": "FILL == 'fused'"}},
+        {"tile": {"sizes": [0, 0, 0, 0, 1, 1, "${RK}"], "when": "FILL == 'fused'"}},
+    ]  # fmt: skip
 
 
 def test_the_register_tile_takes_any_row_count_that_fits_the_isa_s_registers() -> None:
@@ -325,11 +336,13 @@ def test_a_window_op_may_reduce_row_by_row_in_its_1d_form() -> None:
     assert template.parameters["WINDOW"] == "loops"
     steps = _docs(template.schedule)
     # IREE vectorizes the window's columns (its vector reduction tile 3): RK steps them
+    # (once per FILL way: the fill apart, or fused into the register tile)
     loops = [step for step in steps if "WINDOW == 'loops'" in str(step)]
-    assert loops == [{"tile": {"sizes": [0, 0, 0, 0, 1, "${RK}"], "when": "WINDOW == 'loops'"}}]
+    assert [step["tile"]["sizes"] for step in loops] == [[0, 0, 0, 0, 1, "${RK}"]] * 2
     rows = [step for step in steps if "WINDOW == 'rows'" in str(step)]
-    assert [next(iter(step)) for step in rows] == ["tile", "specialize", "decompose"]
+    assert [next(iter(step)) for step in rows] == ["tile", "specialize", "decompose"] * 2
     assert rows[0]["tile"]["sizes"] == [0, 0, 0, 0, 1, 0]
+    assert rows[0]["tile"]["when"] == "FILL == 'apart' and WINDOW == 'rows'"
     # the register tile's rows are the output's columns (RW on the channels the filter
     # reads), so the output row stays 1 for any RH; the unused RK and TK are held
     assert template.space["RK"] == [1, 3] and template.parameters["RK"] == 3  # IREE's 3

@@ -17,6 +17,13 @@ pooling, reduction) and at most one elementwise epilogue after it, on x86:
    init and the epilogue get the same register tile;
 3. fold unit loops and vectorize.
 
+A task without an epilogue whose init is a ``fill`` has a second way through step 2,
+``FILL: fused``: the root is register-tiled in a ``forall`` and the fill fused into it,
+so each register tile starts from zeros in registers rather than reading a buffer the fill
+wrote over the workgroup's tile (``FILL: apart``, the default); no cache tile (``TK``
+held at the whole loop). A 56x56x96 depthwise convolution's 1-D form (below) ran
+0.79-0.82x IREE default apart and 0.95-1.06x fused (1 thread, Zen 4).
+
 A task with an epilogue has a second way through step 2, ``EPILOGUE: fused``: the
 epilogue is register-tiled first and the root and its init are fused into that loop, so
 each register tile is reduced, goes through the epilogue and is written before the next
@@ -121,6 +128,9 @@ PACK_DEFAULT = {"M0": 16, "N0": 32, "K0": 1}
 WINDOW_WAYS = ("loops", "rows")
 """How a 2-D window op reduces over its window (module docstring)."""
 WINDOW_KINDS = ("convolution", "pooling")
+FILL_WAYS = ("apart", "fused")
+"""Where the init ``fill`` of a task without an epilogue runs (module docstring): over the
+workgroup's tile before the reduction, or in each register tile."""
 EPILOGUE_WAYS = ("buffer", "fused")
 """Where a task's epilogue runs (module docstring): over the workgroup's buffered result,
 or on each register tile."""
@@ -254,6 +264,10 @@ def template_for(task: Task, dispatch: ConfiguredDispatch, sole: bool = False) -
         swept["EPILOGUE"] = list(EPILOGUE_WAYS)
         parameters["EPILOGUE"] = EPILOGUE_WAYS[0]
         constraints.append(f"EPILOGUE == 'buffer' or TK == {max(space['TK'])}")
+    elif dispatch.init_is_fill:
+        swept["FILL"] = list(FILL_WAYS)
+        parameters["FILL"] = FILL_WAYS[0]
+        constraints.append(f"FILL == 'apart' or TK == {max(space['TK'])}")
     template = Template(parameters, swept, constraints, schedule)
     named = bool(task.layers) and len(task.layers) >= len(task.dispatches)
     # the packed layout holds its unused kernel parameters at the defaults: they must
@@ -553,6 +567,9 @@ def _steps(
     if dispatch.epilogue:
         steps += _when("EPILOGUE == 'buffer'", _buffered(dispatch, main, register, reducing))
         steps += _when("EPILOGUE == 'fused'", _fused(dispatch, main, register, reducing))
+    elif dispatch.init_is_fill:
+        steps += _when("FILL == 'apart'", _buffered(dispatch, main, register, reducing))
+        steps += _when("FILL == 'fused'", _fill_fused(dispatch, main, register, reducing))
     else:
         steps += _buffered(dispatch, main, register, reducing)
     steps.append(CleanupStep(unit_dims=True))
@@ -612,6 +629,21 @@ def _fused(
     if dispatch.init_is_fill:
         steps.append(FuseIntoStep(producer="init", loop="registers"))
     return steps + reducing
+
+
+def _fill_fused(
+    dispatch: ConfiguredDispatch, main: str, register: list[int | str], reducing: list[Step]
+) -> list[Step]:
+    """Step 2 of a task without an epilogue, ``FILL: fused``: the root register-tiled in
+    a ``forall`` with its init ``fill`` fused into it, then its reduction: each register
+    tile starts from zeros in registers, not from a buffer the fill wrote."""
+    tiles = TileStep(
+        target=main,
+        sizes=tuple(_on_root_loops(dispatch, register)),
+        loop="forall",
+        loops="registers",
+    )
+    return [tiles, FuseIntoStep(producer="init", loop="registers"), *reducing]
 
 
 def _on_root_loops(dispatch: ConfiguredDispatch, per_output: Sequence[Any]) -> list[Any]:
