@@ -89,3 +89,38 @@ def test_a_depthwise_convolution_decomposed_to_1d_is_right(
     # the named 2-D op became its 1-D form, and vectorize lowered that one
     assert "linalg.depthwise_conv_2d_nhwc_hwc" in explained
     assert "linalg.depthwise_conv_1d_nwc_wc" in explained
+
+
+@pytest.mark.usefixtures("iree")
+def test_decompose_on_an_op_it_cannot_make_1d_fails_at_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recipe = tmp_path / "bad.yaml"
+    kernel = {
+        "name": "mm",
+        "match": {"kind": "contraction"},
+        "schedule": [
+            {"fuse_ext": {"root": {"op": "linalg.matmul"}, "tile_sizes": [16, 16, 0]}},
+            {"decompose": {}},
+            {"vectorize": {}},
+        ],
+    }
+    recipe.write_text(
+        yaml.safe_dump(
+            {
+                "name": "bad",
+                "workload": {"generator": "matmul", "args": {"M": 64, "N": 64, "K": 64}},
+                "targets": ["x86"],
+                "kernels": [kernel],
+            },
+            sort_keys=False,
+        )
+    )
+    assert main(["run", str(recipe), "--no-time", "--json"]) != 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["status"] == "compile_failed"
+    line = next(
+        i for i, text in enumerate(recipe.read_text().splitlines(), 1) if "decompose" in text
+    )
+    assert f"bad.yaml:{line}:" in report["error"]
+    assert "transform.structured.decompose failed to apply" in report["error"]

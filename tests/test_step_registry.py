@@ -112,6 +112,7 @@ graph:
   - match: {op: linalg.matmul, as: mm}
   - generalize: {target: mm}
   - specialize: {target: mm}
+  - decompose: {target: mm}
   - fuse_elementwise_ext: {shared_input: false, max_operands: 4, ops: {op: linalg.generic}}
   - collapse_dims: {reassociation: auto}
   - collapse_dims: {reassociation: [[0], [1, 2]]}
@@ -146,7 +147,7 @@ def test_every_primitive_reads_the_same_from_yaml_and_python() -> None:
     r.parameters(T=8)
     g = r.graph
     mm = g.match("linalg.matmul", name="mm")
-    mm.generalize().specialize()
+    mm.generalize().specialize().decompose()
     g.fuse_elementwise_ext(shared_input=False, max_operands=4, ops=Match("linalg.generic"))
     g.collapse_dims("auto")
     g.collapse_dims([[0], [1, 2]])
