@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,8 @@ from ..frontends.step_documents import kernel_document, step_document
 from ..frontends.yaml_writer import recipe_yaml
 from .tasks import Task
 from .templates import UKERNELS_OFF
-from .tuning import TOLERANCE, TaskTuning, TuneOptions
+from .tolerance import TOLERANCE
+from .tuning import TaskTuning, TuneOptions
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,8 @@ class ModelSpec:
     name: str
     workload: Mapping[str, Any]
     graph: tuple[Mapping[str, Any], ...]
+    tolerance: Mapping[str, float] = field(default_factory=lambda: dict(TOLERANCE))
+    """What the model recipe is checked within (:mod:`.tolerance`)."""
 
 
 def packable(tunings: Sequence[TaskTuning]) -> list[TaskTuning]:
@@ -80,7 +83,7 @@ def write_model_recipe(
         ),
         "workload": dict(model.workload),
         "targets": [o.build.name],
-        "tolerance": TOLERANCE,
+        "tolerance": dict(model.tolerance),
         **({"compile_flags": [UKERNELS_OFF]} if graph else {}),
         **({"graph": steps} if steps else {}),
         "kernels": kernels,

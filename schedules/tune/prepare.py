@@ -21,7 +21,8 @@ from .tasks import Task
 from .templates import PACKABLE, NoTemplate, Template, template_for
 from .templates_rows import is_row_reduction, row_reduction_template
 from .templates_vulkan import vulkan_template
-from .tuning import TOLERANCE, TaskTuning, TuneOptions
+from .tolerance import TOLERANCE
+from .tuning import TaskTuning, TuneOptions
 
 
 def prepare(

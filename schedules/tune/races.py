@@ -54,7 +54,8 @@ from ..frontends.yaml_writer import recipe_yaml
 from ..measure.run_report import RunReport
 from ..measure.status import Status
 from .outcome import TuneOutcome
-from .tuning import TOLERANCE, WIN
+from .tolerance import TOLERANCE
+from .tuning import WIN
 
 GRAPH_RACE_FILE = "graph-race.json"
 """Where the model-rewrite race's decision is kept, beside the model recipe."""

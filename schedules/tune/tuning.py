@@ -27,8 +27,6 @@ NO_WIN = "no candidate beat IREE's pipeline"
 UNREACHED = "the budget ran out before its first round (run again with a larger --budget)"
 """A task templated in a run whose budget earlier runs had spent (its share of the profile
 crossed --min-share): every run given budget of its own gives each task a round."""
-TOLERANCE = {"atol": 1.0e-4, "rtol": 1.0e-4}
-"""The task recipes' and the model recipe's tolerance (f32 accumulation reordered)."""
 
 
 @dataclass(frozen=True)
