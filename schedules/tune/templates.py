@@ -66,6 +66,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tdsched.targets.cpu_isa import REGISTER_FILES
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch, ConfiguredOp
 
 from ..dsl.constraints import parse_constraint
@@ -92,14 +93,28 @@ MAX_ROW_TILE = 16
 """``RH`` takes every divisor of its dim up to this (6 rows fill AVX2's registers with a
 16-wide ``RW``; a convolution's 7, 14 or 28 output pixels a row take 7 or 14), as far
 as :data:`REGISTER_FIT` allows."""
-REGISTER_FIT = (
-    "(ISA == 'avx2' and RH * max(1, RW // 8) <= 12) or "
-    "(ISA == 'sse' and RH * max(1, RW // 4) <= 12) or "
-    "(ISA != 'avx2' and ISA != 'sse' and RH * max(1, RW // 16) <= 28)"
-)
-"""The register tile's accumulators fit the build's vector registers, four left for the
-operands: 12 of AVX2's and SSE's 16, 28 of AVX-512's 32 (an ISA not known counts as
-AVX-512). IREE's own register tile is kept in the space even where it does not fit."""
+OPERAND_REGISTERS = 4
+"""Vector registers a register tile leaves for the operands of one step."""
+
+
+def _register_fit() -> str:
+    """:data:`REGISTER_FIT`, from :data:`~tdsched.targets.cpu_isa.REGISTER_FILES`."""
+    others = [isa for isa in REGISTER_FILES if isa != "avx512"]
+
+    def fits(isa: str) -> str:
+        registers, lanes = REGISTER_FILES[isa]
+        return f"RH * max(1, RW // {lanes}) <= {registers - OPERAND_REGISTERS}"
+
+    known = [f"(ISA == '{isa}' and {fits(isa)})" for isa in others]
+    rest = " and ".join(f"ISA != '{isa}'" for isa in others)
+    return " or ".join([*known, f"({rest} and {fits('avx512')})"])
+
+
+REGISTER_FIT = _register_fit()
+"""The register tile's accumulators (``RH`` rows of ``RW`` over the vector width) fit the
+build's vector registers with :data:`OPERAND_REGISTERS` left for the operands: 12 of
+AVX2's and SSE's 16, 28 of AVX-512's 32 (an ISA not known counts as AVX-512). IREE's own
+register tile is kept in the space even where it does not fit."""
 REDUCTION_TILES = (1, 2, 4, 8, 16)
 CACHE_TILES = (32, 64, 128, 256, 512)
 """The main reduction loop's cache tile (``TK``): the slice of the reduction one pass of
