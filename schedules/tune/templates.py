@@ -97,7 +97,7 @@ OPERAND_REGISTERS = 4
 """Vector registers a register tile leaves for the operands of one step."""
 
 
-def _register_fit() -> str:
+def _register_files_fit() -> str:
     """:data:`REGISTER_FIT`, from :data:`~tdsched.targets.cpu_isa.REGISTER_FILES`."""
     others = [isa for isa in REGISTER_FILES if isa != "avx512"]
 
@@ -110,7 +110,7 @@ def _register_fit() -> str:
     return " or ".join([*known, f"({rest} and {fits('avx512')})"])
 
 
-REGISTER_FIT = _register_fit()
+REGISTER_FIT = _register_files_fit()
 """The register tile's accumulators (``RH`` rows of ``RW`` over the vector width) fit the
 build's vector registers with :data:`OPERAND_REGISTERS` left for the operands: 12 of
 AVX2's and SSE's 16, 28 of AVX-512's 32 (an ISA not known counts as AVX-512). IREE's own
