@@ -34,7 +34,8 @@ def decompose(target: OpHandle) -> OpHandle:
     vectorizer: the window's columns unrolled, each input vector loaded once for them.
 
     Precondition: a named convolution op (``specialize`` a generic first) with a unit
-    window and output dim; another op is a silenceable failure (the step did not apply).
+    window and output dim; on another op the transform fails, and so does the build
+    (``transform.structured.decompose failed to apply``, at the step's recipe line).
     """
     value = structured.DecomposeOp(target.value).transformed
     return OpHandle(value, f"1-D form of {target.what}", None)

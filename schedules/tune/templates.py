@@ -504,7 +504,7 @@ def _reduction_space(dispatch: ConfiguredDispatch) -> tuple[dict[str, list[int]]
 def main_reduction(dispatch: ConfiguredDispatch) -> int | None:
     """The root's reduction loop that the register tile steps through by ``RK`` and the
     cache tile cuts by ``TK``: the non-unit reduction loop IREE's configuration gives the
-    largest vector reduction tile, else the longest one (the along on a tie); None where
+    largest vector reduction tile, else the longest one (the first on a tie); None where
     every reduction loop is a unit one.
 
     A convolution's window loops come before its channel loop (NHWC/HWCF: ``kh, kw, c``),
@@ -513,9 +513,7 @@ def main_reduction(dispatch: ConfiguredDispatch) -> int | None:
     channel loop is the one to vectorize the reduction along (as IREE and conv2d_x86's
     direct kernel do)."""
     root = dispatch.root_op
-    loops = [
-        i for i, it in enumerate(root.iterators) if it == "reduction" and root.loop_ranges[i] > 1
-    ]
+    loops = _non_unit_reductions(root)
     if not loops:
         return None
     vector = root.levels.get("vector_reduction", (0,) * len(root.loop_ranges))
@@ -528,11 +526,13 @@ def _window_rows(task: Task, dispatch: ConfiguredDispatch) -> int | None:
     linalg orders them), else None."""
     if task.kind not in WINDOW_KINDS:
         return None
-    root = dispatch.root_op
-    loops = [
-        i for i, it in enumerate(root.iterators) if it == "reduction" and root.loop_ranges[i] > 1
-    ]
+    loops = _non_unit_reductions(dispatch.root_op)
     return loops[0] if len(loops) == 2 else None
+
+
+def _non_unit_reductions(op: ConfiguredOp) -> list[int]:
+    """``op``'s reduction loops of more than one iteration, in loop order."""
+    return [i for i, it in enumerate(op.iterators) if it == "reduction" and op.loop_ranges[i] > 1]
 
 
 def _reads_register_columns(dispatch: ConfiguredDispatch) -> bool:
