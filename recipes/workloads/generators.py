@@ -7,7 +7,8 @@ as a frontend would produce it) and whose reference computes the same function i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -129,15 +130,67 @@ def matmul(M: int, N: int, K: int, dtype: str = "f32", weights: str = "input") -
     return args.workload(f"{M}x{N}x{K}_{t}", mlir, reference, peer)
 
 
+ACTIVATIONS: dict[str, str] = {
+    "relu": "%r = arith.maximumf %s, %zero : {t}",
+    "gelu": (
+        "%half = arith.constant 0.5 : {t}\n    %one = arith.constant 1.0 : {t}\n"
+        "    %isqrt2 = arith.constant 0.70710678118654752 : {t}\n"
+        "    %u = arith.mulf %s, %isqrt2 : {t}\n    %erf = math.erf %u : {t}\n"
+        "    %e1 = arith.addf %erf, %one : {t}\n    %hs = arith.mulf %s, %half : {t}\n"
+        "    %r = arith.mulf %hs, %e1 : {t}"
+    ),
+    "silu": (
+        "%one = arith.constant 1.0 : {t}\n    %ns = arith.negf %s : {t}\n"
+        "    %ex = math.exp %ns : {t}\n    %den = arith.addf %ex, %one : {t}\n"
+        "    %r = arith.divf %s, %den : {t}"
+    ),
+}
+"""The epilogue activations of :func:`matmul_bias_act`, as the generic's body lines from
+the biased value ``%s`` to the result ``%r``: ``relu`` max(s, 0); ``gelu`` the exact
+(erf) GELU, 0.5 s (1 + erf(s / sqrt 2)), as ONNX's Gelu and BERT compute it; ``silu``
+s * sigmoid(s) (also called swish)."""
+
+
+def _activation_reference(act: str, s: np.ndarray) -> np.ndarray:
+    """numpy (float64) of :data:`ACTIVATIONS` ``[act]``."""
+    if act == "relu":
+        return np.maximum(s, 0.0)
+    if act == "gelu":
+        erf = np.vectorize(math.erf, otypes=[np.float64])
+        return 0.5 * s * (1.0 + erf(s / math.sqrt(2.0)))
+    return s / (1.0 + np.exp(-s))
+
+
+def matmul_bias_act(
+    M: int, N: int, K: int, act: str = "gelu", dtype: str = "f32", weights: str = "input"
+) -> Workload:
+    """act(A @ B + bias) with bias: N broadcast along rows, as one elementwise generic
+    (``act``: ``relu``, ``gelu`` or ``silu``, see :data:`ACTIVATIONS`); ``weights``: B and
+    bias are arguments (``input``) or constants. A transformer FFN's first layer with
+    ``gelu`` (BERT) or ``silu`` (the gated FFNs of recent LLMs)."""
+    if act not in ACTIVATIONS:
+        raise WorkloadError(
+            f"matmul_bias_act: act must be one of {tuple(ACTIVATIONS)}, got {act!r}"
+        )
+    return _matmul_bias("matmul_bias_act", act, M, N, K, dtype, weights, f"_{act}")
+
+
 def matmul_bias_relu(
     M: int, N: int, K: int, dtype: str = "f32", weights: str = "input"
 ) -> Workload:
     """relu(A @ B + bias) with bias: N broadcast along rows, as one elementwise generic;
     ``weights``: B and bias are arguments (``input``) or constants."""
-    _check("matmul_bias_relu", dtype, M=M, N=N, K=K)
+    return _matmul_bias("matmul_bias_relu", "relu", M, N, K, dtype, weights, "")
+
+
+def _matmul_bias(
+    name: str, act: str, M: int, N: int, K: int, dtype: str, weights: str, label: str
+) -> Workload:
+    """``act(A @ B + bias)``: the function ``@name``, the workload ``name_MxNxK{label}``."""
+    _check(name, dtype, M=M, N=N, K=K)
     t = dtype
     shapes = {"a": (M, K), "b": (K, N), "bias": (N,)}
-    args = _Arguments.of("matmul_bias_relu", weights, t, shapes, {"b", "bias"})
+    args = _Arguments.of(name, weights, t, shapes, {"b", "bias"})
     mlir = f"""#id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d1)>
 {args.header(f"tensor<{M}x{N}x{t}>")}  %zero = arith.constant 0.0 : {t}
@@ -148,7 +201,7 @@ def matmul_bias_relu(
       ins(%mm, %bias : tensor<{M}x{N}x{t}>, tensor<{N}x{t}>) outs(%empty : tensor<{M}x{N}x{t}>) {{
   ^bb0(%x: {t}, %bv: {t}, %o: {t}):
     %s = arith.addf %x, %bv : {t}
-    %r = arith.maximumf %s, %zero : {t}
+    {ACTIVATIONS[act].format(t=t)}
     linalg.yield %r : {t}
   }} -> tensor<{M}x{N}x{t}>
   return %out : tensor<{M}x{N}x{t}>
@@ -158,15 +211,20 @@ def matmul_bias_relu(
     def reference(args: Sequence[np.ndarray]) -> list[np.ndarray]:
         a, b, bias = args
         acc = a.astype(np.float64) @ b.astype(np.float64) + bias.astype(np.float64)
-        return [np.maximum(acc, 0.0).astype(a.dtype)]
+        return [_activation_reference(act, acc).astype(a.dtype)]
 
     def peer(args: Sequence[np.ndarray]) -> list[np.ndarray]:
         a, b, bias = args
         out = a @ b
         out += bias
-        return [np.maximum(out, 0, out=out)]
+        if act == "relu":
+            return [np.maximum(out, 0, out=out)]
+        return [out / (1 + np.exp(-out))]
 
-    return args.workload(f"{M}x{N}x{K}_{t}", mlir, reference, peer)
+    # numpy has no erf: GELU's peer would time a Python loop, not what a user runs
+    return args.workload(
+        f"{M}x{N}x{K}{label}_{t}", mlir, reference, None if act == "gelu" else peer
+    )
 
 
 def softmax(M: int, N: int, dtype: str = "f32") -> Workload:
@@ -215,42 +273,115 @@ def conv2d_nhwc(
     """2-D convolution, NHWC input, HWCF filter, zero padding ``pad`` on H and W, the same
     ``stride`` on both; ``weights``: the filter is an argument (``input``) or a constant."""
     _check("conv2d_nhwc", dtype, N=N, H=H, W=W, C=C, F=F, KH=KH, KW=KW, stride=stride)
-    if pad < 0:
-        raise WorkloadError(f"conv2d_nhwc: pad must be >= 0, got {pad}")
-    PH, PW = H + 2 * pad, W + 2 * pad
-    if PH < KH or PW < KW:
-        raise WorkloadError("conv2d_nhwc: the filter is larger than the padded input")
-    OH, OW = (PH - KH) // stride + 1, (PW - KW) // stride + 1
+    window = _Window.of("conv2d_nhwc", H, W, KH, KW, pad, stride)
     t = dtype
     args = _Arguments.of("conv2d_nhwc", weights, t, {"x": (N, H, W, C), "w": (KH, KW, C, F)}, {"w"})
-    inp, flt, out = args.type("x"), args.type("w"), f"tensor<{N}x{OH}x{OW}x{F}x{t}>"
-    padded = f"tensor<{N}x{PH}x{PW}x{C}x{t}>"
-    mlir = f"""{args.header(out)}  %zero = arith.constant 0.0 : {t}
-  %padded = tensor.pad %x low[0, {pad}, {pad}, 0] high[0, {pad}, {pad}, 0] {{
+    out = f"tensor<{N}x{window.OH}x{window.OW}x{F}x{t}>"
+    conv = "linalg.conv_2d_nhwc_hwcf"
+    mlir = f"{args.header(out)}{window.body(conv, args.type('x'), args.type('w'), out, (N, C))}"
+
+    def reference(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        x, w = arrays
+        y = np.zeros((N, window.OH, window.OW, F))
+        for kh, kw, patch in window.patches(x):
+            y += np.einsum("nhwc,cf->nhwf", patch, w[kh, kw])
+        return [y.astype(x.dtype)]
+
+    return args.workload(f"{N}x{H}x{W}x{C}_{F}{window.label}_{t}", mlir, reference, None)
+
+
+def depthwise_conv2d_nhwc(
+    N: int,
+    H: int,
+    W: int,
+    C: int,
+    KH: int = 3,
+    KW: int = 3,
+    pad: int = 1,
+    dtype: str = "f32",
+    stride: int = 1,
+    weights: str = "input",
+) -> Workload:
+    """Depthwise 2-D convolution (``linalg.depthwise_conv_2d_nhwc_hwc``): each of the C
+    channels of an NHWC input convolved with its own KHxKW filter (HWC), zero padding
+    ``pad`` on H and W, the same ``stride`` on both; MobileNet's and EfficientNet's
+    depthwise layers. ``weights``: the filter is an argument (``input``) or a constant."""
+    name = "depthwise_conv2d_nhwc"
+    _check(name, dtype, N=N, H=H, W=W, C=C, KH=KH, KW=KW, stride=stride)
+    window = _Window.of(name, H, W, KH, KW, pad, stride)
+    t = dtype
+    args = _Arguments.of(name, weights, t, {"x": (N, H, W, C), "w": (KH, KW, C)}, {"w"})
+    out = f"tensor<{N}x{window.OH}x{window.OW}x{C}x{t}>"
+    conv = "linalg.depthwise_conv_2d_nhwc_hwc"
+    mlir = f"{args.header(out)}{window.body(conv, args.type('x'), args.type('w'), out, (N, C))}"
+
+    def reference(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        x, w = arrays
+        y = np.zeros((N, window.OH, window.OW, C))
+        for kh, kw, patch in window.patches(x):
+            y += patch * w[kh, kw]
+        return [y.astype(x.dtype)]
+
+    return args.workload(f"{N}x{H}x{W}x{C}{window.label}_{t}", mlir, reference, None)
+
+
+@dataclass(frozen=True)
+class _Window:
+    """A 2-D sliding window over an NHWC input: zero padding ``pad`` on H and W, a
+    ``KH`` x ``KW`` filter moved ``stride`` at a time, giving an ``OH`` x ``OW`` output."""
+
+    H: int
+    W: int
+    KH: int
+    KW: int
+    pad: int
+    stride: int
+    OH: int
+    OW: int
+
+    @staticmethod
+    def of(name: str, H: int, W: int, KH: int, KW: int, pad: int, stride: int) -> _Window:
+        """The window; WorkloadError naming ``name`` when it does not fit the input."""
+        if not isinstance(pad, int) or pad < 0:
+            raise WorkloadError(f"{name}: pad must be >= 0, got {pad!r}")
+        PH, PW = H + 2 * pad, W + 2 * pad
+        if PH < KH or PW < KW:
+            raise WorkloadError(f"{name}: the filter is larger than the padded input")
+        OH, OW = (PH - KH) // stride + 1, (PW - KW) // stride + 1
+        return _Window(H, W, KH, KW, pad, stride, OH, OW)
+
+    @property
+    def label(self) -> str:
+        """``_sS`` in a workload's name when the stride is not 1."""
+        return f"_s{self.stride}" if self.stride != 1 else ""
+
+    def body(self, conv: str, inp: str, flt: str, out: str, nc: tuple[int, int]) -> str:
+        """The function body after its header: pad ``%x``, fill, ``conv`` of the padded
+        input with ``%w`` into ``out``, return. ``nc``: the input's batch and channels."""
+        p, s, t = self.pad, self.stride, out.rsplit("x", 1)[1].rstrip(">")
+        padded = f"tensor<{nc[0]}x{self.H + 2 * p}x{self.W + 2 * p}x{nc[1]}x{t}>"
+        return f"""  %zero = arith.constant 0.0 : {t}
+  %padded = tensor.pad %x low[0, {p}, {p}, 0] high[0, {p}, {p}, 0] {{
   ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
     tensor.yield %zero : {t}
   }} : {inp} to {padded}
   %empty = tensor.empty() : {out}
   %init = linalg.fill ins(%zero : {t}) outs(%empty : {out}) -> {out}
-  %y = linalg.conv_2d_nhwc_hwcf {{dilations = dense<1> : tensor<2xi64>, strides = dense<{stride}> : tensor<2xi64>}}
+  %y = {conv} {{dilations = dense<1> : tensor<2xi64>, strides = dense<{s}> : tensor<2xi64>}}
       ins(%padded, %w : {padded}, {flt}) outs(%init : {out}) -> {out}
   return %y : {out}
 }}
 """
 
-    def reference(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-        x, w = arrays
-        xp = np.pad(x.astype(np.float64), ((0, 0), (pad, pad), (pad, pad), (0, 0)))
-        y = np.zeros((N, OH, OW, F))
-        rows, cols = (OH - 1) * stride + 1, (OW - 1) * stride + 1
-        for kh in range(KH):
-            for kw in range(KW):
-                window = xp[:, kh : kh + rows : stride, kw : kw + cols : stride, :]
-                y += np.einsum("nhwc,cf->nhwf", window, w[kh, kw])
-        return [y.astype(x.dtype)]
-
-    strided = f"_s{stride}" if stride != 1 else ""
-    return args.workload(f"{N}x{H}x{W}x{C}_{F}{strided}_{t}", mlir, reference, None)
+    def patches(self, x: np.ndarray) -> Iterator[tuple[int, int, np.ndarray]]:
+        """For each filter tap (kh, kw), the float64 input values it multiplies at every
+        output pixel (N x OH x OW x C), zero padding included."""
+        p, s = self.pad, self.stride
+        xp = np.pad(x.astype(np.float64), ((0, 0), (p, p), (p, p), (0, 0)))
+        rows, cols = (self.OH - 1) * s + 1, (self.OW - 1) * s + 1
+        for kh in range(self.KH):
+            for kw in range(self.KW):
+                yield kh, kw, xp[:, kh : kh + rows : s, kw : kw + cols : s, :]
 
 
 def matmul_chain(M: int, N: int, K: int, P: int, dtype: str = "f32") -> Workload:

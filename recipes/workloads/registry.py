@@ -11,13 +11,16 @@ from tdsched.targets.workload import Workload, WorkloadError
 
 from .generators import (
     conv2d_nhwc,
+    depthwise_conv2d_nhwc,
     matmul,
+    matmul_bias_act,
     matmul_bias_relu,
     matmul_chain,
     resnet_block,
     softmax,
 )
 from .graph_generators import channel_affine, conv_pad_conv, elementwise_chain
+from .layer_generators import attention, batch_matmul, row_norm
 
 DOCS = "docs/generators.md"
 
@@ -70,6 +73,27 @@ GENERATORS: dict[str, Generator] = {
             "weights": _WEIGHTS.format("B and the bias"),
         },
     ),
+    "matmul_bias_act": Generator(
+        matmul_bias_act,
+        {
+            "M": "rows of A and of the result",
+            "N": "columns of B, length of the bias, columns of the result",
+            "K": "the reduction: columns of A, rows of B",
+            "act": "the activation after the bias: `relu`, `gelu` (exact, with erf) or `silu`",
+            "dtype": _DTYPE,
+            "weights": _WEIGHTS.format("B and the bias"),
+        },
+    ),
+    "batch_matmul": Generator(
+        batch_matmul,
+        {
+            "B": "the batch: how many independent matmuls",
+            "M": "rows of each A and C",
+            "N": "columns of each B and C",
+            "K": "the reduction: columns of each A, rows of each B",
+            "dtype": _DTYPE,
+        },
+    ),
     "matmul_chain": Generator(
         matmul_chain,
         {
@@ -88,6 +112,21 @@ GENERATORS: dict[str, Generator] = {
             "W": "input width",
             "C": "input channels",
             "F": "output channels (filters)",
+            "KH": "filter height",
+            "KW": "filter width",
+            "pad": "zero padding on each side of H and of W",
+            "dtype": _DTYPE,
+            "stride": "the stride on H and on W",
+            "weights": _WEIGHTS.format("the filter"),
+        },
+    ),
+    "depthwise_conv2d_nhwc": Generator(
+        depthwise_conv2d_nhwc,
+        {
+            "N": "batch size",
+            "H": "input height",
+            "W": "input width",
+            "C": "channels, of the input and of the output (one filter each)",
             "KH": "filter height",
             "KW": "filter width",
             "pad": "zero padding on each side of H and of W",
@@ -135,6 +174,25 @@ GENERATORS: dict[str, Generator] = {
     "softmax": Generator(
         softmax,
         {"M": "rows", "N": "columns: the axis the softmax normalizes", "dtype": _DTYPE},
+    ),
+    "row_norm": Generator(
+        row_norm,
+        {
+            "M": "rows (tokens)",
+            "N": "columns: the axis each row is normalized over (the hidden size)",
+            "norm": "`layernorm` (mean and variance, gamma and beta) or `rmsnorm` (root mean "
+            "square, gamma only)",
+            "dtype": _DTYPE,
+        },
+    ),
+    "attention": Generator(
+        attention,
+        {
+            "H": "heads: independent attentions, the batch of every op",
+            "S": "tokens: rows of Q, K and V, and both sides of each head's score matrix",
+            "D": "the head dimension: columns of Q, K and V (scores are scaled by 1/sqrt(D))",
+            "dtype": _DTYPE,
+        },
     ),
 }
 
