@@ -58,6 +58,19 @@ CONV_GRID = [
 ]
 """NHWC convolutions (H = W, C -> F channels, KS x KS filter; 1x1 unpadded): ResNet-50's
 3x3 layers and 1x1 expansions in its stages 1-3."""
+ROW_NORM_GRID = [
+    ("layernorm", 512, 768),
+    ("rmsnorm", 512, 768),
+    ("layernorm", 128, 4096),
+    ("rmsnorm", 128, 4096),
+]
+"""Row norms (NORM, M rows of N): BERT-base's layernorm at 512 tokens, and a 4096-wide
+hidden state (an LLM's) at 128 tokens, each as layernorm and as rmsnorm."""
+ATTENTION_GRID = [(12, 128, 64), (12, 512, 64), (8, 256, 128)]
+"""Attention (H heads, S tokens, head dimension D): BERT-base at 128 and 512 tokens, and
+8 heads of 128 over 256 tokens."""
+FFN_ACTIVATIONS = ["gelu", "silu"]
+"""The epilogues the FFN grid runs again through matmul_bias_relu_x86 (``ACT``)."""
 DEFAULT_SIZE_RECIPES = [
     "matmul_mmt4d_x86",
     "matmul_bias_relu_fuse_ext_x86",
@@ -92,7 +105,9 @@ def cases(quick: bool) -> list[Case]:
     """The benchmark's points: matmul recipes, the ResNet block, softmax and the
     convolution over their grids, the rest at their defaults (``quick``: the 256³ and
     1024³ matmuls, the 56² ResNet block, the 512x1024 softmax and the 56² 3x3
-    convolution only); matmul_x86 over
+    convolution only); the FFN matmuls again with GELU and SiLU epilogues, the row norms
+    and attention over their grids (``quick``: the first FFN shape, BERT-base's norms
+    and attention at 128 tokens); matmul_x86 over
     the grid and matmul_mmt4d_x86 again with constant weights (``WEIGHTS=constant``: B
     inside the function, as in an inference graph)."""
     grid = [(256, 256, 256), (1024, 1024, 1024)] if quick else MATMUL_GRID
@@ -116,6 +131,15 @@ def cases(quick: bool) -> list[Case]:
         )
         for h, c, f, ks in convs
     ]
+    found += [
+        Case("matmul_bias_relu_x86", {"M": m, "N": n, "K": k, "ACT": act})
+        for m, n, k in (FFN[:1] if quick else FFN)
+        for act in FFN_ACTIVATIONS
+    ]
+    norms = ROW_NORM_GRID[:2] if quick else ROW_NORM_GRID
+    found += [Case("row_norm_x86", {"NORM": norm, "M": m, "N": n}) for norm, m, n in norms]
+    heads = ATTENTION_GRID[:1] if quick else ATTENTION_GRID
+    found += [Case("attention_x86", {"H": h, "S": s, "D": d}) for h, s, d in heads]
     return found + ([] if quick else [Case(r) for r in DEFAULT_SIZE_RECIPES])
 
 

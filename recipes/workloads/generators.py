@@ -8,7 +8,7 @@ as a frontend would produce it) and whose reference computes the same function i
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -165,13 +165,16 @@ def matmul_bias_act(
     M: int, N: int, K: int, act: str = "gelu", dtype: str = "f32", weights: str = "input"
 ) -> Workload:
     """act(A @ B + bias) with bias: N broadcast along rows, as one elementwise generic
-    (``act``: ``relu``, ``gelu`` or ``silu``, see :data:`ACTIVATIONS`); ``weights``: B and
+    (``act``: ``relu``, ``gelu``, the exact GELU with erf, or ``silu``, x * sigmoid(x)); ``weights``: B and
     bias are arguments (``input``) or constants. A transformer FFN's first layer with
-    ``gelu`` (BERT) or ``silu`` (the gated FFNs of recent LLMs)."""
+    ``gelu`` (BERT) or ``silu`` (the gated FFNs of recent LLMs). ``relu`` builds the
+    very workload of the ``matmul_bias_relu`` generator, its name and function included."""
     if act not in ACTIVATIONS:
         raise WorkloadError(
             f"matmul_bias_act: act must be one of {tuple(ACTIVATIONS)}, got {act!r}"
         )
+    if act == "relu":
+        return matmul_bias_relu(M, N, K, dtype, weights)
     return _matmul_bias("matmul_bias_act", act, M, N, K, dtype, weights, f"_{act}")
 
 
@@ -274,20 +277,12 @@ def conv2d_nhwc(
     ``stride`` on both; ``weights``: the filter is an argument (``input``) or a constant."""
     _check("conv2d_nhwc", dtype, N=N, H=H, W=W, C=C, F=F, KH=KH, KW=KW, stride=stride)
     window = _Window.of("conv2d_nhwc", H, W, KH, KW, pad, stride)
-    t = dtype
-    args = _Arguments.of("conv2d_nhwc", weights, t, {"x": (N, H, W, C), "w": (KH, KW, C, F)}, {"w"})
-    out = f"tensor<{N}x{window.OH}x{window.OW}x{F}x{t}>"
-    conv = "linalg.conv_2d_nhwc_hwcf"
-    mlir = f"{args.header(out)}{window.body(conv, args.type('x'), args.type('w'), out, (N, C))}"
 
-    def reference(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-        x, w = arrays
-        y = np.zeros((N, window.OH, window.OW, F))
-        for kh, kw, patch in window.patches(x):
-            y += np.einsum("nhwc,cf->nhwf", patch, w[kh, kw])
-        return [y.astype(x.dtype)]
+    def tap(patch: np.ndarray, w: np.ndarray) -> np.ndarray:
+        return np.einsum("nhwc,cf->nhwf", patch, w)
 
-    return args.workload(f"{N}x{H}x{W}x{C}_{F}{window.label}_{t}", mlir, reference, None)
+    conv = _WindowConv("conv2d_nhwc", "linalg.conv_2d_nhwc_hwcf", (KH, KW, C, F), F, tap)
+    return conv.workload(window, (N, H, W, C), dtype, weights, f"_{F}")
 
 
 def depthwise_conv2d_nhwc(
@@ -309,20 +304,51 @@ def depthwise_conv2d_nhwc(
     name = "depthwise_conv2d_nhwc"
     _check(name, dtype, N=N, H=H, W=W, C=C, KH=KH, KW=KW, stride=stride)
     window = _Window.of(name, H, W, KH, KW, pad, stride)
-    t = dtype
-    args = _Arguments.of(name, weights, t, {"x": (N, H, W, C), "w": (KH, KW, C)}, {"w"})
-    out = f"tensor<{N}x{window.OH}x{window.OW}x{C}x{t}>"
-    conv = "linalg.depthwise_conv_2d_nhwc_hwc"
-    mlir = f"{args.header(out)}{window.body(conv, args.type('x'), args.type('w'), out, (N, C))}"
 
-    def reference(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-        x, w = arrays
-        y = np.zeros((N, window.OH, window.OW, C))
-        for kh, kw, patch in window.patches(x):
-            y += patch * w[kh, kw]
-        return [y.astype(x.dtype)]
+    def tap(patch: np.ndarray, w: np.ndarray) -> np.ndarray:
+        return patch * w
 
-    return args.workload(f"{N}x{H}x{W}x{C}{window.label}_{t}", mlir, reference, None)
+    conv = _WindowConv(name, "linalg.depthwise_conv_2d_nhwc_hwc", (KH, KW, C), C, tap)
+    return conv.workload(window, (N, H, W, C), dtype, weights, "")
+
+
+@dataclass(frozen=True)
+class _WindowConv:
+    """A convolution generator's fixed part: the function ``name``, its linalg ``op``, the
+    filter's shape, the output channels, and ``tap(patch, filter[kh, kw])``, one filter
+    tap's contribution to the output (float64)."""
+
+    name: str
+    op: str
+    filter_shape: tuple[int, ...]
+    out_channels: int
+    tap: Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+    def workload(
+        self,
+        window: _Window,
+        image: tuple[int, int, int, int],
+        dtype: str,
+        weights: str,
+        label: str,
+    ) -> Workload:
+        """The workload on an NHWC ``image`` of ``dtype``, named ``NAME_NxHxWxC{label}``
+        (and the stride); ``weights``: the filter an argument or a constant."""
+        N, H, W, C = image
+        shapes = {"x": image, "w": self.filter_shape}
+        args = _Arguments.of(self.name, weights, dtype, shapes, {"w"})
+        out = f"tensor<{N}x{window.OH}x{window.OW}x{self.out_channels}x{dtype}>"
+        body = window.body(self.op, args.type("x"), args.type("w"), out, (N, C))
+
+        def reference(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+            x, w = arrays
+            y = np.zeros((N, window.OH, window.OW, self.out_channels))
+            for kh, kw, patch in window.patches(x):
+                y += self.tap(patch, w[kh, kw])
+            return [y.astype(x.dtype)]
+
+        name = f"{N}x{H}x{W}x{C}{label}{window.label}_{dtype}"
+        return args.workload(name, f"{args.header(out)}{body}", reference, None)
 
 
 @dataclass(frozen=True)

@@ -49,37 +49,29 @@ def row_norm(M: int, N: int, norm: str = "layernorm", dtype: str = "f32") -> Wor
   %fr = linalg.fill ins(%zero : {t}) outs(%er : {row}) -> {row}
   %e = tensor.empty() : {mat}
 """
-    reduce = """  %{name} = linalg.generic {{indexing_maps = [#id, {maps}#rowred], iterator_types = ["parallel", "reduction"]}}
-      ins(%x{ins} : {mat}{types}) outs(%fr : {row}) {{
-  ^bb0(%a: {t}, {args}%acc: {t}):
-    {body}
-    %s = arith.addf %v, %acc : {t}
+
+    def row_sum(name: str, mean: bool, body: str, value: str) -> str:
+        """``%name[i] = sum_j value``: ``body`` computes ``value`` from ``%a`` = x[i, j]
+        (and ``%sm`` = the row sum ``%sum[i]`` where ``mean``)."""
+        maps, ins, arg = (
+            ("#rowred, ", f", %sum : {mat}, {row}", f"%sm: {t}, ")
+            if mean
+            else ("", f" : {mat}", "")
+        )
+        return f"""  %{name} = linalg.generic {{indexing_maps = [#id, {maps}#rowred], iterator_types = ["parallel", "reduction"]}}
+      ins(%x{ins}) outs(%fr : {row}) {{
+  ^bb0(%a: {t}, {arg}%acc: {t}):{body}
+    %s = arith.addf {value}, %acc : {t}
     linalg.yield %s : {t}
   }} -> {row}
 """
+
     if norm == "layernorm":
-        sums = reduce.format(
-            name="sum",
-            maps="",
-            ins="",
-            types="",
-            args="",
-            body=f"%v = arith.addf %a, %zero : {t}",
-            mat=mat,
-            row=row,
-            t=t,
-        ) + reduce.format(
-            name="sq",
-            maps="#rowred, ",
-            ins=", %sum",
-            types=f", {row}",
-            args=f"%sm: {t}, ",
-            body=f"%m = arith.divf %sm, %n : {t}\n    %d = arith.subf %a, %m : {t}\n"
-            f"    %v = arith.mulf %d, %d : {t}",
-            mat=mat,
-            row=row,
-            t=t,
+        deviation = (
+            f"\n    %m = arith.divf %sm, %n : {t}\n    %d = arith.subf %a, %m : {t}\n"
+            f"    %v = arith.mulf %d, %d : {t}"
         )
+        sums = row_sum("sum", False, "", "%a") + row_sum("sq", True, deviation, "%v")
         normalize = f"""  %y = linalg.generic {{indexing_maps = [#id, #rowred, #rowred, #col, #col, #id], iterator_types = ["parallel", "parallel"]}}
       ins(%x, %sum, %sq, %gamma, %beta : {mat}, {row}, {row}, tensor<{N}x{t}>, tensor<{N}x{t}>) outs(%e : {mat}) {{
   ^bb0(%a: {t}, %sm: {t}, %v: {t}, %g: {t}, %b: {t}, %o: {t}):
@@ -95,17 +87,7 @@ def row_norm(M: int, N: int, norm: str = "layernorm", dtype: str = "f32") -> Wor
   }} -> {mat}
 """
     else:
-        sums = reduce.format(
-            name="sq",
-            maps="",
-            ins="",
-            types="",
-            args="",
-            body=f"%v = arith.mulf %a, %a : {t}",
-            mat=mat,
-            row=row,
-            t=t,
-        )
+        sums = row_sum("sq", False, f"\n    %v = arith.mulf %a, %a : {t}", "%v")
         normalize = f"""  %y = linalg.generic {{indexing_maps = [#id, #rowred, #col, #id], iterator_types = ["parallel", "parallel"]}}
       ins(%x, %sq, %gamma : {mat}, {row}, tensor<{N}x{t}>) outs(%e : {mat}) {{
   ^bb0(%a: {t}, %v: {t}, %g: {t}, %o: {t}):

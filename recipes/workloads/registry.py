@@ -32,6 +32,17 @@ _WEIGHTS = (
     "the timed call)"
 )
 
+_IMAGE = {"N": "batch size", "H": "input height", "W": "input width"}
+_WINDOW = {
+    "KH": "filter height",
+    "KW": "filter width",
+    "pad": "zero padding on each side of H and of W",
+    "dtype": _DTYPE,
+    "stride": "the stride on H and on W",
+    "weights": _WEIGHTS.format("the filter"),
+}
+"""What the convolutions' arguments after their channels mean (in signature order)."""
+
 
 @dataclass(frozen=True)
 class Generator:
@@ -107,32 +118,18 @@ GENERATORS: dict[str, Generator] = {
     "conv2d_nhwc": Generator(
         conv2d_nhwc,
         {
-            "N": "batch size",
-            "H": "input height",
-            "W": "input width",
+            **_IMAGE,
             "C": "input channels",
             "F": "output channels (filters)",
-            "KH": "filter height",
-            "KW": "filter width",
-            "pad": "zero padding on each side of H and of W",
-            "dtype": _DTYPE,
-            "stride": "the stride on H and on W",
-            "weights": _WEIGHTS.format("the filter"),
+            **_WINDOW,
         },
     ),
     "depthwise_conv2d_nhwc": Generator(
         depthwise_conv2d_nhwc,
         {
-            "N": "batch size",
-            "H": "input height",
-            "W": "input width",
+            **_IMAGE,
             "C": "channels, of the input and of the output (one filter each)",
-            "KH": "filter height",
-            "KW": "filter width",
-            "pad": "zero padding on each side of H and of W",
-            "dtype": _DTYPE,
-            "stride": "the stride on H and on W",
-            "weights": _WEIGHTS.format("the filter"),
+            **_WINDOW,
         },
     ),
     "resnet_block": Generator(
