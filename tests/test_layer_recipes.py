@@ -1,6 +1,7 @@
-"""The shipped recipes for transformer layers: row_norm_x86 (layernorm and rmsnorm),
-attention_x86 (the softmax decomposed) and matmul_bias_relu's GELU and SiLU epilogues,
-each built by IREE and checked against its numpy reference at shapes no tile divides."""
+"""The shipped recipes for transformer layers: row_norm_x86 (layernorm and rmsnorm, in
+one fused dispatch or in IREE's), attention_x86 (the softmax decomposed) and
+matmul_bias_relu's GELU and SiLU epilogues, each built by IREE and checked against its
+numpy reference at shapes no tile divides."""
 
 from __future__ import annotations
 
@@ -11,17 +12,24 @@ from tdsched.schedules.measure.run_report import run
 
 
 @pytest.mark.usefixtures("iree")
+@pytest.mark.parametrize("form", ["fused", "iree"])
 @pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
-def test_row_norm_x86_configures_each_norm_s_own_ops(norm: str) -> None:
+def test_row_norm_x86_schedules_each_norm_s_own_ops(norm: str, form: str) -> None:
     # 40 columns: neither the reductions' vectors nor the normalization's divide them
-    params = {"NORM": norm, "M": 24, "N": 40, "WG": 8, "VR": 4, "RV": 16, "IV": 16}
-    report = run(plan(load("row_norm_x86"), None, params), time_it=False)
+    params = {"NORM": norm, "FORM": form, "M": 24, "N": 40, "WG": 8, "VR": 4, "RV": 16}
+    report = run(plan(load("row_norm_x86"), None, params | {"IV": 16}), time_it=False)
     assert report.status == "ok", report
     assert report.reference == "numpy"
-    kernels = {"layernorm": ["row_sum", "squares", "normalize"], "rmsnorm": ["row_sum"]}
-    kernels["rmsnorm"].append("normalize_rms")
+    kernels = {
+        ("layernorm", "iree"): ["row_sum", "squares", "normalize"],
+        ("rmsnorm", "iree"): ["row_sum", "normalize_rms"],
+        ("layernorm", "fused"): ["fused_layernorm"],
+        ("rmsnorm", "fused"): ["fused_rmsnorm"],
+    }
     applied = [line.split("'")[1] for line in report.applied or [] if line.startswith("kernel")]
-    assert applied == kernels[norm]
+    assert applied == kernels[norm, form]
+    regions = [line for line in report.applied or [] if "dispatch_region" in line]
+    assert len(regions) == (form == "fused")
 
 
 @pytest.mark.parametrize("form", ["exp_once", "one_dispatch"])

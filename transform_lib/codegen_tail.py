@@ -40,10 +40,18 @@ def _bufferize(func: OpHandle, *, gpu: bool) -> OpHandle:
 
 
 def _lower_vectors(func: OpHandle, *, contraction: str) -> None:
-    """Vector lowering, one pattern set per region (many in one region can hang IREE)."""
+    """Vector lowering, one pattern set per region (many in one region can hang IREE).
+
+    A vectorized reduction that is not a contraction (a row sum: ``vector.multi_reduction``)
+    is lowered too, to elementwise ops across the reduced vectors (``InnerParallel``);
+    IREE's LLVM conversion does not lower it, and the build would fail there."""
     strategy = tvector.VectorContractLowering[contraction]
+    rows = tvector.VectorMultiReductionLowering.InnerParallel
     stages: Sequence[Callable[[], object]] = (
         lambda: tvector.ApplyLowerContractionPatternsOp(lowering_strategy=strategy),
+        lambda: tvector.ApplyReorderMultiReductionPatternsOp(lowering_strategy=rows),
+        lambda: tvector.ApplyMultiReductionFlatteningPatternsOp(lowering_strategy=rows),
+        lambda: tvector.ApplyMultiReductionUnrollingPatternsOp(lowering_strategy=rows),
         tvector.ApplyLowerOuterProductPatternsOp,
         tvector.ApplyTransferPermutationPatternsOp,
         lambda: tvector.ApplyLowerTransferPatternsOp(max_transfer_rank=1),
