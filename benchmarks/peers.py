@@ -69,6 +69,9 @@ hidden state (an LLM's) at 128 tokens, each as layernorm and as rmsnorm."""
 ATTENTION_GRID = [(12, 128, 64), (12, 512, 64), (8, 256, 128)]
 """Attention (H heads, S tokens, head dimension D): BERT-base at 128 and 512 tokens, and
 8 heads of 128 over 256 tokens."""
+BATCH_MATMUL_GRID = [(16, 256, 256, 256), (12, 128, 128, 64), (8, 512, 64, 512)]
+"""Batch matmuls (B x M x N x K): 16 square 256³ ones, attention's per-head products at
+BERT-base's 128 tokens (Q Kᵀ: 128 x 128 over 64) and a 512-token P V (512 x 64 over 512)."""
 FFN_ACTIVATIONS = ["gelu", "silu"]
 """The epilogues the FFN grid runs again through matmul_bias_relu_x86 (``ACT``)."""
 DEFAULT_SIZE_RECIPES = [
@@ -106,8 +109,8 @@ def cases(quick: bool) -> list[Case]:
     convolution over their grids, the rest at their defaults (``quick``: the 256³ and
     1024³ matmuls, the 56² ResNet block, the 512x1024 softmax and the 56² 3x3
     convolution only); the FFN matmuls again with GELU and SiLU epilogues, the row norms
-    and attention over their grids (``quick``: the first FFN shape, BERT-base's norms
-    and attention at 128 tokens); matmul_x86 over
+    attention and the batch matmuls over their grids (``quick``: the first FFN shape,
+    BERT-base's norms and attention at 128 tokens, the 256³ batch matmul); matmul_x86 over
     the grid and matmul_mmt4d_x86 again with constant weights (``WEIGHTS=constant``: B
     inside the function, as in an inference graph)."""
     grid = [(256, 256, 256), (1024, 1024, 1024)] if quick else MATMUL_GRID
@@ -140,6 +143,8 @@ def cases(quick: bool) -> list[Case]:
     found += [Case("row_norm_x86", {"NORM": norm, "M": m, "N": n}) for norm, m, n in norms]
     heads = ATTENTION_GRID[:1] if quick else ATTENTION_GRID
     found += [Case("attention_x86", {"H": h, "S": s, "D": d}) for h, s, d in heads]
+    batches = BATCH_MATMUL_GRID[:1] if quick else BATCH_MATMUL_GRID
+    found += [Case("batch_matmul_x86", {"B": b, "M": m, "N": n, "K": k}) for b, m, n, k in batches]
     return found + ([] if quick else [Case(r) for r in DEFAULT_SIZE_RECIPES])
 
 
