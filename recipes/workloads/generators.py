@@ -154,11 +154,13 @@ s * sigmoid(s) (also called swish)."""
 def _activation_reference(act: str, s: np.ndarray) -> np.ndarray:
     """numpy (float64) of :data:`ACTIVATIONS` ``[act]``."""
     if act == "relu":
-        return np.maximum(s, 0.0)
-    if act == "gelu":
+        result: np.ndarray = np.maximum(s, 0.0)
+    elif act == "gelu":
         erf = np.vectorize(math.erf, otypes=[np.float64])
-        return 0.5 * s * (1.0 + erf(s / math.sqrt(2.0)))
-    return s / (1.0 + np.exp(-s))
+        result = 0.5 * s * (1.0 + erf(s / math.sqrt(2.0)))
+    else:
+        result = s / (1.0 + np.exp(-s))
+    return result
 
 
 def matmul_bias_act(
@@ -279,7 +281,8 @@ def conv2d_nhwc(
     window = _Window.of("conv2d_nhwc", H, W, KH, KW, pad, stride)
 
     def tap(patch: np.ndarray, w: np.ndarray) -> np.ndarray:
-        return np.einsum("nhwc,cf->nhwf", patch, w)
+        products: np.ndarray = np.einsum("nhwc,cf->nhwf", patch, w)
+        return products
 
     conv = _WindowConv("conv2d_nhwc", "linalg.conv_2d_nhwc_hwcf", (KH, KW, C, F), F, tap)
     return conv.workload(window, (N, H, W, C), dtype, weights, f"_{F}")
@@ -293,8 +296,8 @@ def depthwise_conv2d_nhwc(
     KH: int = 3,
     KW: int = 3,
     pad: int = 1,
-    dtype: str = "f32",
     stride: int = 1,
+    dtype: str = "f32",
     weights: str = "input",
 ) -> Workload:
     """Depthwise 2-D convolution (``linalg.depthwise_conv_2d_nhwc_hwc``): each of the C
@@ -306,7 +309,8 @@ def depthwise_conv2d_nhwc(
     window = _Window.of(name, H, W, KH, KW, pad, stride)
 
     def tap(patch: np.ndarray, w: np.ndarray) -> np.ndarray:
-        return patch * w
+        products: np.ndarray = patch * w
+        return products
 
     conv = _WindowConv(name, "linalg.depthwise_conv_2d_nhwc_hwc", (KH, KW, C), C, tap)
     return conv.workload(window, (N, H, W, C), dtype, weights, "")

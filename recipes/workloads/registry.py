@@ -129,7 +129,7 @@ GENERATORS: dict[str, Generator] = {
         {
             **_IMAGE,
             "C": "channels, of the input and of the output (one filter each)",
-            **_WINDOW,
+            **{name: _WINDOW[name] for name in ("KH", "KW", "pad", "stride", "dtype", "weights")},
         },
     ),
     "resnet_block": Generator(

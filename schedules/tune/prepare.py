@@ -8,13 +8,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tdsched.targets import Target
 from tdsched.transform_lib.constant_operands import ModelConstants
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch
 
 from ..base.files import write_atomically
+from ..compile.build_target import BuildTarget
 from ..frontends.yaml_writer import recipe_yaml
 from .progress import percent
+from .seeds import seeded
 from .task_match import Ambiguous, ModelOps, op_match
 from .task_workloads import TaskSkipped, standalone_task
 from .tasks import Task
@@ -65,7 +66,7 @@ def prepare(
                 o.build.compile_target,
                 constants,
             )
-            template = _template(task, made.configured, o.build.compile_target, model)
+            template = _template(task, made.configured, o.build, model, constants)
             by_kind = template.match_by_kind
             matches = [_match_at(task, made.configured.root, model, by_kind)]
             kept = []
@@ -85,15 +86,22 @@ def prepare(
 
 
 def _template(
-    task: Task, dispatch: ConfiguredDispatch, target: Target, model: ModelOps
+    task: Task,
+    dispatch: ConfiguredDispatch,
+    build: BuildTarget,
+    model: ModelOps,
+    constants: frozenset[int],
 ) -> Template:
-    """The task's template on ``target``: Vulkan's config, or on x86 the row-reduction
-    config where it fits, else the kernel schedule (:mod:`.templates`)."""
-    if target.is_gpu:
+    """The task's template for ``build``: Vulkan's config, or on x86 the row-reduction
+    config where it fits, else the kernel schedule (:mod:`.templates`), a matmul's
+    starting from the shipped kernel for its shape (:mod:`.seeds`; ``constants``: the
+    root's inputs that are the model's constants)."""
+    if build.compile_target.is_gpu:
         return vulkan_template(task, dispatch)
     if is_row_reduction(dispatch):
         return row_reduction_template(dispatch)
-    return template_for(task, dispatch, model.count(task.root.op) == 1)
+    template = template_for(task, dispatch, model.count(task.root.op) == 1)
+    return seeded(template, dispatch, build, constants)
 
 
 def _match_at(task: Task, position: int, model: ModelOps, by_kind: bool) -> dict[str, Any]:
