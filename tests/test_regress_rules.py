@@ -178,7 +178,7 @@ def test_bad_input_exits_2_with_the_file_line_and_no_traceback(tmp_path: Path) -
     assert "Traceback" not in error
     assert (
         f"tdsched: error: {path}:2: entries[0].recipe: 'matmul_x68' is neither a file "
-        "beside the baseline nor a shipped recipe (shipped recipes: collapse_dims_x86"
+        "beside the baseline nor a shipped recipe (shipped recipes: attention_x86"
     ) in error
     missing = main_error(tmp_path / "none.yaml")
     assert "cannot read the baseline file" in missing and "--update" in missing
