@@ -1,7 +1,8 @@
 """The shipped recipes for transformer layers: row_norm_x86 (layernorm and rmsnorm, in
-one fused dispatch or in IREE's), attention_x86 (the softmax decomposed) and
-matmul_bias_relu's GELU and SiLU epilogues, each built by IREE and checked against its
-numpy reference at shapes no tile divides."""
+one fused dispatch or in IREE's), attention_x86 (fused per query-row tile, or the softmax
+decomposed, or IREE's form), batch_matmul_x86 and matmul_bias_relu's GELU and SiLU
+epilogues, each built by IREE and checked against its numpy reference at shapes no tile
+divides."""
 
 from __future__ import annotations
 

@@ -21,12 +21,14 @@ divide the task's loops).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Collection
 
 from tdsched.transform_lib.dispatch_config import ConfiguredDispatch
 
 from ..compile.build_target import BuildTarget
 from ..dsl.params import resolved_values
+from ..dsl.recipe import Recipe
 from ..dsl.space import ParamValue
 from ..frontends.loading import load
 from .templates import Template, conditions_hold
@@ -40,6 +42,12 @@ columns), the reduction tile, the register tile (rows, columns) and its k step."
 
 PACKED_NAMES = ("LAYOUT", "M0", "N0", "UNPACK")
 """The packed layout's parameters, named alike in both."""
+
+
+@functools.cache
+def _shipped() -> Recipe:
+    """:data:`SHIPPED`, loaded once per process (a tune asks once per matmul task)."""
+    return load(SHIPPED)
 
 
 def seeded(
@@ -61,7 +69,7 @@ def seeded(
     weights = "constant" if 1 in constant_inputs else "input"
     shape: dict[str, ParamValue] = {"M": m, "N": n, "K": k, "WEIGHTS": weights}
     values, choice = resolved_values(
-        load(SHIPPED), shape, build.cpu_threads, build.name, build.machine
+        _shipped(), shape, build.cpu_threads, build.name, build.machine
     )
     if choice is None or choice.entry is None or choice.entry.iree_default:
         return template
@@ -74,7 +82,7 @@ def seeded(
     if not conditions_hold(template.constraints, {**parameters, **build.build_values()}):
         return template
     space = {
-        name: values if name not in seed or seed[name] in values else [*values, seed[name]]
-        for name, values in template.space.items()
+        name: axis if name not in seed or seed[name] in axis else [*axis, seed[name]]
+        for name, axis in template.space.items()
     }
     return dataclasses.replace(template, parameters=parameters, space=space)
