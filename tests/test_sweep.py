@@ -102,9 +102,9 @@ def test_crashes_and_hangs_fail_only_their_candidate(
         "--param",
         "SPLITK=0",
         "--compile-timeout",
-        "20",
-        "--run-timeout",
         "10",
+        "--run-timeout",
+        "5",
     )
     assert code == 0
     assert statuses(report) == {

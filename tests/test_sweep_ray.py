@@ -171,11 +171,11 @@ def test_hangs_time_out_and_a_dead_benchmark_actor_is_replaced(
 ) -> None:
     faults = "compile:hang:TM=64;run:crash:TM=16;run:hang:TM=8"
     monkeypatch.setenv("TDSCHED_SWEEP_FAULTS", faults)
-    limits = ["--compile-timeout", "12", "--run-timeout", "10"]
+    limits = ["--compile-timeout", "8", "--run-timeout", "6"]
     report = _sweep(tmp_path, capsys, *ONLY_TM, *limits, "--race", "2")
     assert _statuses(report) == {8: "timeout", 16: "crashed", 32: "ok", 64: "timeout", 128: "ok"}
     errors = {r["params"]["TM"]: r["error"] for r in report["failed"]}
-    assert errors[64] == "no result within 12 s" and errors[8] == "no answer within 10 s"
+    assert errors[64] == "no result within 8 s" and errors[8] == "no answer within 6 s"
     assert "benchmark actor died" in errors[16]
     # The actor killed or crashed by the last of them was replaced: IREE default was
     # timed again at the end and the race was run.
@@ -300,7 +300,7 @@ def test_tune_sweeps_its_tasks_on_ray(
     monkeypatch.setattr(RayExecutor, "start", counted)
     mlp_model(tmp_path / "mlp.onnx")
     args = ["tune", str(tmp_path / "mlp.onnx"), "--executor", "ray", "--jobs", "2"]
-    args += ["--threads", "1", "--budget", "0.3", "--out", str(tmp_path / "mlp.tune")]
+    args += ["--threads", "1", "--budget", "0.2", "--out", str(tmp_path / "mlp.tune")]
     args += ["--round-size", "2", "--min-share", "0", "--no-check", "--json", "-q"]
     assert main(args) == 0
     found = json.loads(capsys.readouterr().out)

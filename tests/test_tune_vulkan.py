@@ -305,7 +305,7 @@ def test_tune_on_vulkan_sweeps_configs_and_the_model_recipe_is_correct(
 ) -> None:
     mlp_model(tmp_path / "mlp.onnx")
     out = tmp_path / "mlp.tune"
-    args = vulkan_tune(tmp_path / "mlp.onnx", out, "0.5")
+    args = vulkan_tune(tmp_path / "mlp.onnx", out, "0.25")
     assert main([*args, "--json"]) == 0
     found = json.loads(capsys.readouterr().out)
     assert found["target"] == "vulkan"

@@ -7,6 +7,15 @@ numpy forward pass; ``to_onnx`` exports it. ``MODELS`` lists the shipped models.
 
 from .builder import Model
 from .graph import Layer, ModelError, Tensor, Window
-from .zoo import MODELS, small_cnn
+from .zoo import MODELS, encoder_layer, small_cnn
 
-__all__ = ["MODELS", "Layer", "Model", "ModelError", "Tensor", "Window", "small_cnn"]
+__all__ = [
+    "MODELS",
+    "Layer",
+    "Model",
+    "ModelError",
+    "Tensor",
+    "Window",
+    "encoder_layer",
+    "small_cnn",
+]

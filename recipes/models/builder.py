@@ -245,6 +245,74 @@ class Model:
         b = self._uniform((out_features,), 1.0 / math.sqrt(fan_in)) if bias else None
         return self._record(name, "linear", (x,), (n, out_features), checked, None, weight, b)
 
+    def layer_norm(
+        self,
+        x: Tensor,
+        epsilon: float = 1e-5,
+        *,
+        name: str | None = None,
+        attrs: Mapping[str, AttrValue] | None = None,
+    ) -> Tensor:
+        """Normalize each row of a ``[N, D]`` input over its D features, then scale by
+        ``gamma`` and shift by ``beta`` (``[D]`` each, the layer's weight and bias):
+        ``(x - mean) / sqrt(var + epsilon) * gamma + beta``, as a transformer's norms."""
+        name, checked = self._begin("layer_norm", name, attrs)
+        n, d = self._rows(name, x)
+        if isinstance(epsilon, bool) or not isinstance(epsilon, int | float) or epsilon <= 0:
+            raise fail(f"layer {name!r}", f"epsilon must be a number > 0, got {epsilon!r}")
+        gamma = 1.0 + self._uniform((d,), 0.25)
+        beta = self._uniform((d,), 0.25)
+        return self._record(
+            name, "layer_norm", (x,), (n, d), checked, None, gamma, beta, epsilon=float(epsilon)
+        )
+
+    def gelu(
+        self, x: Tensor, *, name: str | None = None, attrs: Mapping[str, AttrValue] | None = None
+    ) -> Tensor:
+        """The exact GELU elementwise, ``0.5 x (1 + erf(x / sqrt 2))``, as BERT's FFN."""
+        name, checked = self._begin("gelu", name, attrs)
+        self._own(name, x)
+        return self._record(name, "gelu", (x,), x.shape, checked)
+
+    def softmax(
+        self, x: Tensor, *, name: str | None = None, attrs: Mapping[str, AttrValue] | None = None
+    ) -> Tensor:
+        """Softmax over the last axis of a ``[N, D]`` input (each row sums to 1)."""
+        name, checked = self._begin("softmax", name, attrs)
+        shape = self._rows(name, x)
+        return self._record(name, "softmax", (x,), shape, checked)
+
+    def attention(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        heads: int = 1,
+        *,
+        name: str | None = None,
+        attrs: Mapping[str, AttrValue] | None = None,
+    ) -> Tensor:
+        """Multi-head scaled dot-product attention, ``softmax(Q Kᵀ / sqrt(D / heads)) V``
+        per head: queries ``q`` ``[S, D]``, keys ``k`` and values ``v`` ``[T, D]``, the D
+        features split into ``heads`` heads of ``D / heads``; the output is ``[S, D]``,
+        the heads side by side again. No weights: project q, k, v (and the output) with
+        ``linear`` layers."""
+        name, checked = self._begin("attention", name, attrs)
+        s, d = self._rows(name, q)
+        t, _ = self._rows(name, k)
+        if k.shape != (t, d) or v.shape != k.shape:
+            raise fail(
+                f"layer {name!r}",
+                f"attention needs k and v of one shape [T, {d}] (the features of q), got "
+                f"q {list(q.shape)}, k {list(k.shape)}, v {list(v.shape)}",
+            )
+        if not _is_int(heads) or heads < 1 or d % heads:
+            raise fail(
+                f"layer {name!r}",
+                f"heads must be an int >= 1 that divides the features ({d}), got {heads!r}",
+            )
+        return self._record(name, "attention", (q, k, v), (s, d), checked, heads=int(heads))
+
     def output(self, *tensors: Tensor) -> None:
         """Mark one or more tensors as the model's outputs (in call order)."""
         subject = f"model {self.name!r}"
@@ -344,6 +412,16 @@ class Model:
         c_axis, (h_axis, w_axis) = channel_axis(self.layout), spatial_axes(self.layout)
         return x.shape[0], x.shape[c_axis], x.shape[h_axis], x.shape[w_axis]
 
+    def _rows(self, layer: str, x: Tensor) -> tuple[int, int]:
+        """``(N, D)`` of a rank-2 tensor of this model (rows of features: tokens)."""
+        self._own(layer, x)
+        if len(x.shape) != 2:
+            raise fail(
+                f"layer {layer!r}",
+                f"needs a rank-2 input [N, features] (e.g. tokens x hidden), got {list(x.shape)}",
+            )
+        return x.shape[0], x.shape[1]
+
     def _window(
         self, layer: str, kernel: IntPair, stride: IntPair, padding: Padding, dilation: IntPair
     ) -> Window:
@@ -409,11 +487,24 @@ class Model:
         bias: np.ndarray | None = None,
         count_include_pad: bool = True,
         groups: int = 1,
+        heads: int = 1,
+        epsilon: float = 1e-5,
     ) -> Tensor:
         """Append the layer and return its output tensor."""
         out = Tensor(shape, self, name)
         layer = Layer(
-            name, kind, inputs, out, attrs, window, weight, bias, count_include_pad, groups
+            name,
+            kind,
+            inputs,
+            out,
+            attrs,
+            window,
+            weight,
+            bias,
+            count_include_pad,
+            groups,
+            heads,
+            epsilon,
         )
         self._layers.append(layer)
         return out

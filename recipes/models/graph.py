@@ -22,7 +22,18 @@ if TYPE_CHECKING:
 
 Layout = Literal["NCHW", "NHWC"]
 LayerType = Literal[
-    "conv2d", "relu", "add", "max_pool", "avg_pool", "adaptive_avg_pool", "flatten", "linear"
+    "conv2d",
+    "relu",
+    "add",
+    "max_pool",
+    "avg_pool",
+    "adaptive_avg_pool",
+    "flatten",
+    "linear",
+    "layer_norm",
+    "gelu",
+    "softmax",
+    "attention",
 ]
 AttrValue = str | int | float | bool
 
@@ -146,7 +157,8 @@ class Layer:
 
     Weights are canonical: conv ``[F, C / groups, KH, KW]`` (as ONNX and PyTorch hold
     them: output channel ``f`` belongs to group ``f // (F / groups)``), linear
-    ``[out, in]``, biases ``[F]``.
+    ``[out, in]``, biases ``[F]``; a layer_norm's scale (gamma) is its weight and its
+    shift (beta) its bias, both ``[D]``.
     """
 
     name: str
@@ -161,6 +173,10 @@ class Layer:
     groups: int = 1
     """A conv2d's groups: input and output channels split into that many groups, each
     convolved with its own filters (``groups`` = channels: a depthwise convolution)."""
+    heads: int = 1
+    """An attention layer's heads: the features split into that many, each attending alone."""
+    epsilon: float = 1e-5
+    """A layer_norm's epsilon, added to the variance before its square root."""
 
     @property
     def input_shapes(self) -> list[tuple[int, ...]]:
@@ -185,6 +201,10 @@ class Layer:
             params["count_include_pad"] = self.count_include_pad
         if self.groups != 1:
             params["groups"] = self.groups
+        if self.type == "attention":
+            params["heads"] = self.heads
+        if self.type == "layer_norm":
+            params["epsilon"] = self.epsilon
         return params
 
     def sliding_window(self) -> Window:
@@ -194,7 +214,8 @@ class Layer:
         return self.window
 
     def weights(self) -> tuple[np.ndarray, np.ndarray | None]:
-        """Weight and optional bias of a conv2d or linear layer (precondition: it has them)."""
+        """Weight and optional bias of a conv2d, linear or layer_norm layer (precondition:
+        it has them)."""
         if self.weight is None:
             raise ValueError(f"layer {self.name!r} ({self.type}) has no weights")
         return self.weight, self.bias

@@ -7,6 +7,7 @@ lowering: pooling counts come from pooling a mask, not from ``Window.valid_count
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -102,6 +103,40 @@ def _linear(layer: Layer, args: list[np.ndarray], layout: Layout) -> np.ndarray:
     return out if bias is None else out + bias.astype(np.float64)
 
 
+def _layer_norm(layer: Layer, args: list[np.ndarray], layout: Layout) -> np.ndarray:
+    gamma, beta = layer.weights()
+    centred = args[0] - args[0].mean(axis=1, keepdims=True)
+    scaled = centred / np.sqrt((centred**2).mean(axis=1, keepdims=True) + layer.epsilon)
+    out: np.ndarray = scaled * gamma.astype(np.float64)
+    return out if beta is None else out + beta.astype(np.float64)
+
+
+_ERF = np.vectorize(math.erf, otypes=[np.float64])
+"""numpy has no erf; math.erf, elementwise (a reference, not a peer: speed is no concern)."""
+
+
+def _gelu(layer: Layer, args: list[np.ndarray], layout: Layout) -> np.ndarray:
+    x = args[0]
+    out: np.ndarray = 0.5 * x * (1.0 + _ERF(x / math.sqrt(2.0)))
+    return out
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    """Softmax over the last axis."""
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    out: np.ndarray = e / e.sum(axis=-1, keepdims=True)
+    return out
+
+
+def _attention(layer: Layer, args: list[np.ndarray], layout: Layout) -> np.ndarray:
+    """Per head h: softmax(Q_h K_hᵀ / sqrt(D / heads)) V_h, the heads side by side."""
+    q, k, v = (a.reshape(a.shape[0], layer.heads, -1).transpose(1, 0, 2) for a in args)
+    scores = np.matmul(q, k.transpose(0, 2, 1)) / math.sqrt(q.shape[2])
+    context = np.matmul(_softmax(scores), v)  # [heads, S, D / heads]
+    out: np.ndarray = context.transpose(1, 0, 2).reshape(args[0].shape)
+    return out
+
+
 _LAYERS: dict[str, Callable[[Layer, list[np.ndarray], Layout], np.ndarray]] = {
     "conv2d": _conv2d,
     "relu": lambda layer, args, layout: np.maximum(args[0], 0.0),
@@ -111,4 +146,8 @@ _LAYERS: dict[str, Callable[[Layer, list[np.ndarray], Layout], np.ndarray]] = {
     "adaptive_avg_pool": _avg_pool,
     "flatten": _flatten,
     "linear": _linear,
+    "layer_norm": _layer_norm,
+    "gelu": _gelu,
+    "softmax": lambda layer, args, layout: _softmax(args[0]),
+    "attention": _attention,
 }

@@ -3,19 +3,25 @@
 Each layer lowers the way a hand-written dialect conversion would (conv -> zero pad + fill +
 ``linalg.conv_2d_*`` + bias generic, max pool -> -inf pad + -inf fill + ``pooling_*_max``, avg
 pool -> sum pool + divide, linear -> matmul reading the ``[out, in]`` weight transposed + bias,
-flatten -> ``tensor.collapse_shape``). Every op a layer emits, weight constants excepted,
+flatten -> ``tensor.collapse_shape``, layer_norm -> three generics: the row sum, the row
+sum of squared deviations, the normalization; gelu -> a generic with ``math.erf``; softmax
+-> ``linalg.softmax``; attention -> the heads split and transposed, a batch matmul with K
+transposed, the scaling, ``linalg.softmax``, a batch matmul with V, the heads joined
+again). Every op a layer emits, weight constants excepted,
 carries ``tdsched.layer``, ``tdsched.layer_type`` and the user's attributes; all of them,
 weights included, are located at ``loc("<layer name>")``.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Literal
 
 import numpy as np
 from iree.compiler import ir
 from iree.compiler.dialects import arith, func, linalg, tensor
+from iree.compiler.dialects import math as math_dialect
 
 from .graph import AttrValue, Layer, Layout, ModelGraph, Tensor, channel_axis, spatial_axes
 
@@ -54,8 +60,8 @@ def _lower_layer(layer: Layer, args: list[ir.Value], layout: Layout, block: ir.B
 
 
 def _weight_arrays(layer: Layer, layout: Layout) -> list[np.ndarray]:
-    """Weight and bias, for conv2d and linear; a conv's weight in the filter order of the
-    op :func:`_conv2d` emits (:func:`_conv_filter`)."""
+    """Weight and bias, for conv2d, linear and layer_norm (gamma, beta); a conv's weight
+    in the filter order of the op :func:`_conv2d` emits (:func:`_conv_filter`)."""
     if layer.weight is None:
         return []
     weight, bias = layer.weights()
@@ -151,6 +157,31 @@ def _projection(rank: int, dims: Sequence[int]) -> ir.AffineMap:
     return ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(d) for d in dims])
 
 
+def _generic(
+    inputs: list[ir.Value],
+    init: ir.Value,
+    dims: list[Sequence[int]],
+    reduced: Sequence[int],
+    body: Callable[..., ir.Value],
+) -> ir.Value:
+    """A ``linalg.generic`` over the loops of the first input (every one of its dims a
+    loop), writing ``init``: ``dims[i]`` lists the loops input ``i`` is indexed by (a
+    broadcast or a reduced value when shorter), the last entry those of ``init``; the
+    loops in ``reduced`` are reductions. ``body`` maps the input scalars and the init's
+    (the accumulator) to the value yielded."""
+    rank = len(_shape(inputs[0]))
+    iterators = [
+        linalg.IteratorType.reduction if d in reduced else linalg.IteratorType.parallel
+        for d in range(rank)
+    ]
+    maps = [_projection(rank, d) for d in dims]
+    generic = linalg.GenericOp_(inputs, [init], maps, iterators)
+    block = generic.regions[0].blocks[0]
+    with ir.InsertionPoint(block):
+        linalg.YieldOp([body(*block.arguments)])
+    return generic.result
+
+
 def _elementwise(
     inputs: list[ir.Value], dims: list[Sequence[int]], body: Callable[..., ir.Value]
 ) -> ir.Value:
@@ -160,18 +191,8 @@ def _elementwise(
     ``body`` maps the input scalars to the output scalar.
     """
     shape = _shape(inputs[0])
-    rank = len(shape)
-    maps = [_projection(rank, d) for d in dims] + [ir.AffineMap.get_identity(rank)]
-    generic = linalg.GenericOp_(
-        inputs,
-        [tensor.empty(shape, ir.F32Type.get())],
-        maps,
-        [linalg.IteratorType.parallel] * rank,
-    )
-    block = generic.regions[0].blocks[0]
-    with ir.InsertionPoint(block):
-        linalg.YieldOp([body(*list(block.arguments)[: len(inputs)])])
-    return generic.result
+    out = tensor.empty(shape, ir.F32Type.get())
+    return _generic(inputs, out, [*dims, range(len(shape))], (), lambda *a: body(*a[: len(inputs)]))
 
 
 def _with_bias(x: ir.Value, bias: list[ir.Value], axis: int) -> ir.Value:
@@ -306,6 +327,100 @@ def _add(layer: Layer, args: list[ir.Value], weights: list[ir.Value], layout: La
     return _elementwise(args, [identity, identity], arith.addf)
 
 
+def _layer_norm(
+    layer: Layer, args: list[ir.Value], weights: list[ir.Value], layout: Layout
+) -> ir.Value:
+    """Three generics over ``[N, D]``, as the ``row_norm`` generator's layernorm: the row
+    sums, the rows' sums of squared deviations from their means, and the normalization
+    (means and variances computed inside it from the sums) with gamma and beta."""
+    x = args[0]
+    n, d = _shape(x)
+    count, epsilon = _scalar(float(d)), _scalar(layer.epsilon)
+    rows = _filled([n], _scalar(0.0))
+    whole, row, col = (0, 1), (0,), (1,)
+    sums = _generic([x], rows, [whole, row], (1,), lambda a, acc: arith.addf(a, acc))
+
+    def squared_deviation(a: ir.Value, total: ir.Value, acc: ir.Value) -> ir.Value:
+        deviation = arith.subf(a, arith.divf(total, count))
+        return arith.addf(arith.mulf(deviation, deviation), acc)
+
+    squares = _generic([x, sums], rows, [whole, row, row], (1,), squared_deviation)
+
+    def normalize(
+        a: ir.Value, total: ir.Value, sq: ir.Value, g: ir.Value, b: ir.Value, _: ir.Value
+    ) -> ir.Value:
+        deviation = arith.subf(a, arith.divf(total, count))
+        spread = math_dialect.sqrt(arith.addf(arith.divf(sq, count), epsilon))
+        return arith.addf(arith.mulf(arith.divf(deviation, spread), g), b)
+
+    inputs = [x, sums, squares, *weights]
+    out = tensor.empty([n, d], ir.F32Type.get())
+    return _generic(inputs, out, [whole, row, row, col, col, whole], (), normalize)
+
+
+def _gelu(layer: Layer, args: list[ir.Value], weights: list[ir.Value], layout: Layout) -> ir.Value:
+    """``0.5 x (1 + erf(x / sqrt 2))`` in one generic."""
+
+    def body(x: ir.Value) -> ir.Value:
+        erf = math_dialect.erf(arith.mulf(x, _scalar(1.0 / math.sqrt(2.0))))
+        return arith.mulf(arith.mulf(x, _scalar(0.5)), arith.addf(erf, _scalar(1.0)))
+
+    return _elementwise([args[0]], [range(len(layer.output_shape))], body)
+
+
+def _softmax_of(x: ir.Value) -> ir.Value:
+    """``linalg.softmax`` over the last dimension of ``x``."""
+    shape = _shape(x)
+    out = tensor.empty(shape, ir.F32Type.get())
+    return linalg.SoftmaxOp([_tensor_type(shape)], x, out, len(shape) - 1).results[0]
+
+
+def _softmax(
+    layer: Layer, args: list[ir.Value], weights: list[ir.Value], layout: Layout
+) -> ir.Value:
+    return _softmax_of(args[0])
+
+
+def _heads_first(x: ir.Value, heads: int) -> ir.Value:
+    """``[T, D]`` as ``[heads, T, D / heads]``: an expand_shape, then a linalg.transpose."""
+    t, d = _shape(x)
+    split = [t, heads, d // heads]
+    expanded = tensor.expand_shape(_tensor_type(split), x, [[0], [1, 2]], [], split)
+    out = tensor.empty([heads, t, d // heads], ir.F32Type.get())
+    return linalg.transpose(expanded, outs=[out], permutation=[1, 0, 2]).results[0]
+
+
+def _attention(
+    layer: Layer, args: list[ir.Value], weights: list[ir.Value], layout: Layout
+) -> ir.Value:
+    """Each head's ``softmax(Q Kᵀ / sqrt(d)) V`` as a frontend lowers it: the heads split
+    and moved first, a batch matmul reading K transposed (indexing maps), the scaling,
+    ``linalg.softmax`` over the keys, a batch matmul with V, the heads joined again."""
+    heads = layer.heads
+    q, k, v = (_heads_first(a, heads) for a in args)
+    _, s, dh = _shape(q)
+    t = _shape(k)[1]
+    zero = _scalar(0.0)
+    scores = linalg.batch_matmul(
+        q,
+        k,
+        outs=[_filled([heads, s, t], zero)],
+        indexing_maps=[
+            _projection(4, [0, 1, 3]),
+            _projection(4, [0, 2, 3]),
+            _projection(4, [0, 1, 2]),
+        ],
+    )
+    scale = _scalar(1.0 / math.sqrt(dh))
+    scaled = _elementwise([scores], [range(3)], lambda a: arith.mulf(a, scale))
+    context = linalg.batch_matmul(_softmax_of(scaled), v, outs=[_filled([heads, s, dh], zero)])
+    tokens_first = linalg.transpose(
+        context, outs=[tensor.empty([s, heads, dh], ir.F32Type.get())], permutation=[1, 0, 2]
+    ).results[0]
+    joined = _tensor_type(layer.output_shape)
+    return tensor.CollapseShapeOp(joined, tokens_first, [[0], [1, 2]]).result
+
+
 _LOWERINGS: dict[str, Lowering] = {
     "conv2d": _conv2d,
     "relu": _relu,
@@ -315,4 +430,8 @@ _LOWERINGS: dict[str, Lowering] = {
     "adaptive_avg_pool": _avg_pool,
     "flatten": _flatten,
     "linear": _linear,
+    "layer_norm": _layer_norm,
+    "gelu": _gelu,
+    "softmax": _softmax,
+    "attention": _attention,
 }

@@ -40,5 +40,28 @@ def _residual_block(m: Model, x: Tensor, name: str, channels: int, stride: int) 
     return m.relu(m.add(y, shortcut, name=f"{name}.add"), name=f"{name}.relu2")
 
 
-MODELS: dict[str, Callable[..., Model]] = {"small_cnn": small_cnn}
+def encoder_layer(
+    tokens: int = 128, hidden: int = 768, heads: int = 12, ffn: int = 3072, seed: int = 0
+) -> Model:
+    """A transformer encoder layer as BERT's (post-norm) on ``[tokens, hidden]``; the
+    defaults are BERT-base's at 128 tokens.
+
+    q, k, v (``linear``, hidden -> hidden) -> attn (``heads`` heads) -> attn.out
+    (``linear``) -> attn.add (the input) -> attn.norm (``layer_norm``) -> ffn.up
+    (``linear``, hidden -> ``ffn``) -> ffn.gelu -> ffn.down (``linear``, ``ffn`` -> hidden)
+    -> ffn.add (attn.norm's output) -> ffn.norm.
+    """
+    m = Model("encoder_layer", (tokens, hidden), seed=seed)
+    x = m.input
+    q, k, v = (m.linear(x, hidden, name=n) for n in ("attn.q", "attn.k", "attn.v"))
+    context = m.attention(q, k, v, heads, name="attn")
+    attended = m.add(x, m.linear(context, hidden, name="attn.out"), name="attn.add")
+    x = m.layer_norm(attended, name="attn.norm")
+    up = m.gelu(m.linear(x, ffn, name="ffn.up"), name="ffn.gelu")
+    y = m.add(x, m.linear(up, hidden, name="ffn.down"), name="ffn.add")
+    m.output(m.layer_norm(y, name="ffn.norm"))
+    return m
+
+
+MODELS: dict[str, Callable[..., Model]] = {"small_cnn": small_cnn, "encoder_layer": encoder_layer}
 """Shipped models by name."""

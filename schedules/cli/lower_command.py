@@ -1,6 +1,6 @@
 """``tdsched lower MODEL``: print the linalg on tensors that recipes schedule.
 
-MODEL is a shipped model-builder model (``small_cnn``), a Python file returning a
+MODEL is a shipped model-builder model (``small_cnn``, ``encoder_layer``), a Python file returning a
 ``Model`` (``net.py[:FUNCTION]``), an ONNX file, or a TOSA / linalg ``.mlir`` file.
 """
 
