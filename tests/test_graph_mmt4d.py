@@ -60,11 +60,24 @@ func.func @main(%a: tensor<?x16xf32>, %b: tensor<16x32xf32>, %acc: tensor<?x32xf
 """
 
 TRANSPOSED_B = """
-func.func @main(%a: tensor<32x16xf32>, %b: tensor<32x16xf32>, %acc: tensor<32x32xf32>) -> tensor<32x32xf32> {
+func.func @main(%a: tensor<30x20xf32>, %b: tensor<50x20xf32>) -> tensor<30x50xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<30x50xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<30x50xf32>) -> tensor<30x50xf32>
   %c = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>,
                                       affine_map<(m, n, k) -> (n, k)>,
                                       affine_map<(m, n, k) -> (m, n)>]
-      ins(%a, %b : tensor<32x16xf32>, tensor<32x16xf32>)
+      ins(%a, %b : tensor<30x20xf32>, tensor<50x20xf32>)
+      outs(%acc : tensor<30x50xf32>) -> tensor<30x50xf32>
+  return %c : tensor<30x50xf32>
+}
+"""
+TRANSPOSED_A = """
+func.func @main(%a: tensor<16x32xf32>, %b: tensor<16x32xf32>, %acc: tensor<32x32xf32>) -> tensor<32x32xf32> {
+  %c = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (k, m)>,
+                                      affine_map<(m, n, k) -> (k, n)>,
+                                      affine_map<(m, n, k) -> (m, n)>]
+      ins(%a, %b : tensor<16x32xf32>, tensor<16x32xf32>)
       outs(%acc : tensor<32x32xf32>) -> tensor<32x32xf32>
   return %c : tensor<32x32xf32>
 }
@@ -182,7 +195,7 @@ def test_nothing_to_rewrite_says_why() -> None:
     [
         (TWO, (16, 0, 1), None, "tile must be three positive sizes (M0, N0, K0), got [16, 0, 1]"),
         (DYNAMIC, (8, 8, 1), None, "it needs static sizes, got tensor<?x16xf32>"),
-        (TRANSPOSED_B, (8, 8, 1), None, "it has non-default indexing maps"),
+        (TRANSPOSED_A, (8, 8, 1), None, "it has indexing maps other than the default and"),
         (TWO, (8, 8, 1), OpCriteria(op="linalg.generic"), "'ops' selects 'linalg.generic'"),
     ],
     ids=["tile", "dynamic", "transposed", "not-a-matmul"],
@@ -195,6 +208,32 @@ def test_refusals_name_the_op_and_condition(
     assert message in str(info.value)
     if "it " in message:
         assert "cannot rewrite linalg.matmul at loc(" in str(info.value)
+
+
+def test_a_matmul_reading_its_rhs_transposed_packs_it_without_a_transpose() -> None:
+    """A linear layer's ``[out, in]`` weight is ``N x K``: it tiles straight into the
+    ``N1 x K1 x N0 x K0`` the mmt4d reads, with no outer transpose."""
+    text, report = rewrite(TRANSPOSED_B, (8, 16, 4))
+    assert report.details[0].endswith(
+        "30x50x20 -> linalg.mmt4d 4x4x5 tiles of 8x16x4 (zero-padded to 32x64x20)"
+    )
+    module = parse(text)
+    mm = only(module, "linalg.mmt4d")
+    assert shapes(mm) == [[4, 5, 8, 4], [4, 5, 16, 4], [4, 4, 8, 16]]
+    rhs = mm.operands[1].owner
+    assert "outer_dims_perm" not in rhs.attributes
+    assert list(ir.DenseI64ArrayAttr(rhs.attributes["inner_dims_pos"])) == [0, 1]
+
+
+@pytest.mark.parametrize(("target", "lower_packs"), [("x86", False), ("vulkan", True)])
+def test_a_matmul_reading_its_rhs_transposed_is_right(
+    iree: str, target: str, lower_packs: bool, request: pytest.FixtureRequest
+) -> None:
+    if target == "vulkan":
+        request.getfixturevalue("vulkan")
+    after, _ = rewrite(TRANSPOSED_B, (8, 16, 4), lower_packs=lower_packs)
+    assert counts(after)["linalg.mmt4d"] == 1
+    assert_same_results(TRANSPOSED_B, after, "main", target, atol=1e-4)
 
 
 def test_lowered_packs_run_on_vulkan(vulkan: None) -> None:

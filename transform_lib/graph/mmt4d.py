@@ -10,7 +10,10 @@
     %c   = linalg.unpack %mm into tensor.empty()            -> M x N
 
 so every inner tile of both operands is contiguous (the layout IREE's data tiling and
-its mmt4d microkernels use). ``linalg.batch_matmul`` becomes ``linalg.batch_mmt4d`` the
+its mmt4d microkernels use). A matmul that reads its right-hand side transposed (N x K,
+indexing maps ``(m, k), (n, k), (m, n)``: a linear layer's ``[out, in]`` weight) is
+packed the same way without the transpose: ``N x K`` tiles straight into
+``N1 x K1 x N0 x K0``. ``linalg.batch_matmul`` becomes ``linalg.batch_mmt4d`` the
 same way, with the batch dim kept outermost. Sizes that the tile does not divide are
 zero-padded by the packs (a zero K slice adds nothing; padded rows and columns are
 dropped by the unpack).
@@ -93,10 +96,12 @@ class _Layout:
     def packed_sizes(self, tile: tuple[int, int, int]) -> list[int]:
         return [0, *tile] if self.batch else list(tile)
 
-    def matmul_maps(self) -> list[ir.AffineMap]:
-        """``[B,] M, K`` x ``[B,] K, N`` -> ``[B,] M, N`` over loops ``[B,] M, N, K``."""
+    def matmul_maps(self, rhs_transposed: bool = False) -> list[ir.AffineMap]:
+        """``[B,] M, K`` x ``[B,] K, N`` (or ``[B,] N, K`` when ``rhs_transposed``) ->
+        ``[B,] M, N`` over loops ``[B,] M, N, K``."""
         b, m, n, k = self._loops(1)
-        return _maps(self.rank, [[*b, m, k], [*b, k, n], [*b, m, n]])
+        rhs = [*b, n, k] if rhs_transposed else [*b, k, n]
+        return _maps(self.rank, [[*b, m, k], rhs, [*b, m, n]])
 
     def packed_maps(self) -> list[ir.AffineMap]:
         """The maps of ``linalg.mmt4d`` / ``linalg.batch_mmt4d``."""
@@ -129,11 +134,13 @@ def _indexing_maps(op: ir.Operation) -> list[ir.AffineMap]:
 
 @dataclass(frozen=True)
 class _Candidate:
-    """A selected op that can be rewritten: its layout and loop sizes ``[B,] M, N, K``."""
+    """A selected op that can be rewritten: its layout, loop sizes ``[B,] M, N, K`` and
+    whether it reads its right-hand side transposed (``[B,] N, K``)."""
 
     op: ir.Operation
     layout: _Layout
     sizes: tuple[int, ...]
+    rhs_transposed: bool = False
 
 
 def mmt4d(module: ir.Module, options: Mmt4dOptions) -> RewriteReport:
@@ -141,8 +148,8 @@ def mmt4d(module: ir.Module, options: Mmt4dOptions) -> RewriteReport:
 
     Preconditions (checked on every selected op before anything is rewritten, else
     :class:`GraphRewriteError` naming the op): three positive tile sizes; tensor
-    operands of static shape; the default indexing maps (no transposed variants) and
-    signed casts.
+    operands of static shape; the default indexing maps or those reading the right-hand
+    side transposed (no other variant) and signed casts.
     """
     _check_tile(options.tile)
     _check_criteria(options.ops)
@@ -157,9 +164,12 @@ def mmt4d(module: ir.Module, options: Mmt4dOptions) -> RewriteReport:
     # Read everything about the selected ops now: packing erases them.
     details = tuple(_describe(c, options.tile) for c in candidates)
     summary = _summary(candidates, options)
-    for candidate in candidates:
-        _tag(candidate.op)
-    _run(module, _pack_script(options.tile), "packing")
+    for rhs_transposed in (False, True):  # the transposed ones' packs need no transpose
+        group = [c for c in candidates if c.rhs_transposed == rhs_transposed]
+        for candidate in group:
+            _tag(candidate.op)
+        if group:
+            _run(module, _pack_script(options.tile, rhs_transposed), "packing")
     named = [_replace_with_named(generic) for generic in _tagged_ops(module)]
     for op in named:
         _unpack_into_empty(op)
@@ -203,12 +213,19 @@ def _candidate(op: ir.Operation) -> _Candidate:
     if not all(s.has_static_shape for s in shapes):
         shown = ", ".join(str(s) for s in shapes)
         _refuse(op, f"needs static sizes, got {shown}; make the shapes static first")
-    if _indexing_maps(op) != layout.matmul_maps():
-        _refuse(op, "has non-default indexing maps (a transposed or broadcast variant)")
+    maps = _indexing_maps(op)
+    rhs_transposed = maps == layout.matmul_maps(rhs_transposed=True)
+    if maps != layout.matmul_maps() and not rhs_transposed:
+        _refuse(
+            op,
+            "has indexing maps other than the default and the right-hand side transposed "
+            "(a transposed left-hand side or a broadcast variant)",
+        )
     if "cast" in op.attributes and "unsigned" in str(op.attributes["cast"]):
         _refuse(op, "uses unsigned casts, which linalg.mmt4d cannot express")
     lhs, rhs = shapes[0].shape, shapes[1].shape
-    return _Candidate(op, layout, (*lhs[:-1], rhs[-1], lhs[-1]))
+    n = rhs[-2] if rhs_transposed else rhs[-1]
+    return _Candidate(op, layout, (*lhs[:-1], n, lhs[-1]), rhs_transposed)
 
 
 def _refuse(op: ir.Operation, why: str) -> NoReturn:
@@ -248,23 +265,29 @@ def _foreach_tagged(bodies: dict[str, Callable[[ir.Value], None]]) -> str:
     return script.text()
 
 
-def _pack_script(tile: tuple[int, int, int]) -> str:
-    """Pack each tagged matmul; the packed ``linalg.generic`` is tagged in its place."""
+def _pack_script(tile: tuple[int, int, int], rhs_transposed: bool) -> str:
+    """Pack each tagged matmul; the packed ``linalg.generic`` is tagged in its place.
+    The tagged matmuls are all of one kind: ``rhs_transposed`` or not."""
     return _foreach_tagged(
         {
-            name: partial(_pack, sizes=layout.packed_sizes(tile), layout=layout)
+            name: partial(
+                _pack, sizes=layout.packed_sizes(tile), layout=layout, transposed=rhs_transposed
+            )
             for name, layout in _LAYOUTS.items()
         }
     )
 
 
-def _pack(op: ir.Value, sizes: list[int], layout: _Layout) -> None:
-    """Pack the matmul ``op`` by ``sizes``, the RHS transposed to ``[B,] N1 x K1``."""
+def _pack(op: ir.Value, sizes: list[int], layout: _Layout, transposed: bool) -> None:
+    """Pack the matmul ``op`` by ``sizes``, the RHS's outer dims ``[B,] N1 x K1``: a
+    ``[B,] K x N`` RHS packs as ``[B,] K1 x N1`` and is transposed; a ``transposed`` one
+    (``[B,] N x K``) packs so already."""
     packed = structured.PackOp(any_op(), op, [], static_packed_sizes=sizes).packed_op
-    rhs_pack = transform.GetProducerOfOperand(any_op(), packed, 1).producer
-    packed = structured.PackTransposeOp(
-        any_op(), any_op(), any_op(), rhs_pack, packed, outer_perm=layout.rhs_outer_perm
-    ).packed_op
+    if not transposed:
+        rhs_pack = transform.GetProducerOfOperand(any_op(), packed, 1).producer
+        packed = structured.PackTransposeOp(
+            any_op(), any_op(), any_op(), rhs_pack, packed, outer_perm=layout.rhs_outer_perm
+        ).packed_op
     transform.AnnotateOp(packed, _TAG)
 
 
