@@ -36,7 +36,7 @@ def plot_series(report: SeriesReport, folder: Path) -> Path:
     FigureCanvasAgg(fig)
     ax = fig.subplots()
     points = report.points
-    xs = list(range(len(points)))
+    xs = [p.run.id for p in points]  # the run numbers the text report names
     medians = [p.median or 0.0 for p in points]
     below = [m - (p.low if p.low is not None else m) for m, p in zip(medians, points, strict=True)]
     above = [
@@ -58,16 +58,16 @@ def plot_series(report: SeriesReport, folder: Path) -> Path:
         report.changes[-1].after if report.changes else statistics.median(medians)
     ]
     for start, end, level in zip(bounds, bounds[1:], levels, strict=False):
-        ax.hlines(level, start - 0.4, end - 0.6, color="black", linewidth=1.5)
+        ax.hlines(level, xs[start] - 0.4, xs[end - 1] + 0.4, color="black", linewidth=1.5)
     for change in report.changes:
         colour = "tab:red" if change.is_regression else "tab:green"
         ax.axvline(
-            change.index - 0.5,
+            (xs[change.index - 1] + xs[change.index]) / 2,
             color=colour,
             linestyle="--",
             label=f"{change.relative:+.1%} at run {points[change.index].run.id}",
         )
-    ax.set_xlabel("recorded run (oldest first)")
+    ax.set_xlabel("recorded run")
     ax.set_ylabel("speedup vs IREE default")
     ax.set_title(f"{report.entry}\n{report.machine}", fontsize=9)
     ax.grid(alpha=0.3)
