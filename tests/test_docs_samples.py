@@ -29,6 +29,20 @@ def _gates(sample: Sample) -> bool:
     return False
 
 
+GATE_ATTEMPTS = 3
+"""Runs of a gate step whose docs show a verdict and which came out INCONCLUSIVE: the
+gate saying that the machine's load changed while it measured (a busy VM's neighbours),
+not that the docs went wrong."""
+
+
+def _inconclusive_by_load(command: str, shown: list[str], printed: str) -> bool:
+    """Whether a ``tdsched regress`` gate step printed INCONCLUSIVE where its docs show
+    a verdict (so running it again on a calmer moment may print what the docs show)."""
+    words = command.split()
+    gate = words[:2] == ["tdsched", "regress"] and words[2:3] != ["history"]
+    return gate and "INCONCLUSIVE" in printed and not any("INCONCLUSIVE" in s for s in shown)
+
+
 RUN_PARAMS = [
     pytest.param(s, id=s.name, marks=[pytest.mark.serial] if _gates(s) else []) for s in RUN
 ]
@@ -98,16 +112,19 @@ def test_a_sample_prints_what_the_docs_show(
         words = shlex.split(step.command, comments=True)
         quiet = "2>/dev/null" in words
         words = [w for w in words if w != "2>/dev/null"]
-        done = subprocess.run(
-            _command(words, sample.extra_args or ""),
-            cwd=cwd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL if quiet else subprocess.STDOUT,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},  # as a terminal interleaves them
-            timeout=900,
-            check=False,
-        )
+        for _ in range(GATE_ATTEMPTS):
+            done = subprocess.run(
+                _command(words, sample.extra_args or ""),
+                cwd=cwd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL if quiet else subprocess.STDOUT,
+                text=True,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},  # as a terminal interleaves them
+                timeout=900,
+                check=False,
+            )
+            if not _inconclusive_by_load(step.command, step.shown, done.stdout):
+                break
         status = done.returncode
         # A shipped recipe is named by where it is installed: the docs show the checkout's.
         printed = done.stdout.replace(f"{cwd}/", "").replace(f"{REPO}/", "").splitlines()
