@@ -21,7 +21,7 @@ from tdsched.schedules.dsl.steps import Step
 from tdsched.schedules.frontends.step_documents import step_document
 from tdsched.schedules.measure.run_report import RunReport
 from tdsched.schedules.measure.status import Status
-from tdsched.schedules.sweep.database import Result
+from tdsched.schedules.sweep.database import Result, ResultsDB
 from tdsched.schedules.tune.model_recipe import ModelSpec, write_model_recipe
 from tdsched.schedules.tune.outcome import TuneOutcome
 from tdsched.schedules.tune.plot import plot_tune
@@ -35,7 +35,7 @@ from tdsched.schedules.tune.races import (
     race_model_rewrites,
     schedules_digest,
 )
-from tdsched.schedules.tune.scheduler import _next
+from tdsched.schedules.tune.scheduler import _next, _round
 from tdsched.schedules.tune.state import (
     StateError,
     TuneState,
@@ -189,6 +189,35 @@ def _write_task(path: Path, template: dict[str, Any]) -> None:
 
 
 TASK = Task("t4", (OpSignature("linalg.generic", (16, 16, 16, 16, 3, 3), "convolution", "f32"),))
+
+
+def test_register_tiles_fit_the_workgroup_tiles_iree_distributes_by_one() -> None:
+    """SqueezeNet's stride-2 im2col gather: IREE distributes its 111-wide rows one by one,
+    so the row's workgroup tile is 1 and a register tile of 111 (the only vector width
+    that divides 111) met no workgroup tile: every candidate was pruned."""
+    out = (3, 3, 3, 111, 111)
+    parallel = ("parallel",) * 5
+    gather = ConfiguredDispatch(
+        "t1_dispatch_0",
+        (
+            ConfiguredOp(
+                "linalg.generic",
+                out,
+                parallel,
+                (0, 1, 2, 3, 4),
+                {"distribution": (1, 0, 0, 1, 1), "vector_common_parallel": (1, 1, 1, 1, 4)},
+            ),
+        ),
+        root=0,
+        root_reads={},
+        init_is_fill=False,
+        root_inputs=1,
+    )
+    task = Task("t1", (OpSignature("linalg.generic", out, "elementwise", "f32"),))
+    template = template_for(task, gather)
+    assert template.space["W4"] == [1] and template.space["RW"] == [1]
+    assert template.space["RH"] == [1]
+    assert conditions_hold(template.constraints, {**template.parameters, "ISA": "avx512"})
 
 
 def test_the_template_is_centred_on_iree_s_tile_sizes() -> None:
@@ -561,6 +590,28 @@ def _tuning(name: str, time_ms: float, **state: object) -> TaskTuning:
     for key, value in state.items():
         setattr(tuning, key, value)
     return tuning
+
+
+def test_a_template_with_no_candidate_keeps_iree_s_pipeline_and_the_tune_goes_on(
+    tmp_path: Path,
+) -> None:
+    """Seen on SqueezeNet: an im2col gather's template held W4 at 1 and RW at 111, so
+    ``W4 % RW == 0`` pruned every point and the whole tune stopped with that error."""
+    recipe = tmp_path / "t1.yaml"
+    recipe.write_text(
+        "name: task_t1\nworkload: {generator: matmul, args: {M: 8, N: 8, K: 8}}\n"
+        "targets: [x86]\nparameters: {W: 1, RW: 3}\nspace: {W: [1], RW: [3]}\n"
+        "constraints: [W % RW == 0]\nkernels: []\n"
+    )
+    tuning = _tuning("t1", 2.0, recipe=recipe)
+    db = ResultsDB(tmp_path / "tune.db")
+    try:
+        _round(tuning, db, TuneOptions(BuildTarget("x86", threads=1), budget_s=60), None)
+    finally:
+        db.close()
+    assert tuning.exhausted and not tuning.tunable and tuning.best is None
+    assert tuning.outcome.startswith("IREE's pipeline: its template has no candidate to sweep (")
+    assert "every candidate was pruned" in tuning.outcome
 
 
 def test_the_budget_goes_first_to_untried_tasks_then_to_the_largest_expected_gain() -> None:

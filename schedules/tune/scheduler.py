@@ -55,6 +55,7 @@ from tdsched.targets.workload import Workload
 from tdsched.transform_lib.census import census_functions, read_census
 from tdsched.transform_lib.constant_operands import ModelConstants
 
+from ..base.errors import RecipeError
 from ..compile.pipeline import census_output
 from ..sweep.database import ResultsDB
 from ..sweep.executors import make_executor
@@ -184,19 +185,27 @@ def _round(tuning: TaskTuning, db: ResultsDB, o: TuneOptions, deadline: float | 
     ``deadline`` (a ``time.monotonic()`` instant: the end of the budget; None: none)."""
     assert tuning.recipe is not None
     before = tuning.speedup or 1.0
-    sweep = Sweep(
-        str(tuning.recipe),
-        SweepOptions(
-            build=o.build,
-            strategy="adaptive",
-            budget=tuning.candidates + o.round_size,
-            seed=o.seed,
-            deadline=deadline,
-        ),
-        db,
-        make_executor(o.executor, o.jobs, ray_address=o.ray_address),
-        o.jobs,
-    )
+    try:
+        sweep = Sweep(
+            str(tuning.recipe),
+            SweepOptions(
+                build=o.build,
+                strategy="adaptive",
+                budget=tuning.candidates + o.round_size,
+                seed=o.seed,
+                deadline=deadline,
+            ),
+            db,
+            make_executor(o.executor, o.jobs, ray_address=o.ray_address),
+            o.jobs,
+        )
+    except RecipeError as exc:
+        # A template (written by tune or edited by the user) with nothing to sweep, e.g.
+        # constraints that prune every point: that task keeps IREE's pipeline and says
+        # why; the other tasks are tuned all the same.
+        tuning.exhausted = True
+        tuning.reason = f"its template has no candidate to sweep ({str(exc).splitlines()[0]})"
+        return
     tuning.valid = len(sweep.enumeration.valid)
     started = time.monotonic()
     outcome = sweep.run()

@@ -479,6 +479,12 @@ def _space(
         defaults["RH"] = nearest(space["RH"], vector[loops[tiled[-2]]] or 1)
     else:
         space["RH"], defaults["RH"] = [1], 1
+    for register, dim in zip(("RW", "RH"), reversed(tiled[-2:]), strict=False):
+        tiles = space.get(f"W{dim}")
+        if tiles:  # a register tile divides a workgroup tile of its dim (a constraint)
+            fitting = [v for v in space[register] if any(w % v == 0 for w in tiles)]
+            space[register] = fitting or [1]
+            defaults[register] = nearest(space[register], defaults[register])
     return space, defaults
 
 
