@@ -192,14 +192,18 @@ def best_iree(run_speedup: float | None, peers: dict[str, dict[str, Any]]) -> fl
     return min(ratios)
 
 
-def measure(workload: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """Tune ``workload``, then run its tuned recipe with ``--peers``; one result row."""
-    name = workload.stem
+def measure(
+    name: str, model: Sequence[str], args: argparse.Namespace, budget: float | None = None
+) -> dict[str, Any]:
+    """Tune ``model`` (what ``tdsched tune`` takes: a file, or a model name and its
+    options) for ``args.threads`` within ``budget`` minutes (default ``args.budget``), then
+    run its tuned recipe with ``--peers``; one result row, ``name`` naming the files."""
     out_dir: Path = args.out / f"{name}.tune"
-    row: dict[str, Any] = {"name": name, "workload": str(workload)}
+    row: dict[str, Any] = {"name": name, "workload": shlex.join(model), "threads": args.threads}
+    minutes = args.budget if budget is None else budget
     tune = _command(
         [
-            *(TDSCHED, "tune", workload, "--threads", args.threads, "--budget", args.budget),
+            *(TDSCHED, "tune", *model, "--threads", args.threads, "--budget", minutes),
             *("--cpu", args.cpu, "--out", out_dir, "-q", "--json"),
         ]
     )
@@ -218,7 +222,8 @@ def measure(workload: Path, args: argparse.Namespace) -> dict[str, Any]:
         row["tune"].update(_tune_summary(report))
         if code != 0:
             row["tune"]["error"] = _tail(stderr)
-    recipe = out_dir / f"{name}.tuned.yaml"
+    recipes = sorted(out_dir.glob("*.tuned.yaml"))
+    recipe = recipes[0] if recipes else out_dir / f"{name}.tuned.yaml"
     if not recipe.is_file():
         row["status"] = "tune_failed"
         row["run"] = None
@@ -247,7 +252,10 @@ def measure(workload: Path, args: argparse.Namespace) -> dict[str, Any]:
     row["speedup_vs_default"] = speedup
     row["speedup_interval"] = report.get("speedup_interval")
     peers: dict[str, dict[str, Any]] = {}
-    for peer_name in (*IREE_PEERS, "numpy"):
+    throughput = report.get("throughput")
+    if isinstance(throughput, dict):
+        row["fraction_of_fma_peak"] = throughput.get("fraction_of_fma_peak")
+    for peer_name in (*IREE_PEERS, "numpy", "onnxruntime"):
         peer = _peer(report, peer_name)
         if peer is not None:
             peer_time = peer.get("time_ms")
@@ -433,7 +441,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows: list[dict[str, Any]] = result["workloads"]
     for index, workload in enumerate(found, 1):
         print(f"[{index}/{len(found)}] {workload.stem}: tuning", file=sys.stderr, flush=True)
-        row = measure(workload, args)
+        row = measure(workload.stem, [str(workload)], args)
         rows.append(row)
         print(
             f"[{index}/{len(found)}] {workload.stem}: {row.get('status')}, "

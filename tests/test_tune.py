@@ -1460,6 +1460,59 @@ def test_the_model_rewrite_race_keeps_each_rewrite_that_pays_on_top_of_those_bef
     assert nothing.steps == () and nothing.lines == ()
 
 
+NCHW_CONVS = """
+func.func @m(%x: tensor<1x4x8x8xf32>, %w: tensor<6x4x1x1xf32>, %w3: tensor<6x6x3x3xf32>) -> tensor<1x6x6x6xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x6x8x8xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<1x6x8x8xf32>) -> tensor<1x6x8x8xf32>
+  %c = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+      ins(%x, %w : tensor<1x4x8x8xf32>, tensor<6x4x1x1xf32>) outs(%f : tensor<1x6x8x8xf32>) -> tensor<1x6x8x8xf32>
+  %e3 = tensor.empty() : tensor<1x6x6x6xf32>
+  %f3 = linalg.fill ins(%z : f32) outs(%e3 : tensor<1x6x6x6xf32>) -> tensor<1x6x6x6xf32>
+  %d = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+      ins(%c, %w3 : tensor<1x6x8x8xf32>, tensor<6x6x3x3xf32>) outs(%f3 : tensor<1x6x6x6xf32>) -> tensor<1x6x6x6xf32>
+  return %d : tensor<1x6x6x6xf32>
+}
+"""
+
+
+def test_a_model_with_nchw_convolutions_is_raced_in_both_layouts(tmp_path: Path) -> None:
+    from tdsched.targets.workload import workload_from_text
+
+    workload = workload_from_text(NCHW_CONVS, "m.mlir", "m", None)
+    x86, spec = make_target("x86"), {"file": "m.mlir"}
+    raced: list[str] = []
+    # NCHW: conv1x1_to_matmul 1.5x, im2col on top 1.2x (not kept). NHWC: channels_last
+    # alone 0.9x (the base all the same), conv1x1_to_matmul on it 1.2x, im2col 2.0x: NHWC.
+    speedups: dict[str, float | list[float]] = {
+        "m.conv1x1_to_matmul.yaml": 1.5,
+        "m.im2col.yaml": 1.2,
+        "m.channels_last.yaml": 0.9,
+        "m.channels_last.conv1x1_to_matmul.yaml": 1.2,
+        "m.channels_last.im2col.yaml": 2.0,
+    }
+    kept = race_model_rewrites(workload, spec, tmp_path, x86, _graph_run(speedups, raced))
+    assert raced == list(speedups)
+    assert kept.steps == ({"channels_last": {}}, {"conv1x1_to_matmul": {}}, {"im2col": {}})
+    assert kept.speedup == 2.0 and "nchw" not in kept.workload.mlir
+    assert kept.lines[2].startswith("graph    [NHWC] channels_last (converted 2 NCHW ops")
+    assert kept.lines[2].endswith("0.90x IREE default, the base of this race")
+    assert kept.lines[3].startswith("graph    [NHWC] + conv1x1_to_matmul (rewrote 1 ")
+    assert kept.lines[-1] == "layout   NHWC 2.00x IREE default against NCHW 1.50x: NHWC kept"
+    recipe = yaml.safe_load((tmp_path / "m.channels_last.im2col.yaml").read_text())
+    assert recipe["graph"] == [{"channels_last": {}}, {"conv1x1_to_matmul": {}}, {"im2col": {}}]
+    # A re-run takes the steps up from the record, channels_last among them.
+    again = race_model_rewrites(workload, spec, tmp_path, x86, _graph_run(speedups, raced))
+    assert len(raced) == 5 and again.steps == kept.steps
+    assert again.workload.mlir == kept.workload.mlir
+    # The NCHW end result faster: NCHW is kept (NHWC needs the margin, 1.02x).
+    (tmp_path / GRAPH_RACE_FILE).unlink()
+    speedups["m.channels_last.im2col.yaml"] = 1.0
+    plain = race_model_rewrites(workload, spec, tmp_path, x86, _graph_run(speedups, raced))
+    assert plain.steps == ({"conv1x1_to_matmul": {}},) and plain.speedup == 1.5
+    assert plain.lines[-1] == "layout   NHWC 1.20x IREE default against NCHW 1.50x: NCHW kept"
+
+
 SOFTMAX_MODEL = """
 func.func @m(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
   %e = tensor.empty() : tensor<8x16xf32>

@@ -63,5 +63,49 @@ def encoder_layer(
     return m
 
 
-MODELS: dict[str, Callable[..., Model]] = {"small_cnn": small_cnn, "encoder_layer": encoder_layer}
+_MOBILENET_BLOCKS = (
+    (2, 1),
+    (4, 2),
+    (4, 1),
+    (8, 2),
+    (8, 1),
+    (16, 2),
+    *((16, 1),) * 5,
+    (32, 2),
+    (32, 1),
+)
+"""MobileNet v1's depthwise-separable blocks: (output channels in units of the stem's,
+stride of the depthwise conv)."""
+
+
+def mobilenet(
+    layout: str = "NCHW", size: int = 224, width: int = 32, classes: int = 1000, seed: int = 0
+) -> Model:
+    """A MobileNet (v1) style network on a ``[1, 3, size, size]`` image (in ``layout``
+    order): a 3x3 stride-2 stem conv of ``width`` channels + relu, then 13
+    depthwise-separable blocks, each a 3x3 depthwise conv (``groups`` = its channels,
+    stride 1 or 2) + relu and a 1x1 conv + relu, the channels growing to ``32 * width``
+    (MobileNet v1's plan: ``width`` 32 is the original's 1.0 multiplier, about 1.1 GFLOP
+    at 224), then a global average pool, flatten and a ``classes``-way linear layer. Every conv
+    has a bias; batch normalization is left out (at inference it folds into the convs).
+    """
+    shape = (1, 3, size, size) if layout == "NCHW" else (1, size, size, 3)
+    m = Model("mobilenet", shape, layout=layout, seed=seed)
+    x = m.relu(m.conv2d(m.input, width, 3, stride=2, padding=1, name="stem"), name="stem.relu")
+    channels = width
+    for i, (units, stride) in enumerate(_MOBILENET_BLOCKS, start=1):
+        x = m.conv2d(x, channels, 3, stride=stride, padding=1, groups=channels, name=f"dw{i}")
+        x = m.relu(x, name=f"dw{i}.relu")
+        channels = units * width
+        x = m.relu(m.conv2d(x, channels, 1, name=f"pw{i}"), name=f"pw{i}.relu")
+    x = m.flatten(m.adaptive_avg_pool(x, (1, 1), name="gap"), name="flatten")
+    m.output(m.linear(x, classes, name="fc"))
+    return m
+
+
+MODELS: dict[str, Callable[..., Model]] = {
+    "small_cnn": small_cnn,
+    "encoder_layer": encoder_layer,
+    "mobilenet": mobilenet,
+}
 """Shipped models by name."""

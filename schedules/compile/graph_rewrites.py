@@ -1,7 +1,7 @@
 """Graph rewrite steps → stages that run a tdsched rewrite on the module in Python.
 
-fuse_elementwise_ext, collapse_dims, mmt4d, fuse_pad, hoist_pad, conv1x1_to_matmul, im2col
-and decompose_softmax have no
+fuse_elementwise_ext, collapse_dims, mmt4d, fuse_pad, hoist_pad, conv1x1_to_matmul, im2col,
+decompose_softmax and channels_last have no
 (complete) transform op in IREE 3.13; they run between transform-script stages, in recipe
 order, each reporting one line of what it changed (see :mod:`tdsched.transform_lib.graph`).
 """
@@ -15,6 +15,7 @@ from functools import partial
 from typing import Any
 
 from tdsched.targets import Target
+from tdsched.transform_lib.graph.channels_last import ChannelsLastOptions, channels_last
 from tdsched.transform_lib.graph.collapse_dims import CollapseDimsOptions, collapse_dims
 from tdsched.transform_lib.graph.conv1x1_to_matmul import (
     Conv1x1ToMatmulOptions,
@@ -38,6 +39,7 @@ from tdsched.transform_lib.match import OpCriteria
 from ..base.errors import Where
 from ..dsl.resolved import as_int, as_ints, payload_criteria
 from ..dsl.steps import (
+    ChannelsLastStep,
     CollapseDimsStep,
     Conv1x1ToMatmulStep,
     DecomposeSoftmaxStep,
@@ -125,6 +127,11 @@ def _decompose_softmax(step: DecomposeSoftmaxStep, target: Target) -> RewriteSta
     return _stage(step, partial(decompose_softmax, options=options))
 
 
+def _channels_last(step: ChannelsLastStep, target: Target) -> RewriteStage:
+    options = ChannelsLastOptions(_ops(step))
+    return _stage(step, partial(channels_last, options=options))
+
+
 def _stage(step: GraphRewriteStep, rewrite: Rewrite) -> RewriteStage:
     return RewriteStage(step.primitive, rewrite, step.where)
 
@@ -142,5 +149,6 @@ REWRITES: dict[type[Step], Callable[[Any, Target], RewriteStage]] = {
     Conv1x1ToMatmulStep: _conv1x1_to_matmul,
     Im2colStep: _im2col,
     DecomposeSoftmaxStep: _decompose_softmax,
+    ChannelsLastStep: _channels_last,
 }
 """The Python rewrites a graph schedule can run, by step type."""

@@ -436,6 +436,21 @@ class Im2colStep(StepBase):
     ops: MatchSpec | None = _ops()
 
 
+@register("channels_last", Scope.GRAPH, _GRAPH_REWRITE)
+@dataclass(frozen=True, kw_only=True)
+class ChannelsLastStep(StepBase):
+    """Run an NCHW network in NHWC: convert its convolutions and poolings, then move
+    the layout through the elementwise ops, pads and concatenations between them.
+
+    The layout is converted once where the network's input first meets a converted op
+    and once at its outputs. Without ``ops`` every NCHW convolution and pooling with
+    static shapes is converted; with it only those selected (the layout still moves
+    through the whole module).
+    """
+
+    ops: MatchSpec | None = _ops()
+
+
 @register("decompose_softmax", Scope.GRAPH, _GRAPH_REWRITE)
 @dataclass(frozen=True, kw_only=True)
 class DecomposeSoftmaxStep(StepBase):
@@ -519,6 +534,7 @@ GraphRewriteStep = (
     | Conv1x1ToMatmulStep
     | Im2colStep
     | DecomposeSoftmaxStep
+    | ChannelsLastStep
 )
 """Steps that rewrite the whole module in Python before IREE (not transform scripts)."""
 

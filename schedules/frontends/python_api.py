@@ -42,6 +42,7 @@ from ..dsl.shape_table import ENTRY_OPTIONS, ShapeEntry, ShapeTable
 from ..dsl.space import Axis, ParamValue, SearchSpace, build_space, int_range, pow2_range
 from ..dsl.steps import (
     STEPS,
+    ChannelsLastStep,
     CleanupStep,
     CollapseDimsStep,
     Conv1x1ToMatmulStep,
@@ -454,6 +455,11 @@ class ScheduleBuilder:
         """Rewrite linalg.softmax as row max, exp, row sum and scale, exp computed once
         (graph schedules)."""
         self._schedule.add(DecomposeSoftmaxStep, ops=ops)
+
+    def channels_last(self, *, ops: MatchSpec | None = None) -> None:
+        """Run an NCHW network in NHWC: its convolutions and poolings converted, the
+        layout moved through the ops between them (graph schedules)."""
+        self._schedule.add(ChannelsLastStep, ops=ops)
 
     def im2col(self, *, ops: MatchSpec | None = None) -> None:
         """Rewrite convolutions as a gather of their windows and linalg.matmul (graph

@@ -13,7 +13,11 @@ recorded beside them so that a re-run reuses the choice instead of flipping on n
    (most FLOP first; ``OUT/<model>.<rewrite>-<n>.yaml``), selected by layer, each group
    kept when it wins on top of the groups kept before it: a gather that pays for a
    strided layer need not pay for the others. The tasks are then those of the rewritten
-   model, and every model recipe starts with the steps kept. A run within ``CLOSE`` of
+   model, and every model recipe starts with the steps kept. Where the model has NCHW
+   convolutions, the race is run twice: on the model as imported and on the model run in
+   NHWC (:data:`LAYOUT_STEP`, ``channels_last``, the base of the second race whatever its
+   own speedup: its gain may come only with the rewrites after it), and the faster end
+   result is kept, NHWC only when it is ``WIN`` faster. A run within ``CLOSE`` of
    the bar is a close call: the rewrite and the steps kept before it are run until each
    has ``CLOSE_CALL_RUNS`` runs, and their medians decide (the noise between two runs of
    a small model is of the size of the gains raced).
@@ -48,7 +52,13 @@ from tdsched.transform_lib.graph.report import rewrite_text
 
 from ..base.files import write_atomically
 from ..compile.graph_rewrites import rewrite_stage
-from ..dsl.steps import Conv1x1ToMatmulStep, DecomposeSoftmaxStep, GraphRewriteStep, Im2colStep
+from ..dsl.steps import (
+    ChannelsLastStep,
+    Conv1x1ToMatmulStep,
+    DecomposeSoftmaxStep,
+    GraphRewriteStep,
+    Im2colStep,
+)
 from ..dsl.values import MatchSpec
 from ..frontends.yaml_writer import recipe_yaml
 from ..measure.run_report import RunReport
@@ -62,6 +72,8 @@ GRAPH_RACE_FILE = "graph-race.json"
 LAYOUT_RACE_FILE = "layout-race.json"
 """Where the layout race's decision is kept, beside the model recipe."""
 
+LAYOUT_STEP = ChannelsLastStep()
+"""The layout the model-rewrite race is run a second time in (see the module docstring)."""
 MODEL_REWRITES: tuple[GraphRewriteStep, ...] = (
     Conv1x1ToMatmulStep(),
     Im2colStep(),
@@ -108,7 +120,7 @@ def race_model_rewrites(
     convolutions at a time (see the module docstring). ``spec`` is the model recipe's
     ``workload``."""
     record = out / GRAPH_RACE_FILE
-    names = [step.primitive for step in MODEL_REWRITES]
+    names = [LAYOUT_STEP.primitive, *(step.primitive for step in MODEL_REWRITES)]
     raced = json.dumps([*names, "by convolution group"]).encode()
     key = {"model": _digest(workload.mlir.encode()), "graph": _digest(raced)}
     earlier = earlier_race(record, key, ("rewritten", "as imported"))
@@ -149,7 +161,7 @@ def _recorded_steps(documents: Any) -> list[GraphRewriteStep] | None:
     ``None`` when the record does not hold such documents."""
     if not isinstance(documents, list):
         return None
-    by_name = {step.primitive: step for step in MODEL_REWRITES}
+    by_name = {step.primitive: step for step in (LAYOUT_STEP, *MODEL_REWRITES)}
     steps = []
     for document in documents:
         if not isinstance(document, dict) or len(document) != 1:
@@ -173,23 +185,42 @@ def _limited(step: GraphRewriteStep, layers: Sequence[str]) -> GraphRewriteStep:
 def _race(
     workload: Workload, spec: Mapping[str, Any], out: Path, target: Target, check: Check
 ) -> tuple[list[GraphRewriteStep], str, float, tuple[str, ...]]:
-    """Race each rewrite that changes the model on top of those kept so far, on every
-    convolution it takes and, when that is not kept, one group of identical
-    convolutions at a time; return the steps kept, the model they make, its speedup over
-    IREE default (1.0: as imported) and a line per race."""
-    race = _Race(workload, spec, out, target, check)
+    """Race the rewrites on the model as imported and, where it has NCHW convolutions, on
+    the model in NHWC; keep the faster end result. Returns the steps kept, the model
+    they make, its speedup over IREE default (1.0: as imported) and a line per race."""
+    plain = _Race(workload, spec, out, target, check)
+    _race_rewrites(plain, workload.name)
+    nhwc = _Race(workload, spec, out, target, check, prefix="[NHWC] ")
+    if not nhwc.adopt(LAYOUT_STEP, f"{workload.name}.{LAYOUT_STEP.primitive}"):
+        return plain.kept, plain.text, plain.best, (*plain.lines, *nhwc.lines)
+    _race_rewrites(nhwc, f"{workload.name}.{LAYOUT_STEP.primitive}")
+    plain_best, nhwc_best = plain.best, nhwc.best
+    if _close(nhwc_best, plain_best * WIN):
+        plain_best, nhwc_best = plain.settle(), nhwc.settle()
+    won = nhwc_best >= plain_best * WIN
+    verdict = (
+        f"layout   NHWC {nhwc_best:.2f}x IREE default against NCHW {plain_best:.2f}x: "
+        f"{'NHWC' if won else 'NCHW'} kept"
+    )
+    chosen = nhwc if won else plain
+    return chosen.kept, chosen.text, chosen.best, (*plain.lines, *nhwc.lines, verdict)
+
+
+def _race_rewrites(race: _Race, stem: str) -> None:
+    """Race each of :data:`MODEL_REWRITES` that changes the model on top of those kept so
+    far, on every convolution it takes and, when that is not kept, one group of
+    identical convolutions at a time (recipes ``OUT/<stem>.<rewrite>[-<n>].yaml``)."""
     for step in MODEL_REWRITES:
-        if race.attempt(step, step.primitive, f"{workload.name}.{step.primitive}"):
+        if race.attempt(step, step.primitive, f"{stem}.{step.primitive}"):
             continue
         groups = _selectable_groups(race.text, step)
         chosen: list[str] = []
         for number, group in enumerate(groups, 1):
             layers = [name for name in group.layers if name is not None]
             what = f"{step.primitive} on {_named(layers)}"
-            path = f"{workload.name}.{step.primitive}-{number}"
+            path = f"{stem}.{step.primitive}-{number}"
             if race.attempt(_limited(step, [*chosen, *layers]), what, path, replaces=bool(chosen)):
                 chosen += layers
-    return race.kept, race.text, race.best, tuple(race.lines)
 
 
 @dataclass
@@ -207,9 +238,34 @@ class _Race:
     kept_recipe: Path | None = None
     kept_runs: list[float] = dataclasses.field(default_factory=list)
     lines: list[str] = dataclasses.field(default_factory=list)
+    prefix: str = ""
+    """Put before each line's label (which race of several it is)."""
 
     def __post_init__(self) -> None:
         self.text = self.workload.mlir
+
+    def adopt(self, step: GraphRewriteStep, name: str) -> bool:
+        """Make ``step`` the base of this race when it changes the model and runs correct,
+        whatever its speedup; ``False`` (and a line when it ran) otherwise."""
+        candidate, report = rewrite_text(self.text, rewrite_stage(step, self.target).rewrite)
+        if not report.changed:
+            return False
+        path = self.out / f"{name}.yaml"
+        _write_graph_recipe(path, self.workload.name, self.spec, self.target, [step])
+        runs = _first_run(self.check, path)
+        label = f"{self.prefix}{step.primitive} ({report.summary})"
+        if isinstance(runs, RunReport):
+            self.lines.append(f"graph    {label}: {runs.status}, not raced ({path})")
+            return False
+        self.lines.append(f"graph    {label}: {runs[0]:.2f}x IREE default, the base of this race")
+        self.kept, self.text, self.kept_recipe, self.kept_runs = [step], candidate, path, runs
+        return True
+
+    def settle(self) -> float:
+        """The kept steps' speedup on :data:`CLOSE_CALL_RUNS` runs (a close call)."""
+        if self.kept_recipe is not None:
+            self.kept_runs += _more_runs(self.check, self.kept_recipe, self.kept_runs)
+        return self.best
 
     @property
     def best(self) -> float:
@@ -228,7 +284,7 @@ class _Race:
         steps = [*base, step]
         path = self.out / f"{name}.yaml"
         _write_graph_recipe(path, self.workload.name, self.spec, self.target, steps)
-        label = f"{'+ ' if self.kept else ''}{what} ({report.summary})"
+        label = f"{self.prefix}{'+ ' if self.kept else ''}{what} ({report.summary})"
         runs = _first_run(self.check, path)
         if isinstance(runs, RunReport):
             self.lines.append(f"graph    {label}: {runs.status}, not kept ({path})")
