@@ -94,6 +94,11 @@ CONV_REWRITES: dict[type[GraphRewriteStep], ConvRewrite] = {
 """How each convolution rewrite of :data:`MODEL_REWRITES` takes convolutions (to race
 them by group); the others are raced on the whole model only."""
 
+MIN_GROUP_SHARE = 0.05
+"""The least share of a rewrite's FLOP a group of convolutions holds to be raced alone: a
+smaller group cannot move the model's time by the tune's margin unless it runs several
+times faster, and each group raced costs a model run or more."""
+
 Check = Callable[[Path], RunReport]
 """Runs a model recipe as ``tdsched run`` does: checked, and timed against IREE default."""
 
@@ -341,9 +346,10 @@ def _line(label: str, runs: list[float], best: float, won: bool) -> str:
 
 def _selectable_groups(text: str, step: GraphRewriteStep) -> list[ConvGroup]:
     """The groups of identical convolutions ``step`` would rewrite in ``text``, most FLOP
-    first, that can be selected by layer (every member has a layer name); none when
-    there are fewer than two groups (one group is what was raced whole), and none for a
-    rewrite that does not take convolutions."""
+    first, that can be selected by layer (every member has a layer name) and hold at
+    least :data:`MIN_GROUP_SHARE` of the FLOP the rewrite takes; none when there are
+    fewer than two groups (one group is what was raced whole), and none for a rewrite
+    that does not take convolutions."""
     how = CONV_REWRITES.get(type(step))
     if how is None:
         return []
@@ -351,7 +357,12 @@ def _selectable_groups(text: str, step: GraphRewriteStep) -> list[ConvGroup]:
         groups = convs_taken(ir.Module.parse(text), how)
     if len(groups) < 2:
         return []
-    return [group for group in groups if None not in group.layers]
+    total = sum(group.flop for group in groups)
+    return [
+        group
+        for group in groups
+        if None not in group.layers and group.flop >= MIN_GROUP_SHARE * total
+    ]
 
 
 def _named(layers: Sequence[str], shown: int = 3) -> str:
