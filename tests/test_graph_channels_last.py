@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from iree.compiler import ir
 from iree_numerics import assert_matches_numpy, assert_same_results
-from tdsched.recipes.models.zoo import small_cnn
+from tdsched.recipes.models.zoo import mobilenet, small_cnn
 from tdsched.recipes.workloads.lowered import model_workload
 from tdsched.schedules.cli.main import main
 from tdsched.targets.ir_eval import check_equivalent
@@ -218,3 +218,17 @@ def test_mobilenet_from_onnx_runs_in_nhwc(target: str) -> None:
     assert workload.reference is not None
     reference = workload.reference
     assert_matches_numpy(workload.mlir, after, workload.function, target, reference, atol=1e-4)
+
+
+def test_the_builders_grouped_depthwise_convs_run_in_nhwc(target: str) -> None:
+    model = mobilenet(size=64, width=4, classes=10)
+    before = model.to_linalg()
+    assert before.count("linalg.conv_2d_ngchw_gfchw") == 13
+    after, report = rewritten(before)
+    assert report.summary.startswith("converted 28 NCHW ops to NHWC")
+    assert "ngchw" not in after and "tensor.expand_shape" not in after
+    assert after.count("linalg.depthwise_conv_2d_nhwc_hwc") == 13
+    activation = {k: v for k, v in transposes(after).items() if k in (FORWARD, BACKWARD)}
+    assert activation == {FORWARD: 1, BACKWARD: 1}
+    assert check_equivalent(before, after, model.name).equivalent
+    assert_matches_numpy(before, after, model.name, target, model.reference, atol=1e-4)

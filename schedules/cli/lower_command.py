@@ -1,7 +1,8 @@
 """``tdsched lower MODEL``: print the linalg on tensors that recipes schedule.
 
-MODEL is a shipped model-builder model (``small_cnn``, ``encoder_layer``), a Python file returning a
-``Model`` (``net.py[:FUNCTION]``), an ONNX file, or a TOSA / linalg ``.mlir`` file.
+MODEL is a shipped model-builder model (``small_cnn``, ``encoder_layer``, ``mobilenet``), a
+Python file returning a ``Model`` (``net.py[:FUNCTION]``), an ONNX file, or a TOSA / linalg
+``.mlir`` file.
 """
 
 from __future__ import annotations

@@ -69,6 +69,9 @@ _NAMED: dict[str, tuple[Callable[..., ir.Value], tuple[int, ...] | None]] = {
 }
 """The NCHW ops converted: the builder of each one's NHWC form, and the permutation of
 its filter (``FCHW`` to ``HWCF``, ``CHW`` to ``HWC``; a pooling's window is kept)."""
+_GROUPED = "linalg.conv_2d_ngchw_gfchw"
+"""A grouped conv: converted when it is a depthwise conv as the model builder writes one
+(:func:`_grouped_refusal`), to ``linalg.depthwise_conv_2d_nhwc_hwc``."""
 _INHERENT = {"dilations", "strides", "linalg.memoized_indexing_maps", "operandSegmentSizes"}
 _GENERIC_INHERENT = {
     "indexing_maps",
@@ -93,7 +96,8 @@ class ChannelsLastOptions:
 def channels_last(module: ir.Module, options: ChannelsLastOptions) -> RewriteReport:
     """Convert the selected NCHW ops of ``module`` to NHWC and propagate the layout
     (see the module docstring), in place."""
-    named = ops_under(module.operation, lambda op: op.name in _NAMED and selected(op, options.ops))
+    kinds = (*_NAMED, _GROUPED)
+    named = ops_under(module.operation, lambda op: op.name in kinds and selected(op, options.ops))
     taken, left = [], []
     for op in named:
         why = _refusal(op)
@@ -110,7 +114,10 @@ def channels_last(module: ir.Module, options: ChannelsLastOptions) -> RewriteRep
         return RewriteReport(PRIMITIVE, f"changed nothing: {why}", False, tuple(left))
     for op in taken:
         with ir.InsertionPoint(op), op.location:
-            _convert(op)
+            if op.name == _GROUPED:
+                _convert_grouped_depthwise(op)
+            else:
+                _convert(op)
     moved = _propagate(module)
     remaining = len(ops_under(module.operation, lambda op: _permutation(op) in (FORWARD, BACKWARD)))
     summary = (
@@ -126,17 +133,82 @@ def _refusal(op: ir.Operation) -> str | None:
         return "it works on buffers; the rewrite needs tensors"
     if not all(ir.RankedTensorType(t).has_static_shape for t in types):
         return "its shapes are dynamic; make them static first"
+    if op.name == _GROUPED:
+        return _grouped_refusal(op)
     if op.name == "linalg.depthwise_conv_2d_nchw_chw" and _spatial(op.results[0]) == [1, 1]:
-        return (
-            "its output is 1x1, and IREE 3.13 fails to compile such an NHWC depthwise conv "
-            "(its unit-dim folding infers a wrong filter shape)"
-        )
+        return _ONE_BY_ONE
     return None
 
 
+_ONE_BY_ONE = (
+    "its output is 1x1, and IREE 3.13 fails to compile such an NHWC depthwise conv "
+    "(its unit-dim folding infers a wrong filter shape)"
+)
+
+
 def _spatial(value: ir.Value) -> list[int]:
-    """An NCHW tensor's height and width."""
-    return list(ir.RankedTensorType(value.type).shape[2:])
+    """An NCHW (or grouped ``N x G x F x H x W``) tensor's height and width."""
+    return list(ir.RankedTensorType(value.type).shape[-2:])
+
+
+def _grouped_refusal(op: ir.Operation) -> str | None:
+    """Why a ``linalg.conv_2d_ngchw_gfchw`` is not a depthwise conv written as the model
+    builder writes one (an NCHW input expanded to ``N x G x 1 x H x W``, one filter per
+    group, the result read only by a collapse back to ``N x G x OH x OW``, a fill or an
+    empty as its init), or ``None``."""
+    image, weights = (ir.RankedTensorType(v.type).shape for v in op.operands[:2])
+    if image[2] != 1 or weights[1] != 1:
+        return "a grouped conv with more than one channel or filter per group stays NCHW"
+    source = op.operands[0].owner if isinstance(op.operands[0], ir.OpResult) else None
+    users = [use.owner for use in op.results[0].uses]
+    if source is None or source.name != "tensor.expand_shape" or len(users) != 1:
+        return "its input is not an NCHW tensor expanded to groups, or its result is read twice"
+    init = op.operands[2]
+    filled = isinstance(init, ir.OpResult) and init.owner.name in ("linalg.fill", "tensor.empty")
+    if users[0].name != "tensor.collapse_shape" or not filled:
+        return "its result is not collapsed back to NCHW, or its init is not a fill"
+    if _spatial(op.results[0]) == [1, 1]:
+        return _ONE_BY_ONE
+    return None
+
+
+def _convert_grouped_depthwise(op: ir.Operation) -> None:
+    """Replace a depthwise conv written as a grouped one (see :func:`_grouped_refusal`),
+    with the expand before it and the collapse after it, by
+    ``linalg.depthwise_conv_2d_nhwc_hwc`` between transposes."""
+    image = op.operands[0].owner.operands[0]
+    weights, init = op.operands[1], op.operands[2]
+    kind = ir.RankedTensorType(weights.type)
+    groups, _, _, kh, kw = kind.shape
+    collapse = next(iter(op.results[0].uses)).owner
+    filt = _constant_transposed(weights, (1, 2, 0), shape=(groups, kh, kw))
+    if filt is None:
+        flat_type = ir.RankedTensorType.get([groups, kh, kw], kind.element_type)
+        flat = tensor.CollapseShapeOp(flat_type, weights, [[0, 1, 2], [3], [4]]).result
+        filt = transposed(flat, (1, 2, 0))
+    out = ir.RankedTensorType(collapse.results[0].type)
+    empty = tensor.EmptyOp([out.shape[p] for p in FORWARD], out.element_type).result
+    fill = init.owner
+    acc = linalg.fill(fill.operands[0], outs=[empty]) if fill.name == "linalg.fill" else empty
+    result = linalg.depthwise_conv_2d_nhwc_hwc(
+        transposed(image, FORWARD), filt, outs=[acc], **_windowing(op)
+    )
+    _keep_attributes(op, result.owner)
+    collapse.results[0].replace_all_uses_with(transposed(result, BACKWARD))
+    collapse.erase()
+    op.erase()
+
+
+def _windowing(op: ir.Operation) -> dict[str, ir.Attribute]:
+    """A conv's or pooling's strides and dilations, as it carries them."""
+    return {name: op.attributes[name] for name in ("strides", "dilations") if name in op.attributes}
+
+
+def _keep_attributes(old: ir.Operation, new: ir.Operation) -> None:
+    """Copy ``old``'s discardable attributes (its layer) to its NHWC form ``new``."""
+    for name in old.attributes:
+        if name not in _INHERENT:
+            new.attributes[name] = old.attributes[name]
 
 
 def _convert(op: ir.Operation) -> None:
@@ -145,13 +217,8 @@ def _convert(op: ir.Operation) -> None:
     build, to_nhwc = _NAMED[op.name]
     if to_nhwc is not None:
         second = _constant_transposed(second, to_nhwc) or transposed(second, to_nhwc)
-    kwargs = {
-        name: op.attributes[name] for name in ("strides", "dilations") if name in op.attributes
-    }
-    result = build(transposed(image, FORWARD), second, outs=[_init_nhwc(init)], **kwargs)
-    for name in op.attributes:
-        if name not in _INHERENT:
-            result.owner.attributes[name] = op.attributes[name]
+    result = build(transposed(image, FORWARD), second, outs=[_init_nhwc(init)], **_windowing(op))
+    _keep_attributes(op, result.owner)
     op.results[0].replace_all_uses_with(transposed(result, BACKWARD))
     op.erase()
 
@@ -170,9 +237,12 @@ def transposed(value: ir.Value, permutation: Sequence[int]) -> ir.Value:
     return result
 
 
-def _constant_transposed(value: ir.Value, permutation: Sequence[int]) -> ir.Value | None:
-    """A new ``arith.constant`` holding ``value``'s elements transposed, when ``value`` is
-    an ``arith.constant`` of dense elements (``None`` otherwise).
+def _constant_transposed(
+    value: ir.Value, permutation: Sequence[int], shape: Sequence[int] | None = None
+) -> ir.Value | None:
+    """A new ``arith.constant`` holding ``value``'s elements (reshaped to ``shape`` first,
+    when given) transposed, when ``value`` is an ``arith.constant`` of dense elements
+    (``None`` otherwise).
 
     IREE 3.13 raises a matmul whose constant operand goes through a ``linalg.transpose``
     into a transposed-operand contraction before it evaluates constants at compile time,
@@ -185,12 +255,12 @@ def _constant_transposed(value: ir.Value, permutation: Sequence[int]) -> ir.Valu
     except ValueError:
         return None
     kind = ir.RankedTensorType(value.type)
-    shape = [kind.shape[p] for p in permutation]
-    new_type = ir.RankedTensorType.get(shape, kind.element_type)
+    source = list(kind.shape) if shape is None else list(shape)
+    new_type = ir.RankedTensorType.get([source[p] for p in permutation], kind.element_type)
     if dense.is_splat:
         attr = ir.DenseElementsAttr.get_splat(new_type, dense.get_splat_value())
     else:
-        data = np.ascontiguousarray(np.array(dense).transpose(permutation))
+        data = np.ascontiguousarray(np.array(dense).reshape(source).transpose(permutation))
         attr = ir.DenseElementsAttr.get(data, type=kind.element_type)
     result: ir.Value = arith.ConstantOp(new_type, attr).result
     return result
@@ -208,8 +278,10 @@ def _init_nhwc(init: ir.Value) -> ir.Value:
     anything else transposed."""
     kind = ir.RankedTensorType(init.type)
     shape = [kind.shape[p] for p in FORWARD]
-    producer = init.owner if isinstance(init, ir.OpResult) else None
-    name = producer.name if producer is not None else ""
+    if not isinstance(init, ir.OpResult):
+        return transposed(init, FORWARD)
+    producer = init.owner
+    name = producer.name
     if name == "tensor.empty":
         return tensor.EmptyOp(shape, kind.element_type).result
     if name == "linalg.fill":
@@ -353,6 +425,7 @@ def _sink_concat(op: ir.Operation) -> tuple[list[ir.Value], bool] | None:
 def _erase_dead(module: ir.Module) -> None:
     """Erase the transposes, empties, fills, broadcasts and constants left without users."""
     dead_kinds = {
+        "tensor.expand_shape",
         "linalg.transpose",
         "tensor.empty",
         "linalg.fill",
