@@ -53,7 +53,7 @@ from ..generic_build import (
 )
 from ..match import OpCriteria
 from ..payload import ops_under
-from .report import GraphRewriteError, RewriteReport, selected
+from .report import RewriteReport, plan_each, selected
 
 PRIMITIVE = "channels_last"
 FORWARD = (0, 2, 3, 1)
@@ -98,17 +98,14 @@ def channels_last(module: ir.Module, options: ChannelsLastOptions) -> RewriteRep
     (see the module docstring), in place."""
     kinds = (*_NAMED, _GROUPED)
     named = ops_under(module.operation, lambda op: op.name in kinds and selected(op, options.ops))
-    taken, left = [], []
-    for op in named:
-        why = _refusal(op)
-        if why is None:
-            taken.append(op)
-        elif options.ops is not None:
-            raise GraphRewriteError(
-                f"{PRIMITIVE}: cannot convert {op.name}: {why}; leave it out of 'ops'"
-            )
-        else:
-            left.append(f"{op.name}: left as it is: {why}")
+    taken, left = plan_each(
+        named,
+        lambda op: _refusal(op) or op,
+        options.ops is not None,
+        refusal=f"{PRIMITIVE}: cannot convert",
+        fix="leave it out of 'ops'",
+        left="left as it is",
+    )
     if not taken:
         why = "no NCHW convolution or pooling with static shapes" if not left else left[0]
         return RewriteReport(PRIMITIVE, f"changed nothing: {why}", False, tuple(left))
