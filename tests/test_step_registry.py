@@ -121,6 +121,7 @@ graph:
   - conv1x1_to_matmul: {ops: {layer: [proj]}}
   - im2col: {ops: {layer: [stem]}}
   - decompose_softmax: {ops: {layer: [attn]}}
+  - channels_last: {ops: {layer: [stem]}}
   - hoist_pad: {ops: {op: tensor.pad, attributes: [halo]}}
   - dispatch_region: {root: {op: linalg.matmul}, stop: {op: linalg.fill}}
   - fuse_ext: {root: {op: linalg.matmul}, tile_sizes: [8, 8, 0], intermediates: recompute, loop: for}
@@ -156,6 +157,7 @@ def test_every_primitive_reads_the_same_from_yaml_and_python() -> None:
     g.conv1x1_to_matmul(ops=Match(layer=["proj"]))
     g.im2col(ops=Match(layer=["stem"]))
     g.decompose_softmax(ops=Match(layer=["attn"]))
+    g.channels_last(ops=Match(layer=["stem"]))
     g.hoist_pad(ops=Match("tensor.pad", attributes=["halo"]))
     g.dispatch_region(Match("linalg.matmul"), stop=Match("linalg.fill"))
     g.fuse_ext(Match("linalg.matmul"), [8, 8, 0], intermediates="recompute", loop="for")
