@@ -53,7 +53,7 @@ from ..generic_build import (
 )
 from ..match import OpCriteria
 from ..payload import ops_under
-from .report import RewriteReport, plan_each, selected
+from .report import RewriteReport, keep_layer_attributes, plan_each, selected
 
 PRIMITIVE = "channels_last"
 FORWARD = (0, 2, 3, 1)
@@ -72,7 +72,6 @@ its filter (``FCHW`` to ``HWCF``, ``CHW`` to ``HWC``; a pooling's window is kept
 _GROUPED = "linalg.conv_2d_ngchw_gfchw"
 """A grouped conv: converted when it is a depthwise conv as the model builder writes one
 (:func:`_grouped_refusal`), to ``linalg.depthwise_conv_2d_nhwc_hwc``."""
-_INHERENT = {"dilations", "strides", "linalg.memoized_indexing_maps", "operandSegmentSizes"}
 _GENERIC_INHERENT = {
     "indexing_maps",
     "iterator_types",
@@ -190,7 +189,7 @@ def _convert_grouped_depthwise(op: ir.Operation) -> None:
     result = linalg.depthwise_conv_2d_nhwc_hwc(
         transposed(image, FORWARD), filt, outs=[acc], **_windowing(op)
     )
-    _keep_attributes(op, result.owner)
+    keep_layer_attributes(op, result.owner)
     collapse.results[0].replace_all_uses_with(transposed(result, BACKWARD))
     collapse.erase()
     op.erase()
@@ -201,13 +200,6 @@ def _windowing(op: ir.Operation) -> dict[str, ir.Attribute]:
     return {name: op.attributes[name] for name in ("strides", "dilations") if name in op.attributes}
 
 
-def _keep_attributes(old: ir.Operation, new: ir.Operation) -> None:
-    """Copy ``old``'s discardable attributes (its layer) to its NHWC form ``new``."""
-    for name in old.attributes:
-        if name not in _INHERENT:
-            new.attributes[name] = old.attributes[name]
-
-
 def _convert(op: ir.Operation) -> None:
     """Replace one NCHW conv or pooling by its NHWC form between transposes."""
     image, second, init = op.operands
@@ -215,7 +207,7 @@ def _convert(op: ir.Operation) -> None:
     if to_nhwc is not None:
         second = _constant_transposed(second, to_nhwc) or transposed(second, to_nhwc)
     result = build(transposed(image, FORWARD), second, outs=[_init_nhwc(init)], **_windowing(op))
-    _keep_attributes(op, result.owner)
+    keep_layer_attributes(op, result.owner)
     op.results[0].replace_all_uses_with(transposed(result, BACKWARD))
     op.erase()
 
@@ -353,8 +345,9 @@ def _sink_generic(op: ir.Operation) -> tuple[list[ir.Value], bool] | None:
     inputs, outputs = operands(op)
     if iterator_kinds(op) != ("parallel",) * 4 or _indexes(op):
         return None
-    maps = [simple_results(o.map) for o in [*inputs, *outputs]]
-    if any(m is None for m in maps) or any(simple_results(o.map) != _IDENTITY for o in outputs):
+    if any(simple_results(o.map) is None for o in inputs) or any(
+        simple_results(o.map) != _IDENTITY for o in outputs
+    ):
         return None
     read: list[tuple[ir.Value, SimpleMap]] = []
     for operand in inputs:

@@ -20,10 +20,14 @@ from iree.compiler.dialects import linalg, tensor
 
 from ..match import OpCriteria
 from ..payload import ops_under
-from .report import RewriteReport, describe_op, layer_of, plan_each, selected
-
-_INHERENT = {"dilations", "strides", "linalg.memoized_indexing_maps", "operandSegmentSizes"}
-"""Attributes of a convolution that belong to it, not to its layer (never copied)."""
+from .report import (
+    RewriteReport,
+    describe_op,
+    keep_layer_attributes,
+    layer_of,
+    plan_each,
+    selected,
+)
 
 
 @dataclass(frozen=True)
@@ -243,10 +247,7 @@ def replace_by_matmul(plan: ConvPlan, pixels: ir.Value) -> None:
     acc = collapsed(init, layout.output_groups())
     lhs, rhs = (pixels, matrix) if layout.pixels_first else (matrix, pixels)
     product = linalg.matmul(lhs, rhs, outs=[acc])
-    matmul = product.owner
-    for name in op.attributes:
-        if name not in _INHERENT:
-            matmul.attributes[name] = op.attributes[name]
+    keep_layer_attributes(op, product.owner)
     result = tensor.ExpandShapeOp(
         op.results[0].type, product, layout.output_groups(), [], plan.shapes.output
     ).result

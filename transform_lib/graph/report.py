@@ -66,6 +66,19 @@ def selected(op: ir.Operation | ir.OpView, criteria: OpCriteria | None) -> bool:
     return not criteria.layers or layer_of(operation) in criteria.layers
 
 
+_CONV_INHERENT = {"dilations", "strides", "linalg.memoized_indexing_maps", "operandSegmentSizes"}
+"""Attributes of a convolution or pooling that belong to the op, not to its layer."""
+
+
+def keep_layer_attributes(old: ir.Operation, new: ir.Operation) -> None:
+    """Copy the discardable attributes of the convolution or pooling ``old`` (its
+    ``tdsched.layer``, its ONNX op) to ``new``, the op a rewrite replaces it by, so kernel
+    matches and graph steps by layer still select it."""
+    for name in old.attributes:
+        if name not in _CONV_INHERENT:
+            new.attributes[name] = old.attributes[name]
+
+
 def layer_of(op: ir.Operation) -> str | None:
     """The layer ``op`` belongs to (its ``tdsched.layer`` string), if any."""
     attrs = op.attributes
