@@ -122,18 +122,28 @@ def test_the_exact_rule_falls_back_to_the_defaults_and_says_so() -> None:
     assert "no entry for M=512,N=512,K=512; the recipe's parameter defaults" in str(r["said"])
 
 
-def test_defaults_that_break_a_constraint_where_no_entry_serves_are_named() -> None:
+def test_defaults_that_break_a_constraint_where_no_entry_serves_fall_back_to_iree() -> None:
     # K=40: the default TK 16 does not divide it, and the exact rule has no entry for it:
-    # the schedule tiles K partially, and the choice line says so
+    # the schedule would tile K partially (slow), so IREE's own pipeline runs and the
+    # choice line says why
     exact = RECIPE.replace("  key: [M, N, K]\n", "  key: [M, N, K]\n  rule: exact\n")
     r = resolved(exact, M=40, N=40, K=40)
-    assert (r["entry"], r["how"], r["kernels"], r["TK"]) == (None, "none", 1, 16)
+    assert (r["entry"], r["how"], r["kernels"], r["TK"]) == (None, "none", 0, 16)
     assert str(r["said"]).endswith(
+        "the recipe's parameter defaults break 'K % TK == 0' at this shape (a partial tile "
+        "runs slowly), so IREE's own pipeline runs (no schedule): sweep it (tdsched sweep "
+        "RECIPE --shape M=40,N=40,K=40) or give tuned values with --param"
+    )
+    # a tuned parameter given on purpose runs, partial tile and all, and is named
+    given = resolved(exact, M=40, N=40, K=40, TM=8)
+    assert given["kernels"] == 1
+    assert str(given["said"]).endswith(
         "the recipe's parameter defaults are used, though they break 'K % TK == 0' at this "
         "shape (a partial tile runs slowly): sweep it (tdsched sweep RECIPE --shape "
         "M=40,N=40,K=40) or give tuned values with --param"
     )
-    assert "break" not in str(resolved(exact, M=40, N=40, K=40, TK=8)["said"])
+    fitting = resolved(exact, M=40, N=40, K=40, TK=8)
+    assert fitting["kernels"] == 1 and "break" not in str(fitting["said"])
     assert "break" not in str(resolved(exact, M=48, N=48, K=48)["said"])  # 48 % 16 == 0
 
 

@@ -210,12 +210,14 @@ def test_schedules_slower_than_iree_default_give_way_to_it(tmp_path: Path) -> No
     runs = {
         "mm.tuned.yaml": _report(0.9, {"iree-data-tiling": 0.95, DTUK: 0.97}),
         "mm.iree-data-tiling.yaml": _not_applied(),
+        "mm.iree-data-tiling.graph.yaml": _report(1.0, {"iree-data-tiling": 0.99}),
     }
     race = race_iree_configurations(
         outcome, _report(0.9), _peers_runs(runs, ran), _runs(_report(1.0), [])
     )
-    # The schedules with the faster flagged configuration's flags ran too.
-    assert ran == ["mm.tuned.yaml", "mm.iree-data-tiling.yaml"]
+    # The schedules with the faster flagged configuration's flags ran too, and where
+    # they did not apply, the graph steps alone with them.
+    assert ran == ["mm.tuned.yaml", "mm.iree-data-tiling.yaml", "mm.iree-data-tiling.graph.yaml"]
     assert race.configuration == "iree-default"
     assert race.line is not None and "the recipe builds IREE default (no flags)" in race.line
     recipe = load(str(outcome.recipe))
@@ -329,3 +331,93 @@ def test_a_combination_that_fails_to_compile_names_the_compiler_s_error(tmp_path
     )
     assert race.line is not None
     assert "they ran compile_failed (m.mlir:3:5: error: One or more operations" in race.line
+
+
+KERNEL = "[{name: t0, match: {op: linalg.matmul}, schedule: [{tile: {sizes: [8, 16, 0]}}]}]"
+
+
+def test_graph_steps_alone_take_the_flags_where_the_schedules_with_them_fail(
+    tmp_path: Path,
+) -> None:
+    # With data tiling a matmul's dispatch holds no linalg.matmul: the kernel schedule
+    # does not apply, but the graph steps (convolutions made matmuls) still pay with it.
+    outcome = _tuned(tmp_path, KERNEL)
+    before = outcome.recipe.read_text()
+    runs = {
+        "mm.tuned.yaml": _report(1.2, {"iree-data-tiling": 0.95, DTUK: 0.9}),
+        f"mm.{DTUK}.yaml": _not_applied(),
+        f"mm.{DTUK}.graph.yaml": _report(1.5, {DTUK: 1.25}),
+    }
+    ran: list[str] = []
+    race = race_iree_configurations(
+        outcome, _report(1.2), _peers_runs(runs, ran), _runs(_report(1.5), [])
+    )
+    assert ran == ["mm.tuned.yaml", f"mm.{DTUK}.yaml", f"mm.{DTUK}.graph.yaml"]
+    assert race.configuration == f"graph+{DTUK}"
+    assert race.line is not None
+    assert (
+        f"they ran not_applied ({tmp_path / f'mm.{DTUK}.yaml'}); their graph steps alone "
+        f"with the flags run 1.25x it ({tmp_path / f'mm.{DTUK}.graph.yaml'})"
+    ) in race.line
+    assert race.line.endswith(
+        "the recipe keeps its graph steps with the flags of IREE data tiling + microkernels "
+        "(--iree-opt-data-tiling --iree-llvmcpu-enable-ukernels=all) and no kernel "
+        f"schedule; the schedules are in {tmp_path / 'mm.schedules.yaml'}"
+    )
+    recipe = load(str(outcome.recipe))
+    assert recipe.compile_flags == ("--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=all")
+    assert [step.primitive for step in recipe.graph] == ["conv1x1_to_matmul"]
+    assert not recipe.kernels and outcome.kernels == 0
+    assert (tmp_path / "mm.schedules.yaml").read_text() == before
+    document = yaml.safe_load(outcome.recipe.read_text())
+    assert document["provenance"]["iree_configuration"] == {
+        "name": DTUK,
+        "with_schedules": False,
+        "speedup": 1.25,
+        "schedules": "mm.schedules.yaml",
+    }
+    # taken up by a later run without racing again
+    again = race_iree_configurations(
+        _tuned_again(tmp_path, before), None, None, _runs(_report(1.5), [])
+    )
+    assert again.configuration == f"graph+{DTUK}" and not load(str(outcome.recipe)).kernels
+
+
+def _tuned_again(folder: Path, text: str) -> TuneOutcome:
+    """The outcome of a later run that wrote the same schedules ``text``."""
+    recipe = folder / "mm.tuned.yaml"
+    recipe.write_text(text)
+    return TuneOutcome(ModelTasks("mm", "x86", 1, (), None), [], recipe, 60.0, 1, 60.0)
+
+
+def test_a_flag_the_recipe_sets_to_the_same_value_is_no_clash(tmp_path: Path) -> None:
+    # tune's packed kernels build with microkernels off, as data tiling does: the flags
+    # combine (the shared one once); with microkernels on, they clash and are not tried.
+    outcome = _tuned(tmp_path, KERNEL)
+    flagged = outcome.recipe.read_text().replace(
+        "graph:", "compile_flags: [--iree-llvmcpu-enable-ukernels=none]\ngraph:"
+    )
+    outcome.recipe.write_text(flagged)
+    runs = {
+        "mm.tuned.yaml": _report(1.2, {"iree-data-tiling": 0.9, DTUK: 0.95}),
+        "mm.iree-data-tiling.yaml": _report(1.4, {"iree-data-tiling": 1.2}),
+    }
+    ran: list[str] = []
+    race = race_iree_configurations(
+        outcome, _report(1.2), _peers_runs(runs, ran), _runs(_report(1.5), [])
+    )
+    assert ran == ["mm.tuned.yaml", "mm.iree-data-tiling.yaml"]
+    assert race.configuration == "schedules+iree-data-tiling"
+    assert load(str(outcome.recipe)).compile_flags == (
+        "--iree-llvmcpu-enable-ukernels=none",
+        "--iree-opt-data-tiling",
+    )
+    (tmp_path / "clash").mkdir()
+    clash = _tuned(tmp_path / "clash", KERNEL)
+    clash.recipe.write_text(flagged)
+    runs = {"mm.tuned.yaml": _report(1.2, {"iree-data-tiling": 1.1, DTUK: 1.05})}
+    ran = []
+    race = race_iree_configurations(
+        clash, _report(1.2), _peers_runs(runs, ran), _runs(_report(1.5), [])
+    )
+    assert ran == ["mm.tuned.yaml"] and race.configuration is None

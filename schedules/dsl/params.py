@@ -83,9 +83,11 @@ def resolve(
     the ``machine`` it is built for (an x86 CPU or a Vulkan GPU; None: not known; see
     :mod:`.shape_table`) replaces defaults first, overrides win over it; the result's
     ``shape_choice`` says which entry was used (an ``iree_default`` entry is set aside when
-    ``overrides`` give a tuned parameter). Steps and kernel schedules whose ``when``
-    is false for the final values on ``target`` (default: the recipe's first) are left
-    out, and listed in ``skipped`` (:mod:`.conditions`).
+    ``overrides`` give a tuned parameter; where no entry fits and the defaults break a
+    constraint at this shape, IREE's own pipeline runs unless ``overrides`` give one).
+    Steps and kernel schedules whose ``when`` is false for the final values on ``target``
+    (default: the recipe's first) are left out, and listed in ``skipped``
+    (:mod:`.conditions`).
     """
     target = target or recipe.targets[0]
     params, choice = resolved_values(recipe, overrides, threads, target, machine)
@@ -124,10 +126,14 @@ def resolved_values(
     if recipe.shapes is not None:
         values = {**params, **(overrides or {}), **build_values(target, machine)}
         choice = recipe.shapes.choose(values, recipe.space.constraints, threads, machine)
+        tuned = recipe.shapes.tuned_names | {axis.name for axis in recipe.space.axes}
+        if choice.entry is None and choice.defaults_break is not None:
+            # the defaults would leave partial tiles; values given on purpose still run
+            given = any(name in tuned for name in overrides or {})
+            choice = dataclasses.replace(choice, falls_back=not given)
         if choice.entry is not None:
             params.update(choice.entry.params)
             if choice.entry.iree_default:
-                tuned = recipe.shapes.tuned_names | {axis.name for axis in recipe.space.axes}
                 # a value the entry itself holds (the PAD=0 a sweep measured it with)
                 # asks for nothing else
                 own = dict(choice.entry.params)

@@ -195,10 +195,17 @@ class ShapeChoice:
     overrides) break there, such as a register tile that does not divide the image. They
     still run (a tile larger than its loop is whole, a smaller one leaves a partial tile,
     which is slow), and the choice line says so, with the sweep that would tune it."""
+    falls_back: bool = False
+    """Where the defaults break a constraint (``defaults_break``) and no tuned parameter
+    was given: IREE's own pipeline runs, as for an ``iree_default`` entry, instead of the
+    partial tiles the defaults would leave (a row-major matmul kernel whose workgroup
+    tile does not divide M runs all of it scalar: 0.04x IREE default at 196x512x512)."""
 
     @property
     def runs_iree_default(self) -> bool:
         """Whether the recipe's schedules are left out for IREE's own pipeline."""
+        if self.falls_back:
+            return True
         return self.entry is not None and self.entry.iree_default and not self.set_aside_by
 
     def describe(self) -> str:
@@ -214,6 +221,13 @@ class ShapeChoice:
                 if self.skipped
                 else f"no entry for {here}"
             )
+            if self.falls_back:
+                return (
+                    f"shape table: {reason}; the recipe's parameter defaults break "
+                    f"{self.defaults_break!r} at this shape (a partial tile runs slowly), so "
+                    f"IREE's own pipeline runs (no schedule): sweep it (tdsched sweep RECIPE "
+                    f"--shape {shape}) or give tuned values with --param"
+                )
             text = f"shape table: {reason}; the recipe's parameter defaults are used"
             if self.defaults_break is not None:
                 text += (
@@ -264,6 +278,7 @@ class ShapeChoice:
             "skipped": list(self.skipped),
             "set_aside_by": list(self.set_aside_by),
             "defaults_break": self.defaults_break,
+            "falls_back": self.falls_back,
         }
 
 

@@ -10,13 +10,18 @@ timed interleaved in one run. Then the schedules with the flags of the faster of
 flagged configurations (``OUT/<model>.<configuration>.yaml``) run the same way: a
 configuration speeds up the matmuls no schedule took while the schedules speed up the
 rest (a schedule whose op the flags change, a matmul's, does not apply then, and that
-recipe fails and is dropped).
+recipe fails). Where the schedules with the flags fail so, the graph steps alone with the
+flags (``OUT/<model>.<configuration>.graph.yaml``) run in their place: the rewrites that
+made the model's convolutions matmuls stay, and the flags take those matmuls, which
+the kernel schedules no longer reach.
 Of the three, each timed against the configurations in its own run, the fastest is
 kept, a challenger only when it is ``WIN`` (2%) faster than the schedules, so noise does
 not flip the choice:
 
 * the schedules: the model recipe stays as it is;
 * the schedules with the flags: the model recipe gets the flags in its ``compile_flags``;
+* the graph steps with the flags: the model recipe keeps its graph steps, gets the flags,
+  and drops its kernel schedules (they stay in ``OUT/<model>.schedules.yaml``);
 * the configuration: the model recipe (``OUT/<model>.tuned.yaml``) holds IREE's own
   pipeline with its flags and no schedules, and says so; the schedules tune found stay
   in ``OUT/<model>.schedules.yaml``.
@@ -67,6 +72,9 @@ SCHEDULES = "schedules"
 WITH = "schedules+"
 """The recorded choice that adds a configuration's flags to the schedules: this, then the
 configuration's name (the other choices: a configuration's name alone)."""
+WITH_GRAPH = "graph+"
+"""The recorded choice that keeps the graph steps with a configuration's flags and drops
+the kernel schedules: this, then the configuration's name."""
 SCHEDULES_SUFFIX = ".schedules.yaml"
 """Where the tuned schedules go when an IREE configuration beats them: beside the model
 recipe, ``<model>.schedules.yaml``."""
@@ -77,7 +85,8 @@ class IreeRace:
     """What the race did: the kept recipe's report (the final check; None: nothing ran),
     a line saying what ran and what was kept (None: no race, none recorded), and what
     the recipe became: a configuration's name, :data:`WITH` and a name (the schedules
-    with its flags), or None (the schedules as they were)."""
+    with its flags), :data:`WITH_GRAPH` and a name (the graph steps with its flags), or
+    None (the schedules as they were)."""
 
     report: RunReport | None
     line: str | None
@@ -107,7 +116,11 @@ def race_iree_configurations(
     recipe = outcome.recipe
     record = recipe.parent / IREE_RACE_FILE
     key = {"schedules": schedules_digest(recipe)}
-    choices = (SCHEDULES, *CONFIGURATIONS, *(WITH + name for name in IREE_PEERS))
+    choices = (
+        SCHEDULES,
+        *CONFIGURATIONS,
+        *(prefix + name for prefix in (WITH, WITH_GRAPH) for name in IREE_PEERS),
+    )
     earlier = earlier_race(record, key, choices)
     ratio = earlier.get("speedup") if earlier is not None else None
     if earlier is not None and isinstance(ratio, float | int) and ratio > 0:
@@ -162,16 +175,23 @@ def _race(outcome: TuneOutcome, report: RunReport, with_peers: Check, check: Che
         fastest = min(flagged, key=lambda n: flagged[n])
         combined = _combined_speedup(recipe, fastest, with_peers)
     if combined is not None:
-        line += f"; with the flags of {LABELS[fastest]} they {combined[1]}"
+        line += f"; with the flags of {LABELS[fastest]} {combined.said}"
     line += " (each against the configurations in its own run): "
-    with_time = flagged[fastest] / combined[0] if combined and combined[0] > 0 else math.inf
+    with_time = math.inf
+    if combined is not None and combined.speedup > 0:
+        with_time = flagged[fastest] / combined.speedup
     if with_time < schedules and with_time * WIN < 1.0:
         assert combined is not None
-        _keep(outcome, WITH + fastest, combined[0])
-        line += (
-            f"the recipe adds the flags of {LABELS[fastest]} ({_flags(fastest)}) to the schedules"
-        )
-        return _Raced(IreeRace(check(recipe), line, WITH + fastest), combined[0])
+        _keep(outcome, combined.choice, combined.speedup)
+        flags = f"the flags of {LABELS[fastest]} ({_flags(fastest)})"
+        if combined.choice.startswith(WITH_GRAPH):
+            line += (
+                f"the recipe keeps its graph steps with {flags} and no kernel schedule; "
+                f"the schedules are in {_schedules_path(recipe)}"
+            )
+        else:
+            line += f"the recipe adds {flags} to the schedules"
+        return _Raced(IreeRace(check(recipe), line, combined.choice), combined.speedup)
     if schedules * WIN >= 1.0:
         return _Raced(IreeRace(report, line + "the schedules are kept"), schedules)
     _keep(outcome, name, schedules)
@@ -182,26 +202,52 @@ def _race(outcome: TuneOutcome, report: RunReport, with_peers: Check, check: Che
     return _Raced(IreeRace(check(recipe), line, name), schedules)
 
 
-def _combined_speedup(
-    recipe: Path, configuration: str, with_peers: Check
-) -> tuple[float, str] | None:
+@dataclass(frozen=True)
+class _Combination:
+    """The schedules (or their graph steps) run with a configuration's flags: the recorded
+    choice (:data:`WITH` or :data:`WITH_GRAPH`, then the configuration's name), the speedup
+    over the configuration in their run (0: it did not run right) and what the line says."""
+
+    choice: str
+    speedup: float
+    said: str
+
+
+def _combined_speedup(recipe: Path, configuration: str, with_peers: Check) -> _Combination | None:
     """Run the schedules with ``configuration``'s flags (``OUT/<model>.<configuration>.yaml``)
-    with the peers: their speedup over the configuration in that run, and how it went
-    for the line; None where the recipe holds no schedule (with the flags it would be
-    the configuration itself: only noise could tell them apart) or its own flags set one
-    of the configuration's."""
+    with the peers; where that does not run right and the recipe has graph steps and
+    kernel schedules, its graph steps alone with the flags
+    (``OUT/<model>.<configuration>.graph.yaml``). None where the recipe holds no schedule
+    (with the flags it would be the configuration itself: only noise could tell them
+    apart) or its own flags set one of the configuration's options to another value."""
     document = yaml.safe_load(recipe.read_text())
     if not document.get("kernels") and not document.get("graph"):
         return None
     if _clashes(document.get("compile_flags") or [], configuration):
         return None
-    path = recipe.with_name(f"{_stem(recipe)}.{configuration}.yaml")
+    stem = f"{_stem(recipe)}.{configuration}"
+    whole = _run_with_flags(recipe.with_name(f"{stem}.yaml"), document, configuration, with_peers)
+    if whole.speedup > 0 or not (document.get("kernels") and document.get("graph")):
+        return _Combination(WITH + configuration, whole.speedup, f"they {whole.said}")
+    graph_only = {**document, "kernels": []}
+    path = recipe.with_name(f"{stem}.graph.yaml")
+    alone = _run_with_flags(path, graph_only, configuration, with_peers)
+    said = f"they {whole.said}; their graph steps alone with the flags {alone.said}"
+    return _Combination(WITH_GRAPH + configuration, alone.speedup, said)
+
+
+def _run_with_flags(
+    path: Path, document: dict[str, Any], configuration: str, with_peers: Check
+) -> _Combination:
+    """Write ``document`` with ``configuration``'s flags to ``path`` and run it with the
+    peers: its speedup over the configuration in that run (0: it did not run right) and
+    how it went, for the line (the choice is left empty: the caller names it)."""
     write_atomically(path, recipe_yaml(_with_flags(document, configuration)).encode())
     ran = with_peers(path)
     peer = next((p for p in ran.peers or [] if p.name == configuration and _timed(p)), None)
     if ran.status is not Status.OK or peer is None:
-        return 0.0, f"ran {ran.status} ({_first_error(ran.error) or path})"
-    return _speedup(peer), f"run {_speedup(peer):.2f}x it ({path})"
+        return _Combination("", 0.0, f"ran {ran.status} ({_first_error(ran.error) or path})")
+    return _Combination("", _speedup(peer), f"run {_speedup(peer):.2f}x it ({path})")
 
 
 def _first_error(error: str | None) -> str | None:
@@ -225,6 +271,21 @@ def _keep(outcome: TuneOutcome, choice: str, speedup: float) -> None:
         )
         _provenance(document, name, speedup, None)
         _write(recipe, document, f"its schedules with the flags of {LABELS[name]}")
+        return
+    if choice.startswith(WITH_GRAPH):
+        name = choice.removeprefix(WITH_GRAPH)
+        schedules = _schedules_path(recipe)
+        shutil.copyfile(recipe, schedules)
+        document = _with_flags(yaml.safe_load(recipe.read_text()), name)
+        document["kernels"] = []
+        document["description"] = (
+            f"{document['name']}: its graph steps built with the flags of {LABELS[name]}, "
+            f"{speedup:.2f}x as fast as {LABELS[name]} alone (same run); with the flags, "
+            f"the kernel schedules tdsched tune found did not apply (in {schedules.name})"
+        )
+        _provenance(document, name, speedup, schedules.name)
+        _write(recipe, document, f"its graph steps with the flags of {LABELS[name]}")
+        outcome.kernels = 0
         return
     schedules = _schedules_path(recipe)
     shutil.copyfile(recipe, schedules)
@@ -254,13 +315,22 @@ def write_configuration_recipe(
 
 
 def _with_flags(document: dict[str, Any], configuration: str) -> dict[str, Any]:
-    flags = [*(document.get("compile_flags") or []), *IREE_PEERS[configuration]]
+    """``document`` with ``configuration``'s flags added to its ``compile_flags`` (one it
+    has already is not repeated)."""
+    own = list(document.get("compile_flags") or [])
+    flags = [*own, *(flag for flag in IREE_PEERS[configuration] if flag not in own)]
     return {**document, "compile_flags": flags}
 
 
 def _clashes(flags: list[str], configuration: str) -> bool:
-    names = {flag.partition("=")[0] for flag in flags}
-    return any(flag.partition("=")[0] in names for flag in IREE_PEERS[configuration])
+    """Whether ``flags`` set one of ``configuration``'s options to another value (a recipe
+    with ``--iree-llvmcpu-enable-ukernels=none`` clashes with the microkernels
+    configuration, not with data tiling, which sets the same)."""
+    values = dict(flag.partition("=")[::2] for flag in flags)
+    return any(
+        values.get(name, value) != value
+        for name, value in (flag.partition("=")[::2] for flag in IREE_PEERS[configuration])
+    )
 
 
 def _provenance(
