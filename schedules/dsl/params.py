@@ -128,9 +128,17 @@ def resolved_values(
         choice = recipe.shapes.choose(values, recipe.space.constraints, threads, machine)
         tuned = recipe.shapes.tuned_names | {axis.name for axis in recipe.space.axes}
         if choice.entry is None and choice.defaults_break is not None:
-            # the defaults would leave partial tiles; values given on purpose still run
-            given = any(name in tuned for name in overrides or {})
-            choice = dataclasses.replace(choice, falls_back=not given)
+            # the defaults would leave partial tiles; values given on purpose still run:
+            # a tuned parameter, or one the broken constraint reads besides the shape
+            read = {
+                name
+                for constraint in recipe.space.constraints
+                if constraint.text == choice.defaults_break
+                for name in constraint.expression.names
+            }
+            chosen = (tuned | read) - set(recipe.shapes.key)
+            asked = any(name in chosen for name in overrides or {})
+            choice = dataclasses.replace(choice, falls_back=not asked)
         if choice.entry is not None:
             params.update(choice.entry.params)
             if choice.entry.iree_default:
