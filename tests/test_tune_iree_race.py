@@ -415,9 +415,17 @@ def test_a_flag_the_recipe_sets_to_the_same_value_is_no_clash(tmp_path: Path) ->
     (tmp_path / "clash").mkdir()
     clash = _tuned(tmp_path / "clash", KERNEL)
     clash.recipe.write_text(flagged)
-    runs = {"mm.tuned.yaml": _report(1.2, {"iree-data-tiling": 1.1, DTUK: 1.05})}
+    # microkernels are the fastest configuration, but the recipe turns them off: the
+    # fastest of the others (data tiling) is the one tried with the schedules
+    runs = {
+        "mm.tuned.yaml": _report(1.2, {"iree-data-tiling": 1.1, DTUK: 1.05}),
+        "mm.iree-data-tiling.yaml": _report(1.3, {"iree-data-tiling": 1.04}),
+    }
     ran = []
     race = race_iree_configurations(
         clash, _report(1.2), _peers_runs(runs, ran), _runs(_report(1.5), [])
     )
-    assert ran == ["mm.tuned.yaml"] and race.configuration is None
+    assert ran == ["mm.tuned.yaml", "mm.iree-data-tiling.yaml"] and race.configuration is None
+    assert race.line is not None and "with the flags of IREE data tiling they run 1.04x it" in (
+        race.line
+    )

@@ -172,7 +172,11 @@ def _race(outcome: TuneOutcome, report: RunReport, with_peers: Check, check: Che
     flagged = {n: ratio for n, ratio in standings.items() if n != DEFAULT}
     combined = None
     if flagged:
-        fastest = min(flagged, key=lambda n: flagged[n])
+        # the fastest whose flags the recipe's own do not contradict (tune's packed
+        # kernels turn microkernels off, as data tiling does)
+        own = yaml.safe_load(recipe.read_text()).get("compile_flags") or []
+        open_to = {n: ratio for n, ratio in flagged.items() if not _clashes(own, n)} or flagged
+        fastest = min(open_to, key=lambda n: open_to[n])
         combined = _combined_speedup(recipe, fastest, with_peers)
     if combined is not None:
         line += f"; with the flags of {LABELS[fastest]} {combined.said}"
