@@ -86,6 +86,33 @@ DEFAULT_SIZE_RECIPES = [
     "pad_fusion_x86",
 ]
 """Shipped x86 recipes without a size grid yet: benchmarked at their own parameters."""
+ODD_SHAPES: list[tuple[str, dict[str, int | str]]] = [
+    ("matmul_x86", {"M": 196, "N": 512, "K": 512, "WEIGHTS": "constant"}),
+    ("matmul_x86", {"M": 100, "N": 500, "K": 256}),
+    ("matmul_x86", {"M": 300, "N": 1000, "K": 768, "WEIGHTS": "constant"}),
+    ("matmul_x86", {"M": 1000, "N": 1000, "K": 1000}),
+    ("matmul_bias_relu_x86", {"M": 100, "N": 1000, "K": 384}),
+    ("matmul_bias_relu_x86", {"M": 196, "N": 768, "K": 768, "ACT": "gelu"}),
+    ("batch_matmul_x86", {"B": 4, "M": 100, "N": 200, "K": 64}),
+    ("batch_matmul_x86", {"B": 6, "M": 120, "N": 96, "K": 64}),
+    ("matmul_chain_x86", {"M": 100, "N": 200, "K": 300, "P": 100}),
+    ("matmul_chain_cross_layer_x86", {"M": 100, "N": 200, "K": 300, "P": 100}),
+    ("attention_x86", {"H": 6, "S": 200, "D": 48}),
+    ("attention_x86", {"H": 12, "S": 300, "D": 64}),
+    ("row_norm_x86", {"NORM": "layernorm", "M": 100, "N": 1000}),
+    ("row_norm_x86", {"NORM": "rmsnorm", "M": 300, "N": 1000}),
+    ("softmax_x86", {"M": 100, "N": 1000}),
+    ("softmax_x86", {"M": 300, "N": 3000}),
+    ("conv2d_x86", {"H": 27, "W": 27, "C": 96, "F": 100, "KS": 3}),
+    ("conv2d_x86", {"H": 57, "W": 57, "C": 64, "F": 96, "KS": 3, "STRIDE": 2}),
+    ("conv2d_x86", {"H": 28, "W": 28, "C": 100, "F": 200, "KS": 1, "PAD": 0}),
+    ("resnet_block_x86", {"H": 20, "W": 20, "C": 100, "M": 50}),
+    ("pad_fusion_x86", {"H": 30, "W": 30, "C": 50, "M": 70}),
+    ("elementwise_chain_x86", {"M": 1000, "N": 3000}),
+]
+"""Shapes of a user's own, which no shipped table was tuned at and no power of two divides
+(``--odd``): what a recipe does where its tables' tiles do not fit (its constraints keep
+partial tiles out, else IREE's pipeline runs; docs/recipes.md#shape-tables)."""
 
 
 @dataclass(frozen=True)
@@ -269,6 +296,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeats", type=int, default=9, help="interleaved rounds per run")
     parser.add_argument("--quick", action="store_true", help="a 7-point subset")
+    parser.add_argument(
+        "--odd",
+        action="store_true",
+        help="the shapes of ODD_SHAPES instead of the grids: shapes of a user's own that no "
+        "table was tuned at and no power of two divides",
+    )
     parser.add_argument("--case", action="append", help="only these recipes (repeatable)")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     parser.add_argument("--markdown", type=Path, help="write the docs section here")
@@ -279,7 +312,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     add_options(parser, "peers")  # a --case run may keep its own section
     args = parser.parse_args(argv)
-    chosen = [c for c in cases(args.quick) if not args.case or c.recipe in args.case]
+    grid = [Case(r, dict(p)) for r, p in ODD_SHAPES] if args.odd else cases(args.quick)
+    chosen = [c for c in grid if not args.case or c.recipe in args.case]
     points = []
     for threads in args.threads:
         for case in chosen:
