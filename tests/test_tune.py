@@ -1499,18 +1499,21 @@ def test_a_model_with_nchw_convolutions_is_raced_in_both_layouts(tmp_path: Path)
     assert kept.lines[2].endswith("0.90x IREE default, the base of this race")
     assert kept.lines[3].startswith("graph    [NHWC] + conv1x1_to_matmul (rewrote 1 ")
     assert kept.lines[-1] == "layout   NHWC 2.00x IREE default against NCHW 1.50x: NHWC kept"
+    # the NCHW race's end, for the IREE race to try with a configuration's flags
+    assert kept.other_layout == ({"conv1x1_to_matmul": {}},)
     recipe = yaml.safe_load((tmp_path / "m.channels_last.im2col.yaml").read_text())
     assert recipe["graph"] == [{"channels_last": {}}, {"conv1x1_to_matmul": {}}, {"im2col": {}}]
     # A re-run takes the steps up from the record, channels_last among them.
     again = race_model_rewrites(workload, spec, tmp_path, x86, _graph_run(speedups, raced))
     assert len(raced) == 5 and again.steps == kept.steps
-    assert again.workload.mlir == kept.workload.mlir
+    assert again.workload.mlir == kept.workload.mlir and again.other_layout == kept.other_layout
     # The NCHW end result faster: NCHW is kept (NHWC needs the margin, 1.02x).
     (tmp_path / GRAPH_RACE_FILE).unlink()
     speedups["m.channels_last.im2col.yaml"] = 1.0
     plain = race_model_rewrites(workload, spec, tmp_path, x86, _graph_run(speedups, raced))
     assert plain.steps == ({"conv1x1_to_matmul": {}},) and plain.speedup == 1.5
     assert plain.lines[-1] == "layout   NHWC 1.20x IREE default against NCHW 1.50x: NCHW kept"
+    assert plain.other_layout == ({"channels_last": {}}, {"conv1x1_to_matmul": {}})
 
 
 SOFTMAX_MODEL = """

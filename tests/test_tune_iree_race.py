@@ -429,3 +429,62 @@ def test_a_flag_the_recipe_sets_to_the_same_value_is_no_clash(tmp_path: Path) ->
     assert race.line is not None and "with the flags of IREE data tiling they run 1.04x it" in (
         race.line
     )
+
+
+def test_the_other_layout_s_graph_steps_with_the_flags_can_win(tmp_path: Path) -> None:
+    # The rewrite race kept NCHW by IREE default's times; with data tiling the NHWC
+    # race's steps run faster: the recipe keeps those, and a later run takes them up.
+    outcome = _tuned(tmp_path, KERNEL)
+    before = outcome.recipe.read_text()
+    other = [{"channels_last": {}}, {"im2col": {}}]
+    runs = {
+        "mm.tuned.yaml": _report(1.2, {"iree-data-tiling": 0.95, DTUK: 0.9}),
+        f"mm.{DTUK}.yaml": _not_applied(),
+        f"mm.{DTUK}.graph.yaml": _report(1.3, {DTUK: 1.2}),
+        f"mm.{DTUK}.other-layout.yaml": _report(1.5, {DTUK: 1.4}),
+    }
+    ran: list[str] = []
+    race = race_iree_configurations(
+        outcome, _report(1.2), _peers_runs(runs, ran), _runs(_report(1.5), []), other
+    )
+    assert ran == [
+        "mm.tuned.yaml",
+        f"mm.{DTUK}.yaml",
+        f"mm.{DTUK}.graph.yaml",
+        f"mm.{DTUK}.other-layout.yaml",
+    ]
+    assert race.configuration == f"graph+{DTUK}" and race.line is not None
+    assert (
+        "their graph steps alone with the flags run 1.20x it "
+        f"({tmp_path / f'mm.{DTUK}.graph.yaml'}); the other layout's (channels_last, im2col) "
+        f"with the flags run 1.40x it ({tmp_path / f'mm.{DTUK}.other-layout.yaml'})"
+    ) in race.line
+    assert "the recipe keeps the other layout's graph steps with the flags of" in race.line
+    kept = yaml.safe_load(outcome.recipe.read_text())
+    assert kept["graph"] == other and kept["kernels"] == []
+    assert "the other layout's graph steps built with the flags" in kept["description"]
+    again = race_iree_configurations(
+        _tuned_again(tmp_path, before), None, None, _runs(_report(1.5), [])
+    )
+    assert again.configuration == f"graph+{DTUK}"
+    assert yaml.safe_load(outcome.recipe.read_text())["graph"] == other
+
+
+def test_the_other_layout_is_tried_beside_schedules_that_take_the_flags(tmp_path: Path) -> None:
+    outcome = _tuned(tmp_path, KERNEL)
+    runs = {
+        "mm.tuned.yaml": _report(1.2, {"iree-data-tiling": 0.95, DTUK: 0.9}),
+        f"mm.{DTUK}.yaml": _report(1.4, {DTUK: 1.3}),
+        f"mm.{DTUK}.other-layout.yaml": _report(1.2, {DTUK: 1.1}),
+    }
+    ran: list[str] = []
+    race = race_iree_configurations(
+        outcome,
+        _report(1.2),
+        _peers_runs(runs, ran),
+        _runs(_report(1.5), []),
+        [{"channels_last": {}}],
+    )
+    assert ran == ["mm.tuned.yaml", f"mm.{DTUK}.yaml", f"mm.{DTUK}.other-layout.yaml"]
+    assert race.configuration == f"schedules+{DTUK}"
+    assert load(str(outcome.recipe)).kernels

@@ -242,7 +242,9 @@ def run(args: argparse.Namespace) -> int:
     if on_cpu and (check is None or _passed(report)):
         if check is not None:
             progress("tune: racing the model recipe against IREE's one-flag configurations")
-        iree = race_iree_configurations(outcome, report, with_peers if check else None, check)
+        iree = race_iree_configurations(
+            outcome, report, with_peers if check else None, check, rewrites.other_layout
+        )
         report = iree.report
     # with --no-check the steps after the sweeps did not run: nothing to learn from them
     after_s = None if check is None else time.monotonic() - sweeps_ended

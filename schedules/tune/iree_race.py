@@ -13,7 +13,10 @@ rest (a schedule whose op the flags change, a matmul's, does not apply then, and
 recipe fails). Where the schedules with the flags fail so, the graph steps alone with the
 flags (``OUT/<model>.<configuration>.graph.yaml``) run in their place: the rewrites that
 made the model's convolutions matmuls stay, and the flags take those matmuls, which
-the kernel schedules no longer reach.
+the kernel schedules no longer reach. Where the model-rewrite race ran in both layouts,
+the steps it ended with in the layout it did not keep run with the flags too
+(``OUT/<model>.<configuration>.other-layout.yaml``): the layout that wins with IREE's
+default pipeline need not win with data tiling.
 Of the three, each timed against the configurations in its own run, the fastest is
 kept, a challenger only when it is ``WIN`` (2%) faster than the schedules, so noise does
 not flip the choice:
@@ -34,10 +37,11 @@ without racing again (with ``--no-check`` too), as the layout race does (:mod:`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,6 +104,13 @@ class _Raced:
     """What the kept recipe's description quotes: the schedules' speedup over the
     configuration that replaced them, or the combined recipe's over the configuration;
     None: nothing was decided (no record)."""
+    graph: list[Any] | None = None
+    """With :data:`WITH_GRAPH`: the graph steps kept with the flags (the recipe's own or
+    the other layout's)."""
+
+
+Graph = Sequence[Mapping[str, Any]]
+"""A recipe's graph steps, as its YAML writes them."""
 
 
 def race_iree_configurations(
@@ -107,12 +118,15 @@ def race_iree_configurations(
     report: RunReport | None,
     with_peers: Check | None,
     check: Check | None,
+    other_layout: Graph | None = None,
 ) -> IreeRace:
     """Race the model recipe ``outcome.recipe`` (whose final check gave ``report``)
     against IREE's one-flag configurations of the model, and keep the fastest of the
     three candidates of the module docstring (``with_peers`` runs a recipe with the
-    peers, ``check`` runs the recipe kept). With ``with_peers`` None (``--no-check``)
-    nothing runs: a recorded decision is still taken up."""
+    peers, ``check`` runs the recipe kept; ``other_layout``: the graph steps the
+    model-rewrite race ended with in the layout it did not keep, tried with the flags
+    beside the recipe's own). With ``with_peers`` None (``--no-check``) nothing runs: a
+    recorded decision is still taken up."""
     recipe = outcome.recipe
     record = recipe.parent / IREE_RACE_FILE
     key = {"schedules": schedules_digest(recipe)}
@@ -127,12 +141,13 @@ def race_iree_configurations(
         line = f"{earlier['line']} (raced by an earlier run)"
         kept = earlier["kept"]
         if kept != SCHEDULES:
-            _keep(outcome, kept, float(ratio))
+            graph = earlier.get("graph")
+            _keep(outcome, kept, float(ratio), graph if isinstance(graph, list) else None)
             report = check(recipe) if check is not None else None
         return IreeRace(report, line, None if kept == SCHEDULES else kept)
     if with_peers is None or check is None or report is None:
         return IreeRace(report, None)
-    raced = _race(outcome, report, with_peers, check)
+    raced = _race(outcome, report, with_peers, check, other_layout)
     if raced.speedup is not None:
         race = raced.race
         document = {
@@ -140,12 +155,19 @@ def race_iree_configurations(
             "kept": race.configuration or SCHEDULES,
             "line": race.line,
             "speedup": raced.speedup,
+            "graph": raced.graph,
         }
         write_atomically(record, json.dumps(document, indent=1).encode())
     return raced.race
 
 
-def _race(outcome: TuneOutcome, report: RunReport, with_peers: Check, check: Check) -> _Raced:
+def _race(
+    outcome: TuneOutcome,
+    report: RunReport,
+    with_peers: Check,
+    check: Check,
+    other_layout: Graph | None,
+) -> _Raced:
     recipe = outcome.recipe
     # the final check ran with the peers already when no layout race ran the recipe
     raced = report if report.peers is not None else with_peers(recipe)
@@ -177,7 +199,7 @@ def _race(outcome: TuneOutcome, report: RunReport, with_peers: Check, check: Che
         own = yaml.safe_load(recipe.read_text()).get("compile_flags") or []
         open_to = {n: ratio for n, ratio in flagged.items() if not _clashes(own, n)} or flagged
         fastest = min(open_to, key=lambda n: open_to[n])
-        combined = _combined_speedup(recipe, fastest, with_peers)
+        combined = _combined_speedup(recipe, fastest, with_peers, other_layout)
     if combined is not None:
         line += f"; with the flags of {LABELS[fastest]} {combined.said}"
     line += " (each against the configurations in its own run): "
@@ -186,16 +208,18 @@ def _race(outcome: TuneOutcome, report: RunReport, with_peers: Check, check: Che
         with_time = flagged[fastest] / combined.speedup
     if with_time < schedules and with_time * WIN < 1.0:
         assert combined is not None
-        _keep(outcome, combined.choice, combined.speedup)
+        _keep(outcome, combined.choice, combined.speedup, combined.graph)
         flags = f"the flags of {LABELS[fastest]} ({_flags(fastest)})"
-        if combined.choice.startswith(WITH_GRAPH):
+        if combined.graph is not None:
+            steps = "the other layout's graph steps" if combined.other else "its graph steps"
             line += (
-                f"the recipe keeps its graph steps with {flags} and no kernel schedule; "
+                f"the recipe keeps {steps} with {flags} and no kernel schedule; "
                 f"the schedules are in {_schedules_path(recipe)}"
             )
         else:
             line += f"the recipe adds {flags} to the schedules"
-        return _Raced(IreeRace(check(recipe), line, combined.choice), combined.speedup)
+        race = IreeRace(check(recipe), line, combined.choice)
+        return _Raced(race, combined.speedup, combined.graph)
     if schedules * WIN >= 1.0:
         return _Raced(IreeRace(report, line + "the schedules are kept"), schedules)
     _keep(outcome, name, schedules)
@@ -215,15 +239,23 @@ class _Combination:
     choice: str
     speedup: float
     said: str
+    graph: list[Any] | None = None
+    """With :data:`WITH_GRAPH`: the graph steps run with the flags."""
+    other: bool = False
+    """Whether those are the other layout's."""
 
 
-def _combined_speedup(recipe: Path, configuration: str, with_peers: Check) -> _Combination | None:
+def _combined_speedup(
+    recipe: Path, configuration: str, with_peers: Check, other_layout: Graph | None
+) -> _Combination | None:
     """Run the schedules with ``configuration``'s flags (``OUT/<model>.<configuration>.yaml``)
-    with the peers; where that does not run right and the recipe has graph steps and
-    kernel schedules, its graph steps alone with the flags
-    (``OUT/<model>.<configuration>.graph.yaml``). None where the recipe holds no schedule
-    (with the flags it would be the configuration itself: only noise could tell them
-    apart) or its own flags set one of the configuration's options to another value."""
+    with the peers; where that does not run right, the recipe's graph steps alone with
+    the flags (``OUT/<model>.<configuration>.graph.yaml``, where it has graph steps and
+    kernel schedules); and ``other_layout``'s graph steps with them
+    (``...other-layout.yaml``, where given, not empty and not the recipe's): the fastest.
+    None where the recipe holds no schedule (with the flags it would be the configuration
+    itself: only noise could tell them apart) or its own flags set one of the
+    configuration's options to another value."""
     document = yaml.safe_load(recipe.read_text())
     if not document.get("kernels") and not document.get("graph"):
         return None
@@ -231,13 +263,24 @@ def _combined_speedup(recipe: Path, configuration: str, with_peers: Check) -> _C
         return None
     stem = f"{_stem(recipe)}.{configuration}"
     whole = _run_with_flags(recipe.with_name(f"{stem}.yaml"), document, configuration, with_peers)
-    if whole.speedup > 0 or not (document.get("kernels") and document.get("graph")):
-        return _Combination(WITH + configuration, whole.speedup, f"they {whole.said}")
-    graph_only = {**document, "kernels": []}
-    path = recipe.with_name(f"{stem}.graph.yaml")
-    alone = _run_with_flags(path, graph_only, configuration, with_peers)
-    said = f"they {whole.said}; their graph steps alone with the flags {alone.said}"
-    return _Combination(WITH_GRAPH + configuration, alone.speedup, said)
+    said = f"they {whole.said}"
+    graphs: list[tuple[list[Any], str, str]] = []
+    if whole.speedup <= 0 and document.get("kernels") and document.get("graph"):
+        graphs.append((list(document["graph"]), "graph", "their graph steps alone"))
+    if other_layout and list(other_layout) != document.get("graph"):
+        names = ", ".join(next(iter(step)) for step in other_layout)
+        graphs.append((list(other_layout), "other-layout", f"the other layout's ({names})"))
+    best = _Combination(WITH + configuration, whole.speedup, said)
+    for graph, suffix, what in graphs:
+        path = recipe.with_name(f"{stem}.{suffix}.yaml")
+        ran = _run_with_flags(
+            path, {**document, "graph": graph, "kernels": []}, configuration, with_peers
+        )
+        said += f"; {what} with the flags {ran.said}"
+        if ran.speedup > best.speedup:
+            other = suffix == "other-layout"
+            best = _Combination(WITH_GRAPH + configuration, ran.speedup, "", graph, other)
+    return dataclasses.replace(best, said=said)
 
 
 def _run_with_flags(
@@ -262,9 +305,12 @@ def _first_error(error: str | None) -> str | None:
     return said[0] if said else None
 
 
-def _keep(outcome: TuneOutcome, choice: str, speedup: float) -> None:
-    """Make the model recipe ``choice`` (a configuration, or :data:`WITH` and one);
-    ``speedup`` is what its description quotes (see :class:`_Raced`)."""
+def _keep(
+    outcome: TuneOutcome, choice: str, speedup: float, graph: list[Any] | None = None
+) -> None:
+    """Make the model recipe ``choice`` (a configuration, or :data:`WITH` or
+    :data:`WITH_GRAPH` and one; ``graph``: the graph steps the latter keeps, None: the
+    recipe's own); ``speedup`` is what its description quotes (see :class:`_Raced`)."""
     recipe = outcome.recipe
     if choice.startswith(WITH):
         name = choice.removeprefix(WITH)
@@ -281,14 +327,16 @@ def _keep(outcome: TuneOutcome, choice: str, speedup: float) -> None:
         schedules = _schedules_path(recipe)
         shutil.copyfile(recipe, schedules)
         document = _with_flags(yaml.safe_load(recipe.read_text()), name)
-        document["kernels"] = []
+        own = graph is None or graph == document.get("graph")
+        document["graph"], document["kernels"] = document.get("graph") if own else graph, []
+        steps = "its graph steps" if own else "the other layout's graph steps"
         document["description"] = (
-            f"{document['name']}: its graph steps built with the flags of {LABELS[name]}, "
+            f"{document['name']}: {steps} built with the flags of {LABELS[name]}, "
             f"{speedup:.2f}x as fast as {LABELS[name]} alone (same run); with the flags, "
             f"the kernel schedules tdsched tune found did not apply (in {schedules.name})"
         )
         _provenance(document, name, speedup, schedules.name)
-        _write(recipe, document, f"its graph steps with the flags of {LABELS[name]}")
+        _write(recipe, document, f"{steps} with the flags of {LABELS[name]}")
         outcome.kernels = 0
         return
     schedules = _schedules_path(recipe)

@@ -114,6 +114,9 @@ class ModelRewrites:
     workload: Workload
     speedup: float = 1.0
     lines: tuple[str, ...] = ()
+    other_layout: tuple[dict[str, Any], ...] | None = None
+    """Where both layouts raced: the steps the race in the layout not kept ended with
+    (the IREE race tries them with a configuration's flags, which can turn the race)."""
 
 
 def race_model_rewrites(
@@ -132,11 +135,12 @@ def race_model_rewrites(
     recorded = _recorded_steps(earlier.get("steps")) if earlier is not None else None
     if earlier is not None and recorded is not None:
         steps = recorded
+        other = _recorded_steps(earlier.get("other_layout"))
         text = _rewritten(workload.mlir, steps, target)
         lines = tuple(f"{line} (raced by an earlier run)" for line in earlier["line"].split("\n"))
         speedup = float(earlier.get("speedup") or 1.0)
     else:
-        steps, text, speedup, lines = _race(workload, spec, out, target, check)
+        steps, text, speedup, lines, other = _race(workload, spec, out, target, check)
         if not lines:
             return ModelRewrites((), workload)
         document = {
@@ -145,13 +149,15 @@ def race_model_rewrites(
             "steps": [step_document(step) for step in steps],
             "line": "\n".join(lines),
             "speedup": speedup,
+            "other_layout": None if other is None else [step_document(s) for s in other],
         }
         write_atomically(record, json.dumps(document, indent=1).encode())
+    documents = None if other is None else tuple(step_document(step) for step in other)
     if not steps:
-        return ModelRewrites((), workload, lines=lines)
+        return ModelRewrites((), workload, lines=lines, other_layout=documents)
     rewritten = dataclasses.replace(workload, mlir=text)
     graph = tuple(step_document(step) for step in steps)
-    return ModelRewrites(graph, rewritten, speedup, lines)
+    return ModelRewrites(graph, rewritten, speedup, lines, documents)
 
 
 def step_document(step: GraphRewriteStep) -> dict[str, Any]:
@@ -189,15 +195,16 @@ def _limited(step: GraphRewriteStep, layers: Sequence[str]) -> GraphRewriteStep:
 
 def _race(
     workload: Workload, spec: Mapping[str, Any], out: Path, target: Target, check: Check
-) -> tuple[list[GraphRewriteStep], str, float, tuple[str, ...]]:
+) -> tuple[list[GraphRewriteStep], str, float, tuple[str, ...], list[GraphRewriteStep] | None]:
     """Race the rewrites on the model as imported and, where it has NCHW convolutions, on
     the model in NHWC; keep the faster end result. Returns the steps kept, the model
-    they make, its speedup over IREE default (1.0: as imported) and a line per race."""
+    they make, its speedup over IREE default (1.0: as imported), a line per race, and
+    the steps the other layout's race ended with (None: one layout raced)."""
     plain = _Race(workload, spec, out, target, check)
     _race_rewrites(plain, workload.name)
     nhwc = _Race(workload, spec, out, target, check, prefix="[NHWC] ")
     if not nhwc.adopt(LAYOUT_STEP, f"{workload.name}.{LAYOUT_STEP.primitive}"):
-        return plain.kept, plain.text, plain.best, (*plain.lines, *nhwc.lines)
+        return plain.kept, plain.text, plain.best, (*plain.lines, *nhwc.lines), None
     _race_rewrites(nhwc, f"{workload.name}.{LAYOUT_STEP.primitive}")
     plain_best, nhwc_best = plain.best, nhwc.best
     if _close(nhwc_best, plain_best * WIN):
@@ -207,8 +214,9 @@ def _race(
         f"layout   NHWC {nhwc_best:.2f}x IREE default against NCHW {plain_best:.2f}x: "
         f"{'NHWC' if won else 'NCHW'} kept"
     )
-    chosen = nhwc if won else plain
-    return chosen.kept, chosen.text, chosen.best, (*plain.lines, *nhwc.lines, verdict)
+    chosen, other = (nhwc, plain) if won else (plain, nhwc)
+    lines = (*plain.lines, *nhwc.lines, verdict)
+    return chosen.kept, chosen.text, chosen.best, lines, other.kept
 
 
 def _race_rewrites(race: _Race, stem: str) -> None:
