@@ -332,8 +332,8 @@ def _keep(
         steps = "its graph steps" if own else "the other layout's graph steps"
         document["description"] = (
             f"{document['name']}: {steps} built with the flags of {LABELS[name]}, "
-            f"{speedup:.2f}x as fast as {LABELS[name]} alone (same run); with the flags, "
-            f"the kernel schedules tdsched tune found did not apply (in {schedules.name})"
+            f"{speedup:.2f}x as fast as {LABELS[name]} alone (same run); the kernel "
+            f"schedules tdsched tune found are in {schedules.name}"
         )
         _provenance(document, name, speedup, schedules.name)
         _write(recipe, document, f"{steps} with the flags of {LABELS[name]}")
