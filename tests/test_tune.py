@@ -1558,3 +1558,26 @@ def test_tune_refuses_a_state_file_tdsched_did_not_write_before_any_work(
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith(f"tdsched: error: {out / 'tune-state.json'}: not a tune state")
     assert sorted(p.name for p in out.iterdir()) == ["tune-state.json"]
+
+
+def test_a_result_stored_into_part_of_its_binding_is_returned_padded_to_it() -> None:
+    # IREE fused the next layer's zero pad into the store: the value goes into the
+    # interior of a larger buffer. Returned bare, IREE would form another dispatch from it
+    # (collapsing a 14x14 pixel nest into 196 rows); padded, it stores it so again.
+    interior = (
+        _dispatch()
+        .replace("writeonly:tensor<8x4xf32>>", "readwrite:tensor<10x6xf32>>")
+        .replace(
+            "offsets = [0, 0], sizes = [8, 4], strides = [1, 1] : tensor<8x4xf32>",
+            "offsets = [1, 2], sizes = [8, 4], strides = [1, 1] : tensor<8x4xf32>",
+        )
+    )
+    text = standalone_function(interior, "t0")
+    assert "-> tensor<10x6xf32>" in text
+    assert "tensor.pad %3 low[1, 2] high[1, 0]" in text and "tensor.yield %cst" in text
+    strided = interior.replace(
+        "sizes = [8, 4], strides = [1, 1] : tensor<8x4xf32> ->",
+        "sizes = [8, 4], strides = [1, 2] : tensor<8x4xf32> ->",
+    )
+    with pytest.raises(ScheduleError, match="at a dynamic offset or with a stride"):
+        standalone_function(strided, "t0")

@@ -4,7 +4,12 @@ A census (``census``) prints each dispatch function as kernel configurations see
 reads its operands from HAL bindings (``iree_tensor_ext.dispatch.tensor.load``) and writes
 its results into them (``...dispatch.tensor.store``). :func:`standalone_function` turns
 one into a plain ``func.func`` on tensors: every load becomes an argument of the loaded
-type, every stored value a result, and the binding ops go. IREE then forms the same
+type, every stored value a result, and the binding ops go. A value stored into part of
+its binding (IREE fused the zero pad of the next layer's convolution into the store, and
+writes the value into the padded tensor's interior) is returned padded to the binding's
+shape: from a ``tensor.pad`` after the computation IREE forms that dispatch again, storing
+at the same offsets, where the bare value would let it collapse the loops (a 14x14
+pixel loop nest becomes 196 rows, another kernel). IREE then forms the same
 dispatch from it, which a caller should confirm with a census of the result (a dispatch
 whose ops IREE's global passes rewrite again would be a different kernel).
 
@@ -17,7 +22,7 @@ from __future__ import annotations
 import re
 
 from iree.compiler import ir
-from iree.compiler.dialects import func, linalg, tensor
+from iree.compiler.dialects import arith, func, linalg, tensor
 
 from .errors import ScheduleError
 
@@ -187,7 +192,7 @@ def _unbind(block: ir.Block) -> list[ir.Value]:
             op.results[0].replace_all_uses_with(_argument_for(block, op))
             doomed.append(op)
         elif op.name == _STORE:
-            stored.append(op.operands[0])
+            stored.append(_stored_whole(op))
             doomed.append(op)
         elif op.name == "func.return":
             terminator = op
@@ -224,6 +229,54 @@ def _argument_for(block: ir.Block, load: ir.Operation) -> ir.Value:
         return tensor.ExtractSliceOp(
             loaded, argument, [], [], [], *(attrs[n] for n in _SLICE_ATTRS)
         ).result
+
+
+def _stored_whole(store: ir.Operation) -> ir.Value:
+    """The value ``store`` writes, as the result that makes IREE store it so again: the
+    value itself where it fills its binding, else the value padded (with zeros) to the
+    binding's shape, the offsets before it and the rest after it (see the module
+    docstring)."""
+    value = store.operands[0]
+    whole = _BINDING_TENSOR.search(str(store.operands[1].type))
+    if whole is None:
+        raise ScheduleError(f"cannot read the binding type {store.operands[1].type}")
+    shape = ir.RankedTensorType(ir.Type.parse(whole.group(1))).shape
+    offsets, sizes, strides = (
+        list(ir.DenseI64ArrayAttr(store.attributes[n])) for n in _SLICE_ATTRS
+    )
+    if sizes == shape and set(strides) == {1}:
+        return value
+    if len(store.operands) > 2 or set(strides) != {1}:
+        raise ScheduleError("the dispatch writes its result at a dynamic offset or with a stride")
+    value_type = ir.RankedTensorType(value.type)
+    if value_type.shape != sizes:
+        raise ScheduleError(
+            f"the dispatch writes a {value_type} into a {sizes} slice of its result "
+            "(a rank-reducing store cannot stand alone)"
+        )
+    high = [
+        whole_size - offset - size
+        for whole_size, offset, size in zip(shape, offsets, sizes, strict=True)
+    ]
+    element = value_type.element_type
+    padded = ir.RankedTensorType.get(shape, element)
+    with ir.InsertionPoint(store), store.location:
+        zero = arith.ConstantOp(element, _zero(element)).result
+        pad = tensor.PadOp(padded, value, [], [], offsets, high)
+        body = pad.region.blocks.append(*[ir.IndexType.get()] * len(shape))
+        with ir.InsertionPoint(body):
+            tensor.YieldOp(zero)
+    return pad.result
+
+
+def _zero(element: ir.Type) -> ir.Attribute:
+    if isinstance(element, ir.FloatType):
+        return ir.FloatAttr.get(element, 0.0)
+    if isinstance(element, ir.IntegerType):
+        return ir.IntegerAttr.get(element, 0)
+    raise ScheduleError(
+        f"the dispatch writes a slice of {element} elements, which cannot be padded"
+    )
 
 
 def _check_nested(op: ir.Operation) -> None:
