@@ -262,39 +262,41 @@ def _combined_speedup(
     if _clashes(document.get("compile_flags") or [], configuration):
         return None
     stem = f"{_stem(recipe)}.{configuration}"
-    whole = _run_with_flags(recipe.with_name(f"{stem}.yaml"), document, configuration, with_peers)
-    said = f"they {whole.said}"
+    speedup, how = _run_with_flags(
+        recipe.with_name(f"{stem}.yaml"), document, configuration, with_peers
+    )
+    said = f"they {how}"
     graphs: list[tuple[list[Any], str, str]] = []
-    if whole.speedup <= 0 and document.get("kernels") and document.get("graph"):
+    if speedup <= 0 and document.get("kernels") and document.get("graph"):
         graphs.append((list(document["graph"]), "graph", "their graph steps alone"))
     if other_layout and list(other_layout) != document.get("graph"):
         names = ", ".join(next(iter(step)) for step in other_layout)
         graphs.append((list(other_layout), "other-layout", f"the other layout's ({names})"))
-    best = _Combination(WITH + configuration, whole.speedup, said)
+    best = _Combination(WITH + configuration, speedup, said)
     for graph, suffix, what in graphs:
         path = recipe.with_name(f"{stem}.{suffix}.yaml")
-        ran = _run_with_flags(
+        speedup, how = _run_with_flags(
             path, {**document, "graph": graph, "kernels": []}, configuration, with_peers
         )
-        said += f"; {what} with the flags {ran.said}"
-        if ran.speedup > best.speedup:
+        said += f"; {what} with the flags {how}"
+        if speedup > best.speedup:
             other = suffix == "other-layout"
-            best = _Combination(WITH_GRAPH + configuration, ran.speedup, "", graph, other)
+            best = _Combination(WITH_GRAPH + configuration, speedup, "", graph, other)
     return dataclasses.replace(best, said=said)
 
 
 def _run_with_flags(
     path: Path, document: dict[str, Any], configuration: str, with_peers: Check
-) -> _Combination:
+) -> tuple[float, str]:
     """Write ``document`` with ``configuration``'s flags to ``path`` and run it with the
     peers: its speedup over the configuration in that run (0: it did not run right) and
-    how it went, for the line (the choice is left empty: the caller names it)."""
+    how it went, for the line."""
     write_atomically(path, recipe_yaml(_with_flags(document, configuration)).encode())
     ran = with_peers(path)
     peer = next((p for p in ran.peers or [] if p.name == configuration and _timed(p)), None)
     if ran.status is not Status.OK or peer is None:
-        return _Combination("", 0.0, f"ran {ran.status} ({_first_error(ran.error) or path})")
-    return _Combination("", _speedup(peer), f"run {_speedup(peer):.2f}x it ({path})")
+        return 0.0, f"ran {ran.status} ({_first_error(ran.error) or path})"
+    return _speedup(peer), f"run {_speedup(peer):.2f}x it ({path})"
 
 
 def _first_error(error: str | None) -> str | None:
