@@ -31,6 +31,7 @@ from tdsched.schedules.tune.races import (
     LAYOUT_RACE_FILE,
     LayoutRace,
     earlier_race,
+    prune_conv_rewrites,
     race_layouts,
     race_model_rewrites,
     schedules_digest,
@@ -1370,6 +1371,64 @@ def test_a_rewrite_that_loses_on_every_convolution_is_raced_per_group_of_identic
     (tmp_path / GRAPH_RACE_FILE).write_text(json.dumps(record))
     race_model_rewrites(workload, spec, tmp_path, x86, _graph_run(speedups, raced))
     assert len(raced) == 6
+
+
+def test_graph_steps_are_raced_again_by_group_the_other_way_round(tmp_path: Path) -> None:
+    """With a configuration's flags, each group of convolutions an im2col step takes is
+    tried left to IREE as a convolution, most FLOP first; what wins is kept, and the
+    recipes raced keep the flags and tolerance of the recipe they prune."""
+    from tdsched.targets.workload import workload_from_text
+
+    workload = workload_from_text(THREE_3X3_CONVS, "m.mlir", "m", None)
+    flags = ["--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=none"]
+    tolerance = {"atol": 0.001, "rtol": 0.001}
+    recipe = tmp_path / "m.dt.graph.yaml"
+    recipe.write_text(yaml.safe_dump({"compile_flags": flags, "tolerance": tolerance}))
+    raced: list[str] = []
+    # a and b (the group with most FLOP) run faster as convolutions; s then does not
+    speedups: dict[str, float | list[float]]
+    speedups = {"m.dt.graph.without-1.yaml": 2.4, "m.dt.graph.without-2.yaml": 2.0}
+    pruned = prune_conv_rewrites(
+        workload,
+        {"file": "m.mlir"},
+        tmp_path,
+        make_target("x86"),
+        _graph_run(speedups, raced),
+        [{"im2col": {}}],
+        recipe,
+        2.0,
+        "m.dt.graph",
+    )
+    assert raced == ["m.dt.graph.without-1.yaml", "m.dt.graph.without-2.yaml"]
+    assert pruned.graph == [{"im2col": {"ops": {"layer": ["s"]}}}]
+    assert pruned.recipe == tmp_path / "m.dt.graph.without-1.yaml"
+    first, second = pruned.lines
+    assert first == (
+        "graph    im2col without a, b: 2.40x IREE default (without it 2.00x), "
+        "kept: those convolutions stay convolutions"
+    )
+    assert second == "graph    im2col without s: 2.00x IREE default (without it 2.40x), not kept"
+    written = yaml.safe_load(pruned.recipe.read_text())
+    assert written["compile_flags"] == flags and written["tolerance"] == tolerance
+    # the last group left to IREE drops the step
+    assert yaml.safe_load((tmp_path / "m.dt.graph.without-2.yaml").read_text())["graph"] == []
+    # A step limited to some layers is pruned within them; one whose convolutions
+    # cannot all be named by layer is not raced.
+    limited = prune_conv_rewrites(
+        workload,
+        {"file": "m.mlir"},
+        tmp_path,
+        make_target("x86"),
+        _graph_run({"m.l.without-1.yaml": 1.0, "m.l.without-2.yaml": 1.0}, raced),
+        [{"im2col": {"ops": {"layer": ["a", "s"]}}}],
+        recipe,
+        2.0,
+        "m.l",
+    )
+    assert raced[2:] == ["m.l.without-1.yaml", "m.l.without-2.yaml"]
+    without_a = yaml.safe_load((tmp_path / "m.l.without-1.yaml").read_text())["graph"]
+    assert without_a == [{"im2col": {"ops": {"layer": ["s"]}}}]
+    assert limited.graph == [{"im2col": {"ops": {"layer": ["a", "s"]}}}]
 
 
 def test_a_close_call_in_the_model_rewrite_race_is_decided_on_medians_of_three_runs(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -18,6 +19,7 @@ from tdsched.schedules.tune.iree_race import (
     write_configuration_recipe,
 )
 from tdsched.schedules.tune.outcome import TuneOutcome
+from tdsched.schedules.tune.races import Pruned
 from tdsched.schedules.tune.tasks import ModelTasks
 
 MATMUL = """
@@ -488,3 +490,62 @@ def test_the_other_layout_is_tried_beside_schedules_that_take_the_flags(tmp_path
     assert ran == ["mm.tuned.yaml", f"mm.{DTUK}.yaml", f"mm.{DTUK}.other-layout.yaml"]
     assert race.configuration == f"schedules+{DTUK}"
     assert load(str(outcome.recipe)).kernels
+
+
+def test_graph_steps_kept_with_the_flags_are_pruned_by_convolution_group(tmp_path: Path) -> None:
+    # The other layout's steps win with the flags; raced again by group with the flags,
+    # some convolutions stay convolutions: those steps run with the peers and are kept.
+    outcome = _tuned(tmp_path, KERNEL)
+    other = [{"channels_last": {}}, {"im2col": {}}]
+    pruned_graph = [{"channels_last": {}}, {"im2col": {"ops": {"layer": ["s"]}}}]
+    pruned_recipe = tmp_path / f"mm.{DTUK}.other-layout.without-1.yaml"
+    pruned_recipe.write_text("name: pruned\n")
+    runs = {
+        "mm.tuned.yaml": _report(1.2, {"iree-data-tiling": 0.95, DTUK: 0.9}),
+        f"mm.{DTUK}.yaml": _not_applied(),
+        f"mm.{DTUK}.graph.yaml": _report(1.3, {DTUK: 1.2}),
+        f"mm.{DTUK}.other-layout.yaml": _report(1.5, {DTUK: 1.4}),
+        pruned_recipe.name: _report(1.7, {DTUK: 1.6}),
+    }
+    asked: list[tuple[Any, ...]] = []
+
+    def prune(graph: Any, recipe: Path, speedup: float, stem: str) -> Pruned:
+        asked.append((graph, recipe.name, speedup, stem))
+        line = "graph    im2col without a, b: 1.70x IREE default (without it 1.50x), kept: ..."
+        return Pruned(pruned_graph, pruned_recipe, (line,))
+
+    ran: list[str] = []
+    race = race_iree_configurations(
+        outcome, _report(1.2), _peers_runs(runs, ran), _runs(_report(1.7), []), other, prune
+    )
+    # pruned from the winner, with its speedup over IREE default in its own run
+    assert asked == [(other, f"mm.{DTUK}.other-layout.yaml", 1.5, f"mm.{DTUK}.other-layout")]
+    assert ran[-1] == pruned_recipe.name
+    assert race.configuration == f"graph+{DTUK}" and race.line is not None
+    assert "; im2col without a, b: 1.70x IREE default (without it 1.50x), kept" in race.line
+    assert f"the steps so kept with the flags run 1.60x it ({pruned_recipe})" in race.line
+    assert yaml.safe_load(outcome.recipe.read_text())["graph"] == pruned_graph
+    record = json.loads((tmp_path / IREE_RACE_FILE).read_text())
+    assert record["graph"] == pruned_graph and record["speedup"] == 1.6
+
+
+def test_pruning_that_keeps_every_group_changes_nothing(tmp_path: Path) -> None:
+    outcome = _tuned(tmp_path, KERNEL)
+    runs = {
+        "mm.tuned.yaml": _report(1.2, {"iree-data-tiling": 0.95, DTUK: 0.9}),
+        f"mm.{DTUK}.yaml": _not_applied(),
+        f"mm.{DTUK}.graph.yaml": _report(1.3, {DTUK: 1.2}),
+    }
+    graph = yaml.safe_load(outcome.recipe.read_text())["graph"]
+
+    def prune(steps: Any, recipe: Path, speedup: float, stem: str) -> Pruned:
+        return Pruned(list(steps), recipe, ("graph    im2col without a: 1.2x ..., not kept",))
+
+    ran: list[str] = []
+    race = race_iree_configurations(
+        outcome, _report(1.2), _peers_runs(runs, ran), _runs(_report(1.3), []), None, prune
+    )
+    assert ran == ["mm.tuned.yaml", f"mm.{DTUK}.yaml", f"mm.{DTUK}.graph.yaml"]
+    assert race.configuration == f"graph+{DTUK}" and race.line is not None
+    assert "; im2col without a: 1.2x ..., not kept" in race.line
+    assert yaml.safe_load(outcome.recipe.read_text())["graph"] == graph

@@ -31,7 +31,12 @@ from ..tune.budget import AFTER_PER_PROFILE, Budget
 from ..tune.iree_race import race_iree_configurations
 from ..tune.outcome import TuneOutcome
 from ..tune.plot import plot_tune
-from ..tune.races import ModelRewrites, race_layouts, race_model_rewrites
+from ..tune.races import (
+    ModelRewrites,
+    prune_conv_rewrites,
+    race_layouts,
+    race_model_rewrites,
+)
 from ..tune.scheduler import tune
 from ..tune.state import read_state, record_finish
 from ..tune.tolerance import widened, widened_line
@@ -242,8 +247,10 @@ def run(args: argparse.Namespace) -> int:
     if on_cpu and (check is None or _passed(report)):
         if check is not None:
             progress("tune: racing the model recipe against IREE's one-flag configurations")
+        target = options.build.compile_target
+        prune = partial(prune_conv_rewrites, workload, spec, out, target, timed)
         iree = race_iree_configurations(
-            outcome, report, with_peers if check else None, check, rewrites.other_layout
+            outcome, report, with_peers if check else None, check, rewrites.other_layout, prune
         )
         report = iree.report
     # with --no-check the steps after the sweeps did not run: nothing to learn from them

@@ -54,7 +54,7 @@ from ..measure.peers import IREE_PEERS, ONNXRUNTIME
 from ..measure.run_report import PeerResult, RunReport
 from ..measure.status import Status
 from .outcome import TuneOutcome
-from .races import earlier_race, schedules_digest
+from .races import Pruned, earlier_race, schedules_digest
 from .tuning import WIN
 
 Check = Callable[[Path], RunReport]
@@ -111,6 +111,11 @@ class _Raced:
 
 Graph = Sequence[Mapping[str, Any]]
 """A recipe's graph steps, as its YAML writes them."""
+Prune = Callable[[Graph, Path, float, str], Pruned]
+"""Races the convolution rewrites of graph steps again under a configuration's flags
+(:func:`~.races.prune_conv_rewrites` for the model tuned, its first three arguments
+given): the steps, the recipe that runs them with the flags, its speedup over IREE
+default, the stem of the recipes it writes."""
 
 
 def race_iree_configurations(
@@ -119,14 +124,16 @@ def race_iree_configurations(
     with_peers: Check | None,
     check: Check | None,
     other_layout: Graph | None = None,
+    prune: Prune | None = None,
 ) -> IreeRace:
     """Race the model recipe ``outcome.recipe`` (whose final check gave ``report``)
     against IREE's one-flag configurations of the model, and keep the fastest of the
     three candidates of the module docstring (``with_peers`` runs a recipe with the
     peers, ``check`` runs the recipe kept; ``other_layout``: the graph steps the
     model-rewrite race ended with in the layout it did not keep, tried with the flags
-    beside the recipe's own). With ``with_peers`` None (``--no-check``) nothing runs: a
-    recorded decision is still taken up."""
+    beside the recipe's own; ``prune``: how the graph steps kept with the flags are
+    raced again by convolution group). With ``with_peers`` None (``--no-check``) nothing
+    runs: a recorded decision is still taken up."""
     recipe = outcome.recipe
     record = recipe.parent / IREE_RACE_FILE
     key = {"schedules": schedules_digest(recipe)}
@@ -147,7 +154,7 @@ def race_iree_configurations(
         return IreeRace(report, line, None if kept == SCHEDULES else kept)
     if with_peers is None or check is None or report is None:
         return IreeRace(report, None)
-    raced = _race(outcome, report, with_peers, check, other_layout)
+    raced = _race(outcome, report, with_peers, check, other_layout, prune)
     if raced.speedup is not None:
         race = raced.race
         document = {
@@ -167,6 +174,7 @@ def _race(
     with_peers: Check,
     check: Check,
     other_layout: Graph | None,
+    prune: Prune | None,
 ) -> _Raced:
     recipe = outcome.recipe
     # the final check ran with the peers already when no layout race ran the recipe
@@ -199,7 +207,7 @@ def _race(
         own = yaml.safe_load(recipe.read_text()).get("compile_flags") or []
         open_to = {n: ratio for n, ratio in flagged.items() if not _clashes(own, n)} or flagged
         fastest = min(open_to, key=lambda n: open_to[n])
-        combined = _combined_speedup(recipe, fastest, with_peers, other_layout)
+        combined = _combined_speedup(recipe, fastest, with_peers, other_layout, prune)
     if combined is not None:
         line += f"; with the flags of {LABELS[fastest]} {combined.said}"
     line += " (each against the configurations in its own run): "
@@ -246,13 +254,20 @@ class _Combination:
 
 
 def _combined_speedup(
-    recipe: Path, configuration: str, with_peers: Check, other_layout: Graph | None
+    recipe: Path,
+    configuration: str,
+    with_peers: Check,
+    other_layout: Graph | None,
+    prune: Prune | None = None,
 ) -> _Combination | None:
     """Run the schedules with ``configuration``'s flags (``OUT/<model>.<configuration>.yaml``)
     with the peers; where that does not run right, the recipe's graph steps alone with
     the flags (``OUT/<model>.<configuration>.graph.yaml``, where it has graph steps and
     kernel schedules); and ``other_layout``'s graph steps with them
     (``...other-layout.yaml``, where given, not empty and not the recipe's): the fastest.
+    Where graph steps are the fastest, ``prune`` races their convolution rewrites again
+    by group with the flags, and the steps it keeps run with the peers
+    (``OUT/<model>.<configuration>.<graph|other-layout>.without-<n>.yaml``).
     None where the recipe holds no schedule (with the flags it would be the configuration
     itself: only noise could tell them apart) or its own flags set one of the
     configuration's options to another value."""
@@ -262,7 +277,7 @@ def _combined_speedup(
     if _clashes(document.get("compile_flags") or [], configuration):
         return None
     stem = f"{_stem(recipe)}.{configuration}"
-    speedup, how = _run_with_flags(
+    speedup, how, _ = _run_with_flags(
         recipe.with_name(f"{stem}.yaml"), document, configuration, with_peers
     )
     said = f"they {how}"
@@ -273,30 +288,53 @@ def _combined_speedup(
         names = ", ".join(next(iter(step)) for step in other_layout)
         graphs.append((list(other_layout), "other-layout", f"the other layout's ({names})"))
     best = _Combination(WITH + configuration, speedup, said)
+    best_path, over_default = recipe, 0.0
     for graph, suffix, what in graphs:
         path = recipe.with_name(f"{stem}.{suffix}.yaml")
-        speedup, how = _run_with_flags(
-            path, {**document, "graph": graph, "kernels": []}, configuration, with_peers
-        )
+        write_atomically(path, _graph_recipe(document, graph, configuration))
+        speedup, how, default = _ran_with_flags(path, configuration, with_peers)
         said += f"; {what} with the flags {how}"
         if speedup > best.speedup:
             other = suffix == "other-layout"
             best = _Combination(WITH_GRAPH + configuration, speedup, "", graph, other)
+            best_path, over_default = path, default
+    if prune is not None and best.graph is not None and over_default > 0:
+        pruned = prune(best.graph, best_path, over_default, best_path.name.removesuffix(".yaml"))
+        said += "".join(f"; {line.removeprefix('graph').strip()}" for line in pruned.lines)
+        if pruned.graph != best.graph:
+            speedup, how, _ = _ran_with_flags(pruned.recipe, configuration, with_peers)
+            said += f"; the steps so kept with the flags {how}"
+            if speedup > best.speedup:
+                best = dataclasses.replace(best, speedup=speedup, graph=pruned.graph)
     return dataclasses.replace(best, said=said)
+
+
+def _graph_recipe(document: Mapping[str, Any], graph: list[Any], configuration: str) -> bytes:
+    """The model recipe ``document`` with the graph steps ``graph``, no kernel schedule
+    and ``configuration``'s flags, as YAML."""
+    return recipe_yaml(
+        _with_flags({**document, "graph": graph, "kernels": []}, configuration)
+    ).encode()
 
 
 def _run_with_flags(
     path: Path, document: dict[str, Any], configuration: str, with_peers: Check
-) -> tuple[float, str]:
+) -> tuple[float, str, float]:
     """Write ``document`` with ``configuration``'s flags to ``path`` and run it with the
-    peers: its speedup over the configuration in that run (0: it did not run right) and
-    how it went, for the line."""
+    peers (:func:`_ran_with_flags`)."""
     write_atomically(path, recipe_yaml(_with_flags(document, configuration)).encode())
+    return _ran_with_flags(path, configuration, with_peers)
+
+
+def _ran_with_flags(path: Path, configuration: str, with_peers: Check) -> tuple[float, str, float]:
+    """Run the recipe ``path`` (built with ``configuration``'s flags) with the peers: its
+    speedup over the configuration in that run (0: it did not run right), how it went,
+    for the line, and its speedup over IREE default (0: not timed)."""
     ran = with_peers(path)
     peer = next((p for p in ran.peers or [] if p.name == configuration and _timed(p)), None)
     if ran.status is not Status.OK or peer is None:
-        return 0.0, f"ran {ran.status} ({_first_error(ran.error) or path})"
-    return _speedup(peer), f"run {_speedup(peer):.2f}x it ({path})"
+        return 0.0, f"ran {ran.status} ({_first_error(ran.error) or path})", 0.0
+    return _speedup(peer), f"run {_speedup(peer):.2f}x it ({path})", ran.speedup or 0.0
 
 
 def _first_error(error: str | None) -> str | None:

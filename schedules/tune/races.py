@@ -236,6 +236,76 @@ def _race_rewrites(race: _Race, stem: str) -> None:
                 chosen += layers
 
 
+@dataclass(frozen=True)
+class Pruned:
+    """What :func:`prune_conv_rewrites` kept: the graph steps (as a recipe writes them),
+    the recipe that runs them, and a line per group raced (none: none was)."""
+
+    graph: list[dict[str, Any]]
+    recipe: Path
+    lines: tuple[str, ...]
+
+
+def prune_conv_rewrites(
+    workload: Workload,
+    spec: Mapping[str, Any],
+    out: Path,
+    target: Target,
+    check: Check,
+    graph: Sequence[Mapping[str, Any]],
+    recipe: Path,
+    speedup: float,
+    stem: str,
+) -> Pruned:
+    """Race the convolution rewrites among the graph steps ``graph`` again, one group of
+    identical convolutions at a time, the other way round: each group (most FLOP
+    first, at least :data:`MIN_GROUP_SHARE` of the rewrite's FLOP) left to IREE as a
+    convolution, kept so when that runs correct and ``WIN`` faster than the steps kept
+    so far (close calls decided as in the model-rewrite race).
+
+    ``recipe`` runs ``graph`` as it is, ``speedup`` times IREE default; each recipe raced
+    (``OUT/<stem>.without-<n>.yaml``) is it with other graph steps, so it keeps the
+    recipe's flags and tolerance. The model-rewrite race judges a rewrite by IREE's
+    default pipeline; a configuration's flags change what it is worth (with data tiling
+    an im2col gather packs its matrix, and for a convolution with few input channels
+    that can cost more than the matmul saves). A step whose convolutions cannot all be
+    named by layer is not raced."""
+    documents = [dict(step) for step in graph]
+    steps = _recorded_steps(documents)
+    if steps is None:
+        return Pruned(documents, recipe, ())
+    document = yaml.safe_load(recipe.read_text())
+    entries = {
+        k: document[k] for k in ("description", "tolerance", "compile_flags") if k in document
+    }
+    race = _Race(workload, spec, out, target, check, recipe=entries)
+    race.kept, race.kept_recipe, race.kept_runs = list(steps), recipe, [speedup]
+    race.text = _rewritten(workload.mlir, steps, target)
+    number = 0
+    for step in steps:  # the groups on the model the steps kept before it make
+        before = race.kept[: race.kept.index(step)]
+        taken = _named_groups(_rewritten(workload.mlir, before, target), step)
+        left = [layer for group in taken for layer in group.layers if layer is not None]
+        total = sum(group.flop for group in taken)
+        current: GraphRewriteStep | None = step
+        for group in taken:
+            if current is None or group.flop < MIN_GROUP_SHARE * total:
+                continue
+            number += 1
+            layers = [layer for layer in group.layers if layer is not None]
+            rest = [layer for layer in left if layer not in layers]
+            limited = _limited(step, rest) if rest else None
+            at = race.kept.index(current)
+            candidate = [*race.kept[:at], *([limited] if limited else []), *race.kept[at + 1 :]]
+            label = f"{step.primitive} without {_named(layers)}"
+            text = _rewritten(workload.mlir, candidate, target)
+            kept = "kept: those convolutions stay convolutions"
+            if race.race(candidate, text, label, f"{stem}.without-{number}", kept):
+                left, current = rest, limited
+    assert race.kept_recipe is not None
+    return Pruned([step_document(s) for s in race.kept], race.kept_recipe, tuple(race.lines))
+
+
 @dataclass
 class _Race:
     """The model-rewrite race so far: the steps kept, the model they make, the runs of
@@ -253,6 +323,9 @@ class _Race:
     lines: list[str] = dataclasses.field(default_factory=list)
     prefix: str = ""
     """Put before each line's label (which race of several it is)."""
+    recipe: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    """Entries each recipe raced holds besides its graph steps (a configuration's
+    ``compile_flags``, the model recipe's ``tolerance``): none, a plain graph recipe."""
 
     def __post_init__(self) -> None:
         self.text = self.workload.mlir
@@ -264,7 +337,7 @@ class _Race:
         if not report.changed:
             return False
         path = self.out / f"{name}.yaml"
-        _write_graph_recipe(path, self.workload.name, self.spec, self.target, [step])
+        self._write(path, [step])
         runs = _first_run(self.check, path)
         label = f"{self.prefix}{step.primitive} ({report.summary})"
         if isinstance(runs, RunReport):
@@ -294,10 +367,22 @@ class _Race:
         candidate, report = rewrite_text(before, rewrite_stage(step, self.target).rewrite)
         if not report.changed:
             return False
-        steps = [*base, step]
-        path = self.out / f"{name}.yaml"
-        _write_graph_recipe(path, self.workload.name, self.spec, self.target, steps)
         label = f"{self.prefix}{'+ ' if self.kept else ''}{what} ({report.summary})"
+        return self.race([*base, step], candidate, label, name)
+
+    def race(
+        self,
+        steps: list[GraphRewriteStep],
+        candidate: str,
+        label: str,
+        name: str,
+        verdict: str = "kept: the tasks are the rewritten model's",
+    ) -> bool:
+        """Race the graph ``steps`` (which make the model ``candidate``) against those
+        kept, in a recipe ``OUT/<name>.yaml``; keep them when they run correct and
+        ``WIN`` faster. ``label`` and ``verdict`` (said when kept) make the line."""
+        path = self.out / f"{name}.yaml"
+        self._write(path, steps)
         runs = _first_run(self.check, path)
         if isinstance(runs, RunReport):
             self.lines.append(f"graph    {label}: {runs.status}, not kept ({path})")
@@ -309,11 +394,24 @@ class _Race:
                 self.kept_runs += _more_runs(self.check, self.kept_recipe, self.kept_runs)
             speedup = statistics.median(runs)
         won = speedup >= self.best * WIN
-        self.lines.append(_line(label, runs, self.best, won))
+        self.lines.append(_line(label, runs, self.best, verdict if won else None))
         if won:
             self.kept, self.text = steps, candidate
             self.kept_recipe, self.kept_runs = path, runs
         return won
+
+    def _write(self, path: Path, steps: list[GraphRewriteStep]) -> None:
+        """A recipe of the graph ``steps`` (with :attr:`recipe`'s entries) at ``path``."""
+        document = {
+            "name": f"{self.workload.name}_graph",
+            "description": "tdsched tune: the model rewrites alone, raced against IREE default",
+            "workload": dict(self.spec),
+            "targets": [self.target.name],
+            "tolerance": TOLERANCE,
+            **self.recipe,
+            "graph": [step_document(step) for step in steps],
+        }
+        write_atomically(path, recipe_yaml(document).encode())
 
 
 def _first_run(check: Check, recipe: Path) -> list[float] | RunReport:
@@ -340,16 +438,16 @@ def _close(speedup: float, bar: float) -> bool:
     return abs(speedup / bar - 1.0) < CLOSE
 
 
-def _line(label: str, runs: list[float], best: float, won: bool) -> str:
+def _line(label: str, runs: list[float], best: float, kept: str | None) -> str:
     """The ``graph`` line of one rewrite raced: its speedup (the median of its runs,
-    listed when there are several), the speedup without it, and the verdict."""
+    listed when there are several), the speedup without it, and the verdict (``kept``:
+    what is said when it is kept; None: it is not)."""
     speedup = statistics.median(runs)
     shown = f"{speedup:.2f}x IREE default"
     if len(runs) > 1:
         shown += f" (median of {len(runs)} runs: {', '.join(f'{r:.2f}x' for r in runs)})"
     than = "" if best == 1.0 else f" (without it {best:.2f}x)"
-    verdict = "kept: the tasks are the rewritten model's" if won else "not kept"
-    return f"graph    {label}: {shown}{than}, {verdict}"
+    return f"graph    {label}: {shown}{than}, {kept or 'not kept'}"
 
 
 def _selectable_groups(text: str, step: GraphRewriteStep) -> list[ConvGroup]:
@@ -358,11 +456,7 @@ def _selectable_groups(text: str, step: GraphRewriteStep) -> list[ConvGroup]:
     least :data:`MIN_GROUP_SHARE` of the FLOP the rewrite takes; none when there are
     fewer than two groups (one group is what was raced whole), and none for a rewrite
     that does not take convolutions."""
-    how = CONV_REWRITES.get(type(step))
-    if how is None:
-        return []
-    with ir.Context(), ir.Location.unknown():
-        groups = convs_taken(ir.Module.parse(text), how)
+    groups = _groups(text, step)
     if len(groups) < 2:
         return []
     total = sum(group.flop for group in groups)
@@ -371,6 +465,35 @@ def _selectable_groups(text: str, step: GraphRewriteStep) -> list[ConvGroup]:
         for group in groups
         if None not in group.layers and group.flop >= MIN_GROUP_SHARE * total
     ]
+
+
+def _groups(text: str, step: GraphRewriteStep) -> list[ConvGroup]:
+    """The groups of identical convolutions the rewrite ``step`` takes in ``text`` without
+    a selection, most FLOP first (none for a step that takes no convolutions)."""
+    how = CONV_REWRITES.get(type(step))
+    if how is None:
+        return []
+    with ir.Context(), ir.Location.unknown():
+        return convs_taken(ir.Module.parse(text), how)
+
+
+def _named_groups(text: str, step: GraphRewriteStep) -> list[ConvGroup]:
+    """The groups of convolutions ``step`` takes in ``text``, limited to its layers where
+    it selects some; none where one of them has no layer name (what the step takes
+    could not be written as a list of layers)."""
+    groups = _groups(text, step)
+    if any(None in group.layers for group in groups):
+        return []
+    selected = set(step.ops.layers) if step.ops is not None and step.ops.layers else None
+    if selected is None:
+        return groups
+    limited = []
+    for group in groups:
+        layers = tuple(layer for layer in group.layers if layer in selected)
+        if layers:  # identical convolutions: each member holds an equal share of the FLOP
+            flop = group.flop * len(layers) // len(group.layers)
+            limited.append(dataclasses.replace(group, layers=layers, flop=flop))
+    return sorted(limited, key=lambda group: -group.flop)
 
 
 def _named(layers: Sequence[str], shown: int = 3) -> str:
@@ -383,20 +506,6 @@ def _rewritten(text: str, steps: list[GraphRewriteStep], target: Target) -> str:
     for step in steps:
         text, _ = rewrite_text(text, rewrite_stage(step, target).rewrite)
     return text
-
-
-def _write_graph_recipe(
-    path: Path, name: str, spec: Mapping[str, Any], target: Target, steps: list[GraphRewriteStep]
-) -> None:
-    document = {
-        "name": f"{name}_graph",
-        "description": "tdsched tune: the model rewrites alone, raced against IREE default",
-        "workload": dict(spec),
-        "targets": [target.name],
-        "tolerance": TOLERANCE,
-        "graph": [step_document(step) for step in steps],
-    }
-    write_atomically(path, recipe_yaml(document).encode())
 
 
 @dataclass(frozen=True)
