@@ -973,6 +973,45 @@ def test_a_matmul_whose_epilogue_writes_transposed_is_tuned_and_right(
     assert "RH > 1" in template["constraints"]
 
 
+ACCUMULATED = """
+func.func @acc(%x: tensor<64x96xf32>, %w: tensor<96x48xf32>, %bias: tensor<64x48xf32>)
+    -> tensor<64x48xf32> {
+  %zero = arith.constant 0.0 : f32
+  %m = linalg.matmul ins(%x, %w : tensor<64x96xf32>, tensor<96x48xf32>)
+      outs(%bias : tensor<64x48xf32>) -> tensor<64x48xf32>
+  %e = tensor.empty() : tensor<64x48xf32>
+  %r = linalg.generic {
+      indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+      iterator_types = ["parallel", "parallel"]}
+      ins(%m : tensor<64x48xf32>) outs(%e : tensor<64x48xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %p = arith.maximumf %v, %zero : f32
+    linalg.yield %p : f32
+  } -> tensor<64x48xf32>
+  return %r : tensor<64x48xf32>
+}
+"""
+
+
+def test_a_matmul_accumulating_into_a_bias_then_activated_is_tuned_and_right(
+    iree: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A convolution's matmul that accumulates into its bias, then a ReLU (an ONNX Conv
+    with bias): IREE's dispatch holds a fill, the matmul, an add and the ReLU. The
+    template takes the chain of two ops after the root: the add fused into the ReLU's
+    register loop; every candidate matches IREE default."""
+    template: Any = _tune_one_task(ACCUMULATED, "contraction", tmp_path, capsys)
+    schedule = template["kernels"][0]["schedule"]
+    handles = [step["producer"] for step in schedule if "producer" in step]
+    assert handles[:2] == [
+        {"operand": 0, "as": "epilogue1"},
+        {"of": "epilogue1", "operand": 0, "as": "main"},
+    ]
+    fused = [step["fuse_into"]["producer"] for step in schedule if "fuse_into" in step]
+    assert fused.count("epilogue1") == 2  # in both ways through the epilogue
+    assert template["space"]["EPILOGUE"] == ["buffer", "fused"]
+
+
 def test_a_tune_builds_for_the_cpu_it_is_asked_for(
     iree: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

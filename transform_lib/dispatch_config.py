@@ -18,7 +18,7 @@ size per loop.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from iree.compiler import ir
 from iree.compiler.passmanager import PassManager
@@ -73,6 +73,10 @@ class ConfiguredDispatch:
     """The codegen pipeline IREE chose for the dispatch (its ``translation_info``:
     ``CPUDoubleTilingExpert``, ``BaseVectorize``, ``BaseDistribute``...), ``None`` when
     the function carries none."""
+    reads_previous: dict[int, int] = field(default_factory=dict)
+    """For each op after the root that reads the op just before it, the operand through
+    which it does (a chain of epilogue ops: IREE splits a matmul that accumulates into a
+    bias into its fill, the matmul and an add, then the activation)."""
 
     @property
     def root_op(self) -> ConfiguredOp:
@@ -117,11 +121,13 @@ def _read(function: ir.Operation) -> ConfiguredDispatch:
     if len(roots) != 1:
         raise ScheduleError(f"@{name}: expected one op configured with distribution tile sizes")
     root = roots[0]
-    reads = {}
+    reads, previous = {}, {}
     for index in range(root + 1, len(ops)):
         for number, operand in enumerate(ops[index].operands):
             if operand.owner == ops[root]:
                 reads[index] = number
+            if operand.owner == ops[index - 1]:
+                previous.setdefault(index, number)
     inputs = input_count(ops[root])
     init = ops[root].operands[inputs].owner
     attributes = function.attributes
@@ -135,6 +141,7 @@ def _read(function: ir.Operation) -> ConfiguredDispatch:
         isinstance(init, ir.Operation | ir.OpView) and init.name == "linalg.fill",
         inputs,
         pipeline.group(1) if pipeline else None,
+        previous,
     )
 
 

@@ -4,7 +4,10 @@ written as a recipe of its own (``tdsched tune``; users may edit it and tune aga
 A task whose dispatch is one op without a reduction loop (elementwise: a gather such as
 ``im2col``'s, a copy) has a template of its own, :func:`elementwise_template`. One
 template covers every task whose root op has a reduction (convolution, contraction,
-pooling, reduction) and at most one elementwise epilogue after it, on x86:
+pooling, reduction) and an elementwise epilogue after it or none, on x86 (the epilogue:
+one op over the root's output, or a chain of them, each reading the one before over the
+same output, as IREE splits a matmul that accumulates into a bias: its fill, the
+matmul, an add, then the activation):
 
 1. distribute to workgroups with ``fuse_ext`` (tiling the epilogue, or the root where
    there is none, and fusing the rest, the init ``fill`` kept out of reduction loops),
@@ -25,7 +28,8 @@ held at the whole loop). A 56x56x96 depthwise convolution's 1-D form (below) ran
 0.79-0.82x IREE default apart and 0.95-1.06x fused (1 thread, Zen 4).
 
 A task with an epilogue has a second way through step 2, ``EPILOGUE: fused``: the
-epilogue is register-tiled first and the root and its init are fused into that loop, so
+epilogue is register-tiled first and the root and its init are fused into that loop (the
+ops of a chain before its last too), so
 each register tile is reduced, goes through the epilogue and is written before the next
 one starts (no cache tile: ``TK`` is held at the whole loop). The default,
 ``EPILOGUE: buffer``, reduces the workgroup's whole tile into a buffer, then runs the
@@ -234,16 +238,22 @@ def template_for(task: Task, dispatch: ConfiguredDispatch, sole: bool = False) -
         return elementwise_template(dispatch)
     out_ranges = [root.loop_ranges[loop] for loop in root.output_loops]
     epilogue = dispatch.epilogue
-    if len(epilogue) > 1:
-        raise NoTemplate(f"{len(epilogue)} ops after the root; the template takes one")
     identity = tuple(range(len(out_ranges)))
     checked = [(op, op.output_loops == identity) for op in _init(dispatch)]
-    checked += [(op, _epilogue_over_root(dispatch, op)) for op in epilogue]
+    checked += [(op, _epilogue_over_root(dispatch, op)) for op in epilogue[:1]]
+    for index in range(dispatch.root + 2, len(dispatch.ops)):
+        checked.append((dispatch.ops[index], _follows_previous(dispatch, index)))
     for op, over in checked:
         if list(op.loop_ranges) != out_ranges or not over:
-            raise NoTemplate(f"{op.op} does not iterate over the root's output")
+            why = "the root's output" if op is epilogue[0] else "the op before it's output"
+            raise NoTemplate(f"{op.op} does not iterate over {why}")
     tiles = _output_tiles(dispatch, out_ranges)
     permuted = [op for op in epilogue if op.output_loops != identity]
+    if permuted and len(epilogue) > 1:
+        raise NoTemplate(
+            f"{permuted[0].op} writes its result permuted in a chain of "
+            f"{len(epilogue)} ops after the root; the template permutes one epilogue op only"
+        )
     if any(not _unit_dims_lead(op, tiles.register) for op in permuted):
         raise NoTemplate(
             f"{permuted[0].op} writes the register tile with a unit dim between tiled ones "
@@ -409,6 +419,22 @@ def with_packed_layout(template: Template, kernel_defaults: Mapping[str, ParamVa
     )
 
 
+def _follows_previous(dispatch: ConfiguredDispatch, index: int) -> bool:
+    """Whether the op at ``index``, in a chain of epilogue ops, is elementwise over the
+    output of the op before it: all parallel, reading that op's result and writing its
+    own dim by dim."""
+    op = dispatch.ops[index]
+    identity = tuple(range(len(op.loop_ranges)))
+    read = dispatch.reads_previous.get(index)
+    return (
+        read is not None
+        and read < len(op.input_loops)
+        and op.input_loops[read] == identity
+        and all(it == "parallel" for it in op.iterators)
+        and op.output_loops == identity
+    )
+
+
 def _epilogue_over_root(dispatch: ConfiguredDispatch, op: ConfiguredOp) -> bool:
     """Whether ``op``, the op after the root, iterates over the root's output dims in
     their order: all parallel, reading the root's result dim by dim. It may write its own
@@ -563,7 +589,7 @@ def _steps(
         steps.append(
             FuseExtStep(root=MatchSpec(op=dispatch.ops[last].op), tile_sizes=tuple(workgroup))
         )
-        steps.append(ProducerStep(of="root", operand=dispatch.root_reads[last], name="main"))
+        steps += _chain_handles(dispatch)
         main = "main"
     else:
         # Named, not "the dispatch root", where the op is unique: IREE may re-create the
@@ -633,9 +659,34 @@ def _buffered(
     steps += reducing
     if dispatch.init_is_fill:
         steps.append(TileStep(target="init", sizes=tuple(register)))
-    if dispatch.epilogue:
+    before_last = _before_last(dispatch)
+    if before_last:  # the chain's ops before its last fused into its register loop
+        steps.append(TileStep(sizes=tuple(register), loops="registers"))
+        steps += [FuseIntoStep(producer=name, loop="registers") for name in before_last]
+    elif dispatch.epilogue:
         steps.append(TileStep(sizes=tuple(register)))
     return steps
+
+
+def _chain_handles(dispatch: ConfiguredDispatch) -> list[Step]:
+    """Handles from the epilogue's last op (``fuse_ext``'s root) back to the root: each
+    op the producer of an operand of the op after it; the root is ``main``, the chain's
+    ops before the last ``epilogue<n>`` (n: the op's place after the root, from 1)."""
+    steps: list[Step] = []
+    consumer = "root"
+    for index in range(len(dispatch.ops) - 1, dispatch.root, -1):
+        first = index == dispatch.root + 1
+        producer = "main" if first else f"epilogue{index - 1 - dispatch.root}"
+        operand = dispatch.root_reads[index] if first else dispatch.reads_previous[index]
+        steps.append(ProducerStep(of=consumer, operand=operand, name=producer))
+        consumer = producer
+    return steps
+
+
+def _before_last(dispatch: ConfiguredDispatch) -> list[str]:
+    """The handles (:func:`_chain_handles`) of the epilogue's ops before its last, from
+    the last back: the order in which they fuse into its loop."""
+    return [f"epilogue{n}" for n in range(len(dispatch.epilogue) - 1, 0, -1)]
 
 
 def _fused(
@@ -645,6 +696,7 @@ def _fused(
     then the root's reduction tiled."""
     steps: list[Step] = [
         TileStep(sizes=tuple(register), loops="registers"),
+        *(FuseIntoStep(producer=name, loop="registers") for name in _before_last(dispatch)),
         FuseIntoStep(producer=main, loop="registers"),
     ]
     if dispatch.init_is_fill:
