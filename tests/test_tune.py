@@ -1427,6 +1427,7 @@ def test_graph_steps_are_raced_again_by_group_the_other_way_round(tmp_path: Path
     # a and b (the group with most FLOP) run faster as convolutions; s then does not
     speedups: dict[str, float | list[float]]
     speedups = {"m.dt.graph.without-1.yaml": 2.4, "m.dt.graph.without-2.yaml": 2.0}
+    said: list[str] = []
     pruned = prune_conv_rewrites(
         workload,
         {"file": "m.mlir"},
@@ -1437,8 +1438,10 @@ def test_graph_steps_are_raced_again_by_group_the_other_way_round(tmp_path: Path
         recipe,
         2.0,
         "m.dt.graph",
+        said.append,
     )
     assert raced == ["m.dt.graph.without-1.yaml", "m.dt.graph.without-2.yaml"]
+    assert said == list(pruned.lines)  # each line as it is decided
     assert pruned.graph == [{"im2col": {"ops": {"layer": ["s"]}}}]
     assert pruned.recipe == tmp_path / "m.dt.graph.without-1.yaml"
     first, second = pruned.lines

@@ -248,7 +248,15 @@ def run(args: argparse.Namespace) -> int:
         if check is not None:
             progress("tune: racing the model recipe against IREE's one-flag configurations")
         target = options.build.compile_target
-        prune = partial(prune_conv_rewrites, workload, spec, out, target, timed)
+        prune = partial(
+            prune_conv_rewrites,
+            workload,
+            spec,
+            out,
+            target,
+            timed,
+            progress=lambda line: progress(f"tune: {line}"),
+        )
         iree = race_iree_configurations(
             outcome, report, with_peers if check else None, check, rewrites.other_layout, prune
         )

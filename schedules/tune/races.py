@@ -256,6 +256,7 @@ def prune_conv_rewrites(
     recipe: Path,
     speedup: float,
     stem: str,
+    progress: Callable[[str], None] | None = None,
 ) -> Pruned:
     """Race the convolution rewrites among the graph steps ``graph`` again, one group of
     identical convolutions at a time, the other way round: each group (most FLOP
@@ -269,7 +270,7 @@ def prune_conv_rewrites(
     default pipeline; a configuration's flags change what it is worth (with data tiling
     an im2col gather packs its matrix, and for a convolution with few input channels
     that can cost more than the matmul saves). A step whose convolutions cannot all be
-    named by layer is not raced."""
+    named by layer is not raced. ``progress`` is given each line as it is decided."""
     documents = [dict(step) for step in graph]
     steps = _recorded_steps(documents)
     if steps is None:
@@ -302,6 +303,8 @@ def prune_conv_rewrites(
             kept = "kept: those convolutions stay convolutions"
             if race.race(candidate, text, label, f"{stem}.without-{number}", kept):
                 left, current = rest, limited
+            if progress is not None:
+                progress(race.lines[-1])
     assert race.kept_recipe is not None
     return Pruned([step_document(s) for s in race.kept], race.kept_recipe, tuple(race.lines))
 
