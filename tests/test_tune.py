@@ -536,6 +536,52 @@ def test_an_epilogue_that_does_not_follow_the_root_s_output_has_no_template(
         template_for(Task("t2", (MATMUL,)), _with_epilogue(_matmul(), **changes))
 
 
+def _chained(second: ConfiguredOp | None = None) -> ConfiguredDispatch:
+    """:func:`_matmul` with a second epilogue op after the first (an activation after
+    the bias add), reading the first's result through operand 0."""
+    matmul = _matmul()
+    out, parallel = (128, 256), ("parallel", "parallel")
+    relu = ConfiguredOp("linalg.generic", out, parallel, (0, 1), {}, ((0, 1),))
+    return dataclasses.replace(
+        matmul, ops=(*matmul.ops, second or relu), reads_previous={2: 0, 3: 0}
+    )
+
+
+def test_a_chain_of_epilogue_ops_takes_the_template() -> None:
+    template = template_for(Task("t2", (MATMUL,)), _chained())
+    documents = [step_document(step) for step in template.schedule]
+    handles = [d["producer"] for d in documents if "producer" in d]
+    assert handles == [
+        {"operand": 0, "as": "epilogue1"},
+        {"of": "epilogue1", "operand": 0, "as": "main"},
+        {"of": "main", "operand": 2, "as": "init"},
+    ]
+    fused = [
+        (d["fuse_into"]["producer"], d["fuse_into"]["when"]) for d in documents if "fuse_into" in d
+    ]
+    assert fused == [
+        ("epilogue1", "EPILOGUE == 'buffer'"),
+        ("epilogue1", "EPILOGUE == 'fused'"),
+        ("main", "EPILOGUE == 'fused'"),
+        ("init", "EPILOGUE == 'fused'"),
+    ]
+
+
+def test_a_chain_op_that_does_not_follow_the_op_before_it_has_no_template() -> None:
+    out = (128, 256)
+    transposed = ConfiguredOp("linalg.generic", out, ("parallel",) * 2, (0, 1), {}, ((1, 0),))
+    with pytest.raises(NoTemplate, match="does not iterate over the op before it's output"):
+        template_for(Task("t2", (MATMUL,)), _chained(transposed))
+    # the first op may write its result permuted when it is alone, not in a chain
+    chain = _chained()
+    permuted = dataclasses.replace(chain.ops[2], output_loops=(1, 0))
+    with pytest.raises(NoTemplate, match="permuted in a chain of 2 ops"):
+        template_for(
+            Task("t2", (MATMUL,)),
+            dataclasses.replace(chain, ops=(*chain.ops[:2], permuted, chain.ops[3])),
+        )
+
+
 def test_a_matmul_task_from_named_layers_may_also_run_packed() -> None:
     task = Task("t0", (MATMUL,), dispatches=["d0"], layers=["ffn.up"])
     template = template_for(task, _matmul())
