@@ -121,7 +121,8 @@ def _read(function: ir.Operation) -> ConfiguredDispatch:
     if len(roots) != 1:
         raise ScheduleError(f"@{name}: expected one op configured with distribution tile sizes")
     root = roots[0]
-    reads, previous = {}, {}
+    reads: dict[int, int] = {}
+    previous: dict[int, int] = {}
     for index in range(root + 1, len(ops)):
         for number, operand in enumerate(ops[index].operands):
             if operand.owner == ops[root]:
