@@ -16,7 +16,10 @@ made the model's convolutions matmuls stay, and the flags take those matmuls, wh
 the kernel schedules no longer reach. Where the model-rewrite race ran in both layouts,
 the steps it ended with in the layout it did not keep run with the flags too
 (``OUT/<model>.<configuration>.other-layout.yaml``): the layout that wins with IREE's
-default pipeline need not win with data tiling.
+default pipeline need not win with data tiling. Where such graph steps are the fastest
+of these, their convolution rewrites are raced again by group with the flags (each group
+left to IREE as a convolution where that wins, :func:`~.races.prune_conv_rewrites`),
+and the steps so kept run with the peers in their place when faster.
 Of the three, each timed against the configurations in its own run, the fastest is
 kept, a challenger only when it is ``WIN`` (2%) faster than the schedules, so noise does
 not flip the choice:
