@@ -270,7 +270,9 @@ def prune_conv_rewrites(
     default pipeline; a configuration's flags change what it is worth (with data tiling
     an im2col gather packs its matrix, and for a convolution with few input channels
     that can cost more than the matmul saves). A step whose convolutions cannot all be
-    named by layer is not raced. ``progress`` is given each line as it is decided."""
+    named by layer is not raced, nor is ``graph`` when it holds a step the model-rewrite
+    race does not write (a packed kernel's ``mmt4d``, which selects matmuls a rewrite
+    left out would take away). ``progress`` is given each line as it is decided."""
     documents = [dict(step) for step in graph]
     steps = _recorded_steps(documents)
     if steps is None:
