@@ -294,8 +294,9 @@ def _combined_speedup(
     best_path, over_default = recipe, 0.0
     for graph, suffix, what in graphs:
         path = recipe.with_name(f"{stem}.{suffix}.yaml")
-        write_atomically(path, _graph_recipe(document, graph, configuration))
-        speedup, how, default = _ran_with_flags(path, configuration, with_peers)
+        speedup, how, default = _run_with_flags(
+            path, {**document, "graph": graph, "kernels": []}, configuration, with_peers
+        )
         said += f"; {what} with the flags {how}"
         if speedup > best.speedup:
             other = suffix == "other-layout"
@@ -310,14 +311,6 @@ def _combined_speedup(
             if speedup > best.speedup:
                 best = dataclasses.replace(best, speedup=speedup, graph=pruned.graph)
     return dataclasses.replace(best, said=said)
-
-
-def _graph_recipe(document: Mapping[str, Any], graph: list[Any], configuration: str) -> bytes:
-    """The model recipe ``document`` with the graph steps ``graph``, no kernel schedule
-    and ``configuration``'s flags, as YAML."""
-    return recipe_yaml(
-        _with_flags({**document, "graph": graph, "kernels": []}, configuration)
-    ).encode()
 
 
 def _run_with_flags(

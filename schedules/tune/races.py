@@ -283,7 +283,6 @@ def prune_conv_rewrites(
     }
     race = _Race(workload, spec, out, target, check, recipe=entries)
     race.kept, race.kept_recipe, race.kept_runs = list(steps), recipe, [speedup]
-    race.text = _rewritten(workload.mlir, steps, target)
     number = 0
     for step in steps:  # the groups on the model the steps kept before it make
         before = race.kept[: race.kept.index(step)]
@@ -301,9 +300,8 @@ def prune_conv_rewrites(
             at = race.kept.index(current)
             candidate = [*race.kept[:at], *([limited] if limited else []), *race.kept[at + 1 :]]
             label = f"{step.primitive} without {_named(layers)}"
-            text = _rewritten(workload.mlir, candidate, target)
             kept = "kept: those convolutions stay convolutions"
-            if race.race(candidate, text, label, f"{stem}.without-{number}", kept):
+            if race.race(candidate, label, f"{stem}.without-{number}", kept):
                 left, current = rest, limited
             if progress is not None:
                 progress(race.lines[-1])
@@ -373,19 +371,22 @@ class _Race:
         if not report.changed:
             return False
         label = f"{self.prefix}{'+ ' if self.kept else ''}{what} ({report.summary})"
-        return self.race([*base, step], candidate, label, name)
+        won = self.race([*base, step], label, name)
+        if won:
+            self.text = candidate
+        return won
 
     def race(
         self,
         steps: list[GraphRewriteStep],
-        candidate: str,
         label: str,
         name: str,
         verdict: str = "kept: the tasks are the rewritten model's",
     ) -> bool:
-        """Race the graph ``steps`` (which make the model ``candidate``) against those
-        kept, in a recipe ``OUT/<name>.yaml``; keep them when they run correct and
-        ``WIN`` faster. ``label`` and ``verdict`` (said when kept) make the line."""
+        """Race the graph ``steps`` against those kept, in a recipe ``OUT/<name>.yaml``;
+        keep them when they run correct and ``WIN`` faster (:attr:`text`, the model
+        they make, is the caller's to update). ``label`` and ``verdict`` (said when
+        kept) make the line."""
         path = self.out / f"{name}.yaml"
         self._write(path, steps)
         runs = _first_run(self.check, path)
@@ -401,8 +402,7 @@ class _Race:
         won = speedup >= self.best * WIN
         self.lines.append(_line(label, runs, self.best, verdict if won else None))
         if won:
-            self.kept, self.text = steps, candidate
-            self.kept_recipe, self.kept_runs = path, runs
+            self.kept, self.kept_recipe, self.kept_runs = steps, path, runs
         return won
 
     def _write(self, path: Path, steps: list[GraphRewriteStep]) -> None:

@@ -420,28 +420,25 @@ def with_packed_layout(template: Template, kernel_defaults: Mapping[str, ParamVa
 
 
 def _follows_previous(dispatch: ConfiguredDispatch, index: int) -> bool:
-    """Whether the op at ``index``, in a chain of epilogue ops, is elementwise over the
-    output of the op before it: all parallel, reading that op's result and writing its
-    own dim by dim."""
+    """Whether the op at ``index``, in a chain of epilogue ops, iterates over the output
+    of the op before it (:func:`_elementwise_over`), writing its own dim by dim."""
     op = dispatch.ops[index]
-    identity = tuple(range(len(op.loop_ranges)))
     read = dispatch.reads_previous.get(index)
-    return (
-        read is not None
-        and read < len(op.input_loops)
-        and op.input_loops[read] == identity
-        and all(it == "parallel" for it in op.iterators)
-        and op.output_loops == identity
-    )
+    return _elementwise_over(op, read) and op.output_loops == tuple(range(len(op.loop_ranges)))
 
 
 def _epilogue_over_root(dispatch: ConfiguredDispatch, op: ConfiguredOp) -> bool:
     """Whether ``op``, the op after the root, iterates over the root's output dims in
-    their order: all parallel, reading the root's result dim by dim. It may write its own
-    result with the dims permuted (a projection written transposed for attention):
-    tiling it tiles the root's output, and each tile goes to its permuted place."""
+    their order (:func:`_elementwise_over`). It may write its own result with the dims
+    permuted (a projection written transposed for attention): tiling it tiles the root's
+    output, and each tile goes to its permuted place."""
+    return _elementwise_over(op, dispatch.root_reads.get(dispatch.root + 1))
+
+
+def _elementwise_over(op: ConfiguredOp, read: int | None) -> bool:
+    """Whether ``op`` is all parallel, reads its input operand ``read`` (None: it reads
+    none) dim by dim, and writes its result through a permutation of its loops."""
     identity = tuple(range(len(op.loop_ranges)))
-    read = dispatch.root_reads.get(dispatch.root + 1)
     return (
         read is not None
         and read < len(op.input_loops)
